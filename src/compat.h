@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Every PG_VERSION_NUM difference durable cares about, and nowhere else.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DURABLE_COMPAT_H
+#define DURABLE_COMPAT_H
+
+#if PG_VERSION_NUM < 150000
+#error "durable requires PostgreSQL 15 or later"
+#endif
+
+/* PG 18 can carry the module's name and version in its magic block */
+#if PG_VERSION_NUM >= 180000
+#define DURABLE_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "durable", .version = DURABLE_VERSION)
+#else
+#define DURABLE_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* PG 17 gives extensions named wait events; before, PG_WAIT_EXTENSION */
+#if PG_VERSION_NUM >= 170000
+#define DURABLE_HAVE_NAMED_WAIT_EVENTS 1
+#endif
+
+#endif							/* DURABLE_COMPAT_H */

@@ -1,0 +1,285 @@
+/*-------------------------------------------------------------------------
+ *
+ * decision.c
+ *	  The decision tables of durable: what to do after a failed attempt,
+ *	  and what to do with an expired or questioned activity.
+ *
+ * Same evidence, same decision: both are pure functions of their
+ * arguments, exposed in SQL and used by the C code that applies them (the
+ * reconciler, durable_fail), so tests and recovery can never disagree.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "common/int.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+static const char *const next_action_names[] = {
+	[DURABLE_NEXT_SCHEDULE_RETRY] = "schedule_retry",
+	[DURABLE_NEXT_FAIL_PERMANENT] = "fail_permanent",
+	[DURABLE_NEXT_MANUAL_REVIEW] = "manual_review",
+	[DURABLE_NEXT_DEADLINE_EXCEEDED] = "deadline_exceeded",
+	[DURABLE_NEXT_ATTEMPTS_EXHAUSTED] = "attempts_exhausted",
+};
+
+static const char *const recovery_action_names[] = {
+	[DURABLE_RECOVERY_WAIT] = "wait",
+	[DURABLE_RECOVERY_RECORD_COMPLETION] = "record_completion",
+	[DURABLE_RECOVERY_RECORD_FAILURE] = "record_failure",
+	[DURABLE_RECOVERY_RECONCILE] = "reconcile",
+	[DURABLE_RECOVERY_MANUAL_REVIEW] = "manual_review",
+	[DURABLE_RECOVERY_EXHAUSTED] = "exhausted",
+	[DURABLE_RECOVERY_RETRY_SAME_ACTIVITY] = "retry_same_activity",
+};
+
+const char *
+DurableNextActionName(DurableNextAction action)
+{
+	return next_action_names[action];
+}
+
+const char *
+DurableRecoveryActionName(DurableRecoveryAction action)
+{
+	return recovery_action_names[action];
+}
+
+/*
+ * DurableParseErrorClass
+ *		'transient' | 'permanent' | 'unknown'; anything else is 22023.
+ */
+DurableErrorClass
+DurableParseErrorClass(const char *name)
+{
+	if (strcmp(name, "transient") == 0)
+		return DURABLE_ERROR_TRANSIENT;
+	if (strcmp(name, "permanent") == 0)
+		return DURABLE_ERROR_PERMANENT;
+	if (strcmp(name, "unknown") == 0)
+		return DURABLE_ERROR_UNKNOWN;
+	ereport(ERROR,
+			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("unknown error class \"%s\"", name),
+			errhint("The error class must be \"transient\", \"permanent\" or \"unknown\"."));
+	pg_unreachable();
+}
+
+/*
+ * DurableParseReceipt
+ *		NULL, 'succeeded', 'failed_permanent' or 'not_executed'; else 22023.
+ */
+DurableReceipt
+DurableParseReceipt(const char *name)
+{
+	if (name == NULL)
+		return DURABLE_RECEIPT_NONE;
+	if (strcmp(name, "succeeded") == 0)
+		return DURABLE_RECEIPT_SUCCEEDED;
+	if (strcmp(name, "failed_permanent") == 0)
+		return DURABLE_RECEIPT_FAILED_PERMANENT;
+	if (strcmp(name, "not_executed") == 0)
+		return DURABLE_RECEIPT_NOT_EXECUTED;
+	ereport(ERROR,
+			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("unknown receipt \"%s\"", name),
+			errhint("A receipt must be \"succeeded\", \"failed_permanent\" or \"not_executed\"."));
+	pg_unreachable();
+}
+
+/*
+ * DurableIntervalMicroseconds
+ *		An interval as microseconds, counting a day as 24 hours and a month
+ *		as 30 days, as interval comparison does.  "what" names the argument
+ *		in the error raised on overflow.
+ */
+int64
+DurableIntervalMicroseconds(const Interval *span, const char *what)
+{
+	int64		days;
+	int64		result;
+
+	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, (int64) span->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &result) ||
+		pg_add_s64_overflow(result, span->time, &result))
+		ereport(ERROR,
+				errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				errmsg("%s is out of range", what));
+	return result;
+}
+
+/*
+ * DurableDecideNext
+ *		The retry budget after a failed attempt (DESIGN section 3).
+ *
+ * Times are microseconds; deadline is DURABLE_NO_DEADLINE when there is
+ * none.  Only a transient error reaches the budget lines.
+ */
+DurableNextAction
+DurableDecideNext(int32 attempts, int32 max_attempts, int64 elapsed,
+				  int64 deadline, DurableErrorClass error_class,
+				  int64 next_delay)
+{
+	int64		next_start;
+
+	if (error_class == DURABLE_ERROR_PERMANENT)
+		return DURABLE_NEXT_FAIL_PERMANENT;
+	if (error_class == DURABLE_ERROR_UNKNOWN)
+		return DURABLE_NEXT_MANUAL_REVIEW;
+
+	if (deadline != DURABLE_NO_DEADLINE)
+	{
+		/* a retry that would start after the deadline is already too late */
+		if (pg_add_s64_overflow(elapsed, next_delay, &next_start))
+			next_start = PG_INT64_MAX;
+		if (elapsed > deadline || next_start > deadline)
+			return DURABLE_NEXT_DEADLINE_EXCEEDED;
+	}
+	if (attempts >= max_attempts)
+		return DURABLE_NEXT_ATTEMPTS_EXHAUSTED;
+	return DURABLE_NEXT_SCHEDULE_RETRY;
+}
+
+/*
+ * DurableDecideRecovery
+ *		What to do with an expired or questioned activity (DESIGN section 3).
+ *
+ * A 'not_executed' receipt proves that the attempt had no effect, so that
+ * attempt is safe to retry whatever the class.  A queryable activity with
+ * no receipt yet is looked up before anything else is decided.
+ */
+DurableRecoveryAction
+DurableDecideRecovery(bool lease_expired, DurableReceipt receipt,
+					  bool retry_safe, int32 attempts, int32 max_attempts,
+					  bool queryable)
+{
+	if (!lease_expired)
+		return DURABLE_RECOVERY_WAIT;
+	if (receipt == DURABLE_RECEIPT_SUCCEEDED)
+		return DURABLE_RECOVERY_RECORD_COMPLETION;
+	if (receipt == DURABLE_RECEIPT_FAILED_PERMANENT)
+		return DURABLE_RECOVERY_RECORD_FAILURE;
+	if (receipt == DURABLE_RECEIPT_NOT_EXECUTED)
+		retry_safe = true;
+	else if (queryable)
+		return DURABLE_RECOVERY_RECONCILE;
+	if (!retry_safe)
+		return DURABLE_RECOVERY_MANUAL_REVIEW;
+	if (attempts >= max_attempts)
+		return DURABLE_RECOVERY_EXHAUSTED;
+	return DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
+}
+
+/* Raise 22004 when argument argno is NULL. */
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("%s must not be null", name));
+}
+
+static void
+check_attempt_counts(int32 attempts, int32 max_attempts)
+{
+	if (attempts < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("attempts must not be negative"),
+				errdetail("Attempts %d was given.", attempts));
+	if (max_attempts < 1)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("max_attempts must be at least 1"),
+				errdetail("Max attempts %d was given.", max_attempts));
+}
+
+static int64
+nonnegative_interval_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	int64		usecs = DurableIntervalMicroseconds(PG_GETARG_INTERVAL_P(argno),
+												   name);
+
+	if (usecs < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must not be negative", name));
+	return usecs;
+}
+
+/*
+ * durable_next_action(attempts int, max_attempts int, elapsed interval,
+ *					   deadline interval, error_class text,
+ *					   next_delay interval = '0') RETURNS text
+ *
+ * A NULL deadline means there is none; every other NULL is 22004.  An
+ * unknown error class, negative attempts or times, and max_attempts below
+ * 1 are 22023.
+ */
+PG_FUNCTION_INFO_V1(durable_next_action);
+Datum
+durable_next_action(PG_FUNCTION_ARGS)
+{
+	int32		attempts;
+	int32		max_attempts;
+	int64		elapsed;
+	int64		deadline = DURABLE_NO_DEADLINE;
+	int64		next_delay;
+	DurableErrorClass error_class;
+
+	require_arg(fcinfo, 0, "attempts");
+	require_arg(fcinfo, 1, "max_attempts");
+	require_arg(fcinfo, 2, "elapsed");
+	require_arg(fcinfo, 4, "error_class");
+	require_arg(fcinfo, 5, "next_delay");
+
+	attempts = PG_GETARG_INT32(0);
+	max_attempts = PG_GETARG_INT32(1);
+	check_attempt_counts(attempts, max_attempts);
+	elapsed = nonnegative_interval_arg(fcinfo, 2, "elapsed");
+	if (!PG_ARGISNULL(3))
+		deadline = nonnegative_interval_arg(fcinfo, 3, "deadline");
+	next_delay = nonnegative_interval_arg(fcinfo, 5, "next_delay");
+	error_class = DurableParseErrorClass(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+
+	PG_RETURN_TEXT_P(cstring_to_text(DurableNextActionName(
+						 DurableDecideNext(attempts, max_attempts, elapsed,
+										   deadline, error_class,
+										   next_delay))));
+}
+
+/*
+ * durable_recovery_action(lease_expired bool, receipt text, retry_safe bool,
+ *						   attempts int, max_attempts int,
+ *						   queryable bool = false) RETURNS text
+ *
+ * A NULL receipt means no evidence yet; every other NULL is 22004.  An
+ * unknown receipt, negative attempts and max_attempts below 1 are 22023.
+ */
+PG_FUNCTION_INFO_V1(durable_recovery_action);
+Datum
+durable_recovery_action(PG_FUNCTION_ARGS)
+{
+	DurableReceipt receipt = DURABLE_RECEIPT_NONE;
+
+	require_arg(fcinfo, 0, "lease_expired");
+	require_arg(fcinfo, 2, "retry_safe");
+	require_arg(fcinfo, 3, "attempts");
+	require_arg(fcinfo, 4, "max_attempts");
+	require_arg(fcinfo, 5, "queryable");
+
+	check_attempt_counts(PG_GETARG_INT32(3), PG_GETARG_INT32(4));
+	if (!PG_ARGISNULL(1))
+		receipt = DurableParseReceipt(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	PG_RETURN_TEXT_P(cstring_to_text(DurableRecoveryActionName(
+						 DurableDecideRecovery(PG_GETARG_BOOL(0), receipt,
+											   PG_GETARG_BOOL(2),
+											   PG_GETARG_INT32(3),
+											   PG_GETARG_INT32(4),
+											   PG_GETARG_BOOL(5)))));
+}

@@ -1,0 +1,100 @@
+/*-------------------------------------------------------------------------
+ *
+ * idempotency.c
+ *	  Request hashes and idempotency keys.
+ *
+ * An idempotency key names a logical operation, never an attempt, and is
+ * bound to the hash of the request it was first used with: the same key
+ * with another request is a bug in the caller, reported as 55U03, never a
+ * second effect.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+/*
+ * durable_request_hash(request jsonb) RETURNS bytea
+ *
+ * SHA-256 of the canonical text of the request.  Strict and immutable.
+ */
+PG_FUNCTION_INFO_V1(durable_request_hash);
+Datum
+durable_request_hash(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(DurableJsonbHash(PG_GETARG_JSONB_P(0)));
+}
+
+/*
+ * DurableIdempotencyKey
+ *		Hex SHA-256 over the parts, each written as "<length>:<bytes>" so that
+ *		no two different lists of parts encode alike (('a','bc') differs from
+ *		('ab','c')).
+ */
+char *
+DurableIdempotencyKey(int nparts, text *const *parts)
+{
+	StringInfoData buf;
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	char	   *hex = palloc(PG_SHA256_DIGEST_LENGTH * 2 + 1);
+
+	initStringInfo(&buf);
+	for (int i = 0; i < nparts; i++)
+	{
+		int			len = VARSIZE_ANY_EXHDR(parts[i]);
+
+		appendStringInfo(&buf, "%d:", len);
+		appendBinaryStringInfo(&buf, VARDATA_ANY(parts[i]), len);
+	}
+	DurableSha256(buf.data, buf.len, digest);
+	pfree(buf.data);
+
+	hex_encode((const char *) digest, PG_SHA256_DIGEST_LENGTH, hex);
+	hex[PG_SHA256_DIGEST_LENGTH * 2] = '\0';
+	return hex;
+}
+
+/*
+ * durable_idempotency_key(VARIADIC parts text[]) RETURNS text
+ *
+ * Strict and immutable.  A NULL part is 22004; no part at all, or a
+ * multi-dimensional array, is 22023.
+ */
+PG_FUNCTION_INFO_V1(durable_idempotency_key);
+Datum
+durable_idempotency_key(PG_FUNCTION_ARGS)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("idempotency key parts must be a one-dimensional array"));
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &nelems);
+	if (nelems == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("an idempotency key needs at least one part"));
+	for (int i = 0; i < nelems; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("idempotency key part %d is null", i + 1),
+					errhint("Every part of the logical operation's name must be known when its key is derived."));
+		elems[i] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(elems[i]));
+	}
+
+	PG_RETURN_TEXT_P(cstring_to_text(DurableIdempotencyKey(nelems,
+														   (text *const *) elems)));
+}

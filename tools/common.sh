@@ -1,0 +1,129 @@
+# Shared set-up for durable's commands (tools/test, tools/demo, tools/bench):
+# Debian packages, build and install, and a throwaway PostgreSQL server that
+# is stopped and removed on exit, on failure and on interrupt.
+#
+# Source it; it defines functions and PG_BIN, and changes nothing by itself.
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# CI builds treat every warning as an error; -Wextra's unused-parameter
+# warnings are PostgreSQL's own headers', not ours.
+DURABLE_CFLAGS=${DURABLE_CFLAGS:--Wall -Wextra -Werror -Wno-unused-parameter}
+
+DURABLE_PACKAGES=(
+	"postgresql-$PG_MAJOR"
+	"postgresql-server-dev-$PG_MAJOR"
+	"postgresql-$PG_MAJOR-pgtap"
+	libtap-parser-sourcehandler-pgtap-perl
+	libipc-run-perl
+	make
+	gcc
+)
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Install the Debian packages that are missing (as root), or print the exact
+# command and stop (as anyone else).
+ensure_packages() {
+	local missing=() pkg
+	for pkg in "${DURABLE_PACKAGES[@]}" "$@"; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$pkg")
+	done
+	((${#missing[@]})) || return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		printf 'durable needs these Debian packages; install them and run again:\n' >&2
+		printf '  sudo apt-get install -y %s\n' "${missing[*]}" >&2
+		exit 1
+	fi
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		die "apt-get install ${missing[*]} failed"
+}
+
+# Build warning-free and install into the server's directories.
+build_and_install() {
+	export PATH="$PG_BIN:$PATH"
+	log "building durable"
+	make -C "$REPO" -s PG_CFLAGS="$DURABLE_CFLAGS" >/dev/null || die "build failed"
+	if [ -w "$("$PG_BIN/pg_config" --pkglibdir)" ]; then
+		make -C "$REPO" -s install >/dev/null || die "install failed"
+	elif sudo -n true 2>/dev/null; then
+		sudo make -C "$REPO" -s install >/dev/null || die "install failed"
+	else
+		die "cannot write to $("$PG_BIN/pg_config" --pkglibdir); run: sudo make -C $REPO install"
+	fi
+}
+
+# PostgreSQL refuses to run as root: as root, run the server and everything
+# that starts one as the postgres system user.
+if [ "$(id -u)" -eq 0 ]; then
+	as_server_user() { runuser -u postgres -- "$@"; }
+	SERVER_USER=postgres
+else
+	as_server_user() { "$@"; }
+	SERVER_USER=$(id -un)
+fi
+
+# A free TCP port on loopback, so that two runs never share a server.
+free_port() {
+	local port
+	for _ in $(seq 200); do
+		port=$((20000 + RANDOM % 30000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+	done
+	die "no free port found"
+}
+
+# Stop every server started under WORKDIR (ours and the TAP tests'), then
+# remove it.  Runs on every exit.
+cleanup_workdir() {
+	local pidfile
+	[ -n "${WORKDIR:-}" ] && [ -d "$WORKDIR" ] || return 0
+	while IFS= read -r pidfile; do
+		as_server_user "$PG_BIN/pg_ctl" -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 ||
+			kill -9 "$(head -n 1 "$pidfile")" 2>/dev/null
+	done < <(find "$WORKDIR" -name postmaster.pid 2>/dev/null)
+	rm -rf "$WORKDIR"
+}
+
+make_workdir() {
+	WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/durable.XXXXXX")
+	chmod 755 "$WORKDIR"
+	[ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$WORKDIR"
+	trap cleanup_workdir EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# Start a throwaway server with durable preloaded; sets PGHOST, PGPORT,
+# PGUSER and PGDATA.  Extra postgresql.conf lines may be given as arguments.
+start_server() {
+	local line
+	export PGPORT=$(free_port)
+	export PGHOST=$WORKDIR
+	export PGUSER=$SERVER_USER
+	export PGDATA=$WORKDIR/data
+	export PGDATABASE=postgres
+	as_server_user "$PG_BIN/initdb" -D "$PGDATA" -A trust -U "$SERVER_USER" \
+		--no-sync -E UTF8 --locale=C >"$WORKDIR/initdb.log" 2>&1 ||
+		{ cat "$WORKDIR/initdb.log" >&2; die "initdb failed"; }
+	{
+		echo "port = $PGPORT"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$WORKDIR'"
+		echo "shared_preload_libraries = 'durable'"
+		echo "durable.database = 'postgres'"
+		echo "max_connections = 100"
+		echo "fsync = off"
+		echo "log_line_prefix = '%m [%p] '"
+		for line in "$@"; do echo "$line"; done
+	} >>"$PGDATA/postgresql.conf"
+	as_server_user "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORKDIR/server.log" -w start >/dev/null ||
+		{ cat "$WORKDIR/server.log" >&2; die "server did not start"; }
+	log "throwaway server on port $PGPORT (data in $PGDATA)"
+}
