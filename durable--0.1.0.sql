@@ -52,3 +52,309 @@ AS 'MODULE_PATHNAME', 'durable_idempotency_key'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.durable_idempotency_key(text[]) IS
   'stable idempotency key of a logical operation: hex SHA-256 over its length-prefixed parts';
+
+--
+-- Roles (DESIGN section 9).  Roles are cluster-wide, so a second database
+-- installing durable finds them already there.
+--
+DO $roles$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['durable_producer', 'durable_worker', 'durable_operator'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r) THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+        END IF;
+    END LOOP;
+END
+$roles$;
+
+--
+-- Tables.  Every key leads with partition_key, the routing column of a
+-- distributed deployment (DESIGN section 11): a task id carries its
+-- partition in its low 15 bits, so a fenced write finds its row, its shard and
+-- its events from the task id alone.  Ids come from the transaction that
+-- inserts them, never from a column default.
+--
+CREATE TYPE durable.task_state AS ENUM
+    ('created', 'ready', 'running', 'waiting', 'completed', 'failed', 'cancelled', 'needs_review');
+COMMENT ON TYPE durable.task_state IS 'task states; completed, failed and cancelled are terminal';
+
+CREATE TYPE durable.activity_class AS ENUM ('pure', 'idempotent', 'queryable', 'unsafe');
+COMMENT ON TYPE durable.activity_class IS 'how an activity may be recovered: pure and idempotent ones are retry safe, queryable ones are looked up first, unsafe ones go to manual review';
+
+CREATE TABLE durable.queues (
+    queue_name        text PRIMARY KEY,
+    partition_base    int NOT NULL,
+    partitions        int NOT NULL,
+    lease             interval NOT NULL,
+    max_attempts      int NOT NULL,
+    retry_base        int NOT NULL,
+    retry_cap         int NOT NULL,
+    deadline          interval,
+    retry_capacity    int,
+    retry_refill_rate float8 NOT NULL,
+    retry_tokens      float8 NOT NULL,
+    retry_tokens_at   timestamptz NOT NULL,
+    progress_timeout  interval,
+    notify            bool NOT NULL,
+    paused            bool NOT NULL DEFAULT false,
+    created_at        timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.queues IS 'queue settings; change them with durable_create_queue, durable_alter_queue, durable_pause and durable_resume';
+
+-- the node-local part of task ids; durable.node_id keeps nodes apart
+CREATE SEQUENCE durable.task_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;  -- 2^40 - 1
+
+CREATE TABLE durable.tasks (
+    partition_key      int NOT NULL,
+    task_id            bigint NOT NULL,
+    state              durable.task_state NOT NULL,
+    class              durable.activity_class NOT NULL,
+    priority           int NOT NULL,
+    attempt            int NOT NULL DEFAULT 0,
+    max_attempts       int NOT NULL,
+    version            int NOT NULL DEFAULT 1,
+    fence              bigint NOT NULL DEFAULT 0,
+    run_at             timestamptz NOT NULL,
+    created_at         timestamptz NOT NULL,
+    lease_until        timestamptz,
+    heartbeat_at       timestamptz,
+    progress_at        timestamptz,
+    lease              interval,
+    deadline           interval,
+    queue_name         text NOT NULL,
+    owner              text,
+    progress           text,
+    stop_code          text,
+    idempotency_key    text,
+    request_hash       bytea,
+    workflow_version   text,
+    payload            jsonb NOT NULL,
+    result             jsonb,
+    last_error         jsonb,
+    checkpoint         jsonb,
+    checkpoint_version int NOT NULL DEFAULT 0,
+    metadata           jsonb,
+    PRIMARY KEY (partition_key, task_id)
+) WITH (fillfactor = 80);
+COMMENT ON TABLE durable.tasks IS 'one row per task; version counts its events, fence its leases, owner is the worker that holds or last held it';
+
+-- ready and waiting work, in claim order
+CREATE INDEX tasks_claimable ON durable.tasks
+    (partition_key, queue_name, priority DESC, run_at, task_id)
+    WHERE state IN ('ready', 'waiting');
+-- leases in expiry order, for the reconciler
+CREATE INDEX tasks_leased ON durable.tasks (partition_key, lease_until)
+    WHERE state = 'running';
+-- enqueue idempotency: the key's partition comes from its hash, so
+-- uniqueness per partition is uniqueness per queue
+CREATE UNIQUE INDEX tasks_idempotency ON durable.tasks (partition_key, queue_name, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE durable.events (
+    partition_key int NOT NULL,
+    task_id       bigint NOT NULL,
+    seq           int NOT NULL,
+    state         durable.task_state NOT NULL,
+    fence         bigint NOT NULL,
+    at            timestamptz NOT NULL,
+    kind          text NOT NULL,
+    actor         text,
+    detail        jsonb,
+    PRIMARY KEY (partition_key, task_id, seq)
+);
+COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left';
+
+SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.tasks', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.events', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.task_seq', '');
+
+REVOKE ALL ON ALL TABLES IN SCHEMA durable FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA durable FROM PUBLIC;
+GRANT USAGE ON SCHEMA durable TO durable_operator;
+GRANT SELECT ON durable.queues, durable.tasks, durable.events TO durable_operator;
+
+--
+-- The API.  Every function that changes state runs with definer rights and
+-- a pinned search_path; the C code schema-qualifies every name it uses.
+--
+CREATE FUNCTION @extschema@.durable_create_queue(
+    queue text,
+    lease interval DEFAULT '30 seconds',
+    max_attempts int DEFAULT 3,
+    retry_base int DEFAULT 2,
+    retry_cap int DEFAULT 60,
+    deadline interval DEFAULT NULL,
+    retry_capacity int DEFAULT NULL,
+    retry_refill_rate float8 DEFAULT 10,
+    progress_timeout interval DEFAULT NULL,
+    partitions int DEFAULT 1,
+    notify bool DEFAULT true)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_create_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool) IS
+  'create a queue: default lease, retry budget, retry-token bucket (NULL capacity = unlimited), stuck-alarm timeout, partitions and NOTIFY on ready work';
+
+CREATE FUNCTION @extschema@.durable_alter_queue(
+    queue text,
+    lease interval DEFAULT NULL,
+    max_attempts int DEFAULT NULL,
+    retry_base int DEFAULT NULL,
+    retry_cap int DEFAULT NULL,
+    deadline interval DEFAULT NULL,
+    retry_capacity int DEFAULT NULL,
+    retry_refill_rate float8 DEFAULT NULL,
+    progress_timeout interval DEFAULT NULL,
+    notify bool DEFAULT NULL,
+    clear text[] DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_alter_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]) IS
+  'change queue settings; NULL keeps a setting, clear => ARRAY[''deadline'', ''retry_capacity'', ''progress_timeout''] removes optional ones';
+
+CREATE FUNCTION @extschema@.durable_drop_queue(queue text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_drop_queue'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_drop_queue(text) IS
+  'drop a queue with its finished tasks and their events; refused while any task is unfinished';
+
+CREATE FUNCTION @extschema@.durable_pause(queue text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_pause'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_pause(text) IS
+  'stop claims from a queue; enqueues, running tasks and the reconciler go on';
+
+CREATE FUNCTION @extschema@.durable_resume(queue text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_resume'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_resume(text) IS 'let claims take from a paused queue again';
+
+CREATE FUNCTION @extschema@.durable_enqueue(
+    queue text,
+    payload jsonb DEFAULT '{}',
+    idempotency_key text DEFAULT NULL,
+    run_at timestamptz DEFAULT NULL,
+    priority int DEFAULT 0,
+    class text DEFAULT 'idempotent',
+    max_attempts int DEFAULT NULL,
+    deadline interval DEFAULT NULL,
+    workflow_version text DEFAULT NULL,
+    metadata jsonb DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_enqueue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb) IS
+  'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
+
+CREATE FUNCTION @extschema@.durable_claim(
+    queue text,
+    worker text,
+    lease interval DEFAULT NULL,
+    batch int DEFAULT 1)
+RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, attempt int,
+               payload jsonb, checkpoint jsonb)
+AS 'MODULE_PATHNAME', 'durable_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_claim(text, text, interval, int) IS
+  'lease up to batch ready tasks whose time has come, highest priority first, skipping locked ones; each claim increments the fence';
+
+CREATE FUNCTION @extschema@.durable_heartbeat(
+    task_id bigint,
+    fence bigint,
+    progress text DEFAULT NULL,
+    lease interval DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'durable_heartbeat'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_heartbeat(bigint, bigint, text, interval) IS
+  'extend the lease of a running task and record its progress; returns the new lease end';
+
+CREATE FUNCTION @extschema@.durable_commit(
+    task_id bigint,
+    fence bigint,
+    result jsonb DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_commit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb) IS
+  'complete a running task under the current fence, storing its result';
+
+CREATE FUNCTION @extschema@.durable_fail(
+    task_id bigint,
+    fence bigint,
+    error_class text,
+    error jsonb DEFAULT NULL,
+    retry_after interval DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'durable_fail'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_fail(bigint, bigint, text, jsonb, interval) IS
+  'report a failed attempt; applies and returns the decision of durable_next_action';
+
+CREATE FUNCTION @extschema@.durable_cancel(task_id bigint, reason text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_cancel'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_cancel(bigint, text) IS
+  'cancel an unfinished task; a running one loses its lease (its fence is incremented)';
+
+CREATE FUNCTION @extschema@.durable_reconcile(batch int DEFAULT 1000)
+RETURNS TABLE (task_id bigint, action text)
+AS 'MODULE_PATHNAME', 'durable_reconcile'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_reconcile(int) IS
+  'settle up to batch expired leases through durable_recovery_action; what the reconciler runs every tick';
+
+REVOKE EXECUTE ON FUNCTION
+    @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool),
+    @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]),
+    @extschema@.durable_drop_queue(text),
+    @extschema@.durable_pause(text),
+    @extschema@.durable_resume(text),
+    @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb),
+    @extschema@.durable_claim(text, text, interval, int),
+    @extschema@.durable_heartbeat(bigint, bigint, text, interval),
+    @extschema@.durable_commit(bigint, bigint, jsonb),
+    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval),
+    @extschema@.durable_cancel(bigint, text),
+    @extschema@.durable_reconcile(int)
+FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb)
+TO durable_producer;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_claim(text, text, interval, int),
+    @extschema@.durable_heartbeat(bigint, bigint, text, interval),
+    @extschema@.durable_commit(bigint, bigint, jsonb),
+    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval)
+TO durable_worker;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool),
+    @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]),
+    @extschema@.durable_drop_queue(text),
+    @extschema@.durable_pause(text),
+    @extschema@.durable_resume(text),
+    @extschema@.durable_cancel(bigint, text),
+    @extschema@.durable_reconcile(int)
+TO durable_operator;

@@ -48,6 +48,28 @@ DurableRecoveryActionName(DurableRecoveryAction action)
 }
 
 /*
+ * DurableParseActivityClass
+ *		'pure' | 'idempotent' | 'queryable' | 'unsafe'; anything else is 22023.
+ */
+DurableActivityClass
+DurableParseActivityClass(const char *name)
+{
+	if (strcmp(name, "pure") == 0)
+		return DURABLE_CLASS_PURE;
+	if (strcmp(name, "idempotent") == 0)
+		return DURABLE_CLASS_IDEMPOTENT;
+	if (strcmp(name, "queryable") == 0)
+		return DURABLE_CLASS_QUERYABLE;
+	if (strcmp(name, "unsafe") == 0)
+		return DURABLE_CLASS_UNSAFE;
+	ereport(ERROR,
+			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("unknown activity class \"%s\"", name),
+			errhint("The class must be \"pure\", \"idempotent\", \"queryable\" or \"unsafe\"."));
+	pg_unreachable();
+}
+
+/*
  * DurableParseErrorClass
  *		'transient' | 'permanent' | 'unknown'; anything else is 22023.
  */
@@ -173,16 +195,6 @@ DurableDecideRecovery(bool lease_expired, DurableReceipt receipt,
 	return DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
 }
 
-/* Raise 22004 when argument argno is NULL. */
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("%s must not be null", name));
-}
-
 static void
 check_attempt_counts(int32 attempts, int32 max_attempts)
 {
@@ -231,11 +243,11 @@ durable_next_action(PG_FUNCTION_ARGS)
 	int64		next_delay;
 	DurableErrorClass error_class;
 
-	require_arg(fcinfo, 0, "attempts");
-	require_arg(fcinfo, 1, "max_attempts");
-	require_arg(fcinfo, 2, "elapsed");
-	require_arg(fcinfo, 4, "error_class");
-	require_arg(fcinfo, 5, "next_delay");
+	DurableRequireArg(fcinfo, 0, "attempts");
+	DurableRequireArg(fcinfo, 1, "max_attempts");
+	DurableRequireArg(fcinfo, 2, "elapsed");
+	DurableRequireArg(fcinfo, 4, "error_class");
+	DurableRequireArg(fcinfo, 5, "next_delay");
 
 	attempts = PG_GETARG_INT32(0);
 	max_attempts = PG_GETARG_INT32(1);
@@ -266,11 +278,11 @@ durable_recovery_action(PG_FUNCTION_ARGS)
 {
 	DurableReceipt receipt = DURABLE_RECEIPT_NONE;
 
-	require_arg(fcinfo, 0, "lease_expired");
-	require_arg(fcinfo, 2, "retry_safe");
-	require_arg(fcinfo, 3, "attempts");
-	require_arg(fcinfo, 4, "max_attempts");
-	require_arg(fcinfo, 5, "queryable");
+	DurableRequireArg(fcinfo, 0, "lease_expired");
+	DurableRequireArg(fcinfo, 2, "retry_safe");
+	DurableRequireArg(fcinfo, 3, "attempts");
+	DurableRequireArg(fcinfo, 4, "max_attempts");
+	DurableRequireArg(fcinfo, 5, "queryable");
 
 	check_attempt_counts(PG_GETARG_INT32(3), PG_GETARG_INT32(4));
 	if (!PG_ARGISNULL(1))

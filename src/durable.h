@@ -19,6 +19,8 @@
 #include "common/sha2.h"
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
 #include "compat.h"
@@ -26,6 +28,29 @@
 
 /* schema that holds durable's tables, views and internal functions */
 #define DURABLE_SCHEMA "durable"
+
+/*
+ * A task id carries its partition: bits 14..0 are the partition key, bits
+ * 22..15 the node that made it (durable.node_id), the bits above that
+ * node's counter.  So a fenced write routes to its row, and its shard, from
+ * the task id alone; nodes never hand out the same id; and ids grow in the
+ * order tasks were made.
+ */
+#define DURABLE_PARTITION_BITS 15
+#define DURABLE_NODE_BITS 8
+#define DURABLE_PARTITION_SPACE (1 << DURABLE_PARTITION_BITS)
+#define DURABLE_ID_SHIFT 23		/* DURABLE_PARTITION_BITS + DURABLE_NODE_BITS */
+#define DURABLE_TASK_PARTITION(task_id) \
+	((int32) ((task_id) & (DURABLE_PARTITION_SPACE - 1)))
+#define DURABLE_TASK_ID_SUFFIX(partition, node) \
+	(((int64) (node) << DURABLE_PARTITION_BITS) | (int64) (partition))
+#define DURABLE_MAX_PARTITIONS 256
+#define DURABLE_MAX_BATCH 10000
+#define DURABLE_MAX_NAME_LEN (NAMEDATALEN - 1)
+
+/* ---- durable.c: GUCs ---- */
+extern int	durable_node_id;
+extern int	durable_max_payload_size;
 
 /* ---- digest.c ---- */
 extern void DurableSha256(const void *data, size_t len,
@@ -39,6 +64,18 @@ typedef enum DurableErrorClass
 	DURABLE_ERROR_PERMANENT,
 	DURABLE_ERROR_UNKNOWN
 } DurableErrorClass;
+
+typedef enum DurableActivityClass
+{
+	DURABLE_CLASS_PURE,
+	DURABLE_CLASS_IDEMPOTENT,
+	DURABLE_CLASS_QUERYABLE,
+	DURABLE_CLASS_UNSAFE
+} DurableActivityClass;
+
+/* pure and idempotent activities may simply be sent again */
+#define DURABLE_CLASS_RETRY_SAFE(c) \
+	((c) == DURABLE_CLASS_PURE || (c) == DURABLE_CLASS_IDEMPOTENT)
 
 typedef enum DurableNextAction
 {
@@ -71,6 +108,7 @@ typedef enum DurableRecoveryAction
 /* "no deadline" for DurableDecideNext */
 #define DURABLE_NO_DEADLINE PG_INT64_MAX
 
+extern DurableActivityClass DurableParseActivityClass(const char *name);
 extern DurableErrorClass DurableParseErrorClass(const char *name);
 extern DurableReceipt DurableParseReceipt(const char *name);
 extern const char *DurableNextActionName(DurableNextAction action);
@@ -86,6 +124,148 @@ extern DurableRecoveryAction DurableDecideRecovery(bool lease_expired,
 												   int32 max_attempts,
 												   bool queryable);
 extern int64 DurableIntervalMicroseconds(const Interval *span, const char *what);
+
+/* ---- args.c: checking arguments ---- */
+extern void DurableRequireArg(FunctionCallInfo fcinfo, int argno,
+							  const char *name);
+extern char *DurableNameArg(FunctionCallInfo fcinfo, int argno,
+							const char *what);
+extern Interval *DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno,
+											const char *name);
+extern int32 DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno,
+								  const char *name, int32 min);
+extern int32 DurableBatchArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);
+extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
+							  const char *name);
+
+/* ---- spi_plans.c ---- */
+typedef enum DurableStmt
+{
+	STMT_QUEUE_GET,
+	STMT_QUEUE_INSERT,
+	STMT_QUEUE_ALTER,
+	STMT_QUEUE_SET_PAUSED,
+	STMT_QUEUE_LOCK_TASKS,
+	STMT_QUEUE_UNFINISHED,
+	STMT_QUEUE_DROP,
+	STMT_QUEUE_TOKENS_LOCK,
+	STMT_QUEUE_TOKENS_SET,
+	STMT_PARTITIONS,
+	STMT_ENQUEUE,
+	STMT_ENQUEUE_EXISTING,
+	STMT_CLAIM,
+	STMT_HEARTBEAT,
+	STMT_TRANSITION,
+	STMT_TASK_GET,
+	STMT_TASK_LOCK,
+	STMT_EXPIRED,
+	DURABLE_NUM_STMTS
+} DurableStmt;
+
+extern SPIPlanPtr DurablePlan(DurableStmt id);
+extern uint64 DurableExecute(DurableStmt id, Datum *values, const char *nulls,
+							 int expected, long tcount);
+extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);
+extern int64 DurableResultInt64(uint64 row, int col);
+extern char *DurableResultText(uint64 row, int col);
+
+/* ---- event.c: event details and actors ---- */
+typedef struct DurableDetail
+{
+	StringInfoData buf;
+} DurableDetail;
+
+extern void DurableDetailInit(DurableDetail *detail);
+extern void DurableDetailText(DurableDetail *detail, const char *key,
+							  const char *value);
+extern void DurableDetailInt(DurableDetail *detail, const char *key,
+							 int64 value);
+extern void DurableDetailTime(DurableDetail *detail, const char *key,
+							  TimestampTz value);
+extern void DurableDetailJsonb(DurableDetail *detail, const char *key,
+							   Jsonb *value);
+extern Jsonb *DurableDetailFinish(DurableDetail *detail);
+extern const char *DurableCallerName(void);
+
+/* ---- task.c: reading and moving one task ---- */
+typedef struct DurableTask
+{
+	int32		partition;
+	int64		task_id;
+	const char *state;
+	int64		fence;
+	int32		attempt;
+	int32		max_attempts;
+	TimestampTz created_at;
+	int64		deadline;		/* microseconds, or DURABLE_NO_DEADLINE */
+	const char *class;
+	const char *queue;
+	const char *owner;			/* NULL unless running */
+	TimestampTz lease_until;	/* 0 unless running */
+	int32		retry_base;
+	int32		retry_cap;
+	bool		retry_limited;	/* the queue has a retry-token bucket */
+} DurableTask;
+
+typedef struct DurableMove
+{
+	const char *from_state;		/* the state the task must still be in */
+	int64		fence;			/* the fence it must still carry */
+	const char *to_state;
+	bool		revoke;			/* increment the fence */
+	TimestampTz run_at;			/* 0 keeps run_at */
+	const char *stop_code;
+	Jsonb	   *error;			/* NULL keeps last_error */
+	Jsonb	   *result;			/* NULL keeps result */
+	const char *kind;			/* the event's kind */
+	const char *actor;
+	Jsonb	   *detail;
+} DurableMove;
+
+extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
+extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
+extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
+							TimestampTz now);
+extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
+								  TimestampTz now);
+extern void DurableReportStale(int64 task_id, int64 fence) pg_attribute_noreturn();
+extern bool DurableTaskIsTerminal(const char *state);
+
+/* ---- budget.c: the retry budget applied ---- */
+extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
+extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
+										 TimestampTz now);
+extern TimestampTz DurableScheduleRetry(const DurableTask *task,
+										TimestampTz now, int64 wait,
+										DurableDetail *detail);
+
+/* ---- queue.c ---- */
+typedef struct DurableQueue
+{
+	int32		partition_base;
+	int32		partitions;
+	Interval	lease;
+	int32		max_attempts;
+	bool		has_deadline;
+	Interval	deadline;
+	bool		notify;
+	bool		paused;
+} DurableQueue;
+
+extern void DurableQueueGet(const char *queue, DurableQueue *result);
+extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
+
+/* ---- reconcile.c ---- */
+typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
+										void *arg);
+extern uint64 DurableReconcile(int batch, DurableSettledCallback callback,
+							   void *arg);
+extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
+										int batch,
+										DurableSettledCallback callback,
+										void *arg);
 
 /* ---- idempotency.c ---- */
 extern char *DurableIdempotencyKey(int nparts, text *const *parts);

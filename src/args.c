@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * args.c
+ *	  Checking the arguments of the SQL API.
+ *
+ * Every bad argument is an ERROR before anything is written: 22004 for a
+ * NULL that means nothing, 22023 for a value out of its domain, 54000 for
+ * a payload over durable.max_payload_size, 42704 for an id that names
+ * nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+void
+DurableRequireArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("%s must not be null", name));
+}
+
+/*
+ * DurableNameArg
+ *		A queue or worker name: not NULL, not empty, at most
+ *		DURABLE_MAX_NAME_LEN bytes, no control characters.
+ */
+char *
+DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	char	   *name;
+	size_t		len;
+
+	DurableRequireArg(fcinfo, argno, what);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(name);
+	if (len == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must not be empty", what));
+	if (len > DURABLE_MAX_NAME_LEN)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s \"%.20s...\" is too long", what, name),
+				errdetail("It has %zu bytes; the limit is %d.",
+						  len, DURABLE_MAX_NAME_LEN));
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("%s must not contain control characters", what));
+	return name;
+}
+
+/* an interval argument that must be given and be greater than zero */
+Interval *
+DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	Interval   *span;
+
+	DurableRequireArg(fcinfo, argno, name);
+	span = PG_GETARG_INTERVAL_P(argno);
+	if (DurableIntervalMicroseconds(span, name) <= 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must be greater than zero", name),
+				errdetail("The value given was \"%s\".",
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  PointerGetDatum(span)))));
+	return span;
+}
+
+int32
+DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno, const char *name,
+					 int32 min)
+{
+	int32		value;
+
+	DurableRequireArg(fcinfo, argno, name);
+	value = PG_GETARG_INT32(argno);
+	if (value < min)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must be at least %d", name, min),
+				errdetail("The value given was %d.", value));
+	return value;
+}
+
+/* a batch size: from 1 to DURABLE_MAX_BATCH */
+int32
+DurableBatchArg(FunctionCallInfo fcinfo, int argno)
+{
+	int32		batch = DurableIntArgAtLeast(fcinfo, argno, "batch", 1);
+
+	if (batch > DURABLE_MAX_BATCH)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("batch must be at most %d", DURABLE_MAX_BATCH),
+				errdetail("The value given was %d.", batch));
+	return batch;
+}
+
+/*
+ * DurableTaskIdArg
+ *		A task id argument: NULL is 22004; an id no enqueue can have made is
+ *		reported like any unknown task.
+ */
+int64
+DurableTaskIdArg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		task_id;
+
+	DurableRequireArg(fcinfo, argno, "task_id");
+	task_id = PG_GETARG_INT64(argno);
+	if (task_id <= 0)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("task %lld does not exist", (long long) task_id));
+	return task_id;
+}
+
+int64
+DurableFenceArg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("fence must not be null"),
+				errhint("Pass the fence that durable_claim returned with the task."));
+	return PG_GETARG_INT64(argno);
+}
+
+/*
+ * DurableJsonbArg
+ *		A jsonb argument, or NULL; one larger than durable.max_payload_size
+ *		is 54000, before anything is stored.
+ */
+Jsonb *
+DurableJsonbArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	Jsonb	   *value;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	value = PG_GETARG_JSONB_P(argno);
+	if (VARSIZE(value) > (Size) durable_max_payload_size * 1024)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s is too large", name),
+				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
+						  (Size) VARSIZE(value), durable_max_payload_size),
+				errhint("Store large data elsewhere and pass a reference to it."));
+	return value;
+}

@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * event.c
+ *	  The detail of events, and who caused them.
+ *
+ * Every change of a task appends one row to durable.events in the same
+ * statement that changes the task (see spi_plans.c).  This file builds the
+ * jsonb detail that explains a decision: its action and its evidence.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+#include "utils/timestamp.h"
+
+void
+DurableDetailInit(DurableDetail *detail)
+{
+	initStringInfo(&detail->buf);
+	appendStringInfoChar(&detail->buf, '{');
+}
+
+static void
+detail_key(DurableDetail *detail, const char *key)
+{
+	if (detail->buf.len > 1)
+		appendStringInfoString(&detail->buf, ", ");
+	escape_json(&detail->buf, key);
+	appendStringInfoString(&detail->buf, ": ");
+}
+
+void
+DurableDetailText(DurableDetail *detail, const char *key, const char *value)
+{
+	detail_key(detail, key);
+	if (value == NULL)
+		appendStringInfoString(&detail->buf, "null");
+	else
+		escape_json(&detail->buf, value);
+}
+
+void
+DurableDetailInt(DurableDetail *detail, const char *key, int64 value)
+{
+	detail_key(detail, key);
+	appendStringInfo(&detail->buf, INT64_FORMAT, value);
+}
+
+void
+DurableDetailTime(DurableDetail *detail, const char *key, TimestampTz value)
+{
+	char		buf[MAXDATELEN + 1];
+
+	DurableDetailText(detail, key,
+					  JsonEncodeDateTime(buf, TimestampTzGetDatum(value),
+										 TIMESTAMPTZOID, NULL));
+}
+
+void
+DurableDetailJsonb(DurableDetail *detail, const char *key, Jsonb *value)
+{
+	detail_key(detail, key);
+	if (value == NULL)
+		appendStringInfoString(&detail->buf, "null");
+	else
+		(void) JsonbToCString(&detail->buf, &value->root, VARSIZE(value));
+}
+
+Jsonb *
+DurableDetailFinish(DurableDetail *detail)
+{
+	Jsonb	   *result;
+
+	appendStringInfoChar(&detail->buf, '}');
+	result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+												CStringGetDatum(detail->buf.data)));
+	pfree(detail->buf.data);
+	return result;
+}
+
+/*
+ * DurableCallerName
+ *		The role that called the API: the outer user, not the definer whose
+ *		rights the function runs with.
+ */
+const char *
+DurableCallerName(void)
+{
+	return GetUserNameFromId(GetOuterUserId(), false);
+}

@@ -1,0 +1,301 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease.c
+ *	  Claims, heartbeats, commits, failures and cancellations of tasks.
+ *
+ * A claim leases ready tasks with FOR UPDATE SKIP LOCKED and increments
+ * each one's fence; every later write names that fence and is rejected
+ * with 55U01 once the fence is not current or the task is no longer
+ * running under it.  A fence that is still current is accepted even after
+ * lease_until has passed, as long as nobody took the task over.  Lease
+ * times come from the transaction start time (see durable.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "access/xact.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+/* progress is a phase or a sequence number, not a document */
+#define DURABLE_MAX_PROGRESS_LEN 1024
+
+/* round-robin start over a queue's partitions */
+static uint32 next_claim_partition;
+
+/*
+ * durable_claim(queue text, worker text, lease interval = NULL, batch int = 1)
+ *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
+ *					  attempt int, payload jsonb, checkpoint jsonb)
+ *
+ * Leases up to batch ready or waiting tasks whose run_at has come, highest
+ * priority first, skipping rows locked by other claims; nothing from a
+ * paused queue, and never an expired running task: when a partition has
+ * too little ready work, its expired leases go through the recovery table
+ * first (the reconciler's own routine), in this transaction.  Expected
+ * contention is not an error: with nothing to claim, no row.
+ */
+PG_FUNCTION_INFO_V1(durable_claim);
+Datum
+durable_claim(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
+	Interval   *lease = NULL;
+	int32		batch = DurableBatchArg(fcinfo, 3);
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableQueue settings;
+	Datum		args[7];
+	int			claimed = 0;
+
+	if (!PG_ARGISNULL(2))
+		lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
+	InitMaterializedSRF(fcinfo, 0);
+
+	SPI_connect();
+	DurableQueueGet(queue, &settings);
+	if (!settings.paused)
+	{
+		if (lease == NULL)
+			lease = &settings.lease;
+		args[1] = CStringGetTextDatum(queue);
+		args[2] = TimestampTzGetDatum(now);
+		args[4] = CStringGetTextDatum(worker);
+		args[5] = IntervalPGetDatum(lease);
+		args[6] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[5]);
+
+		for (int i = 0; i < settings.partitions && claimed < batch; i++)
+		{
+			int32		partition = DurableQueuePartition(&settings,
+														  (int) (next_claim_partition++ % (uint32) settings.partitions));
+			int			wanted = batch - claimed;
+			uint64		n;
+
+			args[0] = Int32GetDatum(partition);
+			args[3] = Int32GetDatum(wanted);
+			n = DurableExecute(STMT_CLAIM, args, NULL, SPI_OK_SELECT, 0);
+			for (uint64 row = 0; row < n; row++)
+				tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+			claimed += (int) n;
+
+			if ((int) n < wanted)
+				DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+		}
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * durable_heartbeat(task_id bigint, fence bigint, progress text = NULL,
+ *					 lease interval = NULL) RETURNS timestamptz
+ *
+ * Extends the lease to now + lease (the task's current lease when NULL)
+ * and records progress; progress_at moves only when progress changes, so
+ * a lease renewed without progress can be told from real work.  Returns
+ * the new lease end.  Raises 55U01 for a stale fence.
+ */
+PG_FUNCTION_INFO_V1(durable_heartbeat);
+Datum
+durable_heartbeat(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	int64		fence = DurableFenceArg(fcinfo, 1);
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	TimestampTz lease_until = 0;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[1] = Int64GetDatum(task_id);
+	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	if (PG_ARGISNULL(3))
+		nulls[3] = 'n';
+	else
+		args[3] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 3, "lease"));
+	if (PG_ARGISNULL(2))
+		nulls[4] = 'n';
+	else
+	{
+		args[4] = PG_GETARG_DATUM(2);
+		if (VARSIZE_ANY_EXHDR(DatumGetTextPP(args[4])) > DURABLE_MAX_PROGRESS_LEN)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("progress must have at most %d bytes",
+						   DURABLE_MAX_PROGRESS_LEN),
+					errhint("Record a phase or a sequence number; store documents with durable_commit()."));
+	}
+	args[5] = Int64GetDatum(fence);
+
+	SPI_connect();
+	if (DurableExecute(STMT_HEARTBEAT, args, nulls, SPI_OK_UPDATE_RETURNING, 0) == 0)
+		DurableReportStale(task_id, fence);
+	lease_until = DatumGetTimestampTz(DurableResultDatum(0, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(lease_until);
+}
+
+/*
+ * durable_commit(task_id bigint, fence bigint, result jsonb = NULL)
+ *		RETURNS void
+ *
+ * Completes a running task under its current fence and stores its result.
+ * Raises 55U01 for a stale fence, 42704 for an unknown task.
+ */
+PG_FUNCTION_INFO_V1(durable_commit);
+Datum
+durable_commit(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	DurableMove move = {0};
+
+	move.fence = DurableFenceArg(fcinfo, 1);
+	move.result = DurableJsonbArg(fcinfo, 2, "result");
+	move.from_state = "running";
+	move.to_state = "completed";
+	move.kind = "completed";
+
+	SPI_connect();
+	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_fail(task_id bigint, fence bigint, error_class text,
+ *				error jsonb = NULL, retry_after interval = NULL) RETURNS text
+ *
+ * Applies and returns the decision of durable_next_action for the failed
+ * attempt: schedule_retry parks the task WAITING until the later of its
+ * retry delay and retry_after, and takes a retry token (deferring the
+ * retry when there is none); fail_permanent, attempts_exhausted and
+ * deadline_exceeded end it FAILED with that stop code; manual_review parks
+ * it in NEEDS_REVIEW.  Locks the task row, then the queue row when the
+ * queue limits retries.  Raises 55U01 for a stale fence.
+ */
+PG_FUNCTION_INFO_V1(durable_fail);
+Datum
+durable_fail(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	int64		fence = DurableFenceArg(fcinfo, 1);
+	DurableErrorClass error_class;
+	int64		retry_after = 0;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableTask task;
+	DurableMove move = {0};
+	DurableDetail detail;
+	DurableNextAction action;
+	int64		wait;
+	const char *action_name;
+
+	DurableRequireArg(fcinfo, 2, "error_class");
+	error_class = DurableParseErrorClass(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	move.error = DurableJsonbArg(fcinfo, 3, "error");
+	if (!PG_ARGISNULL(4))
+	{
+		retry_after = DurableIntervalMicroseconds(PG_GETARG_INTERVAL_P(4),
+												  "retry_after");
+		if (retry_after < 0)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("retry_after must not be negative"));
+	}
+
+	SPI_connect();
+	DurableTaskFetchOrError(task_id, true, &task);
+	if (task.fence != fence || strcmp(task.state, "running") != 0)
+		DurableReportStale(task_id, fence);
+
+	wait = DurableRetryWait(&task, retry_after);
+	action = DurableDecideNext(task.attempt, task.max_attempts,
+							   Max(now - task.created_at, 0), task.deadline,
+							   error_class, wait);
+	action_name = DurableNextActionName(action);
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "action", action_name);
+	DurableDetailText(&detail, "error_class", text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	DurableDetailInt(&detail, "attempt", task.attempt);
+	DurableDetailInt(&detail, "max_attempts", task.max_attempts);
+	DurableDetailInt(&detail, "elapsed_ms", Max(now - task.created_at, 0) / 1000);
+	if (!PG_ARGISNULL(4))
+		DurableDetailInt(&detail, "retry_after_ms", retry_after / 1000);
+
+	move.from_state = "running";
+	move.fence = fence;
+	switch (action)
+	{
+		case DURABLE_NEXT_SCHEDULE_RETRY:
+			move.run_at = DurableScheduleRetry(&task, now, wait, &detail);
+			move.to_state = "waiting";
+			move.kind = "retry_scheduled";
+			break;
+		case DURABLE_NEXT_MANUAL_REVIEW:
+			move.to_state = "needs_review";
+			move.kind = "needs_review";
+			break;
+		case DURABLE_NEXT_FAIL_PERMANENT:
+		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
+		case DURABLE_NEXT_DEADLINE_EXCEEDED:
+			move.to_state = "failed";
+			move.stop_code = action_name;
+			move.kind = "failed";
+			break;
+	}
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveTaskFenced(task_id, &move, now);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(action_name));
+}
+
+/*
+ * durable_cancel(task_id bigint, reason text) RETURNS void
+ *
+ * Cancels an unfinished task; a running one loses its lease, so its fence
+ * is incremented and its worker's next write is rejected.  Raises 55U04
+ * for a finished task or one in review (which only durable_resolve
+ * leaves).
+ */
+PG_FUNCTION_INFO_V1(durable_cancel);
+Datum
+durable_cancel(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	DurableTask task;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	DurableRequireArg(fcinfo, 1, "reason");
+
+	SPI_connect();
+	DurableTaskFetchOrError(task_id, true, &task);
+	if (DurableTaskIsTerminal(task.state) ||
+		strcmp(task.state, "needs_review") == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("cannot cancel task %lld because it is %s",
+					   (long long) task_id, task.state),
+				strcmp(task.state, "needs_review") == 0 ?
+				errhint("A task in review is settled with durable_resolve().") : 0);
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	DurableDetailText(&detail, "previous_state", task.state);
+	move.from_state = task.state;
+	move.fence = task.fence;
+	move.to_state = "cancelled";
+	move.revoke = strcmp(task.state, "running") == 0;
+	move.kind = "cancelled";
+	move.actor = DurableCallerName();
+	move.detail = DurableDetailFinish(&detail);
+	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp()))
+		elog(ERROR, "task %lld changed under its row lock", (long long) task_id);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,325 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  Queues: their settings, their partitions, pause and resume.
+ *
+ * A queue spreads over "partitions" consecutive partition keys starting at
+ * a base taken from a hash of its name.  The count is fixed when the queue
+ * is created: the partition of an idempotency key depends on it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "access/xact.h"
+
+/* columns of STMT_QUEUE_GET */
+enum
+{
+	QUEUE_PARTITION_BASE = 1,
+	QUEUE_PARTITIONS,
+	QUEUE_LEASE,
+	QUEUE_MAX_ATTEMPTS,
+	QUEUE_DEADLINE,
+	QUEUE_NOTIFY,
+	QUEUE_PAUSED
+};
+
+static void
+report_no_queue(const char *queue)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_UNDEFINED_OBJECT),
+			errmsg("queue \"%s\" does not exist", queue),
+			errhint("Create it with durable_create_queue()."));
+}
+
+/*
+ * DurableQueueGet
+ *		Read a queue's settings; 42704 when there is no such queue.
+ */
+void
+DurableQueueGet(const char *queue, DurableQueue *result)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+	bool		isnull;
+	Datum		d;
+
+	if (DurableExecute(STMT_QUEUE_GET, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+		report_no_queue(queue);
+
+	result->partition_base = (int32) DurableResultInt64(0, QUEUE_PARTITION_BASE);
+	result->partitions = (int32) DurableResultInt64(0, QUEUE_PARTITIONS);
+	result->lease = *DatumGetIntervalP(DurableResultDatum(0, QUEUE_LEASE, &isnull));
+	result->max_attempts = (int32) DurableResultInt64(0, QUEUE_MAX_ATTEMPTS);
+	d = DurableResultDatum(0, QUEUE_DEADLINE, &isnull);
+	result->has_deadline = !isnull;
+	if (!isnull)
+		result->deadline = *DatumGetIntervalP(d);
+	result->notify = DatumGetBool(DurableResultDatum(0, QUEUE_NOTIFY, &isnull));
+	result->paused = DatumGetBool(DurableResultDatum(0, QUEUE_PAUSED, &isnull));
+}
+
+/* the partition key of a queue's index-th partition */
+int32
+DurableQueuePartition(const DurableQueue *queue, int index)
+{
+	return (queue->partition_base + index % queue->partitions) %
+		DURABLE_PARTITION_SPACE;
+}
+
+/* first partition of a queue: a stable hash of its name */
+static int32
+queue_partition_base(const char *queue)
+{
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+
+	DurableSha256(queue, strlen(queue), digest);
+	return (int32) ((((uint32) digest[0] << 8) | digest[1]) %
+					DURABLE_PARTITION_SPACE);
+}
+
+static ArrayType *
+queue_partition_array(const DurableQueue *queue)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * queue->partitions);
+
+	for (int i = 0; i < queue->partitions; i++)
+		keys[i] = Int32GetDatum(DurableQueuePartition(queue, i));
+	return construct_array(keys, queue->partitions, INT4OID,
+						   sizeof(int32), true, TYPALIGN_INT);
+}
+
+static double
+positive_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	double		rate;
+
+	DurableRequireArg(fcinfo, argno, name);
+	rate = PG_GETARG_FLOAT8(argno);
+	if (!(rate > 0.0) || isinf(rate))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must be a finite number greater than zero", name));
+	return rate;
+}
+
+/*
+ * durable_create_queue(queue text, lease interval = '30 seconds',
+ *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
+ *		deadline interval = NULL, retry_capacity int = NULL,
+ *		retry_refill_rate float8 = 10, progress_timeout interval = NULL,
+ *		partitions int = 1, notify bool = true) RETURNS void
+ *
+ * Raises 42710 when the queue exists, 22023/22004 for bad settings.
+ */
+PG_FUNCTION_INFO_V1(durable_create_queue);
+Datum
+durable_create_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	Datum		args[13];
+	char		nulls[13];
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = Int32GetDatum(queue_partition_base(queue));
+	args[2] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 9, "partitions", 1));
+	if (DatumGetInt32(args[2]) > DURABLE_MAX_PARTITIONS)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("partitions must be at most %d", DURABLE_MAX_PARTITIONS));
+	args[3] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 1, "lease"));
+	args[4] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 2, "max_attempts", 1));
+	args[5] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 3, "retry_base", 1));
+	args[6] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 4, "retry_cap", 1));
+	if (PG_ARGISNULL(5))
+		nulls[7] = 'n';
+	else
+		args[7] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 5, "deadline"));
+	if (PG_ARGISNULL(6))
+		nulls[8] = 'n';
+	else
+		args[8] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "retry_capacity", 1));
+	args[9] = Float8GetDatum(positive_rate_arg(fcinfo, 7, "retry_refill_rate"));
+	args[10] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	if (PG_ARGISNULL(8))
+		nulls[11] = 'n';
+	else
+		args[11] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 8, "progress_timeout"));
+	DurableRequireArg(fcinfo, 10, "notify");
+	args[12] = BoolGetDatum(PG_GETARG_BOOL(10));
+
+	SPI_connect();
+	if (DurableExecute(STMT_QUEUE_INSERT, args, nulls, SPI_OK_INSERT, 0) == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DUPLICATE_OBJECT),
+				errmsg("queue \"%s\" already exists", queue),
+				errhint("Change its settings with durable_alter_queue()."));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_alter_queue(queue text, lease interval = NULL, ...,
+ *		clear text[] = NULL) RETURNS void
+ *
+ * NULL keeps a setting; clear names the optional settings to remove
+ * ('deadline', 'retry_capacity', 'progress_timeout').  The partition count
+ * cannot change.
+ */
+PG_FUNCTION_INFO_V1(durable_alter_queue);
+Datum
+durable_alter_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	static const char *const names[] = {
+		NULL, "lease", "max_attempts", "retry_base", "retry_cap", "deadline",
+		"retry_capacity", "retry_refill_rate", "progress_timeout", "notify"
+	};
+	static const char *const clearable[] = {"deadline", "retry_capacity",
+	"progress_timeout"};
+	Datum		args[13];
+	char		nulls[13];
+	bool		clear[3] = {false, false, false};
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = CStringGetTextDatum(queue);
+	for (int i = 1; i <= 9; i++)
+	{
+		if (PG_ARGISNULL(i))
+		{
+			nulls[i] = 'n';
+			continue;
+		}
+		switch (i)
+		{
+			case 1:
+			case 5:
+			case 8:
+				args[i] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, i, names[i]));
+				break;
+			case 7:
+				args[i] = Float8GetDatum(positive_rate_arg(fcinfo, i, names[i]));
+				break;
+			case 9:
+				args[i] = PG_GETARG_DATUM(i);
+				break;
+			default:
+				args[i] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, i, names[i], 1));
+				break;
+		}
+	}
+	if (!PG_ARGISNULL(10))
+	{
+		Datum	   *elems;
+		bool	   *elnulls;
+		int			nelems;
+
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(10), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &elnulls, &nelems);
+		for (int i = 0; i < nelems; i++)
+		{
+			char	   *name = elnulls[i] ? "NULL" : TextDatumGetCString(elems[i]);
+			int			j;
+
+			for (j = 0; j < (int) lengthof(clearable); j++)
+				if (strcmp(name, clearable[j]) == 0)
+					break;
+			if (j == (int) lengthof(clearable))
+				ereport(ERROR,
+						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("queue setting \"%s\" cannot be cleared", name),
+						errhint("Only \"deadline\", \"retry_capacity\" and \"progress_timeout\" can be cleared."));
+			clear[j] = true;
+		}
+	}
+	args[10] = BoolGetDatum(clear[0]);
+	args[11] = BoolGetDatum(clear[1]);
+	args[12] = BoolGetDatum(clear[2]);
+
+	SPI_connect();
+	if (DurableExecute(STMT_QUEUE_ALTER, args, nulls, SPI_OK_UPDATE, 0) == 0)
+		report_no_queue(queue);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_drop_queue(queue text) RETURNS void
+ *
+ * Takes a SHARE lock on durable.tasks until the end of the transaction, so
+ * that no task can be added or moved while the queue is checked and
+ * dropped.  Raises 55006 while any of its tasks is unfinished.
+ */
+PG_FUNCTION_INFO_V1(durable_drop_queue);
+Datum
+durable_drop_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	DurableQueue settings;
+	Datum		args[2];
+	int64		unfinished;
+
+	SPI_connect();
+	DurableExecute(STMT_QUEUE_LOCK_TASKS, NULL, NULL, SPI_OK_UTILITY, 0);
+	DurableQueueGet(queue, &settings);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(queue_partition_array(&settings));
+	DurableExecute(STMT_QUEUE_UNFINISHED, args, NULL, SPI_OK_SELECT, 0);
+	unfinished = DurableResultInt64(0, 1);
+	if (unfinished > 0)
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_IN_USE),
+				errmsg("cannot drop queue \"%s\" because it has unfinished tasks",
+					   queue),
+				errdetail("%lld tasks are not completed, failed or cancelled.",
+						  (long long) unfinished),
+				errhint("Cancel them with durable_cancel() or let them finish."));
+	DurableExecute(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+static void
+set_paused(FunctionCallInfo fcinfo, bool paused)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = BoolGetDatum(paused);
+	SPI_connect();
+	if (DurableExecute(STMT_QUEUE_SET_PAUSED, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		report_no_queue(queue);
+	SPI_finish();
+}
+
+/*
+ * durable_pause(queue text) RETURNS void
+ * durable_resume(queue text) RETURNS void
+ *
+ * A paused queue hands out no task; enqueues, running tasks, their commits
+ * and the reconciler go on, so nothing is lost.
+ */
+PG_FUNCTION_INFO_V1(durable_pause);
+Datum
+durable_pause(PG_FUNCTION_ARGS)
+{
+	set_paused(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(durable_resume);
+Datum
+durable_resume(PG_FUNCTION_ARGS)
+{
+	set_paused(fcinfo, false);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ *
+ * reconcile.c
+ *	  Settling expired leases through the recovery table.
+ *
+ * One routine serves durable_reconcile(), the claims that find expired
+ * leases in their partition, and the background worker.  It works
+ * partition by partition, taking a bounded batch of expired leases with
+ * FOR NO KEY UPDATE SKIP LOCKED: two reconcilers, or a reconciler and a
+ * late commit, never both win, since the commit's fenced UPDATE re-checks
+ * the fence after waiting for the reconciler's row lock, and a reconciler
+ * skips a row that a commit holds.
+ *
+ * Every decision revokes the lease (increments the fence) and appends an
+ * event with the action and its evidence.  Nothing is deleted.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "access/xact.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+/* columns of STMT_EXPIRED */
+enum
+{
+	EXPIRED_TASK_ID = 1,
+	EXPIRED_FENCE,
+	EXPIRED_ATTEMPT,
+	EXPIRED_MAX_ATTEMPTS,
+	EXPIRED_CLASS,
+	EXPIRED_OWNER,
+	EXPIRED_LEASE_UNTIL,
+	EXPIRED_RETRY_BASE,
+	EXPIRED_RETRY_CAP,
+	EXPIRED_QUEUE,
+	EXPIRED_RETRY_LIMITED
+};
+
+#define DURABLE_RECONCILER_ACTOR "durable reconciler"
+
+/* copy an expired lease out of the SPI result, which the next statement replaces */
+static void
+read_expired(uint64 row, DurableTask *task, int32 partition)
+{
+	bool		isnull;
+
+	task->partition = partition;
+	task->task_id = DurableResultInt64(row, EXPIRED_TASK_ID);
+	task->state = "running";
+	task->fence = DurableResultInt64(row, EXPIRED_FENCE);
+	task->attempt = (int32) DurableResultInt64(row, EXPIRED_ATTEMPT);
+	task->max_attempts = (int32) DurableResultInt64(row, EXPIRED_MAX_ATTEMPTS);
+	task->created_at = 0;
+	task->deadline = DURABLE_NO_DEADLINE;
+	task->class = DurableResultText(row, EXPIRED_CLASS);
+	task->owner = DurableResultText(row, EXPIRED_OWNER);
+	task->lease_until = DatumGetTimestampTz(DurableResultDatum(row, EXPIRED_LEASE_UNTIL, &isnull));
+	task->retry_base = (int32) DurableResultInt64(row, EXPIRED_RETRY_BASE);
+	task->retry_cap = (int32) DurableResultInt64(row, EXPIRED_RETRY_CAP);
+	task->queue = DurableResultText(row, EXPIRED_QUEUE);
+	task->retry_limited = DatumGetBool(DurableResultDatum(row, EXPIRED_RETRY_LIMITED, &isnull));
+}
+
+/*
+ * settle_expired
+ *		Decide and apply the recovery of one expired lease, whose row the
+ *		caller holds locked.  Returns the action taken.
+ */
+static DurableRecoveryAction
+settle_expired(const DurableTask *task, TimestampTz now)
+{
+	DurableActivityClass class = DurableParseActivityClass(task->class);
+	DurableRecoveryAction action;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	action = DurableDecideRecovery(true, DURABLE_RECEIPT_NONE,
+								   DURABLE_CLASS_RETRY_SAFE(class),
+								   task->attempt, task->max_attempts,
+								   class == DURABLE_CLASS_QUERYABLE);
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "action", DurableRecoveryActionName(action));
+	DurableDetailText(&detail, "owner", task->owner);
+	DurableDetailTime(&detail, "lease_until", task->lease_until);
+	DurableDetailText(&detail, "class", task->class);
+	DurableDetailText(&detail, "receipt", NULL);
+	DurableDetailInt(&detail, "attempt", task->attempt);
+	DurableDetailInt(&detail, "max_attempts", task->max_attempts);
+
+	move.from_state = "running";
+	move.fence = task->fence;
+	move.revoke = true;
+	move.kind = "lease_expired";
+	move.actor = DURABLE_RECONCILER_ACTOR;
+	switch (action)
+	{
+		case DURABLE_RECOVERY_RETRY_SAME_ACTIVITY:
+			move.to_state = "waiting";
+			move.run_at = DurableScheduleRetry(task, now,
+											   DurableRetryWait(task, 0),
+											   &detail);
+			break;
+		case DURABLE_RECOVERY_EXHAUSTED:
+			move.to_state = "failed";
+			move.stop_code = "attempts_exhausted";
+			break;
+		case DURABLE_RECOVERY_MANUAL_REVIEW:
+		case DURABLE_RECOVERY_RECONCILE:
+			/* nobody can know the outcome without a look: a person decides */
+			move.to_state = "needs_review";
+			break;
+		case DURABLE_RECOVERY_WAIT:
+		case DURABLE_RECOVERY_RECORD_COMPLETION:
+		case DURABLE_RECOVERY_RECORD_FAILURE:
+			elog(ERROR, "unexpected recovery action \"%s\" for an expired task lease",
+				 DurableRecoveryActionName(action));
+	}
+	move.detail = DurableDetailFinish(&detail);
+
+	if (!DurableMoveTask(task, &move, now))
+		elog(ERROR, "task %lld changed under its row lock",
+			 (long long) task->task_id);
+	return action;
+}
+
+/*
+ * DurableReconcilePartition
+ *		Settle up to batch expired leases of one partition.  Returns how
+ *		many were settled; callback, when given, hears of each.
+ */
+uint64
+DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
+						  DurableSettledCallback callback, void *arg)
+{
+	Datum		args[3];
+	uint64		n;
+	DurableTask *tasks;
+
+	args[0] = Int32GetDatum(partition);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = Int32GetDatum(batch);
+	n = DurableExecute(STMT_EXPIRED, args, NULL, SPI_OK_SELECT, 0);
+	if (n == 0)
+		return 0;
+
+	tasks = palloc(sizeof(DurableTask) * n);
+	for (uint64 i = 0; i < n; i++)
+		read_expired(i, &tasks[i], partition);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableRecoveryAction action = settle_expired(&tasks[i], now);
+
+		if (callback)
+			callback(tasks[i].task_id, DurableRecoveryActionName(action), arg);
+	}
+	pfree(tasks);
+	return n;
+}
+
+/*
+ * DurableReconcile
+ *		One bounded pass over every partition in use; the caller holds an
+ *		SPI connection and a transaction.  Returns how many leases were
+ *		settled.
+ */
+uint64
+DurableReconcile(int batch, DurableSettledCallback callback, void *arg)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	uint64		npartitions;
+	int32	   *partitions;
+	uint64		settled = 0;
+
+	npartitions = DurableExecute(STMT_PARTITIONS, NULL, NULL, SPI_OK_SELECT, 0);
+	partitions = palloc(sizeof(int32) * Max(npartitions, 1));
+	for (uint64 i = 0; i < npartitions; i++)
+		partitions[i] = (int32) DurableResultInt64(i, 1);
+
+	for (uint64 i = 0; i < npartitions && settled < (uint64) batch; i++)
+		settled += DurableReconcilePartition(partitions[i], now,
+											 batch - (int) settled,
+											 callback, arg);
+	pfree(partitions);
+	return settled;
+}
+
+static void
+report_settled(int64 task_id, const char *action, void *arg)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = Int64GetDatum(task_id);
+	values[1] = CStringGetTextDatum(action);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * durable_reconcile(batch int = 1000) RETURNS TABLE(task_id bigint, action text)
+ *
+ * Settles up to batch expired leases and returns each task with the action
+ * taken.  The background worker runs the same routine every tick.
+ */
+PG_FUNCTION_INFO_V1(durable_reconcile);
+Datum
+durable_reconcile(PG_FUNCTION_ARGS)
+{
+	int32		batch = DurableBatchArg(fcinfo, 0);
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	DurableReconcile(batch, report_settled, fcinfo->resultinfo);
+	SPI_finish();
+	return (Datum) 0;
+}
