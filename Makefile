@@ -20,6 +20,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track header dependencies
+$(OBJS): $(wildcard src/*.h)
+
 # pgTAP contracts; needs the pgtap extension on the server and pg_prove.
 .PHONY: pgtap prove_installcheck
 pgtap:

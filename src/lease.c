@@ -279,7 +279,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 		strcmp(task.state, "needs_review") == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("cannot cancel task %lld because it is %s",
+				errmsg("cannot cancel task %lld in state %s",
 					   (long long) task_id, task.state),
 				strcmp(task.state, "needs_review") == 0 ?
 				errhint("A task in review is settled with durable_resolve().") : 0);

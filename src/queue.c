@@ -279,8 +279,9 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 				errcode(ERRCODE_OBJECT_IN_USE),
 				errmsg("cannot drop queue \"%s\" because it has unfinished tasks",
 					   queue),
-				errdetail("%lld tasks are not completed, failed or cancelled.",
-						  (long long) unfinished),
+				errdetail_plural("%lld task is not completed, failed or cancelled.",
+								 "%lld tasks are not completed, failed or cancelled.",
+								 unfinished, (long long) unfinished),
 				errhint("Cancel them with durable_cancel() or let them finish."));
 	DurableExecute(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
 	SPI_finish();

@@ -120,14 +120,14 @@ DurableReportStale(int64 task_id, int64 fence)
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 				errmsg("fencing token %lld is stale for task %lld",
 					   (long long) fence, (long long) task_id),
-				errdetail("The current fencing token is %lld and the task is %s.",
+				errdetail("The current fencing token is %lld and the task is in state %s.",
 						  (long long) task.fence, task.state),
 				errhint("The caller no longer holds this task and must stop acting on it."));
 	ereport(ERROR,
 			errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 			errmsg("task %lld is no longer running under fencing token %lld",
 				   (long long) task_id, (long long) fence),
-			errdetail("The task is %s.", task.state),
+			errdetail("The task is in state %s.", task.state),
 			errhint("The caller no longer holds this task and must stop acting on it."));
 }
 
