@@ -1,0 +1,84 @@
+-- Security (DESIGN section 9): the tables are not writable by application
+-- roles; the fenced API is the only way to change state, and each role
+-- reaches only its part of it.
+BEGIN;
+SELECT plan(43);
+
+SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
+
+-- no application role may write a table; the operator may read them
+SELECT table_privs_are('durable', t, r, ARRAY[]::text[],
+                       r || ' has no privilege on durable.' || t)
+FROM unnest(ARRAY['queues', 'tasks', 'events']) t,
+     unnest(ARRAY['durable_producer', 'durable_worker']) r;
+SELECT table_privs_are('durable', t, 'durable_operator', ARRAY['SELECT'],
+                       'durable_operator may only read durable.' || t)
+FROM unnest(ARRAY['queues', 'tasks', 'events']) t;
+SELECT table_privs_are('durable', t, 'public', ARRAY[]::text[], 'PUBLIC has no privilege on durable.' || t)
+FROM unnest(ARRAY['queues', 'tasks', 'events']) t;
+
+-- who may call what
+SELECT function_privs_are('public', 'durable_enqueue',
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb'],
+       'durable_producer', ARRAY['EXECUTE']);
+SELECT function_privs_are('public', 'durable_enqueue',
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb'],
+       'durable_worker', ARRAY[]::text[]);
+SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
+FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
+             ('durable_heartbeat', ARRAY['bigint', 'bigint', 'text', 'interval']),
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb']),
+             ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval'])) AS v(f, args);
+SELECT function_privs_are('public', f, args, 'durable_producer', ARRAY[]::text[])
+FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb'])) AS v(f, args);
+SELECT function_privs_are('public', f, args, 'durable_operator', ARRAY['EXECUTE'])
+FROM (VALUES ('durable_pause', ARRAY['text']),
+             ('durable_resume', ARRAY['text']),
+             ('durable_cancel', ARRAY['bigint', 'text']),
+             ('durable_reconcile', ARRAY['integer']),
+             ('durable_drop_queue', ARRAY['text'])) AS v(f, args);
+SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
+FROM (VALUES ('durable_pause', ARRAY['text']),
+             ('durable_cancel', ARRAY['bigint', 'text']),
+             ('durable_reconcile', ARRAY['integer'])) AS v(f, args);
+
+-- the refusals, for real
+SELECT durable_create_queue('priv');
+SET LOCAL ROLE durable_worker;
+SELECT throws_ok($$UPDATE durable.tasks SET state = 'completed'$$, '42501', NULL,
+                 'a worker cannot update tasks directly');
+SELECT throws_ok($$INSERT INTO durable.events (partition_key, task_id, seq, state, fence, at, kind)
+                   VALUES (1, 1, 1, 'ready', 0, now(), 'forged')$$, '42501', NULL,
+                 'a worker cannot forge events');
+SELECT throws_ok($$SELECT durable_enqueue('priv', '{}')$$, '42501', NULL,
+                 'a worker cannot enqueue');
+SELECT throws_ok($$SELECT durable_pause('priv')$$, '42501', NULL, 'a worker cannot pause a queue');
+RESET ROLE;
+
+-- and the calls each role is there for
+SET LOCAL ROLE durable_producer;
+SELECT lives_ok($$SELECT durable_enqueue('priv', jsonb_build_object('n', n)) FROM generate_series(1, 3) n$$,
+                'a producer enqueues');
+RESET ROLE;
+SET LOCAL ROLE durable_worker;
+SELECT is((SELECT count(*) FROM durable_claim('priv', 'w1')), 1::bigint, 'a worker claims');
+SELECT lives_ok($$SELECT durable_heartbeat(t.task_id, t.fence, 'p') FROM durable_claim('priv', 'w1') t$$,
+                'a worker heartbeats');
+SELECT lives_ok($$SELECT durable_commit(t.task_id, t.fence) FROM durable_claim('priv', 'w1') t$$,
+                'a worker commits');
+RESET ROLE;
+SET LOCAL ROLE durable_operator;
+SELECT lives_ok($$SELECT durable_pause('priv')$$, 'an operator pauses');
+SELECT lives_ok($$SELECT durable_resume('priv')$$, 'an operator resumes');
+SELECT is((SELECT count(*) FROM durable.tasks WHERE queue_name = 'priv'), 3::bigint,
+          'an operator reads tasks');
+RESET ROLE;
+
+-- the enqueue event names the role that called, not the definer
+SELECT is((SELECT array_agg(DISTINCT actor) FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
+           WHERE t.queue_name = 'priv' AND e.kind = 'enqueued'),
+          ARRAY['durable_producer'], 'events name the calling role');
+
+SELECT * FROM finish();
+ROLLBACK;
