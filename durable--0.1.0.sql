@@ -161,10 +161,16 @@ CREATE TABLE durable.events (
     at            timestamptz NOT NULL,
     kind          text NOT NULL,
     actor         text,
-    detail        jsonb,
-    PRIMARY KEY (partition_key, task_id, seq)
+    detail        jsonb
 );
-COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left';
+COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; (partition_key, task_id, seq) is unique, seq being the task''s version after the change';
+-- The log is appended to on every change and read only to explain a task,
+-- so it carries a BRIN index instead of a B-tree: a task's events are
+-- written close together, and ids grow with time.  Uniqueness of
+-- (partition_key, task_id, seq) comes from the task row's version, which
+-- every change increments under the row's lock.
+CREATE INDEX events_task ON durable.events USING brin (task_id int8_minmax_multi_ops)
+    WITH (pages_per_range = 16, autosummarize = on);
 
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.tasks', '');
@@ -191,13 +197,13 @@ CREATE FUNCTION @extschema@.durable_create_queue(
     retry_refill_rate float8 DEFAULT 10,
     progress_timeout interval DEFAULT NULL,
     partitions int DEFAULT 1,
-    notify bool DEFAULT true)
+    notify bool DEFAULT false)
 RETURNS void
 AS 'MODULE_PATHNAME', 'durable_create_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool) IS
-  'create a queue: default lease, retry budget, retry-token bucket (NULL capacity = unlimited), stuck-alarm timeout, partitions and NOTIFY on ready work';
+  'create a queue: default lease, retry budget, retry-token bucket (NULL capacity = unlimited), stuck-alarm timeout, partitions, and whether enqueues NOTIFY durable_ready';
 
 CREATE FUNCTION @extschema@.durable_alter_queue(
     queue text,

@@ -115,7 +115,7 @@ positive_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
  *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
  *		deadline interval = NULL, retry_capacity int = NULL,
  *		retry_refill_rate float8 = 10, progress_timeout interval = NULL,
- *		partitions int = 1, notify bool = true) RETURNS void
+ *		partitions int = 1, notify bool = false) RETURNS void
  *
  * Raises 42710 when the queue exists, 22023/22004 for bad settings.
  */

@@ -163,21 +163,16 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_CLAIM] = {
 		"claim",
-		"WITH c AS (SELECT partition_key, task_id FROM durable.tasks"
-		"  WHERE partition_key = $1"
-		"  AND queue_name = $2"
-		"  AND state IN ('ready', 'waiting')"
-		"  AND run_at <= $3"
-		"  ORDER BY priority DESC, run_at, task_id"
-		"  LIMIT $4 FOR UPDATE SKIP LOCKED),"
-		" u AS (UPDATE durable.tasks t SET state = 'running', owner = $5,"
+		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $5,"
 		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-		"  progress_at = $3,"
-		"  fence = t.fence + 1,"
-		"  attempt = t.attempt + 1,"
+		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
 		"  version = t.version + 1"
-		"  FROM c WHERE t.partition_key = c.partition_key"
-		"  AND t.task_id = c.task_id"
+		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+		"   SELECT task_id FROM durable.tasks"
+		"   WHERE partition_key = $1 AND queue_name = $2"
+		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+		"   ORDER BY priority DESC, run_at, task_id"
+		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at),"
 		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
@@ -271,8 +266,15 @@ DurablePlan(DurableStmt id)
 
 	if (durable_plans[id] == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs,
-									   (Oid *) def->argtypes);
+		SPIPlanPtr	plan;
+
+		/*
+		 * Plan once: a custom plan per call would cost more than most of
+		 * these statements take to run.  The statements are written so that
+		 * their generic plans use the right indexes whatever the values.
+		 */
+		plan = SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "could not prepare \"%s\": %s",
