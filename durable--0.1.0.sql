@@ -161,16 +161,10 @@ CREATE TABLE durable.events (
     at            timestamptz NOT NULL,
     kind          text NOT NULL,
     actor         text,
-    detail        jsonb
+    detail        jsonb,
+    PRIMARY KEY (partition_key, task_id, seq)
 );
-COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; (partition_key, task_id, seq) is unique, seq being the task''s version after the change';
--- The log is appended to on every change and read only to explain a task,
--- so it carries a BRIN index instead of a B-tree: a task's events are
--- written close together, and ids grow with time.  Uniqueness of
--- (partition_key, task_id, seq) comes from the task row's version, which
--- every change increments under the row's lock.
-CREATE INDEX events_task ON durable.events USING brin (task_id int8_minmax_multi_ops)
-    WITH (pages_per_range = 16, autosummarize = on);
+COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; seq is the task''s version after the change';
 
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.tasks', '');
