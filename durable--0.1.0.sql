@@ -135,6 +135,7 @@ CREATE TABLE durable.tasks (
     last_error         jsonb,
     checkpoint         jsonb,
     checkpoint_version int NOT NULL DEFAULT 0,
+    steps_in_doubt     int NOT NULL DEFAULT 0,
     metadata           jsonb,
     PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
@@ -162,19 +163,115 @@ CREATE TABLE durable.events (
     kind          text NOT NULL,
     actor         text,
     detail        jsonb,
+    step          text,
     PRIMARY KEY (partition_key, task_id, seq)
 );
 COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; seq is the task''s version after the change';
+
+-- tasks whose queryable step waits for a reconcile handler
+CREATE INDEX tasks_reconcile ON durable.tasks (partition_key, queue_name)
+    WHERE state = 'waiting' AND run_at = 'infinity';
+
+CREATE TYPE durable.step_state AS ENUM
+    ('planned', 'started', 'committed', 'failed', 'unknown', 'compensated');
+COMMENT ON TYPE durable.step_state IS 'step states; see durable.step_transitions for the allowed moves';
+
+CREATE TABLE durable.steps (
+    partition_key   int NOT NULL,
+    task_id         bigint NOT NULL,
+    step            text NOT NULL,
+    state           durable.step_state NOT NULL,
+    class           durable.activity_class NOT NULL,
+    version         int NOT NULL DEFAULT 1,
+    attempt         int NOT NULL DEFAULT 0,
+    ordinal         int NOT NULL,
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    idempotency_key text NOT NULL,
+    request_hash    bytea NOT NULL,
+    compensates     text,
+    receipt         text,
+    effect_id       text,
+    error_class     text,
+    request         jsonb,
+    result          jsonb,
+    evidence        jsonb,
+    error           jsonb,
+    PRIMARY KEY (partition_key, task_id, step)
+);
+COMMENT ON TABLE durable.steps IS 'the side-effecting steps of tasks: one row per step, moved by compare-and-swap on version; ordinal orders them (the task version that planned them)';
+
+-- the state machine of steps, for reading; the C code holds the same table
+CREATE VIEW durable.step_transitions (from_state, to_state) AS
+VALUES ('planned'::durable.step_state, 'started'::durable.step_state),
+       ('started', 'committed'), ('started', 'failed'), ('started', 'unknown'),
+       ('started', 'planned'),
+       ('unknown', 'committed'), ('unknown', 'planned'), ('unknown', 'failed'),
+       ('committed', 'compensated');
+COMMENT ON VIEW durable.step_transitions IS 'every allowed step transition; any other raises 55U04';
+
+CREATE TABLE durable.inbox (
+    partition_key int NOT NULL,
+    consumer      text NOT NULL,
+    message_id    text NOT NULL,
+    payload_hash  bytea,
+    received_at   timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, consumer, message_id)
+);
+COMMENT ON TABLE durable.inbox IS 'messages a consumer has received, for deduplication; the partition comes from a hash of consumer and message id';
+
+CREATE SEQUENCE durable.outbox_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;
+CREATE SEQUENCE durable.outbox_fence_seq AS bigint;
+
+CREATE TABLE durable.outbox (
+    partition_key int NOT NULL,
+    message_id    bigint NOT NULL,
+    fence         bigint NOT NULL DEFAULT 0,
+    attempt       int NOT NULL DEFAULT 0,
+    created_at    timestamptz NOT NULL,
+    lease_until   timestamptz,
+    published_at  timestamptz,
+    topic         text NOT NULL,
+    key           text,
+    publisher     text,
+    payload       jsonb NOT NULL,
+    PRIMARY KEY (partition_key, message_id)
+);
+COMMENT ON TABLE durable.outbox IS 'messages emitted in business transactions, published at least once by fenced publishers';
+CREATE INDEX outbox_unpublished ON durable.outbox (message_id) WHERE published_at IS NULL;
+
+CREATE TABLE durable.idempotency_keys (
+    partition_key  int NOT NULL,
+    scope          text NOT NULL,
+    key            text NOT NULL,
+    request_hash   bytea NOT NULL,
+    completed      bool NOT NULL DEFAULT false,
+    created_at     timestamptz NOT NULL,
+    locked_until   timestamptz NOT NULL,
+    expires_at     timestamptz NOT NULL,
+    recovery_point text NOT NULL,
+    response       jsonb,
+    PRIMARY KEY (partition_key, scope, key)
+);
+COMMENT ON TABLE durable.idempotency_keys IS 'request-level idempotency keys (begin/finish), bound to the hash of their request until they expire';
 
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.events', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.task_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.steps', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.inbox', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.outbox', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.outbox_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.outbox_fence_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.idempotency_keys', '');
 
 REVOKE ALL ON ALL TABLES IN SCHEMA durable FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA durable FROM PUBLIC;
 GRANT USAGE ON SCHEMA durable TO durable_operator;
-GRANT SELECT ON durable.queues, durable.tasks, durable.events TO durable_operator;
+GRANT SELECT ON durable.queues, durable.tasks, durable.events, durable.steps,
+    durable.step_transitions, durable.inbox, durable.outbox, durable.idempotency_keys
+    TO durable_operator;
 
 --
 -- The API.  Every function that changes state runs with definer rights and
@@ -288,26 +385,29 @@ COMMENT ON FUNCTION @extschema@.durable_heartbeat(bigint, bigint, text, interval
 CREATE FUNCTION @extschema@.durable_commit(
     task_id bigint,
     fence bigint,
-    result jsonb DEFAULT NULL)
+    result jsonb DEFAULT NULL,
+    step text DEFAULT NULL,
+    expected_version int DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'durable_commit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb) IS
-  'complete a running task under the current fence, storing its result';
+COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int) IS
+  'with a step: commit that step (compare-and-swap on its version); without: complete the task, refused while a step is started or unknown';
 
 CREATE FUNCTION @extschema@.durable_fail(
     task_id bigint,
     fence bigint,
     error_class text,
     error jsonb DEFAULT NULL,
-    retry_after interval DEFAULT NULL)
+    retry_after interval DEFAULT NULL,
+    step text DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'durable_fail'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_fail(bigint, bigint, text, jsonb, interval) IS
-  'report a failed attempt; applies and returns the decision of durable_next_action';
+COMMENT ON FUNCTION @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text) IS
+  'report a failed attempt of the task or of one of its started steps; applies and returns the decision of durable_next_action';
 
 CREATE FUNCTION @extschema@.durable_cancel(task_id bigint, reason text)
 RETURNS void
@@ -325,6 +425,153 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_reconcile(int) IS
   'settle up to batch expired leases through durable_recovery_action; what the reconciler runs every tick';
 
+--
+-- Steps (see step.c for the state machine)
+--
+CREATE FUNCTION @extschema@.durable_step(
+    task_id bigint,
+    fence bigint,
+    step text,
+    class text,
+    request jsonb DEFAULT NULL,
+    target text DEFAULT NULL)
+RETURNS TABLE (state text, version int, attempt int, idempotency_key text,
+               result jsonb, receipt text)
+AS 'MODULE_PATHNAME', 'durable_step'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_step(bigint, bigint, text, text, jsonb, text) IS
+  'plan a step with its class and stable idempotency key, or return it as it is (a committed step returns its result)';
+
+CREATE FUNCTION @extschema@.durable_step_start(task_id bigint, fence bigint, step text,
+                                               expected_version int)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_step_start'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int) IS
+  'move a planned step to started (a new attempt) before its external call; returns its new version';
+
+CREATE FUNCTION @extschema@.durable_step_unknown(task_id bigint, fence bigint, step text,
+                                                 expected_version int, reason text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_step_unknown'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_step_unknown(bigint, bigint, text, int, text) IS
+  'the external call timed out: the step''s outcome is unknown (never failed)';
+
+CREATE FUNCTION @extschema@.durable_record_receipt(
+    task_id bigint,
+    fence bigint,
+    step text,
+    receipt text,
+    effect_id text DEFAULT NULL,
+    evidence jsonb DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'durable_record_receipt'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_record_receipt(bigint, bigint, text, text, text, jsonb) IS
+  'record external evidence (succeeded, failed_permanent, not_executed) for a started or unknown step; settles an unknown one';
+
+CREATE FUNCTION @extschema@.durable_claim_reconcile(
+    queue text,
+    worker text,
+    lease interval DEFAULT NULL,
+    batch int DEFAULT 1)
+RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, step text,
+               idempotency_key text, request jsonb)
+AS 'MODULE_PATHNAME', 'durable_claim_reconcile'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_claim_reconcile(text, text, interval, int) IS
+  'lease tasks whose queryable step''s outcome is unknown to a reconcile handler, which looks it up and records a receipt';
+
+CREATE FUNCTION @extschema@.durable_checkpoint(task_id bigint, fence bigint,
+                                               checkpoint jsonb, expected_version int)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_checkpoint'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_checkpoint(bigint, bigint, jsonb, int) IS
+  'save the task''s checkpoint by compare-and-swap on its checkpoint version; returns the new version';
+
+CREATE FUNCTION @extschema@.durable_compensate(task_id bigint, fence bigint)
+RETURNS TABLE (step text, compensates text, state text, version int, idempotency_key text)
+AS 'MODULE_PATHNAME', 'durable_compensate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_compensate(bigint, bigint) IS
+  'plan an idempotent compensation step for each committed step, newest first; calling it again plans nothing new';
+
+--
+-- Inbox, outbox and request-level idempotency
+--
+CREATE FUNCTION @extschema@.durable_inbox_receive(consumer text, message_id text,
+                                                  payload jsonb DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'durable_inbox_receive'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_inbox_receive(text, text, jsonb) IS
+  'true the first time a consumer receives a message, false for a duplicate; 55U03 for the same id with another payload';
+
+CREATE FUNCTION @extschema@.durable_outbox_emit(topic text, payload jsonb, key text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_outbox_emit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_emit(text, jsonb, text) IS
+  'emit a message in the caller''s transaction; NOTIFY durable_outbox at commit';
+
+CREATE FUNCTION @extschema@.durable_outbox_claim(publisher text, batch int DEFAULT 100,
+                                                 lease interval DEFAULT '30 seconds')
+RETURNS TABLE (message_id bigint, fence bigint, topic text, key text, payload jsonb, attempt int)
+AS 'MODULE_PATHNAME', 'durable_outbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_claim(text, int, interval) IS
+  'lease a batch of unpublished messages under one new fence';
+
+CREATE FUNCTION @extschema@.durable_outbox_ack(message_ids bigint[], fence bigint)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_outbox_ack'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_ack(bigint[], bigint) IS
+  'mark messages published while they are still held under the fence';
+
+CREATE FUNCTION @extschema@.durable_idempotent_begin(scope text, key text, request jsonb,
+                                                     lock interval DEFAULT '1 minute')
+RETURNS TABLE (status text, recovery_point text, response jsonb)
+AS 'MODULE_PATHNAME', 'durable_idempotent_begin'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_begin(text, text, jsonb, interval) IS
+  'begin a request under an idempotency key: started, in_progress or completed (with the stored response)';
+
+CREATE FUNCTION @extschema@.durable_idempotent_advance(scope text, key text, recovery_point text,
+                                                       lock interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_advance(text, text, text, interval) IS
+  'record the recovery point a request has reached';
+
+CREATE FUNCTION @extschema@.durable_idempotent_finish(scope text, key text, response jsonb,
+                                                      retention interval DEFAULT '24 hours')
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_finish(text, text, jsonb, interval) IS
+  'store the response of a request; later begins get it back until the retention has passed';
+
 REVOKE EXECUTE ON FUNCTION
     @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool),
     @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]),
@@ -334,9 +581,23 @@ REVOKE EXECUTE ON FUNCTION
     @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb),
     @extschema@.durable_claim(text, text, interval, int),
     @extschema@.durable_heartbeat(bigint, bigint, text, interval),
-    @extschema@.durable_commit(bigint, bigint, jsonb),
-    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval),
+    @extschema@.durable_commit(bigint, bigint, jsonb, text, int),
+    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text),
     @extschema@.durable_cancel(bigint, text),
+    @extschema@.durable_step(bigint, bigint, text, text, jsonb, text),
+    @extschema@.durable_step_start(bigint, bigint, text, int),
+    @extschema@.durable_step_unknown(bigint, bigint, text, int, text),
+    @extschema@.durable_record_receipt(bigint, bigint, text, text, text, jsonb),
+    @extschema@.durable_claim_reconcile(text, text, interval, int),
+    @extschema@.durable_checkpoint(bigint, bigint, jsonb, int),
+    @extschema@.durable_compensate(bigint, bigint),
+    @extschema@.durable_inbox_receive(text, text, jsonb),
+    @extschema@.durable_outbox_emit(text, jsonb, text),
+    @extschema@.durable_outbox_claim(text, int, interval),
+    @extschema@.durable_outbox_ack(bigint[], bigint),
+    @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, jsonb, interval),
     @extschema@.durable_reconcile(int)
 FROM PUBLIC;
 
@@ -346,9 +607,29 @@ TO durable_producer;
 GRANT EXECUTE ON FUNCTION
     @extschema@.durable_claim(text, text, interval, int),
     @extschema@.durable_heartbeat(bigint, bigint, text, interval),
-    @extschema@.durable_commit(bigint, bigint, jsonb),
-    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval)
+    @extschema@.durable_commit(bigint, bigint, jsonb, text, int),
+    @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text),
+    @extschema@.durable_step(bigint, bigint, text, text, jsonb, text),
+    @extschema@.durable_step_start(bigint, bigint, text, int),
+    @extschema@.durable_step_unknown(bigint, bigint, text, int, text),
+    @extschema@.durable_record_receipt(bigint, bigint, text, text, text, jsonb),
+    @extschema@.durable_claim_reconcile(text, text, interval, int),
+    @extschema@.durable_checkpoint(bigint, bigint, jsonb, int),
+    @extschema@.durable_compensate(bigint, bigint),
+    @extschema@.durable_inbox_receive(text, text, jsonb),
+    @extschema@.durable_outbox_emit(text, jsonb, text),
+    @extschema@.durable_outbox_claim(text, int, interval),
+    @extschema@.durable_outbox_ack(bigint[], bigint),
+    @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, jsonb, interval)
 TO durable_worker;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_outbox_emit(text, jsonb, text),
+    @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, jsonb, interval)
+TO durable_producer;
 GRANT EXECUTE ON FUNCTION
     @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool),
     @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]),

@@ -34,21 +34,31 @@ enum
 };
 
 /*
- * DurableRetryWait
- *		Microseconds before the next attempt of a task: the later of its
- *		deterministic retry delay and the server's Retry-After (0 for none).
+ * DurableRetryWaitFor
+ *		Microseconds before the next attempt of an activity of a task (the
+ *		task itself, or one of its steps): the later of its deterministic
+ *		retry delay under the queue's policy and the server's Retry-After
+ *		(0 for none).
  */
+int64
+DurableRetryWaitFor(const DurableTask *task, const char *activity_id,
+					int32 attempt, int64 retry_after)
+{
+	int32		delay;
+
+	delay = DurableRetryDelay(activity_id, strlen(activity_id), Max(attempt, 1),
+							  task->retry_base, task->retry_cap);
+	return Max((int64) delay * USECS_PER_SEC, retry_after);
+}
+
+/* the wait before the task's own next attempt; its id is the activity id */
 int64
 DurableRetryWait(const DurableTask *task, int64 retry_after)
 {
 	char		activity_id[32];
-	int			len;
-	int32		delay;
 
-	len = snprintf(activity_id, sizeof(activity_id), INT64_FORMAT, task->task_id);
-	delay = DurableRetryDelay(activity_id, len, Max(task->attempt, 1),
-							  task->retry_base, task->retry_cap);
-	return Max((int64) delay * USECS_PER_SEC, retry_after);
+	snprintf(activity_id, sizeof(activity_id), INT64_FORMAT, task->task_id);
+	return DurableRetryWaitFor(task, activity_id, task->attempt, retry_after);
 }
 
 /*

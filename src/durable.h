@@ -158,6 +158,24 @@ typedef enum DurableStmt
 	STMT_CLAIM,
 	STMT_HEARTBEAT,
 	STMT_TRANSITION,
+	STMT_EVENT_APPEND,
+	STMT_CHECKPOINT,
+	STMT_STEP_GET,
+	STMT_STEP_INSERT,
+	STMT_STEP_UPDATE,
+	STMT_STEPS_IN_DOUBT,
+	STMT_STEPS_TO_COMPENSATE,
+	STMT_RECONCILE_CLAIM,
+	STMT_INBOX_INSERT,
+	STMT_INBOX_GET,
+	STMT_OUTBOX_INSERT,
+	STMT_OUTBOX_CLAIM,
+	STMT_OUTBOX_FENCE,
+	STMT_OUTBOX_ACK,
+	STMT_IDEMPOTENT_INSERT,
+	STMT_IDEMPOTENT_LOCK,
+	STMT_IDEMPOTENT_RESTART,
+	STMT_IDEMPOTENT_UPDATE,
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
@@ -207,7 +225,14 @@ typedef struct DurableTask
 	int32		retry_base;
 	int32		retry_cap;
 	bool		retry_limited;	/* the queue has a retry-token bucket */
+	int32		version;		/* the task's event count */
+	TimestampTz run_at;
+	int32		steps_in_doubt; /* steps started or unknown */
+	int32		checkpoint_version;
 } DurableTask;
+
+/* run_at of a task parked until a reconcile handler looks its step up */
+#define DURABLE_AWAITING_RECONCILE DT_NOEND
 
 typedef struct DurableMove
 {
@@ -222,6 +247,7 @@ typedef struct DurableMove
 	const char *kind;			/* the event's kind */
 	const char *actor;
 	Jsonb	   *detail;
+	bool		allow_doubt;	/* move even with steps in doubt */
 } DurableMove;
 
 extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
@@ -231,10 +257,17 @@ extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
 extern void DurableReportStale(int64 task_id, int64 fence) pg_attribute_noreturn();
+extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
+extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
+								const char *kind, const char *actor,
+								Jsonb *detail, const char *step,
+								int32 doubt_delta);
 extern bool DurableTaskIsTerminal(const char *state);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
+extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_id,
+								 int32 attempt, int64 retry_after);
 extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
 										 TimestampTz now);
 extern TimestampTz DurableScheduleRetry(const DurableTask *task,
@@ -257,6 +290,57 @@ typedef struct DurableQueue
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 
+/* ---- step.c ---- */
+typedef struct DurableStep
+{
+	const char *name;
+	const char *state;
+	const char *class;
+	int32		version;
+	int32		attempt;
+	int32		ordinal;
+	const char *idempotency_key;
+	bytea	   *request_hash;
+	Jsonb	   *result;
+	const char *receipt;
+	const char *compensates;
+} DurableStep;
+
+typedef struct DurableStepChange
+{
+	const char *to_state;
+	bool		evidence_only;	/* record evidence, keep the state */
+	bool		new_attempt;	/* attempt + 1 */
+	bool		clear_evidence; /* a new attempt forgets the old receipt */
+	Jsonb	   *result;
+	const char *receipt;
+	const char *effect_id;
+	Jsonb	   *evidence;
+	const char *error_class;
+	Jsonb	   *error;
+	const char *kind;			/* the event's kind */
+	const char *actor;
+	DurableDetail *detail;		/* extra detail, or NULL */
+} DurableStepChange;
+
+extern bool DurableStepFetch(const DurableTask *task, const char *name,
+							 DurableStep *step);
+extern void DurableStepFetchOrError(const DurableTask *task, const char *name,
+									DurableStep *step);
+extern bool DurableStepInDoubt(const DurableTask *task, DurableStep *step);
+extern void DurableStepChangeState(DurableTask *task, DurableStep *step,
+								   const DurableStepChange *change,
+								   TimestampTz now);
+extern bool DurableStepStateInDoubt(const char *state);
+extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
+									 DurableRecoveryAction action,
+									 const char *actor, TimestampTz now);
+extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
+							  int32 expected, Jsonb *result);
+extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
+								   const char *error_class_name, Jsonb *error,
+								   int64 retry_after);
+
 /* ---- reconcile.c ---- */
 typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
 										void *arg);
@@ -269,6 +353,8 @@ extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
 
 /* ---- idempotency.c ---- */
 extern char *DurableIdempotencyKey(int nparts, text *const *parts);
+extern int32 DurableKeyPartition(const char *a, const char *b);
+extern bool DurableHashesEqual(bytea *a, bytea *b);
 
 /* ---- retry.c ---- */
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,

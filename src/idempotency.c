@@ -60,6 +60,37 @@ DurableIdempotencyKey(int nparts, text *const *parts)
 }
 
 /*
+ * DurableKeyPartition
+ *		The partition of a key made of one or two names (an inbox's consumer
+ *		and message id, a request's scope and key): a hash of their
+ *		unambiguous encoding, so that uniqueness within a partition is
+ *		uniqueness everywhere.
+ */
+int32
+DurableKeyPartition(const char *a, const char *b)
+{
+	StringInfoData buf;
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%zu:%s%zu:%s", strlen(a), a, strlen(b), b);
+	DurableSha256(buf.data, buf.len, digest);
+	pfree(buf.data);
+	return (int32) ((((uint32) digest[0] << 8) | digest[1]) %
+					DURABLE_PARTITION_SPACE);
+}
+
+/* two request hashes (NULL for none) are the same */
+bool
+DurableHashesEqual(bytea *a, bytea *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/*
  * durable_idempotency_key(VARIADIC parts text[]) RETURNS text
  *
  * Strict and immutable.  A NULL part is 22004; no part at all, or a

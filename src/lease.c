@@ -141,10 +141,12 @@ durable_heartbeat(PG_FUNCTION_ARGS)
 }
 
 /*
- * durable_commit(task_id bigint, fence bigint, result jsonb = NULL)
- *		RETURNS void
+ * durable_commit(task_id bigint, fence bigint, result jsonb = NULL,
+ *				  step text = NULL, expected_version int = NULL) RETURNS void
  *
- * Completes a running task under its current fence and stores its result.
+ * With a step, commits that step by compare-and-swap on expected_version
+ * (see step.c).  Without, completes the running task and stores its
+ * result, refusing (55U04) while one of its steps is started or unknown.
  * Raises 55U01 for a stale fence, 42704 for an unknown task.
  */
 PG_FUNCTION_INFO_V1(durable_commit);
@@ -156,27 +158,41 @@ durable_commit(PG_FUNCTION_ARGS)
 
 	move.fence = DurableFenceArg(fcinfo, 1);
 	move.result = DurableJsonbArg(fcinfo, 2, "result");
-	move.from_state = "running";
-	move.to_state = "completed";
-	move.kind = "completed";
 
 	SPI_connect();
-	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
+	if (!PG_ARGISNULL(3))
+	{
+		char	   *step = DurableNameArg(fcinfo, 3, "step name");
+
+		DurableRequireArg(fcinfo, 4, "expected_version");
+		DurableCommitStep(task_id, move.fence, step, PG_GETARG_INT32(4),
+						  move.result);
+	}
+	else
+	{
+		move.from_state = "running";
+		move.to_state = "completed";
+		move.kind = "completed";
+		DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
 /*
  * durable_fail(task_id bigint, fence bigint, error_class text,
- *				error jsonb = NULL, retry_after interval = NULL) RETURNS text
+ *				error jsonb = NULL, retry_after interval = NULL,
+ *				step text = NULL) RETURNS text
  *
+ * With a step, the failed attempt is the step's (see step.c).  Without:
  * Applies and returns the decision of durable_next_action for the failed
  * attempt: schedule_retry parks the task WAITING until the later of its
  * retry delay and retry_after, and takes a retry token (deferring the
  * retry when there is none); fail_permanent, attempts_exhausted and
  * deadline_exceeded end it FAILED with that stop code; manual_review parks
  * it in NEEDS_REVIEW.  Locks the task row, then the queue row when the
- * queue limits retries.  Raises 55U01 for a stale fence.
+ * queue limits retries.  Raises 55U01 for a stale fence, 55U04 while a
+ * step is started or unknown.
  */
 PG_FUNCTION_INFO_V1(durable_fail);
 Datum
@@ -208,8 +224,18 @@ durable_fail(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
-	DurableTaskFetchOrError(task_id, true, &task);
-	if (task.fence != fence || strcmp(task.state, "running") != 0)
+	if (!PG_ARGISNULL(5))
+	{
+		action_name = DurableFailStep(task_id, fence,
+									  DurableNameArg(fcinfo, 5, "step name"),
+									  text_to_cstring(PG_GETARG_TEXT_PP(2)),
+									  move.error, retry_after);
+		SPI_finish();
+		PG_RETURN_TEXT_P(cstring_to_text(action_name));
+	}
+
+	DurableTaskHeld(task_id, fence, &task);
+	if (task.steps_in_doubt > 0)
 		DurableReportStale(task_id, fence);
 
 	wait = DurableRetryWait(&task, retry_after);
@@ -291,6 +317,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 	move.fence = task.fence;
 	move.to_state = "cancelled";
 	move.revoke = strcmp(task.state, "running") == 0;
+	move.allow_doubt = true;
 	move.kind = "cancelled";
 	move.actor = DurableCallerName();
 	move.detail = DurableDetailFinish(&detail);

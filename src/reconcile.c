@@ -37,7 +37,9 @@ enum
 	EXPIRED_RETRY_BASE,
 	EXPIRED_RETRY_CAP,
 	EXPIRED_QUEUE,
-	EXPIRED_RETRY_LIMITED
+	EXPIRED_RETRY_LIMITED,
+	EXPIRED_STEPS_IN_DOUBT,
+	EXPIRED_RUN_AT
 };
 
 #define DURABLE_RECONCILER_ACTOR "durable reconciler"
@@ -63,38 +65,59 @@ read_expired(uint64 row, DurableTask *task, int32 partition)
 	task->retry_cap = (int32) DurableResultInt64(row, EXPIRED_RETRY_CAP);
 	task->queue = DurableResultText(row, EXPIRED_QUEUE);
 	task->retry_limited = DatumGetBool(DurableResultDatum(row, EXPIRED_RETRY_LIMITED, &isnull));
+	task->steps_in_doubt = (int32) DurableResultInt64(row, EXPIRED_STEPS_IN_DOUBT);
+	task->run_at = DatumGetTimestampTz(DurableResultDatum(row, EXPIRED_RUN_AT, &isnull));
+	task->version = 0;			/* not needed: events number themselves */
+	task->checkpoint_version = 0;
 }
 
 /*
  * settle_expired
  *		Decide and apply the recovery of one expired lease, whose row the
- *		caller holds locked.  Returns the action taken.
+ *		caller holds locked.  The evidence is the in-flight step's (its
+ *		class, receipt and attempts) when a step is started or unknown, the
+ *		task's own otherwise.  Returns the action taken.
  */
 static DurableRecoveryAction
-settle_expired(const DurableTask *task, TimestampTz now)
+settle_expired(DurableTask *task, TimestampTz now)
 {
-	DurableActivityClass class = DurableParseActivityClass(task->class);
+	DurableStep step;
+	bool		has_step = DurableStepInDoubt(task, &step);
+	const char *class_name = has_step ? step.class : task->class;
+	DurableActivityClass class = DurableParseActivityClass(class_name);
+	const char *receipt = has_step ? step.receipt : NULL;
+	int32		attempt = has_step ? step.attempt : task->attempt;
 	DurableRecoveryAction action;
 	DurableMove move = {0};
 	DurableDetail detail;
 
-	action = DurableDecideRecovery(true, DURABLE_RECEIPT_NONE,
+	action = DurableDecideRecovery(true, DurableParseReceipt(receipt),
 								   DURABLE_CLASS_RETRY_SAFE(class),
-								   task->attempt, task->max_attempts,
+								   attempt, task->max_attempts,
 								   class == DURABLE_CLASS_QUERYABLE);
 
 	DurableDetailInit(&detail);
 	DurableDetailText(&detail, "action", DurableRecoveryActionName(action));
 	DurableDetailText(&detail, "owner", task->owner);
 	DurableDetailTime(&detail, "lease_until", task->lease_until);
-	DurableDetailText(&detail, "class", task->class);
-	DurableDetailText(&detail, "receipt", NULL);
-	DurableDetailInt(&detail, "attempt", task->attempt);
+	DurableDetailText(&detail, "step", has_step ? step.name : NULL);
+	if (has_step)
+	{
+		DurableDetailText(&detail, "step_state", step.state);
+		DurableDetailText(&detail, "idempotency_key", step.idempotency_key);
+	}
+	DurableDetailText(&detail, "class", class_name);
+	DurableDetailText(&detail, "receipt", receipt);
+	DurableDetailInt(&detail, "attempt", attempt);
 	DurableDetailInt(&detail, "max_attempts", task->max_attempts);
+
+	if (has_step)
+		DurableSettleStep(task, &step, action, DURABLE_RECONCILER_ACTOR, now);
 
 	move.from_state = "running";
 	move.fence = task->fence;
 	move.revoke = true;
+	move.allow_doubt = true;
 	move.kind = "lease_expired";
 	move.actor = DURABLE_RECONCILER_ACTOR;
 	switch (action)
@@ -102,22 +125,39 @@ settle_expired(const DurableTask *task, TimestampTz now)
 		case DURABLE_RECOVERY_RETRY_SAME_ACTIVITY:
 			move.to_state = "waiting";
 			move.run_at = DurableScheduleRetry(task, now,
+											   has_step ?
+											   DurableRetryWaitFor(task, step.idempotency_key, attempt, 0) :
 											   DurableRetryWait(task, 0),
 											   &detail);
+			break;
+		case DURABLE_RECOVERY_RECORD_COMPLETION:
+			/* the step took effect: the workflow resumes after it */
+			move.to_state = "ready";
+			move.run_at = now;
 			break;
 		case DURABLE_RECOVERY_EXHAUSTED:
 			move.to_state = "failed";
 			move.stop_code = "attempts_exhausted";
 			break;
-		case DURABLE_RECOVERY_MANUAL_REVIEW:
+		case DURABLE_RECOVERY_RECORD_FAILURE:
+			move.to_state = "failed";
+			move.stop_code = "step_failed";
+			break;
 		case DURABLE_RECOVERY_RECONCILE:
-			/* nobody can know the outcome without a look: a person decides */
+			if (has_step)
+			{
+				/* parked until a reconcile handler looks the step up */
+				move.to_state = "waiting";
+				move.run_at = DURABLE_AWAITING_RECONCILE;
+				break;
+			}
+			/* a task with no step to look up: a person decides */
+			/* FALLTHROUGH */
+		case DURABLE_RECOVERY_MANUAL_REVIEW:
 			move.to_state = "needs_review";
 			break;
 		case DURABLE_RECOVERY_WAIT:
-		case DURABLE_RECOVERY_RECORD_COMPLETION:
-		case DURABLE_RECOVERY_RECORD_FAILURE:
-			elog(ERROR, "unexpected recovery action \"%s\" for an expired task lease",
+			elog(ERROR, "unexpected recovery action \"%s\" for an expired lease",
 				 DurableRecoveryActionName(action));
 	}
 	move.detail = DurableDetailFinish(&detail);

@@ -35,7 +35,8 @@ typedef struct DurableStmtDef
 #define TASK_COLUMNS \
 	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
 	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
-	" q.retry_base, q.retry_cap, q.retry_capacity" \
+	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
+	" t.steps_in_doubt, t.checkpoint_version" \
 	" FROM durable.tasks t" \
 	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
 	" WHERE t.partition_key = $1" \
@@ -214,15 +215,113 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND task_id = $2"
 		"  AND fence = $3"
 		"  AND state = $4::durable.task_state"
+		"  AND steps_in_doubt <= $15"
 		"  RETURNING partition_key, task_id, version, fence, state, owner)"
 		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
 		" at, kind, actor, detail)"
 		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
 		" COALESCE($13, owner), $14 FROM u"
 		" RETURNING seq",
-		14, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		15, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
-		TEXTOID, JSONBOID}
+		TEXTOID, JSONBOID, INT4OID}
+	},
+	[STMT_EVENT_APPEND] = {
+		"event_append",
+		"WITH t AS (UPDATE durable.tasks SET version = version + 1,"
+		"  steps_in_doubt = steps_in_doubt + $8"
+		"  WHERE partition_key = $1 AND task_id = $2"
+		"  RETURNING partition_key, task_id, version, fence, state, owner)"
+		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, step)"
+		" SELECT partition_key, task_id, version, state, fence, $3, $4,"
+		" COALESCE($5, owner), $6, $7 FROM t"
+		" RETURNING seq",
+		8, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
+		TEXTOID, INT4OID}
+	},
+	[STMT_CHECKPOINT] = {
+		"checkpoint",
+		"UPDATE durable.tasks SET checkpoint = $3,"
+		" checkpoint_version = checkpoint_version + 1"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" RETURNING checkpoint_version",
+		3, {INT4OID, INT8OID, JSONBOID}
+	},
+	[STMT_STEP_GET] = {
+		"step_get",
+		"SELECT state::text, class::text, version, attempt, ordinal,"
+		" idempotency_key, request_hash, result, receipt, compensates"
+		" FROM durable.steps"
+		" WHERE partition_key = $1 AND task_id = $2 AND step = $3",
+		3, {INT4OID, INT8OID, TEXTOID}
+	},
+	[STMT_STEP_INSERT] = {
+		"step_insert",
+		"INSERT INTO durable.steps (partition_key, task_id, step, state, class,"
+		" ordinal, created_at, updated_at, idempotency_key, request_hash,"
+		" request, compensates)"
+		" VALUES ($1, $2, $3, 'planned', $4::durable.activity_class, $5, $6, $6,"
+		" $7, $8, $9, $10)"
+		" ON CONFLICT (partition_key, task_id, step) DO NOTHING",
+		10, {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
+		TEXTOID, BYTEAOID, JSONBOID, TEXTOID}
+	},
+	[STMT_STEP_UPDATE] = {
+		"step_update",
+		"UPDATE durable.steps SET state = $4::durable.step_state,"
+		" version = version + 1, attempt = attempt + $5, updated_at = $6,"
+		" result = COALESCE($7, result),"
+		" receipt = CASE WHEN $13 THEN NULL ELSE COALESCE($8, receipt) END,"
+		" effect_id = CASE WHEN $13 THEN NULL ELSE COALESCE($9, effect_id) END,"
+		" evidence = CASE WHEN $13 THEN NULL ELSE COALESCE($10, evidence) END,"
+		" error_class = COALESCE($11, error_class),"
+		" error = COALESCE($12, error)"
+		" WHERE partition_key = $1 AND task_id = $2 AND step = $3"
+		" AND version = $14"
+		" RETURNING version",
+		14, {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
+			JSONBOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, BOOLOID,
+		INT4OID}
+	},
+	[STMT_STEPS_IN_DOUBT] = {
+		"steps_in_doubt",
+		"SELECT step FROM durable.steps"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" AND state IN ('started', 'unknown')"
+		" ORDER BY ordinal DESC",
+		2, {INT4OID, INT8OID}
+	},
+	[STMT_STEPS_TO_COMPENSATE] = {
+		"steps_to_compensate",
+		"SELECT step, class::text FROM durable.steps"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" AND state IN ('committed', 'compensated') AND compensates IS NULL"
+		" ORDER BY ordinal DESC",
+		2, {INT4OID, INT8OID}
+	},
+	[STMT_RECONCILE_CLAIM] = {
+		"reconcile_claim",
+		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $4,"
+		"  lease = $5, lease_until = $6, heartbeat_at = $3, progress = NULL,"
+		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1"
+		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+		"   SELECT task_id FROM durable.tasks"
+		"   WHERE partition_key = $1 AND queue_name = $2"
+		"   AND state = 'waiting' AND run_at = 'infinity'"
+		"   ORDER BY task_id LIMIT $7 FOR UPDATE SKIP LOCKED))"
+		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version),"
+		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor)"
+		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
+		"  'reconcile_claimed', $4 FROM u)"
+		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
+		" s.request"
+		" FROM u JOIN durable.steps s ON s.partition_key = u.partition_key"
+		" AND s.task_id = u.task_id AND s.state = 'unknown'"
+		" ORDER BY u.task_id",
+		7, {INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INTERVALOID,
+		TIMESTAMPTZOID, INT4OID}
 	},
 	[STMT_TASK_GET] = {
 		"task_get",
@@ -238,7 +337,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"expired",
 		"SELECT t.task_id, t.fence, t.attempt, t.max_attempts, t.class::text,"
 		" t.owner, t.lease_until, q.retry_base, q.retry_cap, t.queue_name,"
-		" q.retry_capacity IS NOT NULL"
+		" q.retry_capacity IS NOT NULL, t.steps_in_doubt, t.run_at"
 		" FROM durable.tasks t"
 		" JOIN durable.queues q ON q.queue_name = t.queue_name"
 		" WHERE t.partition_key = $1"
@@ -247,6 +346,92 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY t.lease_until LIMIT $3"
 		" FOR NO KEY UPDATE OF t SKIP LOCKED",
 		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_INBOX_INSERT] = {
+		"inbox_insert",
+		"INSERT INTO durable.inbox (partition_key, consumer, message_id,"
+		" payload_hash, received_at)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT (partition_key, consumer, message_id) DO NOTHING",
+		5, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID}
+	},
+	[STMT_INBOX_GET] = {
+		"inbox_get",
+		"SELECT payload_hash FROM durable.inbox"
+		" WHERE partition_key = $1 AND consumer = $2 AND message_id = $3",
+		3, {INT4OID, TEXTOID, TEXTOID}
+	},
+	[STMT_OUTBOX_INSERT] = {
+		"outbox_insert",
+		"INSERT INTO durable.outbox (partition_key, message_id, created_at,"
+		" topic, key, payload)"
+		" VALUES ($1, pg_catalog.nextval('durable.outbox_seq'::pg_catalog.regclass)"
+		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $3, $4, $5, $6)"
+		" RETURNING message_id",
+		6, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID}
+	},
+	[STMT_OUTBOX_CLAIM] = {
+		"outbox_claim",
+		"UPDATE durable.outbox o SET"
+		" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
+		" WHERE o.message_id = ANY (ARRAY("
+		"  SELECT message_id FROM durable.outbox"
+		"  WHERE published_at IS NULL"
+		"  AND (lease_until IS NULL OR lease_until < $1)"
+		"  ORDER BY message_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
+		" AND o.published_at IS NULL"
+		" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
+		5, {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID}
+	},
+	[STMT_OUTBOX_FENCE] = {
+		"outbox_fence",
+		"SELECT pg_catalog.nextval('durable.outbox_fence_seq'::pg_catalog.regclass)",
+		0, {InvalidOid}
+	},
+	[STMT_OUTBOX_ACK] = {
+		"outbox_ack",
+		"UPDATE durable.outbox SET published_at = $3, lease_until = NULL"
+		" WHERE partition_key = ANY ($4) AND message_id = ANY ($1)"
+		" AND fence = $2 AND published_at IS NULL",
+		4, {INT8ARRAYOID, INT8OID, TIMESTAMPTZOID, INT4ARRAYOID}
+	},
+	[STMT_IDEMPOTENT_INSERT] = {
+		"idempotent_insert",
+		"INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
+		" request_hash, created_at, locked_until, expires_at, recovery_point)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started')"
+		" ON CONFLICT (partition_key, scope, key) DO NOTHING",
+		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[STMT_IDEMPOTENT_LOCK] = {
+		"idempotent_lock",
+		"SELECT request_hash, completed, locked_until, expires_at,"
+		" recovery_point, response"
+		" FROM durable.idempotency_keys"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+		" FOR NO KEY UPDATE",
+		3, {INT4OID, TEXTOID, TEXTOID}
+	},
+	[STMT_IDEMPOTENT_RESTART] = {
+		"idempotent_restart",
+		"UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
+		" created_at = $5, locked_until = $6, expires_at = $7,"
+		" recovery_point = 'started', response = NULL"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
+		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[STMT_IDEMPOTENT_UPDATE] = {
+		"idempotent_update",
+		"UPDATE durable.idempotency_keys SET"
+		" locked_until = COALESCE($4, locked_until),"
+		" recovery_point = COALESCE($5, recovery_point),"
+		" completed = $6, response = COALESCE($7, response),"
+		" expires_at = COALESCE($8, expires_at)"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
+		8, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
+		JSONBOID, TIMESTAMPTZOID}
 	},
 };
 

@@ -33,7 +33,11 @@ enum
 	TASK_LEASE_UNTIL,
 	TASK_RETRY_BASE,
 	TASK_RETRY_CAP,
-	TASK_RETRY_CAPACITY
+	TASK_RETRY_CAPACITY,
+	TASK_VERSION,
+	TASK_RUN_AT,
+	TASK_STEPS_IN_DOUBT,
+	TASK_CHECKPOINT_VERSION
 };
 
 static int32
@@ -83,6 +87,10 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	task->retry_cap = int32_or(0, TASK_RETRY_CAP, 60);
 	(void) DurableResultDatum(0, TASK_RETRY_CAPACITY, &isnull);
 	task->retry_limited = !isnull;
+	task->version = (int32) DurableResultInt64(0, TASK_VERSION);
+	task->run_at = DatumGetTimestampTz(DurableResultDatum(0, TASK_RUN_AT, &isnull));
+	task->steps_in_doubt = (int32) DurableResultInt64(0, TASK_STEPS_IN_DOUBT);
+	task->checkpoint_version = (int32) DurableResultInt64(0, TASK_CHECKPOINT_VERSION);
 	return true;
 }
 
@@ -106,15 +114,26 @@ DurableTaskIsTerminal(const char *state)
 /*
  * DurableReportStale
  *		A fenced write found nothing to update: say why.  Raises 42704 for
- *		an unknown task and 55U01 for a fence that is not current or a task
- *		that is no longer running under it.
+ *		an unknown task, 55U01 for a fence that is not current or a task
+ *		that is no longer running under it, and 55U04 for a task whose steps
+ *		are still in doubt.
  */
 void
 DurableReportStale(int64 task_id, int64 fence)
 {
 	DurableTask task;
+	DurableStep step;
 
 	DurableTaskFetchOrError(task_id, false, &task);
+	if (task.fence == fence && strcmp(task.state, "running") == 0 &&
+		DurableStepInDoubt(&task, &step))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot finish while step \"%s\" is %s",
+					   (long long) task_id, step.name, step.state),
+				errdetail("A step that was started and not committed may have taken effect."),
+				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s').",
+						step.name));
 	if (task.fence != fence)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
@@ -132,18 +151,65 @@ DurableReportStale(int64 task_id, int64 fence)
 }
 
 /*
+ * DurableTaskHeld
+ *		Read and lock a task that the caller holds under fence; anything
+ *		else raises the error that explains it.
+ */
+void
+DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
+{
+	if (!DurableTaskFetch(task_id, true, task) ||
+		task->fence != fence || strcmp(task->state, "running") != 0)
+		DurableReportStale(task_id, fence);
+}
+
+/*
+ * DurableAppendEvent
+ *		Append an event to a task whose row the caller has locked, without
+ *		moving the task: a step's change, a checkpoint, an alarm.  Moves the
+ *		count of steps in doubt by doubt_delta.  Returns the event's seq.
+ */
+int32
+DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
+				   const char *actor, Jsonb *detail, const char *step,
+				   int32 doubt_delta)
+{
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[1] = Int64GetDatum(task->task_id);
+	args[2] = TimestampTzGetDatum(now);
+	args[3] = CStringGetTextDatum(kind);
+	args[4] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
+	nulls[4] = actor ? ' ' : 'n';
+	args[5] = JsonbPGetDatum(detail);
+	nulls[5] = detail ? ' ' : 'n';
+	args[6] = step ? CStringGetTextDatum(step) : (Datum) 0;
+	nulls[6] = step ? ' ' : 'n';
+	args[7] = Int32GetDatum(doubt_delta);
+	if (DurableExecute(STMT_EVENT_APPEND, args, nulls,
+					   SPI_OK_INSERT_RETURNING, 0) != 1)
+		elog(ERROR, "task %lld vanished under its row lock",
+			 (long long) task->task_id);
+	return DatumGetInt32(DurableResultDatum(0, 1, &isnull));
+}
+
+/*
  * DurableMoveTask
  *		Move a task from move->from_state under move->fence to
  *		move->to_state, releasing its lease, and append the event, in one
  *		statement.  Returns false when the task is no longer in that state
- *		under that fence.
+ *		under that fence, or has steps in doubt and move->allow_doubt is not
+ *		set.
  */
 bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now)
 {
-	Datum		args[14];
-	char		nulls[14];
+	Datum		args[15];
+	char		nulls[15];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
@@ -166,6 +232,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	nulls[12] = move->actor ? ' ' : 'n';
 	args[13] = JsonbPGetDatum(move->detail);
 	nulls[13] = move->detail ? ' ' : 'n';
+	args[14] = Int32GetDatum(move->allow_doubt ? PG_INT32_MAX : 0);
 
 	return DurableExecute(STMT_TRANSITION, args, nulls,
 						  SPI_OK_INSERT_RETURNING, 0) == 1;

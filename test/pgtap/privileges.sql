@@ -27,11 +27,11 @@ SELECT function_privs_are('public', 'durable_enqueue',
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
              ('durable_heartbeat', ARRAY['bigint', 'bigint', 'text', 'interval']),
-             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb']),
-             ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval'])) AS v(f, args);
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer']),
+             ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval', 'text'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_producer', ARRAY[]::text[])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
-             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb'])) AS v(f, args);
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_operator', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_resume', ARRAY['text']),

@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * request.c
+ *	  Request-level idempotency for request handlers: begin, advance
+ *	  through recovery points, finish.
+ *
+ * A key is bound to the hash of the request it began with, for its
+ * retention window.  Begin inserts it with ON CONFLICT DO NOTHING, so of two
+ * handlers that begin the same key at once the second waits for the first
+ * and then sees it in progress.  A handler that dies leaves its key locked
+ * only until its lock interval ends; the next begin takes it over at the
+ * recovery point it reached.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "access/xact.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+/* how long a key that never finishes is remembered */
+#define DURABLE_REQUEST_RETENTION_DAYS 1
+
+/* columns of STMT_IDEMPOTENT_LOCK */
+enum
+{
+	KEY_REQUEST_HASH = 1,
+	KEY_COMPLETED,
+	KEY_LOCKED_UNTIL,
+	KEY_EXPIRES_AT,
+	KEY_RECOVERY_POINT,
+	KEY_RESPONSE
+};
+
+typedef struct RequestKey
+{
+	Datum		args[3];		/* partition, scope, key */
+	const char *scope;
+	const char *key;
+} RequestKey;
+
+static void
+request_key_args(FunctionCallInfo fcinfo, RequestKey *rk)
+{
+	char	   *key;
+
+	rk->scope = DurableNameArg(fcinfo, 0, "scope");
+	DurableRequireArg(fcinfo, 1, "key");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (key[0] == '\0' || strlen(key) > 255)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("idempotency key must have between 1 and 255 bytes"));
+	rk->key = key;
+	rk->args[0] = Int32GetDatum(DurableKeyPartition(rk->scope, key));
+	rk->args[1] = CStringGetTextDatum(rk->scope);
+	rk->args[2] = CStringGetTextDatum(key);
+}
+
+static TimestampTz
+plus_interval(TimestampTz t, Interval *span)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(t),
+												   IntervalPGetDatum(span)));
+}
+
+static void
+put_status(FunctionCallInfo fcinfo, const char *status, const char *point,
+		   Datum response, bool response_null)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, response_null};
+
+	values[0] = CStringGetTextDatum(status);
+	values[1] = CStringGetTextDatum(point);
+	values[2] = response;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* lock an existing key, or raise 42704 */
+static void
+lock_key(const RequestKey *rk)
+{
+	if (DurableExecute(STMT_IDEMPOTENT_LOCK, (Datum *) rk->args, NULL,
+					   SPI_OK_SELECT, 1) == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("idempotency key \"%s\" in scope \"%s\" does not exist",
+					   rk->key, rk->scope),
+				errhint("Begin it with durable_idempotent_begin()."));
+}
+
+/*
+ * durable_idempotent_begin(scope text, key text, request jsonb,
+ *							lock interval = '1 minute')
+ *		RETURNS TABLE(status text, recovery_point text, response jsonb)
+ *
+ * 'started': the caller owns the request until the lock ends, from
+ * recovery_point on ('started' for a new key); 'in_progress': another
+ * handler owns it now; 'completed': the stored response is the answer.
+ * Raises 55U03 when the key was used for another request.
+ */
+PG_FUNCTION_INFO_V1(durable_idempotent_begin);
+Datum
+durable_idempotent_begin(PG_FUNCTION_ARGS)
+{
+	RequestKey	rk;
+	Jsonb	   *request;
+	Interval   *lock = DurablePositiveIntervalArg(fcinfo, 3, "lock");
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
+	bytea	   *hash;
+	Datum		args[7];
+	bool		isnull;
+	Datum		response;
+	bool		response_null;
+	char	   *point;
+
+	request_key_args(fcinfo, &rk);
+	DurableRequireArg(fcinfo, 2, "request");
+	request = DurableJsonbArg(fcinfo, 2, "request");
+	hash = DurableJsonbHash(request);
+	InitMaterializedSRF(fcinfo, 0);
+
+	memcpy(args, rk.args, sizeof(rk.args));
+	args[3] = PointerGetDatum(hash);
+	args[4] = TimestampTzGetDatum(now);
+	args[5] = TimestampTzGetDatum(plus_interval(now, lock));
+	args[6] = TimestampTzGetDatum(plus_interval(now, &retention));
+
+	SPI_connect();
+	if (DurableExecute(STMT_IDEMPOTENT_INSERT, args, NULL, SPI_OK_INSERT, 0) == 1)
+	{
+		put_status(fcinfo, "started", "started", (Datum) 0, true);
+		SPI_finish();
+		return (Datum) 0;
+	}
+
+	lock_key(&rk);
+	if (DatumGetTimestampTz(DurableResultDatum(0, KEY_EXPIRES_AT, &isnull)) <= now)
+	{
+		/* forgotten after its retention window: a new request */
+		DurableExecute(STMT_IDEMPOTENT_RESTART, args, NULL, SPI_OK_UPDATE, 0);
+		put_status(fcinfo, "started", "started", (Datum) 0, true);
+		SPI_finish();
+		return (Datum) 0;
+	}
+	if (!DurableHashesEqual(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
+							hash))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
+				errmsg("idempotency key \"%s\" was already used for a different request",
+					   rk.key),
+				errdetail("The stored request hash in scope \"%s\" does not match the hash of this request.",
+						  rk.scope),
+				errhint("Use a new idempotency key for a new request."));
+
+	point = DurableResultText(0, KEY_RECOVERY_POINT);
+	response = DurableResultDatum(0, KEY_RESPONSE, &response_null);
+	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
+		put_status(fcinfo, "completed", point, response, response_null);
+	else if (DatumGetTimestampTz(DurableResultDatum(0, KEY_LOCKED_UNTIL, &isnull)) > now)
+		put_status(fcinfo, "in_progress", point, (Datum) 0, true);
+	else
+	{
+		Datum		update[8];
+		char		nulls[8] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n'};
+
+		/* the last owner's lock ran out: take over at its recovery point */
+		memcpy(update, rk.args, sizeof(rk.args));
+		update[3] = args[5];
+		update[5] = BoolGetDatum(false);
+		put_status(fcinfo, "started", point, (Datum) 0, true);
+		DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* the key must be begun and not finished */
+static void
+require_open(const RequestKey *rk)
+{
+	bool		isnull;
+
+	lock_key(rk);
+	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("idempotency key \"%s\" in scope \"%s\" is already completed",
+					   rk->key, rk->scope));
+}
+
+/*
+ * durable_idempotent_advance(scope text, key text, recovery_point text,
+ *							  lock interval = NULL) RETURNS void
+ *
+ * Records the point the request has reached (after committing the work
+ * up to it in the same transaction), and extends the lock when given.
+ */
+PG_FUNCTION_INFO_V1(durable_idempotent_advance);
+Datum
+durable_idempotent_advance(PG_FUNCTION_ARGS)
+{
+	RequestKey	rk;
+	Datum		update[8];
+	char		nulls[8] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n'};
+
+	request_key_args(fcinfo, &rk);
+	DurableRequireArg(fcinfo, 2, "recovery_point");
+	memcpy(update, rk.args, sizeof(rk.args));
+	update[4] = PG_GETARG_DATUM(2);
+	update[5] = BoolGetDatum(false);
+	if (!PG_ARGISNULL(3))
+	{
+		update[3] = TimestampTzGetDatum(plus_interval(GetCurrentTransactionStartTimestamp(),
+													  DurablePositiveIntervalArg(fcinfo, 3, "lock")));
+		nulls[3] = ' ';
+	}
+
+	SPI_connect();
+	require_open(&rk);
+	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_idempotent_finish(scope text, key text, response jsonb,
+ *							 retention interval = '24 hours') RETURNS void
+ *
+ * Stores the response; every later begin of the key with the same request
+ * gets it back, until retention has passed.
+ */
+PG_FUNCTION_INFO_V1(durable_idempotent_finish);
+Datum
+durable_idempotent_finish(PG_FUNCTION_ARGS)
+{
+	RequestKey	rk;
+	Datum		update[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+
+	request_key_args(fcinfo, &rk);
+	DurableRequireArg(fcinfo, 2, "response");
+	memcpy(update, rk.args, sizeof(rk.args));
+	update[3] = TimestampTzGetDatum(now);
+	update[4] = CStringGetTextDatum("finished");
+	update[5] = BoolGetDatum(true);
+	update[6] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 2, "response"));
+	update[7] = TimestampTzGetDatum(plus_interval(now,
+												  DurablePositiveIntervalArg(fcinfo, 3, "retention")));
+
+	SPI_connect();
+	require_open(&rk);
+	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
