@@ -1,16 +1,18 @@
 -- The SQLSTATE contracts of the lease API, and the labels of its functions.
 BEGIN;
-SELECT plan(28);
+SELECT plan(18);
 
 -- every API function that changes state runs with definer rights and a pinned search_path
-SELECT ok(p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp'],
-          p.proname || ' is SECURITY DEFINER with a pinned search_path')
-FROM pg_proc p
-WHERE p.proname IN ('durable_create_queue', 'durable_alter_queue', 'durable_drop_queue',
-                    'durable_pause', 'durable_resume', 'durable_enqueue', 'durable_claim',
-                    'durable_heartbeat', 'durable_commit', 'durable_fail', 'durable_cancel',
-                    'durable_reconcile')
-ORDER BY p.proname;
+SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
+           FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'durable'
+           WHERE p.provolatile = 'v'
+             AND NOT (p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp'])),
+          NULL, 'every volatile API function is SECURITY DEFINER with a pinned search_path');
+SELECT is((SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'durable'
+           WHERE p.provolatile = 'i' AND NOT p.prosecdef AND p.proparallel = 's'),
+          5::bigint, 'the five decision functions are immutable, parallel safe and run with the caller''s rights');
 
 SELECT volatility_is('durable_claim', ARRAY['text', 'text', 'interval', 'integer'], 'volatile');
 SELECT function_returns('durable_claim', ARRAY['text', 'text', 'interval', 'integer'], 'setof record');

@@ -2,20 +2,20 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(43);
+SELECT plan(59);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
 -- no application role may write a table; the operator may read them
 SELECT table_privs_are('durable', t, r, ARRAY[]::text[],
                        r || ' has no privilege on durable.' || t)
-FROM unnest(ARRAY['queues', 'tasks', 'events']) t,
+FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idempotency_keys']) t,
      unnest(ARRAY['durable_producer', 'durable_worker']) r;
 SELECT table_privs_are('durable', t, 'durable_operator', ARRAY['SELECT'],
                        'durable_operator may only read durable.' || t)
-FROM unnest(ARRAY['queues', 'tasks', 'events']) t;
+FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idempotency_keys']) t;
 SELECT table_privs_are('durable', t, 'public', ARRAY[]::text[], 'PUBLIC has no privilege on durable.' || t)
-FROM unnest(ARRAY['queues', 'tasks', 'events']) t;
+FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idempotency_keys']) t;
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
