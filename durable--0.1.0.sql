@@ -121,6 +121,8 @@ CREATE TABLE durable.tasks (
     lease_until        timestamptz,
     heartbeat_at       timestamptz,
     progress_at        timestamptz,
+    stuck_alarm_at     timestamptz,
+    finished_at        timestamptz,
     lease              interval,
     deadline           interval,
     queue_name         text NOT NULL,
@@ -168,6 +170,9 @@ CREATE TABLE durable.events (
 );
 COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; seq is the task''s version after the change';
 
+-- finished tasks in the order retention removes them
+CREATE INDEX tasks_finished ON durable.tasks (partition_key, finished_at)
+    WHERE finished_at IS NOT NULL;
 -- tasks whose queryable step waits for a reconcile handler
 CREATE INDEX tasks_reconcile ON durable.tasks (partition_key, queue_name)
     WHERE state = 'waiting' AND run_at = 'infinity';
@@ -218,6 +223,7 @@ CREATE TABLE durable.inbox (
     received_at   timestamptz NOT NULL,
     PRIMARY KEY (partition_key, consumer, message_id)
 );
+CREATE INDEX inbox_received ON durable.inbox (received_at);
 COMMENT ON TABLE durable.inbox IS 'messages a consumer has received, for deduplication; the partition comes from a hash of consumer and message id';
 
 CREATE SEQUENCE durable.outbox_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;
@@ -239,6 +245,7 @@ CREATE TABLE durable.outbox (
 );
 COMMENT ON TABLE durable.outbox IS 'messages emitted in business transactions, published at least once by fenced publishers';
 CREATE INDEX outbox_unpublished ON durable.outbox (message_id) WHERE published_at IS NULL;
+CREATE INDEX outbox_published ON durable.outbox (published_at) WHERE published_at IS NOT NULL;
 
 CREATE TABLE durable.idempotency_keys (
     partition_key  int NOT NULL,
@@ -253,6 +260,7 @@ CREATE TABLE durable.idempotency_keys (
     response       jsonb,
     PRIMARY KEY (partition_key, scope, key)
 );
+CREATE INDEX idempotency_keys_expiry ON durable.idempotency_keys (expires_at);
 COMMENT ON TABLE durable.idempotency_keys IS 'request-level idempotency keys (begin/finish), bound to the hash of their request until they expire';
 
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
@@ -572,6 +580,253 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_idempotent_finish(text, text, jsonb, interval) IS
   'store the response of a request; later begins get it back until the retention has passed';
 
+--
+-- Operations
+--
+CREATE FUNCTION @extschema@.durable_resolve(task_id bigint, decision text, operator text,
+                                            evidence jsonb)
+RETURNS text
+AS 'MODULE_PATHNAME', 'durable_resolve'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb) IS
+  'settle a task in review: mark_committed, mark_not_executed, mark_failed, retry or cancel; records operator and evidence first';
+
+CREATE FUNCTION @extschema@.durable_replay_dead_letters(queue text, batch int DEFAULT 10)
+RETURNS TABLE (task_id bigint, action text)
+AS 'MODULE_PATHNAME', 'durable_replay_dead_letters'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_replay_dead_letters(text, int) IS
+  'give up to batch failed tasks of a queue (none of whose steps failed) a new run, resuming after their committed steps';
+
+CREATE FUNCTION @extschema@.durable_recovery_package(task_id bigint)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t durable.tasks;
+    doubt durable.steps;
+    package jsonb;
+    recommended jsonb;
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'task_id must not be null' USING ERRCODE = '22004';
+    END IF;
+    SELECT * INTO t FROM durable.tasks x
+    WHERE x.partition_key = ($1 & 32767)::int AND x.task_id = $1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'task % does not exist', $1 USING ERRCODE = '42704';
+    END IF;
+    SELECT * INTO doubt FROM durable.steps s
+    WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+      AND s.state IN ('started', 'unknown')
+    ORDER BY s.ordinal DESC LIMIT 1;
+
+    recommended := CASE
+        WHEN t.state = 'needs_review' AND doubt.step IS NOT NULL THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the outcome of %s step %s is unknown: ask the external system about idempotency key %s, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ...)',
+                             doubt.class, doubt.step, doubt.idempotency_key, t.task_id))
+        WHEN t.state = 'needs_review' THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the %s task cannot be recovered automatically: durable_resolve(%s, ''retry'', ''cancel'' or a mark, ...)',
+                             t.class, t.task_id))
+        WHEN t.state = 'running' THEN jsonb_build_object(
+            'action', @extschema@.durable_recovery_action(
+                t.lease_until < now(), doubt.receipt,
+                coalesce(doubt.class, t.class) IN ('pure', 'idempotent'),
+                coalesce(doubt.attempt, t.attempt), t.max_attempts,
+                coalesce(doubt.class, t.class) = 'queryable'),
+            'reason', CASE WHEN t.lease_until < now() THEN 'the lease has expired' ELSE 'the lease is live' END)
+        WHEN t.state = 'failed' THEN jsonb_build_object(
+            'action', 'replay or leave',
+            'reason', format('the task failed (%s); durable_replay_dead_letters() gives it a new run', t.stop_code))
+        WHEN t.state = 'waiting' AND t.run_at = 'infinity' THEN jsonb_build_object(
+            'action', 'reconcile',
+            'reason', 'a reconcile handler is to look up the step''s outcome (durable_claim_reconcile)')
+        ELSE jsonb_build_object('action', 'none', 'reason', format('the task is %s', t.state))
+    END;
+
+    SELECT jsonb_build_object(
+        'task', to_jsonb(t) - 'checkpoint',
+        'checkpoint', jsonb_build_object('version', t.checkpoint_version, 'value', t.checkpoint),
+        'events', coalesce((SELECT jsonb_agg(to_jsonb(e) - 'partition_key' - 'task_id' ORDER BY e.seq)
+                            FROM durable.events e
+                            WHERE e.partition_key = t.partition_key AND e.task_id = t.task_id), '[]'),
+        'operation_ids', coalesce((SELECT jsonb_agg(DISTINCT s.effect_id)
+                                   FROM durable.steps s
+                                   WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                     AND s.effect_id IS NOT NULL), '[]'),
+        'idempotency_keys', coalesce((SELECT jsonb_object_agg(s.step, s.idempotency_key)
+                                      FROM durable.steps s
+                                      WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id), '{}'),
+        'confirmed_side_effects', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                                'step', s.step, 'state', s.state, 'effect_id', s.effect_id,
+                                                'receipt', s.receipt, 'result', s.result) ORDER BY s.ordinal)
+                                            FROM durable.steps s
+                                            WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                              AND s.state IN ('committed', 'compensated')), '[]'),
+        'unknown_side_effects', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                              'step', s.step, 'state', s.state, 'class', s.class,
+                                              'idempotency_key', s.idempotency_key, 'attempt', s.attempt,
+                                              'receipt', s.receipt, 'request', s.request) ORDER BY s.ordinal)
+                                          FROM durable.steps s
+                                          WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                            AND s.state IN ('started', 'unknown')), '[]'),
+        'recommended_action', recommended)
+    INTO package;
+    RETURN package;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.durable_recovery_package(bigint) IS
+  'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, and the recommended next action';
+
+CREATE FUNCTION @extschema@.durable_verify()
+RETURNS TABLE (task_id bigint, problem text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- a task's row against the history its events tell
+    WITH history AS (
+        SELECT e.partition_key, e.task_id, count(*) AS events, max(e.seq) AS last_seq,
+               (array_agg(e.state ORDER BY e.seq DESC))[1] AS state,
+               (array_agg(e.fence ORDER BY e.seq DESC))[1] AS fence
+        FROM durable.events e GROUP BY e.partition_key, e.task_id
+    ), step_history AS (
+        SELECT e.partition_key, e.task_id, e.step,
+               (array_agg(coalesce(e.detail->>'to', 'planned') ORDER BY e.seq DESC))[1] AS state
+        FROM durable.events e WHERE e.step IS NOT NULL
+        GROUP BY e.partition_key, e.task_id, e.step
+    )
+    SELECT t.task_id, format('row says %s with fence %s, events say %s with fence %s',
+                             t.state, t.fence, coalesce(h.state::text, 'nothing'), h.fence)
+    FROM durable.tasks t LEFT JOIN history h USING (partition_key, task_id)
+    WHERE h.state IS DISTINCT FROM t.state OR h.fence IS DISTINCT FROM t.fence
+    UNION ALL
+    SELECT t.task_id, format('version %s, but %s events up to seq %s', t.version, h.events, h.last_seq)
+    FROM durable.tasks t JOIN history h USING (partition_key, task_id)
+    WHERE h.events <> t.version OR h.last_seq <> t.version
+    UNION ALL
+    SELECT s.task_id, format('step %s is %s, its events say %s', s.step, s.state, coalesce(sh.state, 'nothing'))
+    FROM durable.steps s LEFT JOIN step_history sh USING (partition_key, task_id, step)
+    WHERE sh.state IS DISTINCT FROM s.state::text
+    UNION ALL
+    SELECT t.task_id, format('%s steps in doubt counted, %s found', t.steps_in_doubt, count(s.step))
+    FROM durable.tasks t
+    LEFT JOIN durable.steps s ON s.partition_key = t.partition_key AND s.task_id = t.task_id
+                             AND s.state IN ('started', 'unknown')
+    GROUP BY t.partition_key, t.task_id, t.steps_in_doubt
+    HAVING count(s.step) <> t.steps_in_doubt
+    UNION ALL
+    SELECT h.task_id, 'events of a task that does not exist'
+    FROM history h LEFT JOIN durable.tasks t USING (partition_key, task_id)
+    WHERE t.task_id IS NULL
+    ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION @extschema@.durable_verify() IS
+  'rebuild every task''s state, fence and version, and every step''s state, from the event log, and report each row that disagrees';
+
+--
+-- Metrics views (DESIGN section 7)
+--
+CREATE VIEW durable.queue_stats AS
+SELECT q.queue_name, q.paused,
+       count(t.task_id) FILTER (WHERE t.state = 'ready') AS ready,
+       count(t.task_id) FILTER (WHERE t.state = 'waiting') AS waiting,
+       count(t.task_id) FILTER (WHERE t.state = 'running') AS running,
+       count(t.task_id) FILTER (WHERE t.state = 'needs_review') AS needs_review,
+       count(t.task_id) FILTER (WHERE t.state = 'completed') AS completed,
+       count(t.task_id) FILTER (WHERE t.state = 'failed') AS failed,
+       count(t.task_id) FILTER (WHERE t.state = 'cancelled') AS cancelled,
+       now() - min(t.run_at) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now()) AS oldest_due_age,
+       now() - min(t.heartbeat_at) FILTER (WHERE t.state = 'running') AS oldest_heartbeat_age,
+       count(t.task_id) FILTER (WHERE t.state = 'running' AND t.lease_until < now()) AS expired_leases,
+       count(t.task_id) FILTER (WHERE t.state = 'running' AND q.progress_timeout IS NOT NULL
+                                  AND t.progress_at < now() - q.progress_timeout) AS stuck
+FROM durable.queues q
+LEFT JOIN durable.tasks t ON t.queue_name = q.queue_name
+GROUP BY q.queue_name, q.paused;
+COMMENT ON VIEW durable.queue_stats IS 'per queue: tasks by state, the oldest due and running work, expired leases and stuck tasks';
+
+CREATE VIEW durable.stuck_tasks AS
+SELECT t.task_id, t.queue_name, t.owner, t.progress, t.progress_at,
+       now() - t.progress_at AS without_progress_for, q.progress_timeout,
+       t.stuck_alarm_at IS NOT NULL AND t.stuck_alarm_at >= t.progress_at AS alarmed
+FROM durable.tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
+WHERE t.state = 'running' AND q.progress_timeout IS NOT NULL
+  AND t.progress_at < now() - q.progress_timeout;
+COMMENT ON VIEW durable.stuck_tasks IS 'running tasks whose lease is renewed while their progress has not moved for longer than the queue''s progress_timeout';
+
+CREATE VIEW durable.review_queue AS
+SELECT t.task_id, t.queue_name, t.class, t.attempt, t.owner AS last_owner,
+       s.step, s.class AS step_class, s.state AS step_state, s.idempotency_key, s.receipt,
+       e.at AS since, e.kind AS reason, e.detail->>'action' AS decided
+FROM durable.tasks t
+LEFT JOIN LATERAL (SELECT * FROM durable.steps s
+                   WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                     AND s.state IN ('started', 'unknown')
+                   ORDER BY s.ordinal DESC LIMIT 1) s ON true
+LEFT JOIN LATERAL (SELECT * FROM durable.events e
+                   WHERE e.partition_key = t.partition_key AND e.task_id = t.task_id
+                     AND e.state = 'needs_review'
+                   ORDER BY e.seq DESC LIMIT 1) e ON true
+WHERE t.state = 'needs_review';
+COMMENT ON VIEW durable.review_queue IS 'tasks waiting for a person, with the step in doubt and why they are here; settle them with durable_resolve()';
+
+CREATE VIEW durable.metrics AS
+WITH per_task AS (
+    SELECT t.queue_name, t.partition_key, t.task_id, t.state,
+           count(*) FILTER (WHERE e.kind = 'claimed') AS claims,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
+           bool_or(e.state = 'needs_review') AS escalated
+    FROM durable.tasks t
+    JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+    GROUP BY t.queue_name, t.partition_key, t.task_id, t.state
+), effects AS (
+    SELECT t.queue_name, count(*) AS duplicate_side_effects
+    FROM (SELECT e.partition_key, e.task_id, e.step
+          FROM durable.events e
+          WHERE e.kind = 'receipt_recorded' AND e.detail->>'effect_id' IS NOT NULL
+          GROUP BY e.partition_key, e.task_id, e.step
+          HAVING count(DISTINCT e.detail->>'effect_id') > 1) d
+    JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), outcomes AS (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE s.state = 'unknown'
+                              OR (s.state = 'started' AND t.state <> 'running')) AS ambiguous,
+           count(*) AS steps
+    FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), lag AS (
+    SELECT t.queue_name, now() - min(t.lease_until) AS reconciliation_lag
+    FROM durable.tasks t WHERE t.state = 'running' AND t.lease_until < now()
+    GROUP BY t.queue_name
+)
+SELECT q.queue_name,
+       count(p.task_id) AS tasks,
+       coalesce(max(f.duplicate_side_effects), 0) AS duplicate_side_effects,
+       count(p.task_id) FILTER (WHERE p.first_expiry IS NOT NULL) AS recoveries,
+       round(avg((p.state = 'completed')::int) FILTER (WHERE p.first_expiry IS NOT NULL), 3) AS recovery_success_rate,
+       avg(p.completed_at - p.first_expiry) FILTER (WHERE p.first_expiry IS NOT NULL AND p.completed_at IS NOT NULL) AS mean_recovery_time,
+       round(max(o.ambiguous)::numeric / nullif(max(o.steps), 0), 3) AS ambiguous_outcome_rate,
+       round(avg(p.escalated::int), 3) AS human_escalation_rate,
+       round(avg(p.claims), 3) AS claims_per_task,
+       coalesce(max(l.reconciliation_lag), '0') AS reconciliation_lag
+FROM durable.queues q
+LEFT JOIN per_task p ON p.queue_name = q.queue_name
+LEFT JOIN effects f ON f.queue_name = q.queue_name
+LEFT JOIN outcomes o ON o.queue_name = q.queue_name
+LEFT JOIN lag l ON l.queue_name = q.queue_name
+GROUP BY q.queue_name;
+COMMENT ON VIEW durable.metrics IS 'per queue, over the tasks retained: duplicate side effects, recovery success rate and mean time, ambiguous outcome rate, human escalation rate, claims per task, reconciliation lag';
+
+GRANT SELECT ON durable.queue_stats, durable.stuck_tasks, durable.review_queue, durable.metrics
+    TO durable_operator, pg_monitor;
+
 REVOKE EXECUTE ON FUNCTION
     @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool),
     @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[]),
@@ -598,6 +853,10 @@ REVOKE EXECUTE ON FUNCTION
     @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
     @extschema@.durable_idempotent_advance(text, text, text, interval),
     @extschema@.durable_idempotent_finish(text, text, jsonb, interval),
+    @extschema@.durable_resolve(bigint, text, text, jsonb),
+    @extschema@.durable_replay_dead_letters(text, int),
+    @extschema@.durable_recovery_package(bigint),
+    @extschema@.durable_verify(),
     @extschema@.durable_reconcile(int)
 FROM PUBLIC;
 
@@ -637,5 +896,9 @@ GRANT EXECUTE ON FUNCTION
     @extschema@.durable_pause(text),
     @extschema@.durable_resume(text),
     @extschema@.durable_cancel(bigint, text),
+    @extschema@.durable_resolve(bigint, text, text, jsonb),
+    @extschema@.durable_replay_dead_letters(text, int),
+    @extschema@.durable_recovery_package(bigint),
+    @extschema@.durable_verify(),
     @extschema@.durable_reconcile(int)
 TO durable_operator;

@@ -2,6 +2,8 @@
 -- Tasks under leases: enqueue, claim, heartbeat, commit, fail, cancel,
 -- reconcile, and the errors of each.  Times are compared, never printed.
 --
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 1000) AS first_id_counter;
 SELECT durable_create_queue('jobs', lease => '1 minute', retry_base => 1, retry_cap => 1);
 
 -- enqueue, with and without options

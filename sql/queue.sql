@@ -1,6 +1,8 @@
 --
 -- Queues: create, alter, pause, resume, drop, and every bad setting.
 --
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 5000) AS first_id_counter;
 SELECT durable_create_queue('mail');
 SELECT queue_name, partitions, lease, max_attempts, retry_base, retry_cap, deadline,
        retry_capacity, retry_refill_rate, retry_tokens, progress_timeout, notify, paused

@@ -2,6 +2,8 @@
 -- Steps: plan, start, commit, replay, unknown outcomes, receipts, failures
 -- through the retry budget, checkpoints, compensation, reconcile handlers.
 --
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 2000) AS first_id_counter;
 SELECT durable_create_queue('flows', lease => '1 minute', retry_base => 1, retry_cap => 1);
 SELECT durable_enqueue('flows', '{"order": 42}') AS t \gset
 SELECT fence FROM durable_claim('flows', 'w1') \gset

@@ -3,6 +3,8 @@
 -- charge (queryable), email (unsafe); a crash, a reconcile handler, a
 -- resumed worker that skips what is done, and a stale worker fenced off.
 --
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 4000) AS first_id_counter;
 SELECT durable_create_queue('orders', lease => '1 second');
 SELECT durable_enqueue('orders', '{"order": 42, "sku": "A1", "amount": 1999}') AS task_id \gset
 

@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 
 #include "compat.h"
@@ -51,6 +52,12 @@
 /* ---- durable.c: GUCs ---- */
 extern int	durable_node_id;
 extern int	durable_max_payload_size;
+extern char *durable_database;
+extern int	durable_reconcile_interval;
+extern int	durable_reconcile_batch;
+extern bool durable_reconciler_enabled;
+extern int	durable_retention;
+extern int	durable_inbox_retention;
 
 /* ---- digest.c ---- */
 extern void DurableSha256(const void *data, size_t len,
@@ -179,6 +186,11 @@ typedef enum DurableStmt
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
+	STMT_DEAD_LETTERS,
+	STMT_STUCK,
+	STMT_STUCK_MARK,
+	STMT_RETAIN_TASKS,
+	STMT_RETAIN_OTHERS,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -248,6 +260,7 @@ typedef struct DurableMove
 	const char *actor;
 	Jsonb	   *detail;
 	bool		allow_doubt;	/* move even with steps in doubt */
+	bool		reset_attempts; /* a replay starts counting again */
 } DurableMove;
 
 extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
@@ -289,6 +302,7 @@ typedef struct DurableQueue
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
+extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 
 /* ---- step.c ---- */
 typedef struct DurableStep
@@ -341,11 +355,15 @@ extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
 								   const char *error_class_name, Jsonb *error,
 								   int64 retry_after);
 
+/* ---- reconciler.c ---- */
+extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
+
 /* ---- reconcile.c ---- */
+#define DURABLE_STUCK_CHANNEL "durable_stuck"
 typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
 										void *arg);
-extern uint64 DurableReconcile(int batch, DurableSettledCallback callback,
-							   void *arg);
+extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
+								   void *arg);
 extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
 										int batch,
 										DurableSettledCallback callback,

@@ -85,8 +85,9 @@ queue_partition_base(const char *queue)
 					DURABLE_PARTITION_SPACE);
 }
 
-static ArrayType *
-queue_partition_array(const DurableQueue *queue)
+/* all partition keys of a queue, as an int[] */
+ArrayType *
+DurableQueuePartitionArray(const DurableQueue *queue)
 {
 	Datum	   *keys = palloc(sizeof(Datum) * queue->partitions);
 
@@ -271,7 +272,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	DurableExecute(STMT_QUEUE_LOCK_TASKS, NULL, NULL, SPI_OK_UTILITY, 0);
 	DurableQueueGet(queue, &settings);
 	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(queue_partition_array(&settings));
+	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 	DurableExecute(STMT_QUEUE_UNFINISHED, args, NULL, SPI_OK_SELECT, 0);
 	unfinished = DurableResultInt64(0, 1);
 	if (unfinished > 0)

@@ -12,13 +12,20 @@
  * skips a row that a commit holds.
  *
  * Every decision revokes the lease (increments the fence) and appends an
- * event with the action and its evidence.  Nothing is deleted.
+ * event with the action and its evidence.  Nothing is deleted to recover;
+ * retention removes finished tasks, with their steps and events, once they
+ * are older than durable.retention.
+ *
+ * A tick (DurableReconcileTick) is what the background worker runs in one
+ * transaction and durable_reconcile() exposes: expired leases, stuck
+ * alarms, retention, each a bounded batch per pass.
  *
  *-------------------------------------------------------------------------
  */
 #include "durable.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -203,31 +210,157 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 	return n;
 }
 
+/* the partitions in use, in a palloc'd array */
+static int32 *
+partitions_in_use(uint64 *count)
+{
+	int32	   *partitions;
+
+	*count = DurableExecute(STMT_PARTITIONS, NULL, NULL, SPI_OK_SELECT, 0);
+	partitions = palloc(sizeof(int32) * Max(*count, 1));
+	for (uint64 i = 0; i < *count; i++)
+		partitions[i] = (int32) DurableResultInt64(i, 1);
+	return partitions;
+}
+
 /*
- * DurableReconcile
- *		One bounded pass over every partition in use; the caller holds an
- *		SPI connection and a transaction.  Returns how many leases were
- *		settled.
+ * raise_stuck_alarms
+ *		A lease that keeps being renewed while its progress does not move
+ *		for longer than the queue's progress_timeout gets one alarm per
+ *		episode: an event, NOTIFY durable_stuck '<task_id>', and the mark
+ *		that the stuck_tasks view counts.  Nothing else changes: a heartbeat
+ *		is not progress, but neither is it a failure.
+ */
+static uint64
+raise_stuck_alarms(int32 partition, TimestampTz now, int batch,
+				   DurableSettledCallback callback, void *arg)
+{
+	Datum		args[3];
+	uint64		n;
+	int64	   *ids;
+	Jsonb	  **details;
+
+	args[0] = Int32GetDatum(partition);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = Int32GetDatum(batch);
+	n = DurableExecute(STMT_STUCK, args, NULL, SPI_OK_SELECT, 0);
+	if (n == 0)
+		return 0;
+
+	ids = palloc(sizeof(int64) * n);
+	details = palloc(sizeof(Jsonb *) * n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableDetail detail;
+		bool		isnull;
+
+		ids[i] = DurableResultInt64(i, 1);
+		DurableDetailInit(&detail);
+		DurableDetailText(&detail, "progress", DurableResultText(i, 2));
+		DurableDetailTime(&detail, "progress_at",
+						  DatumGetTimestampTz(DurableResultDatum(i, 3, &isnull)));
+		DurableDetailText(&detail, "owner", DurableResultText(i, 4));
+		DurableDetailText(&detail, "progress_timeout", DurableResultText(i, 5));
+		details[i] = DurableDetailFinish(&detail);
+	}
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableTask task = {0};
+		Datum		mark[3];
+		char		payload[32];
+
+		task.task_id = ids[i];
+		mark[0] = Int32GetDatum(partition);
+		mark[1] = Int64GetDatum(ids[i]);
+		mark[2] = TimestampTzGetDatum(now);
+		DurableExecute(STMT_STUCK_MARK, mark, NULL, SPI_OK_UPDATE, 0);
+		DurableAppendEvent(&task, now, "stuck", DURABLE_RECONCILER_ACTOR,
+						   details[i], NULL, 0);
+		snprintf(payload, sizeof(payload), INT64_FORMAT, ids[i]);
+		Async_Notify(DURABLE_STUCK_CHANNEL, payload);
+		if (callback)
+			callback(ids[i], "stuck_alarm", arg);
+	}
+	return n;
+}
+
+/* subtract seconds from a time, for retention cutoffs */
+static TimestampTz
+seconds_before(TimestampTz t, int seconds)
+{
+	return t - (TimestampTz) seconds * USECS_PER_SEC;
+}
+
+/*
+ * apply_retention
+ *		Remove up to batch finished tasks older than durable.retention with
+ *		their steps and events, and up to batch each of inbox entries and
+ *		published outbox messages older than durable.inbox_retention and of
+ *		expired idempotency keys.  Returns the largest of those counts.
+ */
+static uint64
+apply_retention(const int32 *partitions, uint64 npartitions, TimestampTz now,
+				int batch, DurableSettledCallback callback, void *arg)
+{
+	uint64		removed = 0;
+	uint64		others = 0;
+	Datum		args[3];
+
+	if (durable_retention >= 0)
+	{
+		args[1] = TimestampTzGetDatum(seconds_before(now, durable_retention));
+		for (uint64 i = 0; i < npartitions && removed < (uint64) batch; i++)
+		{
+			uint64		n;
+
+			args[0] = Int32GetDatum(partitions[i]);
+			args[2] = Int32GetDatum(batch - (int) removed);
+			n = DurableExecute(STMT_RETAIN_TASKS, args, NULL,
+							   SPI_OK_DELETE_RETURNING, 0);
+			for (uint64 row = 0; row < n && callback; row++)
+				callback(DurableResultInt64(row, 1), "removed", arg);
+			removed += n;
+		}
+	}
+
+	args[0] = TimestampTzGetDatum(durable_inbox_retention >= 0 ?
+								  seconds_before(now, durable_inbox_retention) :
+								  DT_NOBEGIN);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = Int32GetDatum(batch);
+	DurableExecute(STMT_RETAIN_OTHERS, args, NULL, SPI_OK_SELECT, 1);
+	for (int col = 1; col <= 3; col++)
+		others = Max(others, (uint64) DurableResultInt64(0, col));
+	return Max(removed, others);
+}
+
+/*
+ * DurableReconcileTick
+ *		One tick of reconciliation: expired leases, stuck alarms, retention,
+ *		each at most batch rows.  Returns the largest count, so that a caller
+ *		can go again at once when a batch was full.
  */
 uint64
-DurableReconcile(int batch, DurableSettledCallback callback, void *arg)
+DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	uint64		npartitions;
-	int32	   *partitions;
+	int32	   *partitions = partitions_in_use(&npartitions);
 	uint64		settled = 0;
-
-	npartitions = DurableExecute(STMT_PARTITIONS, NULL, NULL, SPI_OK_SELECT, 0);
-	partitions = palloc(sizeof(int32) * Max(npartitions, 1));
-	for (uint64 i = 0; i < npartitions; i++)
-		partitions[i] = (int32) DurableResultInt64(i, 1);
+	uint64		alarms = 0;
+	uint64		removed;
 
 	for (uint64 i = 0; i < npartitions && settled < (uint64) batch; i++)
 		settled += DurableReconcilePartition(partitions[i], now,
 											 batch - (int) settled,
 											 callback, arg);
+	for (uint64 i = 0; i < npartitions && alarms < (uint64) batch; i++)
+		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
+									 callback, arg);
+	removed = apply_retention(partitions, npartitions, now, batch, callback, arg);
 	pfree(partitions);
-	return settled;
+	return Max(Max(settled, alarms), removed);
 }
 
 static void
@@ -245,8 +378,10 @@ report_settled(int64 task_id, const char *action, void *arg)
 /*
  * durable_reconcile(batch int = 1000) RETURNS TABLE(task_id bigint, action text)
  *
- * Settles up to batch expired leases and returns each task with the action
- * taken.  The background worker runs the same routine every tick.
+ * One tick of reconciliation, as the background worker runs it: settles up
+ * to batch expired leases, raises up to batch stuck alarms, and removes up
+ * to batch finished tasks past retention; returns each task with what was
+ * done ('removed' and 'stuck_alarm' besides the recovery actions).
  */
 PG_FUNCTION_INFO_V1(durable_reconcile);
 Datum
@@ -256,7 +391,7 @@ durable_reconcile(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	DurableReconcile(batch, report_settled, fcinfo->resultinfo);
+	DurableReconcileTick(batch, report_settled, fcinfo->resultinfo);
 	SPI_finish();
 	return (Datum) 0;
 }

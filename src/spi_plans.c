@@ -210,6 +210,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  stop_code = $8,"
 		"  last_error = COALESCE($9, last_error),"
 		"  result = COALESCE($10, result),"
+		"  finished_at = CASE WHEN $5 IN ('completed', 'failed', 'cancelled')"
+		"   THEN $11 END,"
+		"  attempt = CASE WHEN $16 THEN 0 ELSE attempt END,"
 		"  lease = NULL, lease_until = NULL"
 		"  WHERE partition_key = $1"
 		"  AND task_id = $2"
@@ -222,9 +225,20 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
 		" COALESCE($13, owner), $14 FROM u"
 		" RETURNING seq",
-		15, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		16, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
-		TEXTOID, JSONBOID, INT4OID}
+		TEXTOID, JSONBOID, INT4OID, BOOLOID}
+	},
+	[STMT_DEAD_LETTERS] = {
+		"dead_letters",
+		"SELECT t.task_id FROM durable.tasks t"
+		" WHERE t.partition_key = ANY ($1) AND t.queue_name = $2"
+		" AND t.finished_at IS NOT NULL AND t.state = 'failed'"
+		" AND NOT EXISTS (SELECT FROM durable.steps s"
+		"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id"
+		"  AND s.state = 'failed')"
+		" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED",
+		3, {INT4ARRAYOID, TEXTOID, INT4OID}
 	},
 	[STMT_EVENT_APPEND] = {
 		"event_append",
@@ -346,6 +360,54 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY t.lease_until LIMIT $3"
 		" FOR NO KEY UPDATE OF t SKIP LOCKED",
 		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_STUCK] = {
+		"stuck",
+		"SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout::text"
+		" FROM durable.tasks t"
+		" JOIN durable.queues q ON q.queue_name = t.queue_name"
+		" WHERE t.partition_key = $1 AND t.state = 'running'"
+		" AND q.progress_timeout IS NOT NULL"
+		" AND t.progress_at < $2 - q.progress_timeout"
+		" AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)"
+		" ORDER BY t.lease_until LIMIT $3"
+		" FOR NO KEY UPDATE OF t SKIP LOCKED",
+		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_STUCK_MARK] = {
+		"stuck_mark",
+		"UPDATE durable.tasks SET stuck_alarm_at = $3"
+		" WHERE partition_key = $1 AND task_id = $2",
+		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
+	},
+	[STMT_RETAIN_TASKS] = {
+		"retain_tasks",
+		"WITH doomed AS (SELECT partition_key, task_id FROM durable.tasks"
+		"  WHERE partition_key = $1 AND finished_at < $2"
+		"  ORDER BY finished_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
+		" s AS (DELETE FROM durable.steps st USING doomed d"
+		"  WHERE st.partition_key = d.partition_key AND st.task_id = d.task_id),"
+		" e AS (DELETE FROM durable.events ev USING doomed d"
+		"  WHERE ev.partition_key = d.partition_key AND ev.task_id = d.task_id)"
+		" DELETE FROM durable.tasks t USING doomed d"
+		" WHERE t.partition_key = d.partition_key AND t.task_id = d.task_id"
+		" RETURNING t.task_id",
+		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_RETAIN_OTHERS] = {
+		"retain_others",
+		"WITH i AS (DELETE FROM durable.inbox WHERE ctid = ANY (ARRAY("
+		"  SELECT ctid FROM durable.inbox WHERE received_at < $1"
+		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1),"
+		" o AS (DELETE FROM durable.outbox WHERE ctid = ANY (ARRAY("
+		"  SELECT ctid FROM durable.outbox WHERE published_at < $1"
+		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1),"
+		" k AS (DELETE FROM durable.idempotency_keys WHERE ctid = ANY (ARRAY("
+		"  SELECT ctid FROM durable.idempotency_keys WHERE expires_at < $2"
+		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+		" SELECT (SELECT count(*) FROM i), (SELECT count(*) FROM o),"
+		" (SELECT count(*) FROM k)",
+		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID}
 	},
 	[STMT_INBOX_INSERT] = {
 		"inbox_insert",

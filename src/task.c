@@ -208,8 +208,8 @@ bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now)
 {
-	Datum		args[15];
-	char		nulls[15];
+	Datum		args[16];
+	char		nulls[16];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
@@ -233,6 +233,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	args[13] = JsonbPGetDatum(move->detail);
 	nulls[13] = move->detail ? ' ' : 'n';
 	args[14] = Int32GetDatum(move->allow_doubt ? PG_INT32_MAX : 0);
+	args[15] = BoolGetDatum(move->reset_attempts);
 
 	return DurableExecute(STMT_TRANSITION, args, nulls,
 						  SPI_OK_INSERT_RETURNING, 0) == 1;

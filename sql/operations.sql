@@ -1,0 +1,121 @@
+--
+-- Operations: stuck alarms, review and resolve, recovery packages, dead
+-- letters, verify, retention, and the metrics views.
+--
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 3000) AS first_id_counter;
+
+-- a lease that keeps being renewed while progress stands still: one alarm
+-- per episode, and nothing else changes
+SELECT durable_create_queue('slow', lease => '1 hour', progress_timeout => '1 ms');
+SELECT durable_enqueue('slow', '{}') AS t \gset
+SELECT fence FROM durable_claim('slow', 'w1') \gset
+SELECT durable_heartbeat(:t, :fence, 'page 1') IS NOT NULL AS renewed;
+SELECT pg_sleep(0.01);
+SELECT durable_heartbeat(:t, :fence, 'page 1') IS NOT NULL AS renewed_without_progress;
+SELECT task_id = :t AS is_t, action FROM durable_reconcile() WHERE action = 'stuck_alarm';
+SELECT count(*) AS alarms_again FROM durable_reconcile() WHERE action = 'stuck_alarm';
+SELECT state, fence FROM durable.tasks WHERE task_id = :t;
+SELECT task_id = :t AS is_t, alarmed FROM durable.stuck_tasks WHERE queue_name = 'slow';
+-- progress moves: a new episode may alarm again
+SELECT durable_heartbeat(:t, :fence, 'page 2') IS NOT NULL AS progressed;
+SELECT pg_sleep(0.01);
+SELECT count(*) AS new_episode FROM durable_reconcile() WHERE action = 'stuck_alarm';
+SELECT kind, detail->>'progress' AS progress, actor FROM durable.events WHERE task_id = :t AND kind = 'stuck' ORDER BY seq;
+SELECT durable_commit(:t, :fence);
+
+-- review: an unsafe step in doubt; the package says what is known
+SELECT durable_create_queue('review', lease => '1 hour');
+SELECT durable_enqueue('review', '{"invoice": 9}', class => 'unsafe') AS t \gset
+SELECT fence FROM durable_claim('review', 'w2') \gset
+SELECT (durable_step(:t, :fence, 'send', 'unsafe', '{"to": "x"}')).state;
+SELECT durable_step_start(:t, :fence, 'send', 1);
+SELECT (durable_step(:t, :fence, 'ledger', 'idempotent')).state;
+UPDATE durable.tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t;
+SELECT action FROM durable_reconcile() WHERE task_id = :t;
+SELECT task_id = :t AS is_t, step, step_class, step_state, reason, decided FROM durable.review_queue WHERE queue_name = 'review';
+SELECT jsonb_object_keys(durable_recovery_package(:t)) AS part ORDER BY 1;
+SELECT p->'recommended_action'->>'action' AS action,
+       p->'unknown_side_effects'->0->>'step' AS unknown_step,
+       p->'idempotency_keys'->>'send' = durable_idempotency_key(:t::text, 'send') AS key,
+       jsonb_array_length(p->'events') AS events,
+       p->'task'->>'state' AS state
+FROM durable_recovery_package(:t) p;
+SELECT durable_recovery_package(424242);
+SELECT durable_recovery_package(NULL);
+
+-- resolve: the decision and its evidence are recorded, then applied
+SELECT durable_resolve(:t, 'retry', 'ops-ann', '{"ticket": "OPS-1"}');
+SELECT durable_resolve(:t, 'guess', 'ops-ann', '{}');
+SELECT durable_resolve(:t, 'mark_committed', NULL, '{}');
+SELECT durable_resolve(:t, 'mark_committed', 'ops-ann', NULL);
+SELECT durable_resolve(:t, 'mark_committed', 'ops-ann', '{"mail_log": "sent 12:01"}');
+SELECT t.state, s.state AS step_state, s.receipt, s.result FROM durable.tasks t
+JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t AND step = 'send';
+SELECT seq, kind, actor, detail->>'decision' AS decision FROM durable.events
+WHERE task_id = :t AND seq > 6 ORDER BY seq;
+SELECT durable_resolve(:t, 'cancel', 'ops-ann', '{}');
+
+-- the other decisions, on tasks without steps
+SELECT durable_enqueue('review', '{"n": 1}', class => 'unsafe') AS a \gset
+SELECT durable_enqueue('review', '{"n": 2}', class => 'unsafe') AS b \gset
+SELECT durable_enqueue('review', '{"n": 3}', class => 'unsafe') AS c \gset
+SELECT count(*) FROM durable_claim('review', 'w3', batch => 4);
+UPDATE durable.tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
+SELECT count(*) AS to_review FROM durable_reconcile() WHERE action = 'manual_review';
+SELECT durable_resolve(:a, 'mark_not_executed', 'ops-bo', '{"checked": "nothing sent"}') AS a,
+       durable_resolve(:b, 'mark_failed', 'ops-bo', '{"checked": "rejected"}') AS b,
+       durable_resolve(:c, 'cancel', 'ops-bo', '{"reason": "duplicate order"}') AS c;
+SELECT task_id = :b AS b, state, stop_code FROM durable.tasks WHERE task_id IN (:a, :b, :c) ORDER BY task_id;
+
+-- dead letters: failed tasks get a new run, resuming after their committed steps
+SELECT durable_create_queue('dlq', max_attempts => 1, lease => '1 hour');
+SELECT durable_enqueue('dlq', '{"n": 1}') AS d1 \gset
+SELECT durable_enqueue('dlq', '{"n": 2}') AS d2 \gset
+SELECT count(*) FROM durable_claim('dlq', 'w4', batch => 2);
+SELECT (durable_step(:d1, 1, 'first', 'idempotent')).state;
+SELECT durable_step_start(:d1, 1, 'first', 1);
+SELECT durable_commit(:d1, 1, step => 'first', expected_version => 2);
+SELECT durable_fail(:d1, 1, 'transient');
+SELECT (durable_step(:d2, 1, 'only', 'idempotent')).state;
+SELECT durable_step_start(:d2, 1, 'only', 1);
+SELECT durable_fail(:d2, 1, 'permanent', step => 'only');
+-- the task whose step failed is no dead letter: its step's failure is final
+SELECT task_id = :d1 AS d1, action FROM durable_replay_dead_letters('dlq') ORDER BY task_id;
+SELECT task_id = :d1 AS d1, state, attempt, stop_code FROM durable.tasks WHERE queue_name = 'dlq' ORDER BY task_id;
+SELECT task_id = :d1 AS d1, attempt, (SELECT state FROM durable_step(:d1, fence, 'first', 'idempotent')) AS first_step
+FROM durable_claim('dlq', 'w5');
+SELECT count(*) AS nothing_more FROM durable_replay_dead_letters('dlq');
+SELECT durable_replay_dead_letters('nope');
+
+-- verify: rebuilt from the event log, every row agrees; a forged row does not
+SELECT count(*) AS disagreements FROM durable_verify();
+UPDATE durable.tasks SET state = 'completed' WHERE task_id = :c;
+SELECT task_id = :c AS forged, problem FROM durable_verify();
+UPDATE durable.tasks SET state = 'cancelled' WHERE task_id = :c;
+SELECT count(*) AS disagreements FROM durable_verify();
+
+-- retention: finished tasks go with their steps and events, nothing else does
+SELECT count(*) AS finished FROM durable.tasks WHERE finished_at IS NOT NULL \gset
+SELECT count(*) AS unfinished FROM durable.tasks WHERE finished_at IS NULL \gset
+SELECT durable_inbox_receive('c', 'old-message');
+SET durable.retention = 0;
+SET durable.inbox_retention = 0;
+SELECT count(*) = :finished AS removed_all_finished FROM durable_reconcile(10000) WHERE action = 'removed';
+SELECT count(*) = :unfinished AS unfinished_kept, count(*) FILTER (WHERE finished_at IS NOT NULL) AS finished_left
+FROM durable.tasks;
+SELECT count(*) AS orphan_events FROM durable.events e
+WHERE NOT EXISTS (SELECT FROM durable.tasks t WHERE t.partition_key = e.partition_key AND t.task_id = e.task_id);
+SELECT count(*) AS orphan_steps FROM durable.steps s
+WHERE NOT EXISTS (SELECT FROM durable.tasks t WHERE t.partition_key = s.partition_key AND t.task_id = s.task_id);
+SELECT count(*) AS inbox_left FROM durable.inbox;
+RESET durable.retention;
+RESET durable.inbox_retention;
+SELECT count(*) AS disagreements FROM durable_verify();
+
+-- the metrics views answer
+SELECT queue_name, ready, waiting, running, needs_review, completed, failed, cancelled
+FROM durable.queue_stats WHERE queue_name IN ('slow', 'review', 'dlq') ORDER BY 1;
+SELECT queue_name, tasks, duplicate_side_effects, claims_per_task >= 1 AS claims_per_task_at_least_1,
+       reconciliation_lag
+FROM durable.metrics WHERE queue_name IN ('review', 'dlq') ORDER BY 1;
