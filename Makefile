@@ -23,6 +23,15 @@ include $(PGXS)
 # PGXS does not track header dependencies
 $(OBJS): $(wildcard src/*.h)
 
+# The example worker program, on libpq (PGXS builds one program or one
+# module, so it has a rule of its own).
+WORKER = examples/durable_worker
+EXTRA_CLEAN = $(WORKER)
+all: $(WORKER)
+$(WORKER): examples/durable_worker.c
+	$(CC) $(CFLAGS) $(PG_CFLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $< \
+		-L$(shell $(PG_CONFIG) --libdir) -lpq
+
 # pgTAP contracts; needs the pgtap extension on the server and pg_prove.
 .PHONY: pgtap prove_installcheck
 pgtap:

@@ -1,0 +1,603 @@
+/*-------------------------------------------------------------------------
+ *
+ * durable_worker.c
+ *	  A worker program on libpq: claims tasks from a durable queue and runs
+ *	  their workflow of steps against a stand-in external service, as a real
+ *	  worker would, and settles unknown queryable steps as a reconcile
+ *	  handler.
+ *
+ * The stand-in service lives in another database (tables created by
+ * examples/service.sql) and is reached over its own connection: it records
+ * every effect it performs, honours idempotency keys for idempotent calls,
+ * answers look-ups by key for queryable ones, and does neither for unsafe
+ * ones.  It shares no code with durable, so it can count what durable must
+ * prevent: an effect performed twice.
+ *
+ * A task's payload names its steps: {"steps": [["reserve", "idempotent"],
+ * ["charge", "queryable"], ["email", "unsafe"]]}.  For each step the worker
+ * plans it (a committed step is skipped), starts it, calls the service with
+ * the step's idempotency key, records the receipt and commits the step;
+ * then it commits the task.  It heartbeats between steps.
+ *
+ * On durable's errors: 55U01 (stale fence) abandons the task, 55U02
+ * (version conflict) re-reads the step, 55P03 backs off.  Anything else
+ * abandons the task too; its lease runs out and the reconciler decides.
+ *
+ * Fault injection for tests: --crash-at POINT sends SIGKILL to the worker
+ * itself at that point; --pause-at POINT prints "paused at POINT" and stops
+ * the worker with SIGSTOP, to go on when it gets SIGCONT (a worker frozen
+ * while others take its task over); --stall-at POINT keeps heartbeating
+ * with unchanged progress for three seconds there (a stuck worker).  POINT
+ * is one of before_claim, after_claim, before_start, before_call,
+ * after_call, after_receipt, after_step_commit, before_commit,
+ * after_commit; POINT:CLASS limits it to steps of that class.
+ *
+ * Usage: durable_worker --db CONNINFO --service CONNINFO --queue NAME
+ *		  --name WORKER [--lease INTERVAL] [--max-tasks N] [--idle-exit MS]
+ *		  [--crash-at POINT] [--pause-at POINT] [--stall-at POINT] [--quiet]
+ *
+ * Exit status: 0 when it stopped by itself, 2 when the server went away.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libpq-fe.h"
+
+#define MAX_STEPS 16
+
+typedef struct Options
+{
+	const char *db;
+	const char *service;
+	const char *queue;
+	const char *name;
+	const char *lease;
+	long		max_tasks;
+	long		idle_exit_ms;
+	const char *crash_at;
+	const char *pause_at;
+	const char *stall_at;
+	bool		quiet;
+} Options;
+
+typedef struct Stats
+{
+	long		completed;
+	long		steps_run;
+	long		steps_skipped;
+	long		reconciled;
+	long		stale;
+	long		conflicts;
+	long		abandoned;
+} Stats;
+
+/* what went wrong in one call: nothing, a durable error, or the server */
+typedef enum Outcome
+{
+	OK,
+	STALE,						/* 55U01: someone else holds the task */
+	CONFLICT,					/* 55U02: re-read and decide again */
+	BUSY,						/* 55P03: back off */
+	FAILED,						/* any other error: abandon the task */
+	GONE						/* the connection is lost */
+} Outcome;
+
+static Options opt = {.idle_exit_ms = 2000};
+static Stats stats;
+
+static void say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+say(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (opt.quiet)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "[%s] ", opt.name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void sleep_ms(long ms);
+
+/* does a --*-at specification name this point (and class)? */
+static bool
+at_point(const char *spec, const char *where, const char *class)
+{
+	size_t		len = strlen(where);
+
+	if (spec == NULL || strncmp(spec, where, len) != 0)
+		return false;
+	if (spec[len] == '\0')
+		return true;
+	return spec[len] == ':' && class != NULL && strcmp(spec + len + 1, class) == 0;
+}
+
+/* the task the worker holds, for --stall-at */
+static PGconn *held_conn;
+static const char *held_task;
+static const char *held_fence;
+
+/* the fault injection points */
+static void
+point(const char *where, const char *class)
+{
+	if (at_point(opt.crash_at, where, class))
+	{
+		fflush(NULL);
+		kill(getpid(), SIGKILL);
+	}
+	if (at_point(opt.pause_at, where, class))
+	{
+		printf("paused at %s\n", where);
+		fflush(NULL);
+		raise(SIGSTOP);
+	}
+	if (at_point(opt.stall_at, where, class) && held_conn != NULL)
+	{
+		const char *beat[2] = {held_task, held_fence};
+
+		printf("stalled at %s\n", where);
+		fflush(NULL);
+		for (int i = 0; i < 30; i++)
+		{
+			PQclear(PQexecParams(held_conn, "SELECT durable_heartbeat($1, $2)",
+								 2, NULL, beat, NULL, NULL, 0));
+			sleep_ms(100);
+		}
+	}
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * Run a parameterized statement; on success *res holds the result (the
+ * caller clears it).  Classifies failures by SQLSTATE.
+ */
+static Outcome
+run(PGconn *conn, PGresult **res, const char *sql, int nparams,
+	const char *const *params)
+{
+	PGresult   *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ExecStatusType status = PQresultStatus(r);
+	const char *state;
+
+	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+	{
+		if (res)
+			*res = r;
+		else
+			PQclear(r);
+		return OK;
+	}
+	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	if (PQstatus(conn) != CONNECTION_OK || state == NULL ||
+		strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+		strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0)
+	{
+		PQclear(r);
+		return GONE;
+	}
+	say("%s: %s", state, PQresultErrorMessage(r));
+	PQclear(r);
+	if (strcmp(state, "55U01") == 0)
+		return STALE;
+	if (strcmp(state, "55U02") == 0)
+		return CONFLICT;
+	if (strcmp(state, "55P03") == 0)
+		return BUSY;
+	return FAILED;
+}
+
+/*
+ * The stand-in service.  Idempotent calls are deduplicated by key, the
+ * others are not; pure steps call nothing.  Returns the effect id.
+ */
+static Outcome
+service_call(PGconn *svc, const char *class, const char *key, char *effect,
+			 size_t effect_len)
+{
+	const char *params[2] = {key, class};
+	PGresult   *res;
+	Outcome		o;
+
+	if (strcmp(class, "pure") == 0)
+	{
+		snprintf(effect, effect_len, "computed");
+		return OK;
+	}
+	if (strcmp(class, "idempotent") == 0)
+		o = run(svc, &res,
+				"WITH ins AS (INSERT INTO effects (key, kind) VALUES ($1, $2)"
+				" ON CONFLICT (key) WHERE kind = 'idempotent' DO NOTHING RETURNING id)"
+				" SELECT id FROM ins UNION ALL"
+				" SELECT id FROM effects WHERE key = $1 AND kind = 'idempotent'"
+				" LIMIT 1", 2, params);
+	else
+		o = run(svc, &res,
+				"INSERT INTO effects (key, kind) VALUES ($1, $2) RETURNING id",
+				2, params);
+	if (o != OK)
+		return o;
+	snprintf(effect, effect_len, "e-%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return OK;
+}
+
+/* a queryable step's outcome, looked up by its key: true when it happened */
+static Outcome
+service_lookup(PGconn *svc, const char *key, bool *found, char *effect,
+			   size_t effect_len)
+{
+	const char *params[1] = {key};
+	PGresult   *res;
+	Outcome		o = run(svc, &res, "SELECT id FROM effects WHERE key = $1 ORDER BY id LIMIT 1",
+						1, params);
+
+	if (o != OK)
+		return o;
+	*found = PQntuples(res) > 0;
+	if (*found)
+		snprintf(effect, effect_len, "e-%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return OK;
+}
+
+/*
+ * Run one step of a held task.  Returns OK when the step is committed
+ * (now or before).
+ */
+static Outcome
+run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
+		 const char *step, const char *class)
+{
+	for (int tries = 0; tries < 3; tries++)
+	{
+		const char *plan[4] = {task, fence, step, class};
+		PGresult   *res;
+		Outcome		o;
+		char		version[16];
+		char		key[80];
+		char		state[16];
+		char		effect[64];
+		char		evidence[128];
+
+		o = run(conn, &res,
+				"SELECT state, version, idempotency_key FROM durable_step($1, $2, $3, $4,"
+				" jsonb_build_object('step', $3::text))", 4, plan);
+		if (o != OK)
+			return o;
+		snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+		snprintf(version, sizeof(version), "%s", PQgetvalue(res, 0, 1));
+		snprintf(key, sizeof(key), "%s", PQgetvalue(res, 0, 2));
+		PQclear(res);
+
+		if (strcmp(state, "committed") == 0 || strcmp(state, "compensated") == 0)
+		{
+			stats.steps_skipped++;
+			return OK;
+		}
+		if (strcmp(state, "planned") != 0)
+		{
+			/* in doubt: only evidence or a person may settle it */
+			say("step %s of task %s is %s; leaving it to recovery", step, task, state);
+			return FAILED;
+		}
+
+		point("before_start", class);
+		{
+			const char *start[4] = {task, fence, step, version};
+
+			o = run(conn, &res, "SELECT durable_step_start($1, $2, $3, $4)", 4, start);
+			if (o == CONFLICT)
+				continue;
+			if (o != OK)
+				return o;
+			snprintf(version, sizeof(version), "%s", PQgetvalue(res, 0, 0));
+			PQclear(res);
+		}
+
+		point("before_call", class);
+		o = service_call(svc, class, key, effect, sizeof(effect));
+		if (o != OK)
+			return o;
+		point("after_call", class);
+
+		snprintf(evidence, sizeof(evidence), "{\"effect\": \"%s\"}", effect);
+		{
+			const char *receipt[5] = {task, fence, step, effect, evidence};
+
+			o = run(conn, NULL,
+					"SELECT durable_record_receipt($1, $2, $3, 'succeeded', $4, $5)",
+					5, receipt);
+			if (o != OK)
+				return o;
+			/* recording a receipt is a change of the step: its version moved */
+			snprintf(version, sizeof(version), "%d", atoi(version) + 1);
+		}
+		point("after_receipt", class);
+		{
+			const char *commit[5] = {task, fence, evidence, step, version};
+
+			o = run(conn, NULL,
+					"SELECT durable_commit($1, $2, $3, step => $4, expected_version => $5)",
+					5, commit);
+			if (o == CONFLICT)
+				continue;
+			if (o != OK)
+				return o;
+		}
+		stats.steps_run++;
+		point("after_step_commit", class);
+		return OK;
+	}
+	return FAILED;
+}
+
+/* Claim one task and run it to its end; returns false when there was none. */
+static Outcome
+work_one(PGconn *conn, PGconn *svc, bool *claimed)
+{
+	const char *claim[3] = {opt.queue, opt.name, opt.lease};
+	PGresult   *res;
+	PGresult   *steps;
+	Outcome		o;
+	char		task[32];
+	char		fence[32];
+
+	*claimed = false;
+	point("before_claim", NULL);
+	o = run(conn, &res,
+			"SELECT task_id, fence, payload FROM durable_claim($1, $2, $3::interval)",
+			3, claim);
+	if (o != OK)
+		return o;
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		return OK;
+	}
+	*claimed = true;
+	snprintf(task, sizeof(task), "%s", PQgetvalue(res, 0, 0));
+	snprintf(fence, sizeof(fence), "%s", PQgetvalue(res, 0, 1));
+	{
+		const char *payload[1] = {PQgetvalue(res, 0, 2)};
+
+		o = run(conn, &steps,
+				"SELECT s->>0, s->>1 FROM jsonb_array_elements($1::jsonb->'steps') s",
+				1, payload);
+	}
+	PQclear(res);
+	if (o != OK)
+		return o;
+	held_conn = conn;
+	held_task = task;
+	held_fence = fence;
+	point("after_claim", NULL);
+
+	for (int i = 0; i < PQntuples(steps) && i < MAX_STEPS; i++)
+	{
+		const char *hb[2] = {task, fence};
+		char		progress[64];
+
+		o = run_step(conn, svc, task, fence, PQgetvalue(steps, i, 0),
+					 PQgetvalue(steps, i, 1));
+		if (o != OK)
+			break;
+		snprintf(progress, sizeof(progress), "%d", i + 1);
+		{
+			const char *beat[3] = {hb[0], hb[1], progress};
+
+			o = run(conn, NULL, "SELECT durable_heartbeat($1, $2, $3)", 3, beat);
+		}
+		if (o != OK)
+			break;
+	}
+	PQclear(steps);
+
+	if (o == OK)
+	{
+		const char *commit[2] = {task, fence};
+
+		point("before_commit", NULL);
+		o = run(conn, NULL,
+				"SELECT durable_commit($1, $2, jsonb_build_object('by', current_setting('application_name')))",
+				2, commit);
+		if (o == OK)
+		{
+			stats.completed++;
+			point("after_commit", NULL);
+		}
+	}
+	held_conn = NULL;
+	if (o == STALE)
+		stats.stale++;
+	if (o == STALE || o == FAILED || o == CONFLICT)
+	{
+		stats.abandoned++;
+		return OK;				/* the task is recovery's now; go on */
+	}
+	return o;
+}
+
+/*
+ * As a reconcile handler: look up one unknown queryable step by its key
+ * and record what the service says.
+ */
+static Outcome
+reconcile_one(PGconn *conn, PGconn *svc, bool *claimed)
+{
+	const char *claim[3] = {opt.queue, opt.name, opt.lease};
+	PGresult   *res;
+	Outcome		o;
+	bool		found = false;
+	char		effect[64] = "";
+	char		evidence[128];
+
+	*claimed = false;
+	o = run(conn, &res,
+			"SELECT task_id, fence, step, idempotency_key"
+			" FROM durable_claim_reconcile($1, $2, $3::interval)", 3, claim);
+	if (o != OK)
+		return o;
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		return OK;
+	}
+	*claimed = true;
+	o = service_lookup(svc, PQgetvalue(res, 0, 3), &found, effect, sizeof(effect));
+	if (o == OK)
+	{
+		const char *receipt[6] = {PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+			PQgetvalue(res, 0, 2), found ? "succeeded" : "not_executed",
+		found ? effect : NULL, evidence};
+
+		snprintf(evidence, sizeof(evidence), "{\"lookup\": \"%s\"}",
+				 found ? effect : "none");
+		o = run(conn, NULL, "SELECT durable_record_receipt($1, $2, $3, $4, $5, $6)",
+				6, receipt);
+		if (o == OK)
+			stats.reconciled++;
+	}
+	PQclear(res);
+	if (o == STALE)
+		stats.stale++;
+	return o == GONE ? GONE : OK;
+}
+
+static PGconn *
+connect_to(const char *conninfo)
+{
+	PGconn	   *conn = PQconnectdb(conninfo);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		say("could not connect: %s", PQerrorMessage(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+			"usage: durable_worker --db CONNINFO --service CONNINFO --queue NAME --name WORKER\n"
+			"       [--lease INTERVAL] [--max-tasks N] [--idle-exit MS]\n"
+			"       [--crash-at POINT[:CLASS]] [--pause-at POINT[:CLASS]]\n"
+			"       [--stall-at POINT[:CLASS]] [--quiet]\n");
+	exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+	PGconn	   *conn;
+	PGconn	   *svc;
+	long		idle_ms = 0;
+	long		tasks = 0;
+	int			status = 0;
+	char		appname[128];
+
+	for (int i = 1; i < argc; i++)
+	{
+		const char *arg = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(arg, "--quiet") == 0)
+		{
+			opt.quiet = true;
+			continue;
+		}
+		if (val == NULL)
+			usage();
+		i++;
+		if (strcmp(arg, "--db") == 0)
+			opt.db = val;
+		else if (strcmp(arg, "--service") == 0)
+			opt.service = val;
+		else if (strcmp(arg, "--queue") == 0)
+			opt.queue = val;
+		else if (strcmp(arg, "--name") == 0)
+			opt.name = val;
+		else if (strcmp(arg, "--lease") == 0)
+			opt.lease = val;
+		else if (strcmp(arg, "--max-tasks") == 0)
+			opt.max_tasks = atol(val);
+		else if (strcmp(arg, "--idle-exit") == 0)
+			opt.idle_exit_ms = atol(val);
+		else if (strcmp(arg, "--crash-at") == 0)
+			opt.crash_at = val;
+		else if (strcmp(arg, "--pause-at") == 0)
+			opt.pause_at = val;
+		else if (strcmp(arg, "--stall-at") == 0)
+			opt.stall_at = val;
+		else
+			usage();
+	}
+	if (!opt.db || !opt.service || !opt.queue || !opt.name)
+		usage();
+
+	conn = connect_to(opt.db);
+	svc = connect_to(opt.service);
+	if (conn == NULL || svc == NULL)
+		return 2;
+	snprintf(appname, sizeof(appname), "SET application_name = '%s'", opt.name);
+	PQclear(PQexec(conn, appname));
+
+	while (opt.max_tasks == 0 || tasks < opt.max_tasks)
+	{
+		bool		claimed;
+		Outcome		o = work_one(conn, svc, &claimed);
+
+		if (o == OK && !claimed)
+			o = reconcile_one(conn, svc, &claimed);
+		if (o == GONE)
+		{
+			say("the server went away");
+			status = 2;
+			break;
+		}
+		if (o == BUSY)
+			sleep_ms(100);
+		if (claimed)
+		{
+			tasks++;
+			idle_ms = 0;
+			continue;
+		}
+		if (opt.idle_exit_ms >= 0 && idle_ms >= opt.idle_exit_ms)
+			break;
+		sleep_ms(20);
+		idle_ms += 20;
+	}
+
+	printf("worker %s: completed %ld, steps run %ld, steps skipped %ld, reconciled %ld, "
+		   "stale writes rejected %ld, abandoned %ld\n",
+		   opt.name, stats.completed, stats.steps_run, stats.steps_skipped,
+		   stats.reconciled, stats.stale, stats.abandoned);
+	PQfinish(conn);
+	PQfinish(svc);
+	return status;
+}
