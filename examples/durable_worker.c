@@ -34,6 +34,7 @@
  *
  * Usage: durable_worker --db CONNINFO --service CONNINFO --queue NAME
  *		  --name WORKER [--lease INTERVAL] [--max-tasks N] [--idle-exit MS]
+ *		  [--call-ms MS: time each service call takes]
  *		  [--crash-at POINT] [--pause-at POINT] [--stall-at POINT] [--quiet]
  *
  * Exit status: 0 when it stopped by itself, 2 when the server went away.
@@ -66,6 +67,7 @@ typedef struct Options
 	const char *crash_at;
 	const char *pause_at;
 	const char *stall_at;
+	long		call_ms;
 	bool		quiet;
 } Options;
 
@@ -225,6 +227,9 @@ service_call(PGconn *svc, const char *class, const char *key, char *effect,
 		snprintf(effect, effect_len, "computed");
 		return OK;
 	}
+	/* the network and the remote side take their time */
+	if (opt.call_ms > 0)
+		sleep_ms(opt.call_ms);
 	if (strcmp(class, "idempotent") == 0)
 		o = run(svc, &res,
 				"WITH ins AS (INSERT INTO effects (key, kind) VALUES ($1, $2)"
@@ -504,7 +509,7 @@ usage(void)
 {
 	fprintf(stderr,
 			"usage: durable_worker --db CONNINFO --service CONNINFO --queue NAME --name WORKER\n"
-			"       [--lease INTERVAL] [--max-tasks N] [--idle-exit MS]\n"
+			"       [--lease INTERVAL] [--max-tasks N] [--idle-exit MS] [--call-ms MS]\n"
 			"       [--crash-at POINT[:CLASS]] [--pause-at POINT[:CLASS]]\n"
 			"       [--stall-at POINT[:CLASS]] [--quiet]\n");
 	exit(1);
@@ -553,6 +558,8 @@ main(int argc, char **argv)
 			opt.pause_at = val;
 		else if (strcmp(arg, "--stall-at") == 0)
 			opt.stall_at = val;
+		else if (strcmp(arg, "--call-ms") == 0)
+			opt.call_ms = atol(val);
 		else
 			usage();
 	}
