@@ -114,8 +114,9 @@ DurableParseReceipt(const char *name)
 /*
  * DurableIntervalMicroseconds
  *		An interval as microseconds, counting a day as 24 hours and a month
- *		as 30 days, as interval comparison does.  "what" names the argument
- *		in the error raised on overflow.
+ *		as 30 days, as interval comparison does.  Out of range (and an error
+ *		naming the argument "what") when its months and days alone, or the
+ *		whole, do not fit in 64 bits.
  */
 int64
 DurableIntervalMicroseconds(const Interval *span, const char *what)
