@@ -114,7 +114,6 @@ SELECT run_at = at + make_interval(secs => durable_retry_delay(task_id::text, 1,
 FROM durable.tasks JOIN durable.events e USING (partition_key, task_id)
 WHERE task_id = :t2 AND e.kind = 'retry_scheduled';
 SELECT durable_fail(:t2, 1, 'transient');
-SELECT count(*) AS not_yet FROM durable_claim('jobs', 'w3');
 SELECT pg_sleep(1.1);
 -- the retry comes back with the next fence and attempt
 SELECT task_id = :t2 AS is_t2, fence, attempt FROM durable_claim('jobs', 'w3');
