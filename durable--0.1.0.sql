@@ -403,6 +403,31 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int) IS
   'with a step: commit that step (compare-and-swap on its version); without: complete the task, refused while a step is started or unknown';
 
+CREATE FUNCTION @extschema@.durable_commit_and_claim(
+    task_id bigint,
+    fence bigint,
+    result jsonb DEFAULT NULL,
+    worker text DEFAULT NULL,
+    lease interval DEFAULT NULL,
+    batch int DEFAULT 1)
+RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, attempt int,
+               payload jsonb, checkpoint jsonb)
+AS 'MODULE_PATHNAME', 'durable_commit_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_commit_and_claim(bigint, bigint, jsonb, text, interval, int) IS
+  'complete a task and claim the next ones of its queue in the same transaction: one commit per task';
+
+CREATE FUNCTION @extschema@.durable_commit_batch(task_ids bigint[], fences bigint[],
+                                                 results jsonb[] DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_commit_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_commit_batch(bigint[], bigint[], jsonb[]) IS
+  'complete many running tasks, each under its own fence, in one statement; all or none';
+
 CREATE FUNCTION @extschema@.durable_fail(
     task_id bigint,
     fence bigint,
@@ -837,6 +862,8 @@ REVOKE EXECUTE ON FUNCTION
     @extschema@.durable_claim(text, text, interval, int),
     @extschema@.durable_heartbeat(bigint, bigint, text, interval),
     @extschema@.durable_commit(bigint, bigint, jsonb, text, int),
+    @extschema@.durable_commit_and_claim(bigint, bigint, jsonb, text, interval, int),
+    @extschema@.durable_commit_batch(bigint[], bigint[], jsonb[]),
     @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text),
     @extschema@.durable_cancel(bigint, text),
     @extschema@.durable_step(bigint, bigint, text, text, jsonb, text),
@@ -867,6 +894,8 @@ GRANT EXECUTE ON FUNCTION
     @extschema@.durable_claim(text, text, interval, int),
     @extschema@.durable_heartbeat(bigint, bigint, text, interval),
     @extschema@.durable_commit(bigint, bigint, jsonb, text, int),
+    @extschema@.durable_commit_and_claim(bigint, bigint, jsonb, text, interval, int),
+    @extschema@.durable_commit_batch(bigint[], bigint[], jsonb[]),
     @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text),
     @extschema@.durable_step(bigint, bigint, text, text, jsonb, text),
     @extschema@.durable_step_start(bigint, bigint, text, int),

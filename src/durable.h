@@ -23,6 +23,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
+#include "utils/tuplestore.h"
 
 #include "compat.h"
 #include "durable_errcodes.h"
@@ -40,6 +41,7 @@
 #define DURABLE_PARTITION_BITS 15
 #define DURABLE_NODE_BITS 8
 #define DURABLE_PARTITION_SPACE (1 << DURABLE_PARTITION_BITS)
+#define DURABLE_PARTITION_MASK 32767	/* DURABLE_PARTITION_SPACE - 1 */
 #define DURABLE_ID_SHIFT 23		/* DURABLE_PARTITION_BITS + DURABLE_NODE_BITS */
 #define DURABLE_TASK_PARTITION(task_id) \
 	((int32) ((task_id) & (DURABLE_PARTITION_SPACE - 1)))
@@ -187,6 +189,7 @@ typedef enum DurableStmt
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
 	STMT_DEAD_LETTERS,
+	STMT_COMMIT_BATCH,
 	STMT_STUCK,
 	STMT_STUCK_MARK,
 	STMT_RETAIN_TASKS,
@@ -276,6 +279,11 @@ extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								Jsonb *detail, const char *step,
 								int32 doubt_delta);
 extern bool DurableTaskIsTerminal(const char *state);
+
+/* ---- lease.c ---- */
+extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
+							 const char *worker, Interval *lease, int batch,
+							 Tuplestorestate *store);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);

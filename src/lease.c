@@ -15,6 +15,8 @@
 #include "durable.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -28,65 +30,80 @@
 static uint32 next_claim_partition;
 
 /*
+ * DurableClaimInto
+ *		Lease up to batch tasks of a queue into store, partition by
+ *		partition from a rotating start, with STMT_CLAIM (ready work) or
+ *		STMT_RECONCILE_CLAIM (steps awaiting a look-up); both take
+ *		(partition, queue, now, limit, worker, lease, lease_until).  Nothing
+ *		from a paused queue.  A partition with too little ready work first
+ *		has its expired leases settled, so that they are never handed out
+ *		without going through the recovery table.  Returns how many.
+ */
+int
+DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
+				 Interval *lease, int batch, Tuplestorestate *store)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableQueue settings;
+	Datum		args[7];
+	int			claimed = 0;
+
+	DurableQueueGet(queue, &settings);
+	if (settings.paused)
+		return 0;
+
+	args[1] = CStringGetTextDatum(queue);
+	args[2] = TimestampTzGetDatum(now);
+	args[4] = CStringGetTextDatum(worker);
+	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
+	args[6] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[5]);
+
+	for (int i = 0; i < settings.partitions && claimed < batch; i++)
+	{
+		int32		partition = DurableQueuePartition(&settings,
+													  (int) (next_claim_partition++ % (uint32) settings.partitions));
+		int			wanted = batch - claimed;
+		uint64		n;
+
+		args[0] = Int32GetDatum(partition);
+		args[3] = Int32GetDatum(wanted);
+		n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
+		for (uint64 row = 0; row < n; row++)
+			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+		claimed += (int) n;
+
+		if (stmt == STMT_CLAIM && (int) n < wanted)
+			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+	}
+	return claimed;
+}
+
+/*
  * durable_claim(queue text, worker text, lease interval = NULL, batch int = 1)
  *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
  *					  attempt int, payload jsonb, checkpoint jsonb)
  *
  * Leases up to batch ready or waiting tasks whose run_at has come, highest
- * priority first, skipping rows locked by other claims; nothing from a
- * paused queue, and never an expired running task: when a partition has
- * too little ready work, its expired leases go through the recovery table
- * first (the reconciler's own routine), in this transaction.  Expected
- * contention is not an error: with nothing to claim, no row.
+ * priority first, skipping rows locked by other claims; each gets fence + 1
+ * and attempt + 1.  Expected contention is not an error: with nothing to
+ * claim, no row.
  */
 PG_FUNCTION_INFO_V1(durable_claim);
 Datum
 durable_claim(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
 	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
 	Interval   *lease = NULL;
 	int32		batch = DurableBatchArg(fcinfo, 3);
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableQueue settings;
-	Datum		args[7];
-	int			claimed = 0;
 
 	if (!PG_ARGISNULL(2))
 		lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	DurableQueueGet(queue, &settings);
-	if (!settings.paused)
-	{
-		if (lease == NULL)
-			lease = &settings.lease;
-		args[1] = CStringGetTextDatum(queue);
-		args[2] = TimestampTzGetDatum(now);
-		args[4] = CStringGetTextDatum(worker);
-		args[5] = IntervalPGetDatum(lease);
-		args[6] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[5]);
-
-		for (int i = 0; i < settings.partitions && claimed < batch; i++)
-		{
-			int32		partition = DurableQueuePartition(&settings,
-														  (int) (next_claim_partition++ % (uint32) settings.partitions));
-			int			wanted = batch - claimed;
-			uint64		n;
-
-			args[0] = Int32GetDatum(partition);
-			args[3] = Int32GetDatum(wanted);
-			n = DurableExecute(STMT_CLAIM, args, NULL, SPI_OK_SELECT, 0);
-			for (uint64 row = 0; row < n; row++)
-				tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-			claimed += (int) n;
-
-			if ((int) n < wanted)
-				DurableReconcilePartition(partition, now, wanted, NULL, NULL);
-		}
-	}
+	DurableClaimInto(STMT_CLAIM, queue, worker, lease, batch,
+					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -177,6 +194,137 @@ durable_commit(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * durable_commit_and_claim(task_id bigint, fence bigint, result jsonb = NULL,
+ *							worker text = NULL, lease interval = NULL,
+ *							batch int = 1)
+ *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
+ *					  attempt int, payload jsonb, checkpoint jsonb)
+ *
+ * Completes a task and claims the next ones of its queue in the same
+ * transaction, for the same worker unless another is named: one commit per
+ * task instead of two.  Raises what durable_commit raises; when the commit
+ * is refused nothing is claimed.
+ */
+PG_FUNCTION_INFO_V1(durable_commit_and_claim);
+Datum
+durable_commit_and_claim(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	Interval   *lease = NULL;
+	int32		batch = DurableBatchArg(fcinfo, 5);
+	char	   *worker = NULL;
+	char	   *queue;
+	DurableTask task;
+	DurableMove move = {0};
+
+	move.fence = DurableFenceArg(fcinfo, 1);
+	move.result = DurableJsonbArg(fcinfo, 2, "result");
+	if (!PG_ARGISNULL(3))
+		worker = DurableNameArg(fcinfo, 3, "worker name");
+	if (!PG_ARGISNULL(4))
+		lease = DurablePositiveIntervalArg(fcinfo, 4, "lease");
+	move.from_state = "running";
+	move.to_state = "completed";
+	move.kind = "completed";
+	InitMaterializedSRF(fcinfo, 0);
+
+	SPI_connect();
+	task.task_id = task_id;
+	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp()))
+		DurableReportStale(task_id, move.fence);
+	queue = DurableResultText(0, 2);
+	if (worker == NULL)
+		worker = DurableResultText(0, 3);
+	DurableClaimInto(STMT_CLAIM, queue, worker, lease, batch,
+					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * durable_commit_batch(task_ids bigint[], fences bigint[],
+ *						results jsonb[] = NULL) RETURNS int
+ *
+ * Completes many running tasks, each under its own fence, in one
+ * statement; all or none: any task that cannot be committed raises what
+ * durable_commit would raise for it, and nothing is committed.
+ */
+PG_FUNCTION_INFO_V1(durable_commit_batch);
+Datum
+durable_commit_batch(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids;
+	ArrayType  *fences;
+	int			n;
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	uint64		done;
+
+	DurableRequireArg(fcinfo, 0, "task_ids");
+	DurableRequireArg(fcinfo, 1, "fences");
+	ids = PG_GETARG_ARRAYTYPE_P(0);
+	fences = PG_GETARG_ARRAYTYPE_P(1);
+	n = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+	if (ARR_NDIM(ids) > 1 || ARR_NDIM(fences) > 1 ||
+		n != ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences)) ||
+		(!PG_ARGISNULL(2) &&
+		 n != ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(2)),
+							 ARR_DIMS(PG_GETARG_ARRAYTYPE_P(2)))))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("task_ids, fences and results must be one-dimensional arrays of the same length"));
+	if (array_contains_nulls(ids) || array_contains_nulls(fences))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("task ids and fences must not be null"));
+	if (n == 0)
+		PG_RETURN_INT32(0);
+	if (n > DURABLE_MAX_BATCH)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("at most %d tasks can be committed at once", DURABLE_MAX_BATCH));
+
+	args[0] = PointerGetDatum(ids);
+	args[1] = PointerGetDatum(fences);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	SPI_connect();
+	done = DurableExecute(STMT_COMMIT_BATCH, args, nulls, SPI_OK_INSERT_RETURNING, 0);
+	if (done != (uint64) n)
+	{
+		Datum	   *id_values;
+		Datum	   *fence_values;
+		int			nvalues;
+		bool	   *committed = palloc0(sizeof(bool) * n);
+		uint64		returned = done;
+		int64	   *returned_ids = palloc(sizeof(int64) * Max(returned, 1));
+
+		/* name the first task that could not be committed */
+		deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &id_values, NULL, &nvalues);
+		deconstruct_array(fences, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &fence_values, NULL, &nvalues);
+		for (uint64 r = 0; r < returned; r++)
+			returned_ids[r] = DurableResultInt64(r, 1);
+		for (int i = 0; i < n; i++)
+			for (uint64 r = 0; r < returned; r++)
+				if (returned_ids[r] == DatumGetInt64(id_values[i]))
+					committed[i] = true;
+		for (int i = 0; i < n; i++)
+			if (!committed[i])
+				DurableReportStale(DatumGetInt64(id_values[i]),
+								   DatumGetInt64(fence_values[i]));
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("a task appears more than once in task_ids"));
+	}
+	SPI_finish();
+	PG_RETURN_INT32(n);
 }
 
 /*

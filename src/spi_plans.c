@@ -219,15 +219,34 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND fence = $3"
 		"  AND state = $4::durable.task_state"
 		"  AND steps_in_doubt <= $15"
-		"  RETURNING partition_key, task_id, version, fence, state, owner)"
+		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name)"
 		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
 		" at, kind, actor, detail)"
 		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
 		" COALESCE($13, owner), $14 FROM u"
-		" RETURNING seq",
+		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u)",
 		16, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
 		TEXTOID, JSONBOID, INT4OID, BOOLOID}
+	},
+	[STMT_COMMIT_BATCH] = {
+		"commit_batch",
+		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
+		"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]))"
+		"  AS i(task_id, fence, result)),"
+		" u AS (UPDATE durable.tasks t SET state = 'completed',"
+		"  version = t.version + 1, result = COALESCE(i.result, t.result),"
+		"  finished_at = $4, stop_code = NULL, lease = NULL, lease_until = NULL"
+		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+		"  AND t.task_id = i.task_id AND t.fence = i.fence"
+		"  AND t.state = 'running' AND t.steps_in_doubt = 0"
+		"  RETURNING t.partition_key, t.task_id, t.version, t.fence, t.state, t.owner)"
+		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor)"
+		" SELECT partition_key, task_id, version, state, fence, $4, 'completed',"
+		" owner FROM u"
+		" RETURNING task_id",
+		4, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
 	},
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
@@ -316,26 +335,26 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_RECONCILE_CLAIM] = {
 		"reconcile_claim",
-		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $4,"
-		"  lease = $5, lease_until = $6, heartbeat_at = $3, progress = NULL,"
+		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $5,"
+		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
 		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 		"   SELECT task_id FROM durable.tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
 		"   AND state = 'waiting' AND run_at = 'infinity'"
-		"   ORDER BY task_id LIMIT $7 FOR UPDATE SKIP LOCKED))"
+		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version),"
 		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
 		"  fence, at, kind, actor)"
 		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
-		"  'reconcile_claimed', $4 FROM u)"
+		"  'reconcile_claimed', $5 FROM u)"
 		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
 		" s.request"
 		" FROM u JOIN durable.steps s ON s.partition_key = u.partition_key"
 		" AND s.task_id = u.task_id AND s.state = 'unknown'"
 		" ORDER BY u.task_id",
-		7, {INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID, INT4OID}
+		7, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+		TIMESTAMPTZOID}
 	},
 	[STMT_TASK_GET] = {
 		"task_get",
@@ -499,6 +518,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 
 StaticAssertDecl(DURABLE_ID_SHIFT == DURABLE_PARTITION_BITS + DURABLE_NODE_BITS,
 				 "task id layout does not add up");
+StaticAssertDecl(DURABLE_PARTITION_MASK == DURABLE_PARTITION_SPACE - 1,
+				 "partition mask does not match the partition space");
 
 static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
 
@@ -514,6 +535,9 @@ DurablePlan(DurableStmt id)
 	if (durable_plans[id] == NULL)
 	{
 		SPIPlanPtr	plan;
+
+		if (def->sql == NULL)
+			elog(ERROR, "durable statement %d has no definition", (int) id);
 
 		/*
 		 * Plan once: a custom plan per call would cost more than most of

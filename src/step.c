@@ -786,41 +786,18 @@ PG_FUNCTION_INFO_V1(durable_claim_reconcile);
 Datum
 durable_claim_reconcile(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
 	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
 	Interval   *lease = NULL;
 	int32		batch = DurableBatchArg(fcinfo, 3);
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableQueue settings;
-	Datum		args[7];
-	int			claimed = 0;
 
 	if (!PG_ARGISNULL(2))
 		lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	DurableQueueGet(queue, &settings);
-	if (!settings.paused)
-	{
-		args[1] = CStringGetTextDatum(queue);
-		args[2] = TimestampTzGetDatum(now);
-		args[3] = CStringGetTextDatum(worker);
-		args[4] = IntervalPGetDatum(lease ? lease : &settings.lease);
-		args[5] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[4]);
-		for (int i = 0; i < settings.partitions && claimed < batch; i++)
-		{
-			uint64		n;
-
-			args[0] = Int32GetDatum(DurableQueuePartition(&settings, i));
-			args[6] = Int32GetDatum(batch - claimed);
-			n = DurableExecute(STMT_RECONCILE_CLAIM, args, NULL, SPI_OK_SELECT, 0);
-			for (uint64 row = 0; row < n; row++)
-				tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-			claimed += (int) n;
-		}
-	}
+	DurableClaimInto(STMT_RECONCILE_CLAIM, queue, worker, lease, batch,
+					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
 	return (Datum) 0;
 }
