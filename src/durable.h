@@ -281,6 +281,7 @@ extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 extern bool DurableTaskIsTerminal(const char *state);
 
 /* ---- lease.c ---- */
+extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
 extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
 							 const char *worker, Interval *lease, int batch,
 							 Tuplestorestate *store);

@@ -92,6 +92,17 @@ PG_FUNCTION_INFO_V1(durable_claim);
 Datum
 durable_claim(PG_FUNCTION_ARGS)
 {
+	return DurableClaimFunction(fcinfo, STMT_CLAIM);
+}
+
+/*
+ * DurableClaimFunction
+ *		The body of the SQL claim functions, whose arguments are (queue text,
+ *		worker text, lease interval, batch int).
+ */
+Datum
+DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt)
+{
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
 	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
 	Interval   *lease = NULL;
@@ -102,7 +113,7 @@ durable_claim(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	DurableClaimInto(STMT_CLAIM, queue, worker, lease, batch,
+	DurableClaimInto(stmt, queue, worker, lease, batch,
 					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
 	return (Datum) 0;

@@ -786,20 +786,7 @@ PG_FUNCTION_INFO_V1(durable_claim_reconcile);
 Datum
 durable_claim_reconcile(PG_FUNCTION_ARGS)
 {
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
-	Interval   *lease = NULL;
-	int32		batch = DurableBatchArg(fcinfo, 3);
-
-	if (!PG_ARGISNULL(2))
-		lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
-	InitMaterializedSRF(fcinfo, 0);
-
-	SPI_connect();
-	DurableClaimInto(STMT_RECONCILE_CLAIM, queue, worker, lease, batch,
-					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
-	SPI_finish();
-	return (Datum) 0;
+	return DurableClaimFunction(fcinfo, STMT_RECONCILE_CLAIM);
 }
 
 /*
