@@ -1,6 +1,6 @@
 -- The bare-SQL floor: the same claim (SKIP LOCKED) and fenced complete on a
-SET client_min_messages = warning;
 -- plain table, with one partial index on ready work and a bigint fence.
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS floor_tasks;
 CREATE TABLE floor_tasks (
     id          bigserial PRIMARY KEY,
