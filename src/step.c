@@ -412,6 +412,26 @@ durable_step(PG_FUNCTION_ARGS)
 }
 
 /*
+ * change_held_step
+ *		Apply a change to a step of a task the caller holds under fence, by
+ *		compare-and-swap on expected; returns the step's new version.
+ */
+static int32
+change_held_step(int64 task_id, int64 fence, const char *name, int32 expected,
+				 const DurableStepChange *change)
+{
+	DurableTask task;
+	DurableStep step;
+
+	DurableTaskHeld(task_id, fence, &task);
+	DurableStepFetchOrError(&task, name, &step);
+	check_step_version(&task, &step, expected);
+	DurableStepChangeState(&task, &step, change,
+						   GetCurrentTransactionStartTimestamp());
+	return step.version;
+}
+
+/*
  * durable_step_start(task_id bigint, fence bigint, step text,
  *					  expected_version int) RETURNS int
  *
@@ -427,22 +447,17 @@ durable_step_start(PG_FUNCTION_ARGS)
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	char	   *name = step_name_arg(fcinfo, 2);
 	int32		expected = expected_version_arg(fcinfo, 3);
-	DurableTask task;
-	DurableStep step;
 	DurableStepChange change = {0};
+	int32		version;
 
-	SPI_connect();
-	DurableTaskHeld(task_id, fence, &task);
-	DurableStepFetchOrError(&task, name, &step);
-	check_step_version(&task, &step, expected);
 	change.to_state = "started";
 	change.new_attempt = true;
 	change.clear_evidence = true;
 	change.kind = "step_started";
-	DurableStepChangeState(&task, &step, &change,
-						   GetCurrentTransactionStartTimestamp());
+	SPI_connect();
+	version = change_held_step(task_id, fence, name, expected, &change);
 	SPI_finish();
-	PG_RETURN_INT32(step.version);
+	PG_RETURN_INT32(version);
 }
 
 /*
@@ -461,26 +476,20 @@ durable_step_unknown(PG_FUNCTION_ARGS)
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	char	   *name = step_name_arg(fcinfo, 2);
 	int32		expected = expected_version_arg(fcinfo, 3);
-	DurableTask task;
-	DurableStep step;
 	DurableStepChange change = {0};
 	DurableDetail detail;
+	int32		version;
 
 	DurableDetailInit(&detail);
 	if (!PG_ARGISNULL(4))
 		DurableDetailText(&detail, "reason", text_to_cstring(PG_GETARG_TEXT_PP(4)));
-
-	SPI_connect();
-	DurableTaskHeld(task_id, fence, &task);
-	DurableStepFetchOrError(&task, name, &step);
-	check_step_version(&task, &step, expected);
 	change.to_state = "unknown";
 	change.kind = "step_unknown";
 	change.detail = &detail;
-	DurableStepChangeState(&task, &step, &change,
-						   GetCurrentTransactionStartTimestamp());
+	SPI_connect();
+	version = change_held_step(task_id, fence, name, expected, &change);
 	SPI_finish();
-	PG_RETURN_INT32(step.version);
+	PG_RETURN_INT32(version);
 }
 
 /*
