@@ -343,8 +343,8 @@ durable_commit_batch(PG_FUNCTION_ARGS)
  *				error jsonb = NULL, retry_after interval = NULL,
  *				step text = NULL) RETURNS text
  *
- * With a step, the failed attempt is the step's (see step.c).  Without:
- * Applies and returns the decision of durable_next_action for the failed
+ * With a step, the failed attempt is the step's (see step.c).  Without, it
+ * applies and returns the decision of durable_next_action for the failed
  * attempt: schedule_retry parks the task WAITING until the later of its
  * retry delay and retry_after, and takes a retry token (deferring the
  * retry when there is none); fail_permanent, attempts_exhausted and
