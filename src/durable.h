@@ -272,7 +272,7 @@ extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
-extern void DurableReportStale(int64 task_id, int64 fence) pg_attribute_noreturn();
+extern void DurableReportRefusal(int64 task_id, int64 fence) pg_attribute_noreturn();
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								const char *kind, const char *actor,
@@ -357,7 +357,8 @@ extern void DurableStepChangeState(DurableTask *task, DurableStep *step,
 extern bool DurableStepStateInDoubt(const char *state);
 extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
 									 DurableRecoveryAction action,
-									 const char *actor, TimestampTz now);
+									 const char *actor, const char *receipt,
+									 Jsonb *evidence, TimestampTz now);
 extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
 							  int32 expected, Jsonb *result);
 extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,

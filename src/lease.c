@@ -162,7 +162,7 @@ durable_heartbeat(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	if (DurableExecute(STMT_HEARTBEAT, args, nulls, SPI_OK_UPDATE_RETURNING, 0) == 0)
-		DurableReportStale(task_id, fence);
+		DurableReportRefusal(task_id, fence);
 	lease_until = DatumGetTimestampTz(DurableResultDatum(0, 1, &isnull));
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(lease_until);
@@ -245,7 +245,7 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 	SPI_connect();
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp()))
-		DurableReportStale(task_id, move.fence);
+		DurableReportRefusal(task_id, move.fence);
 	queue = DurableResultText(0, 2);
 	if (worker == NULL)
 		worker = DurableResultText(0, 3);
@@ -328,7 +328,7 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 					committed[i] = true;
 		for (int i = 0; i < n; i++)
 			if (!committed[i])
-				DurableReportStale(DatumGetInt64(id_values[i]),
+				DurableReportRefusal(DatumGetInt64(id_values[i]),
 								   DatumGetInt64(fence_values[i]));
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -395,7 +395,7 @@ durable_fail(PG_FUNCTION_ARGS)
 
 	DurableTaskHeld(task_id, fence, &task);
 	if (task.steps_in_doubt > 0)
-		DurableReportStale(task_id, fence);
+		DurableReportRefusal(task_id, fence);
 
 	wait = DurableRetryWait(&task, retry_after);
 	action = DurableDecideNext(task.attempt, task.max_attempts,

@@ -116,15 +116,8 @@ durable_resolve(PG_FUNCTION_ARGS)
 		case RESOLVE_MARK_COMMITTED:
 			if (has_step)
 			{
-				DurableStepChange change = {0};
-
-				change.to_state = "committed";
-				change.receipt = "succeeded";
-				change.evidence = evidence;
-				change.result = evidence;
-				change.kind = "step_committed";
-				change.actor = operator_name;
-				DurableStepChangeState(&task, &step, &change, now);
+				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_COMPLETION,
+								  operator_name, "succeeded", evidence, now);
 				move.to_state = "ready";
 				move.run_at = now;
 			}
@@ -136,30 +129,15 @@ durable_resolve(PG_FUNCTION_ARGS)
 			break;
 		case RESOLVE_MARK_NOT_EXECUTED:
 			if (has_step)
-			{
-				DurableStepChange change = {0};
-
-				change.to_state = "planned";
-				change.clear_evidence = true;
-				change.kind = "step_replanned";
-				change.actor = operator_name;
-				DurableStepChangeState(&task, &step, &change, now);
-			}
+				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
+								  operator_name, NULL, NULL, now);
 			move.to_state = "ready";
 			move.run_at = now;
 			break;
 		case RESOLVE_MARK_FAILED:
 			if (has_step)
-			{
-				DurableStepChange change = {0};
-
-				change.to_state = "failed";
-				change.receipt = "failed_permanent";
-				change.evidence = evidence;
-				change.kind = "step_failed";
-				change.actor = operator_name;
-				DurableStepChangeState(&task, &step, &change, now);
-			}
+				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_FAILURE,
+								  operator_name, "failed_permanent", evidence, now);
 			move.to_state = "failed";
 			move.stop_code = "resolved_failed";
 			break;

@@ -119,7 +119,8 @@ settle_expired(DurableTask *task, TimestampTz now)
 	DurableDetailInt(&detail, "max_attempts", task->max_attempts);
 
 	if (has_step)
-		DurableSettleStep(task, &step, action, DURABLE_RECONCILER_ACTOR, now);
+		DurableSettleStep(task, &step, action, DURABLE_RECONCILER_ACTOR,
+						  NULL, NULL, now);
 
 	move.from_state = "running";
 	move.fence = task->fence;

@@ -631,22 +631,27 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 /*
  * DurableSettleStep
  *		Apply a recovery decision to an in-doubt step of a task whose row
- *		the caller holds locked.  Returns the step's new state; the task's
- *		move, if any, is the caller's.
+ *		the caller holds locked; receipt and evidence, when given, are
+ *		recorded with the move (a completion's evidence becomes the step's
+ *		result).  Returns the step's new state; the task's move, if any, is
+ *		the caller's.
  */
 const char *
 DurableSettleStep(DurableTask *task, DurableStep *step,
 				  DurableRecoveryAction action, const char *actor,
-				  TimestampTz now)
+				  const char *receipt, Jsonb *evidence, TimestampTz now)
 {
 	DurableStepChange change = {0};
 
 	change.actor = actor;
+	change.receipt = receipt;
+	change.evidence = evidence;
 	switch (action)
 	{
 		case DURABLE_RECOVERY_RECORD_COMPLETION:
 			change.to_state = "committed";
 			change.kind = "step_committed";
+			change.result = evidence;
 			break;
 		case DURABLE_RECOVERY_RECORD_FAILURE:
 		case DURABLE_RECOVERY_EXHAUSTED:
@@ -731,7 +736,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 
 	if (strcmp(step.state, "started") == 0 && receipt == DURABLE_RECEIPT_NOT_EXECUTED)
 		DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
-						  NULL, now);
+						  NULL, NULL, NULL, now);
 	else if (strcmp(step.state, "unknown") == 0)
 	{
 		DurableActivityClass class = DurableParseActivityClass(step.class);
@@ -741,7 +746,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 									   DURABLE_CLASS_RETRY_SAFE(class),
 									   step.attempt, task.max_attempts,
 									   class == DURABLE_CLASS_QUERYABLE);
-		DurableSettleStep(&task, &step, action, NULL, now);
+		DurableSettleStep(&task, &step, action, NULL, NULL, NULL, now);
 
 		/* a reconcile handler's work ends with the evidence */
 		if (task.run_at == DURABLE_AWAITING_RECONCILE)

@@ -112,14 +112,14 @@ DurableTaskIsTerminal(const char *state)
 }
 
 /*
- * DurableReportStale
- *		A fenced write found nothing to update: say why.  Raises 42704 for
+ * DurableReportRefusal
+ *		A fenced write was refused (found nothing to update): say why.  Raises 42704 for
  *		an unknown task, 55U01 for a fence that is not current or a task
  *		that is no longer running under it, and 55U04 for a task whose steps
  *		are still in doubt.
  */
 void
-DurableReportStale(int64 task_id, int64 fence)
+DurableReportRefusal(int64 task_id, int64 fence)
 {
 	DurableTask task;
 	DurableStep step;
@@ -160,7 +160,7 @@ DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
 {
 	if (!DurableTaskFetch(task_id, true, task) ||
 		task->fence != fence || strcmp(task->state, "running") != 0)
-		DurableReportStale(task_id, fence);
+		DurableReportRefusal(task_id, fence);
 }
 
 /*
@@ -251,5 +251,5 @@ DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
 
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, move, now))
-		DurableReportStale(task_id, move->fence);
+		DurableReportRefusal(task_id, move->fence);
 }
