@@ -24,4 +24,11 @@
 #define DURABLE_HAVE_NAMED_WAIT_EVENTS 1
 #endif
 
+/* PG 16 renamed the dead-tuple count of a table's statistics */
+#if PG_VERSION_NUM >= 160000
+#define DURABLE_STAT_DEAD_TUPLES(entry) ((entry)->dead_tuples)
+#else
+#define DURABLE_STAT_DEAD_TUPLES(entry) ((entry)->n_dead_tuples)
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

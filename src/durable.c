@@ -28,6 +28,7 @@ char	   *durable_database = NULL;
 int			durable_reconcile_interval = 1000;
 int			durable_reconcile_batch = 1000;
 bool		durable_reconciler_enabled = true;
+int			durable_vacuum_threshold = 20000;
 
 /* retention of finished tasks, and of inbox and outbox entries, in seconds */
 int			durable_retention = 7 * 24 * 3600;
@@ -59,6 +60,14 @@ define_gucs(void)
 							NULL,
 							&durable_reconcile_batch,
 							1000, 1, DURABLE_MAX_BATCH,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("durable.vacuum_threshold",
+							gettext_noop("Dead row versions in durable.tasks after which the durable reconciler vacuums it."),
+							gettext_noop("0 leaves the table to autovacuum."),
+							&durable_vacuum_threshold,
+							20000, 0, INT_MAX,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

@@ -58,6 +58,7 @@ extern char *durable_database;
 extern int	durable_reconcile_interval;
 extern int	durable_reconcile_batch;
 extern bool durable_reconciler_enabled;
+extern int	durable_vacuum_threshold;
 extern int	durable_retention;
 extern int	durable_inbox_retention;
 
@@ -378,6 +379,10 @@ extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
 										int batch,
 										DurableSettledCallback callback,
 										void *arg);
+
+/* ---- vacuum.c ---- */
+extern bool DurableTasksNeedVacuum(void);
+extern void DurableVacuumTasks(void);
 
 /* ---- idempotency.c ---- */
 extern char *DurableIdempotencyKey(int nparts, text *const *parts);

@@ -2,15 +2,16 @@
  *
  * reconciler.c
  *	  The durable reconciler: a background worker that runs one tick of
- *	  reconciliation (reconcile.c) per transaction, and nothing else.
+ *	  reconciliation (reconcile.c) per transaction.
  *
  * It holds no logic of its own: durable_reconcile() runs the same routine,
  * so a server that cannot preload durable schedules that call instead.
  * Each tick is one short transaction over bounded batches taken with SKIP
  * LOCKED, so two reconcilers, or a reconciler and a late commit, never both
  * win.  It never sleeps inside a transaction or while holding a snapshot.
- * Errors are not caught: the worker exits and the postmaster starts it
- * again after bgw_restart_time.
+ * Between ticks it vacuums durable.tasks when enough of its row versions
+ * have died (vacuum.c).  Errors are not caught: the worker exits and the
+ * postmaster starts it again after bgw_restart_time.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,10 +35,11 @@
  * run_tick
  *		One transaction: a tick of reconciliation if the extension exists
  *		and is not being created or dropped.  Returns the largest batch
- *		count of the tick (0 when skipped).
+ *		count of the tick (0 when skipped); sets *vacuum when durable.tasks
+ *		wants vacuuming (vacuum.c).
  */
 static uint64
-run_tick(void)
+run_tick(bool *vacuum)
 {
 	uint64		work = 0;
 
@@ -47,8 +49,12 @@ run_tick(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "durable reconcile tick");
 
+	*vacuum = false;
 	if (OidIsValid(get_extension_oid("durable", true)) && !creating_extension)
+	{
 		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
+		*vacuum = DurableTasksNeedVacuum();
+	}
 
 	SPI_finish();
 	PopActiveSnapshot();
@@ -99,8 +105,11 @@ durable_reconciler_main(Datum main_arg)
 		if (durable_reconciler_enabled && now >= next_tick)
 		{
 			MemoryContext old = MemoryContextSwitchTo(tick_context);
-			uint64		work = run_tick();
+			bool		vacuum;
+			uint64		work = run_tick(&vacuum);
 
+			if (vacuum)
+				DurableVacuumTasks();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(tick_context);
 

@@ -1,7 +1,7 @@
 # The reconciler background worker: it runs, settles expired leases with no
-# SQL call, follows SIGHUP, comes back after kill -9, and after an immediate
-# shutdown in the middle of its work every expired lease is settled exactly
-# once.
+# SQL call, follows SIGHUP, vacuums durable.tasks past its threshold, comes
+# back after kill -9, and after an immediate shutdown in the middle of its
+# work every expired lease is settled exactly once.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -48,6 +48,32 @@ $node->reload;
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM durable.tasks WHERE state = 'running'"),
 	'after SIGHUP with a short interval it is settled');
+
+# past durable.vacuum_threshold dead row versions it vacuums durable.tasks
+# (vacuum_count counts no autovacuum), and goes on reconciling afterwards
+$node->append_conf('postgresql.conf', "durable.vacuum_threshold = 100");
+$node->reload;
+$node->poll_query_until('postgres',
+	"SELECT setting = '100' FROM pg_settings WHERE name = 'durable.vacuum_threshold'");
+my $vacuums = $node->safe_psql('postgres',
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('churn');
+	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
+	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
+});
+ok($node->poll_query_until('postgres',
+	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
+	'the reconciler vacuumed durable.tasks');
+is($node->safe_psql('postgres', "SELECT count(*) FROM durable.tasks WHERE queue_name = 'churn' AND state = 'completed'"),
+	'200', 'the vacuum took no live row');
+$node->safe_psql('postgres', q{
+	SELECT durable_enqueue('jobs', '{"n": 3}');
+	SELECT count(*) FROM durable_claim('jobs', 'doomed-again', lease => '10 ms');
+});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM durable.tasks WHERE state = 'running'"),
+	'after vacuuming it still settles expired leases');
 
 # kill -9: the postmaster restarts everything, and the reconciler comes back
 my $pid = DurableNode::reconciler_pid($node);

@@ -1,0 +1,101 @@
+/*-------------------------------------------------------------------------
+ *
+ * vacuum.c
+ *	  Keeping the claim index short: the reconciler vacuums durable.tasks
+ *	  once enough of its row versions have died.
+ *
+ * Every claim and every commit leaves the task's previous row version dead,
+ * and the claim leaves its entry at the front of tasks_claimable, where
+ * every later claim steps over it until VACUUM takes it away.  Autovacuum
+ * looks at a database at most once a naptime (a minute by default), and its
+ * threshold is a fraction of the table, which retained finished tasks keep
+ * growing: between its passes claims walk hundreds of index pages of dead
+ * entries and slow down several-fold.  So the reconciler vacuums the table
+ * itself after durable.vacuum_threshold dead row versions, with index
+ * cleanup forced, since VACUUM would otherwise skip the indexes when the
+ * dead rows sit on few pages, which is just the case here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "durable.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/vacuum.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_node.h"
+#include "pgstat.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#define DURABLE_VACUUM_COMMAND \
+	"VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.tasks"
+
+/*
+ * DurableTasksNeedVacuum
+ *		Whether durable.tasks has at least durable.vacuum_threshold dead row
+ *		versions, as the cumulative statistics count them.  Call inside a
+ *		transaction.
+ */
+bool
+DurableTasksNeedVacuum(void)
+{
+	Oid			schema;
+	Oid			relid;
+	PgStat_StatTabEntry *stats;
+
+	if (durable_vacuum_threshold <= 0)
+		return false;
+	schema = get_namespace_oid("durable", true);
+	if (!OidIsValid(schema))
+		return false;
+	relid = get_relname_relid("tasks", schema);
+	if (!OidIsValid(relid))
+		return false;
+	stats = pgstat_fetch_stat_tabentry(relid);
+	return stats != NULL &&
+		DURABLE_STAT_DEAD_TUPLES(stats) >= durable_vacuum_threshold;
+}
+
+/*
+ * DurableVacuumTasks
+ *		Run the VACUUM above, as a top-level command of its own; call outside
+ *		any transaction.  SKIP_LOCKED leaves the table alone while autovacuum
+ *		or anyone else vacuums it.
+ */
+void
+DurableVacuumTasks(void)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	MemoryContext portal_context;
+	VacuumStmt *stmt;
+
+	/*
+	 * VACUUM runs several transactions and keeps what outlives them under
+	 * PortalContext; the statement must outlive them too.
+	 */
+	portal_context = AllocSetContextCreate(TopMemoryContext,
+										   "durable vacuum",
+										   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(portal_context);
+	stmt = makeNode(VacuumStmt);
+	stmt->options = list_make2(makeDefElem("skip_locked", NULL, -1),
+							   makeDefElem("index_cleanup",
+										   (Node *) makeString("on"), -1));
+	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("durable", "tasks", -1),
+											   InvalidOid, NIL));
+	stmt->is_vacuumcmd = true;
+	PortalContext = portal_context;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	pgstat_report_activity(STATE_RUNNING, DURABLE_VACUUM_COMMAND);
+	ExecVacuum(make_parsestate(NULL), stmt, true);
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	PortalContext = NULL;
+	MemoryContextSwitchTo(caller_context);
+	MemoryContextDelete(portal_context);
+}
