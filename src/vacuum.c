@@ -32,10 +32,18 @@
 	"VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.tasks"
 
 /*
+ * Dead row versions the last vacuum could not remove: an old snapshot pins
+ * them, and vacuuming again cannot help until as many more have died.
+ * Read at the first check after each vacuum.
+ */
+static int64 dead_left = 0;
+static bool dead_left_unread = false;
+
+/*
  * DurableTasksNeedVacuum
- *		Whether durable.tasks has at least durable.vacuum_threshold dead row
- *		versions, as the cumulative statistics count them.  Call inside a
- *		transaction.
+ *		Whether durable.tasks has at least durable.vacuum_threshold more dead
+ *		row versions than the last vacuum left, as the cumulative statistics
+ *		count them.  Call inside a transaction.
  */
 bool
 DurableTasksNeedVacuum(void)
@@ -43,6 +51,7 @@ DurableTasksNeedVacuum(void)
 	Oid			schema;
 	Oid			relid;
 	PgStat_StatTabEntry *stats;
+	int64		dead;
 
 	if (durable_vacuum_threshold <= 0)
 		return false;
@@ -53,8 +62,18 @@ DurableTasksNeedVacuum(void)
 	if (!OidIsValid(relid))
 		return false;
 	stats = pgstat_fetch_stat_tabentry(relid);
-	return stats != NULL &&
-		DURABLE_STAT_DEAD_TUPLES(stats) >= durable_vacuum_threshold;
+	if (stats == NULL)
+		return false;
+
+	dead = DURABLE_STAT_DEAD_TUPLES(stats);
+	if (dead_left_unread)
+	{
+		dead_left = dead;
+		dead_left_unread = false;
+	}
+	else
+		dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
+	return dead - dead_left >= durable_vacuum_threshold;
 }
 
 /*
@@ -98,4 +117,5 @@ DurableVacuumTasks(void)
 	PortalContext = NULL;
 	MemoryContextSwitchTo(caller_context);
 	MemoryContextDelete(portal_context);
+	dead_left_unread = true;
 }

@@ -67,6 +67,29 @@ ok($node->poll_query_until('postgres',
 	'the reconciler vacuumed durable.tasks');
 is($node->safe_psql('postgres', "SELECT count(*) FROM durable.tasks WHERE queue_name = 'churn' AND state = 'completed'"),
 	'200', 'the vacuum took no live row');
+# an old snapshot pins the dead row versions: it vacuums once, and not
+# again at every tick (twenty in two seconds) while nothing more has died
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$holder->query_safe('SELECT count(*) FROM durable.tasks');
+$vacuums = $node->safe_psql('postgres',
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+$node->safe_psql('postgres', q{
+	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
+	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
+});
+ok($node->poll_query_until('postgres',
+	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
+	'with an old snapshot open it vacuums once');
+$vacuums = $node->safe_psql('postgres',
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+sleep 2;
+is($node->safe_psql('postgres',
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
+	$vacuums, 'and not again while the snapshot pins what it could not remove');
+$holder->query_safe('COMMIT');
+$holder->quit;
+
 $node->safe_psql('postgres', q{
 	SELECT durable_enqueue('jobs', '{"n": 3}');
 	SELECT count(*) FROM durable_claim('jobs', 'doomed-again', lease => '10 ms');
