@@ -271,6 +271,8 @@ extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
 extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now);
+extern void DurableMoveLockedTask(const DurableTask *task,
+								  const DurableMove *move, TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
 extern void DurableReportRefusal(int64 task_id, int64 fence) pg_attribute_noreturn();

@@ -480,8 +480,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 	move.kind = "cancelled";
 	move.actor = DurableCallerName();
 	move.detail = DurableDetailFinish(&detail);
-	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp()))
-		elog(ERROR, "task %lld changed under its row lock", (long long) task_id);
+	DurableMoveLockedTask(&task, &move, GetCurrentTransactionStartTimestamp());
 	SPI_finish();
 	PG_RETURN_VOID();
 }

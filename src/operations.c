@@ -149,8 +149,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 			move.to_state = "cancelled";
 			break;
 	}
-	if (!DurableMoveTask(&task, &move, now))
-		elog(ERROR, "task %lld changed under its row lock", (long long) task_id);
+	DurableMoveLockedTask(&task, &move, now);
 	new_state = move.to_state;
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(new_state));
@@ -209,8 +208,7 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 		move.allow_doubt = true;
 		move.kind = "replayed";
 		move.actor = actor;
-		if (!DurableMoveTask(&task, &move, now))
-			elog(ERROR, "task %lld changed under its row lock", (long long) ids[i]);
+		DurableMoveLockedTask(&task, &move, now);
 		values[0] = Int64GetDatum(ids[i]);
 		values[1] = CStringGetTextDatum("replayed");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -170,9 +170,7 @@ settle_expired(DurableTask *task, TimestampTz now)
 	}
 	move.detail = DurableDetailFinish(&detail);
 
-	if (!DurableMoveTask(task, &move, now))
-		elog(ERROR, "task %lld changed under its row lock",
-			 (long long) task->task_id);
+	DurableMoveLockedTask(task, &move, now);
 	return action;
 }
 

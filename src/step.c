@@ -623,8 +623,7 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 	if (action == DURABLE_NEXT_SCHEDULE_RETRY)
 		move.run_at = DurableScheduleRetry(&task, now, wait, &task_detail);
 	move.detail = DurableDetailFinish(&task_detail);
-	if (!DurableMoveTask(&task, &move, now))
-		elog(ERROR, "task %lld changed under its row lock", (long long) task_id);
+	DurableMoveLockedTask(&task, &move, now);
 	return action_name;
 }
 
@@ -775,9 +774,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 				move.run_at = now;
 			}
 			move.detail = DurableDetailFinish(&detail);
-			if (!DurableMoveTask(&task, &move, now))
-				elog(ERROR, "task %lld changed under its row lock",
-					 (long long) task_id);
+			DurableMoveLockedTask(&task, &move, now);
 		}
 	}
 	state = step.state;

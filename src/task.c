@@ -240,6 +240,20 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 }
 
 /*
+ * DurableMoveLockedTask
+ *		DurableMoveTask for a caller that has just read the task under its
+ *		row lock and checked its state and fence: failing can only mean a bug.
+ */
+void
+DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
+					  TimestampTz now)
+{
+	if (!DurableMoveTask(task, move, now))
+		elog(ERROR, "task %lld changed under its row lock",
+			 (long long) task->task_id);
+}
+
+/*
  * DurableMoveTaskFenced
  *		DurableMoveTask for a caller that holds the fence: anything but
  *		success raises the error that explains it.
