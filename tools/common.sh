@@ -5,7 +5,9 @@
 # Source it; it defines functions and PG_BIN, and changes nothing by itself.
 
 PG_MAJOR=${PG_MAJOR:-15}
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+# PG_BIN may name another installation of that major (a relocated copy, an
+# assert-enabled build); its pg_config then decides where durable installs.
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # CI builds treat every warning as an error; -Wextra's unused-parameter
 # warnings are PostgreSQL's own headers', not ours.

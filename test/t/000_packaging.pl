@@ -1,5 +1,7 @@
 # The version lives in durable.control only: META.json and the install
-# script must agree with it.
+# scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
+# later version is reached through a chain of update scripts from it, which
+# CREATE EXTENSION follows too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -13,6 +15,16 @@ my $meta = slurp_file('META.json');
 my @versions = $meta =~ /"version"\s*:\s*"([^"]+)"/g;
 is($versions[0], $version, 'META.json version matches durable.control');
 is($versions[1], $version, 'META.json provides the same version');
-ok(-f "durable--$version.sql", "install script durable--$version.sql exists");
+my ($file) = $meta =~ /"file"\s*:\s*"([^"]+)"/;
+ok(-f $file, "META.json's install script $file exists");
+
+# follow the update scripts from the base script to the default version
+my %next = map { /^durable--([^-]+)--([^-]+)\.sql$/ ? ($1 => $2) : () }
+  glob('durable--*--*.sql');
+my $at = '0.1.0';
+ok(-f "durable--$at.sql", 'the base install script durable--0.1.0.sql exists');
+my $steps = 0;
+$at = $next{$at} while exists $next{$at} && $steps++ < 100;
+is($at, $version, "update scripts lead from 0.1.0 to $version");
 
 done_testing();
