@@ -561,6 +561,37 @@ StaticAssertDecl(DURABLE_PARTITION_MASK == DURABLE_PARTITION_SPACE - 1,
 				 "partition mask does not match the partition space");
 
 static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
+static bool durable_version_checked = false;
+
+/*
+ * check_extension_version
+ *		The statements are written for the tables of this library's version.
+ *		After the library is upgraded and before ALTER EXTENSION durable
+ *		UPDATE has run, they would fail with errors about columns nobody
+ *		asked for: say what is wrong instead.  Checked once per backend,
+ *		until it holds.
+ */
+static void
+check_extension_version(void)
+{
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
+					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the version of extension durable");
+	if (SPI_processed == 1)
+	{
+		char	   *installed = SPI_getvalue(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1);
+
+		if (strcmp(installed, DURABLE_VERSION) != 0)
+			ereport(ERROR,
+					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("extension durable is at version %s, but its library is version %s",
+						   installed, DURABLE_VERSION),
+					errhint("Run ALTER EXTENSION durable UPDATE."));
+	}
+	durable_version_checked = true;
+}
 
 /*
  * DurablePlan
@@ -574,6 +605,9 @@ DurablePlan(DurableStmt id)
 	if (durable_plans[id] == NULL)
 	{
 		SPIPlanPtr	plan;
+
+		if (!durable_version_checked)
+			check_extension_version();
 
 		if (def->sql == NULL)
 			elog(ERROR, "durable statement %d has no definition", (int) id);
