@@ -42,9 +42,14 @@ ensure_packages() {
 	fi
 	log "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	apt_wait update -qq >/dev/null
+	apt_wait install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed"
+}
+
+# apt-get, waiting up to two minutes while another apt or dpkg holds a lock
+apt_wait() {
+	apt-get -o DPkg::Lock::Timeout=120 "$@"
 }
 
 # The non-C locale some suites run in a second time (tools/test).
