@@ -156,3 +156,27 @@ DurableJsonbArg(FunctionCallInfo fcinfo, int argno, const char *name)
 				errhint("Store large data elsewhere and pass a reference to it."));
 	return value;
 }
+
+/*
+ * DurableTextArg
+ *		A free-form text argument (a reason, a version, a recovery point), or
+ *		NULL; like a payload, one larger than durable.max_payload_size is
+ *		54000 before anything is stored.
+ */
+text *
+DurableTextArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *value;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	value = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(value) > (Size) durable_max_payload_size * 1024)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s is too large", name),
+				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
+						  (Size) VARSIZE_ANY_EXHDR(value), durable_max_payload_size),
+				errhint("Store large data elsewhere and pass a reference to it."));
+	return value;
+}

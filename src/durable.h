@@ -149,6 +149,8 @@ extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);
 extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
+extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
+							const char *name);
 
 /* ---- spi_plans.c ---- */
 typedef enum DurableStmt

@@ -479,8 +479,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_IDEMPOTENT_INSERT] = {
 		"idempotent_insert",
 		"INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
-		" request_hash, created_at, locked_until, expires_at, recovery_point)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started')"
+		" request_hash, created_at, locked_until, expires_at, recovery_point,"
+		" fence)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', 1)"
 		" ON CONFLICT (partition_key, scope, key) DO NOTHING",
 		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID}
@@ -488,7 +489,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_IDEMPOTENT_LOCK] = {
 		"idempotent_lock",
 		"SELECT request_hash, completed, locked_until, expires_at,"
-		" recovery_point, response"
+		" recovery_point, response, fence"
 		" FROM durable.idempotency_keys"
 		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
 		" FOR NO KEY UPDATE",
@@ -498,8 +499,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"idempotent_restart",
 		"UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
 		" created_at = $5, locked_until = $6, expires_at = $7,"
-		" recovery_point = 'started', response = NULL"
-		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
+		" recovery_point = 'started', response = NULL, fence = fence + 1"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+		" RETURNING fence",
 		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
@@ -509,10 +511,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" locked_until = COALESCE($4, locked_until),"
 		" recovery_point = COALESCE($5, recovery_point),"
 		" completed = $6, response = COALESCE($7, response),"
-		" expires_at = COALESCE($8, expires_at)"
-		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
-		8, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
-		JSONBOID, TIMESTAMPTZOID}
+		" expires_at = COALESCE($8, expires_at),"
+		" fence = fence + $9"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+		" RETURNING fence",
+		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
+		JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
 };
 
