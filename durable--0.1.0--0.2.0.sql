@@ -60,3 +60,49 @@ GRANT EXECUTE ON FUNCTION
     @extschema@.durable_idempotent_advance(text, text, bigint, text, interval),
     @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval)
 TO durable_worker, durable_producer;
+
+--
+-- edges: ids and keys are never reused, also across DROP and CREATE
+-- EXTENSION (DESIGN section 6).  Nothing of an earlier installation
+-- survives its DROP EXTENSION, so:
+--
+-- * every installation gets a random id, which the keys durable derives
+--   from task ids mix in (durable_step: durable_idempotency_key(
+--   installation_id, task_id, step[, target])).  A task id that comes back
+--   never brings back an earlier installation's step key.
+-- * the id counters start from the clock: task and outbox ids (40-bit
+--   counters) at the milliseconds since 2025-01-01 UTC, outbox fences
+--   (64-bit) at the microseconds.  A new installation's first id is past
+--   every id of an earlier one as long as that one handed out fewer ids
+--   than milliseconds (fences: microseconds) went by between the two
+--   installations, i.e. at most 1000 ids a second on average.  The 40-bit
+--   counter lasts until 2^40 ms after the epoch (November 2059) for an
+--   installation that keeps to that rate.
+--
+-- A restore runs CREATE EXTENSION (a new row here, the clock seeds) and
+-- then copies the dumped rows and sequence values in: the restored tasks
+-- keep their ids, the sequences continue after them, and the newest
+-- installation row (the restore's own) is the one new keys mix in.
+--
+CREATE TABLE durable.installation (
+    installation_id uuid PRIMARY KEY,
+    installed_at    timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.installation IS 'the random id of this installation (the newest row), mixed into every key derived from a task id';
+INSERT INTO durable.installation (installation_id, installed_at)
+VALUES (pg_catalog.gen_random_uuid(), pg_catalog.clock_timestamp());
+SELECT pg_catalog.pg_extension_config_dump('durable.installation', '');
+REVOKE ALL ON durable.installation FROM PUBLIC;
+GRANT SELECT ON durable.installation TO durable_operator;
+
+SELECT pg_catalog.setval('durable.task_seq',
+           GREATEST(s.last_value, c.ms)),
+       pg_catalog.setval('durable.outbox_seq',
+           GREATEST(o.last_value, c.ms)),
+       pg_catalog.setval('durable.outbox_fence_seq',
+           GREATEST(f.last_value, c.ms * 1000))
+FROM durable.task_seq s, durable.outbox_seq o, durable.outbox_fence_seq f,
+     (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
+                 pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
+                 '2025-01-01 00:00:00+00'::pg_catalog.timestamptz)
+             OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 AS ms) c;

@@ -188,6 +188,7 @@ typedef enum DurableStmt
 	STMT_IDEMPOTENT_LOCK,
 	STMT_IDEMPOTENT_RESTART,
 	STMT_IDEMPOTENT_UPDATE,
+	STMT_INSTALLATION_ID,
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
@@ -390,6 +391,7 @@ extern void DurableVacuumTasks(void);
 
 /* ---- idempotency.c ---- */
 extern char *DurableIdempotencyKey(int nparts, text *const *parts);
+extern char *DurableInstallationId(void);
 extern int32 DurableKeyPartition(const char *a, const char *b);
 extern bool DurableHashesEqual(bytea *a, bytea *b);
 

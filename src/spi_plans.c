@@ -518,6 +518,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
 		JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
+	[STMT_INSTALLATION_ID] = {
+		"installation_id",
+		"SELECT installation_id::text FROM durable.installation"
+		" ORDER BY installed_at DESC, installation_id DESC LIMIT 1",
+		0, {InvalidOid}
+	},
 };
 
 StaticAssertDecl(DURABLE_ID_SHIFT == DURABLE_PARTITION_BITS + DURABLE_NODE_BITS,

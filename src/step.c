@@ -281,7 +281,7 @@ plan_step(DurableTask *task, const char *name, const char *class,
 		  Jsonb *request, const char *target, const char *compensates,
 		  TimestampTz now, DurableStep *step)
 {
-	text	   *parts[3];
+	text	   *parts[4];
 	int			nparts = 0;
 	char		task_text[32];
 	char	   *key;
@@ -318,7 +318,9 @@ plan_step(DurableTask *task, const char *name, const char *class,
 		return false;
 	}
 
+	/* the installation id first: task ids may repeat after a reinstall */
 	snprintf(task_text, sizeof(task_text), INT64_FORMAT, task->task_id);
+	parts[nparts++] = cstring_to_text(DurableInstallationId());
 	parts[nparts++] = cstring_to_text(task_text);
 	parts[nparts++] = cstring_to_text(name);
 	if (target != NULL)
@@ -379,7 +381,8 @@ put_step_row(ReturnSetInfo *rsinfo, const DurableStep *step)
  *
  * Plans the step (PLANNED) or returns it as it is: a committed step comes
  * back with its result, so a resumed worker skips it.  Its key is
- * durable_idempotency_key(task_id, step[, target]) and never changes.
+ * durable_idempotency_key(installation_id, task_id, step[, target]) and
+ * never changes.
  * Raises 55U01 for a stale fence, 55U03 for a replay with another request.
  */
 PG_FUNCTION_INFO_V1(durable_step);
