@@ -106,3 +106,17 @@ FROM durable.task_seq s, durable.outbox_seq o, durable.outbox_fence_seq f,
                  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
                  '2025-01-01 00:00:00+00'::pg_catalog.timestamptz)
              OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 AS ms) c;
+
+--
+-- edges: no out-of-range time is stored.  Refill rates are checked at
+-- creation and change (from 0.000001 to 1000000 tokens a second); the
+-- constraint keeps a rate that bypassed the API out too, and a rate stored
+-- by 0.1.0 outside that range is brought into it, since the reconciler
+-- would otherwise fail on every tick that defers a retry of its queue.
+--
+UPDATE durable.queues
+   SET retry_refill_rate = LEAST(GREATEST(retry_refill_rate, 0.000001), 1000000)
+ WHERE retry_refill_rate < 0.000001 OR retry_refill_rate > 1000000
+    OR retry_refill_rate = 'NaN';
+ALTER TABLE durable.queues ADD CONSTRAINT queues_retry_refill_rate_range
+    CHECK (retry_refill_rate >= 0.000001 AND retry_refill_rate <= 1000000);

@@ -56,7 +56,16 @@ DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return name;
 }
 
-/* an interval argument that must be given and be greater than zero */
+/*
+ * DurablePositiveIntervalArg
+ *		An interval argument that must be given and be greater than zero.
+ *
+ * Its parts must not have different signs: a month or a day is not always
+ * the same length, so '-10 mon 300 days 1 second', which compares as one
+ * second, ends ten months minus 300 days earlier when it is added to a
+ * time, i.e. in the past.  With no negative part, what it adds is positive
+ * whatever the date.
+ */
 Interval *
 DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 {
@@ -64,6 +73,15 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 
 	DurableRequireArg(fcinfo, argno, name);
 	span = PG_GETARG_INTERVAL_P(argno);
+	if ((span->month < 0 || span->day < 0 || span->time < 0) &&
+		(span->month > 0 || span->day > 0 || span->time > 0))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must not mix positive and negative parts", name),
+				errdetail("The value given was \"%s\"; how long it lasts would depend on the date it is added to.",
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  PointerGetDatum(span)))),
+				errhint("Give it in one unit, or in parts that are all positive."));
 	if (DurableIntervalMicroseconds(span, name) <= 0)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -99,7 +99,24 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 	}
 	tokens = Min(tokens, capacity);
 	if (tokens < 1.0)
-		available = at + (TimestampTz) ceil((1.0 - tokens) / rate * USECS_PER_SEC);
+	{
+		/*
+		 * In double first: a deep deficit, or a rate stored before rates
+		 * were checked, can reach past the timestamp range, and converting
+		 * such a value to int64 is undefined.
+		 */
+		double		wait = ceil((1.0 - tokens) / rate * USECS_PER_SEC);
+
+		if (!(wait < (double) (END_TIMESTAMP - at)))
+			ereport(ERROR,
+					errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					errmsg("retry of task %lld would be deferred past the timestamp range",
+						   (long long) task->task_id),
+					errdetail("Queue \"%s\" has %.0f retry tokens and refills %g a second.",
+							  task->queue, tokens, rate),
+					errhint("Raise the queue's retry_refill_rate or retry_capacity with durable_alter_queue()."));
+		available = at + (TimestampTz) wait;
+	}
 	tokens -= 1.0;
 
 	args[1] = Float8GetDatum(tokens);

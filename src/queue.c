@@ -97,17 +97,31 @@ DurableQueuePartitionArray(const DurableQueue *queue)
 						   sizeof(int32), true, TYPALIGN_INT);
 }
 
+/*
+ * A retry refill rate, in tokens a second, from DURABLE_MIN_REFILL_RATE (one
+ * token in about eleven and a half days) to DURABLE_MAX_REFILL_RATE.  Below
+ * the floor the time of the next token is so far off that it leaves the
+ * timestamp range (or the conversion to microseconds overflows); above the
+ * ceiling the bucket limits nothing.  budget.c still checks every time it
+ * computes, since a deep deficit of tokens can reach far at any rate.
+ */
+#define DURABLE_MIN_REFILL_RATE 0.000001
+#define DURABLE_MAX_REFILL_RATE 1000000
+
 static double
-positive_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+refill_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	double		rate;
 
 	DurableRequireArg(fcinfo, argno, name);
 	rate = PG_GETARG_FLOAT8(argno);
-	if (!(rate > 0.0) || isinf(rate))
+	if (!(rate >= DURABLE_MIN_REFILL_RATE && rate <= DURABLE_MAX_REFILL_RATE))
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must be a finite number greater than zero", name));
+				errmsg("%s must be between %s and %s tokens per second", name,
+					   CppAsString2(DURABLE_MIN_REFILL_RATE),
+					   CppAsString2(DURABLE_MAX_REFILL_RATE)),
+				errdetail("The value given was %g.", rate));
 	return rate;
 }
 
@@ -148,7 +162,7 @@ durable_create_queue(PG_FUNCTION_ARGS)
 		nulls[8] = 'n';
 	else
 		args[8] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "retry_capacity", 1));
-	args[9] = Float8GetDatum(positive_rate_arg(fcinfo, 7, "retry_refill_rate"));
+	args[9] = Float8GetDatum(refill_rate_arg(fcinfo, 7, "retry_refill_rate"));
 	args[10] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	if (PG_ARGISNULL(8))
 		nulls[11] = 'n';
@@ -207,7 +221,7 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 				args[i] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, i, names[i]));
 				break;
 			case 7:
-				args[i] = Float8GetDatum(positive_rate_arg(fcinfo, i, names[i]));
+				args[i] = Float8GetDatum(refill_rate_arg(fcinfo, i, names[i]));
 				break;
 			case 9:
 				args[i] = PG_GETARG_DATUM(i);
