@@ -159,7 +159,8 @@ typedef enum DurableStmt
 	STMT_QUEUE_INSERT,
 	STMT_QUEUE_ALTER,
 	STMT_QUEUE_SET_PAUSED,
-	STMT_QUEUE_LOCK_TASKS,
+	STMT_QUEUE_GET_SHARE,
+	STMT_QUEUE_GET_FOR_DROP,
 	STMT_QUEUE_UNFINISHED,
 	STMT_QUEUE_DROP,
 	STMT_QUEUE_TOKENS_LOCK,
@@ -316,6 +317,7 @@ typedef struct DurableQueue
 } DurableQueue;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
+extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 

@@ -102,7 +102,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	nulls[13] = PG_ARGISNULL(9) ? 'n' : ' ';
 
 	SPI_connect();
-	DurableQueueGet(queue, &settings);
+	DurableQueueGetShared(queue, &settings);
 	if (key != NULL)
 		partition = DurableQueuePartition(&settings,
 										  key_partition_index(key, settings.partitions));

@@ -87,10 +87,21 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE queue_name = $1",
 		2, {TEXTOID, BOOLOID}
 	},
-	[STMT_QUEUE_LOCK_TASKS] = {
-		"queue_lock_tasks",
-		"LOCK TABLE durable.tasks IN SHARE MODE",
-		0, {InvalidOid}
+	[STMT_QUEUE_GET_SHARE] = {
+		"queue_get_share",
+		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
+		" notify, paused"
+		" FROM durable.queues WHERE queue_name = $1"
+		" FOR KEY SHARE",
+		1, {TEXTOID}
+	},
+	[STMT_QUEUE_GET_FOR_DROP] = {
+		"queue_get_for_drop",
+		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
+		" notify, paused"
+		" FROM durable.queues WHERE queue_name = $1"
+		" FOR UPDATE",
+		1, {TEXTOID}
 	},
 	[STMT_QUEUE_UNFINISHED] = {
 		"queue_unfinished",
@@ -108,7 +119,10 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  RETURNING partition_key, task_id),"
 		" e AS (DELETE FROM durable.events e USING t"
 		"  WHERE e.partition_key = t.partition_key"
-		"  AND e.task_id = t.task_id)"
+		"  AND e.task_id = t.task_id),"
+		" s AS (DELETE FROM durable.steps s USING t"
+		"  WHERE s.partition_key = t.partition_key"
+		"  AND s.task_id = t.task_id)"
 		" DELETE FROM durable.queues WHERE queue_name = $1",
 		2, {TEXTOID, INT4ARRAYOID}
 	},
