@@ -120,3 +120,21 @@ UPDATE durable.queues
     OR retry_refill_rate = 'NaN';
 ALTER TABLE durable.queues ADD CONSTRAINT queues_retry_refill_rate_range
     CHECK (retry_refill_rate >= 0.000001 AND retry_refill_rate <= 1000000);
+
+--
+-- edges: a NULL argument is 22004, never a NULL result.  These were
+-- STRICT, so a NULL queue name paused, resumed or dropped nothing and
+-- returned NULL as if it had worked; the C code checks every argument.
+--
+ALTER FUNCTION @extschema@.durable_pause(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_resume(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_drop_queue(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_retry_delay(text, int, int, int) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_request_hash(jsonb) CALLED ON NULL INPUT;
+
+--
+-- edges: pg_monitor reads the metrics views it was granted; it needs the
+-- schema too, or every read is 42501.  Only the views: the tables stay
+-- closed to it.
+--
+GRANT USAGE ON SCHEMA durable TO pg_monitor;

@@ -23,12 +23,15 @@
 /*
  * durable_request_hash(request jsonb) RETURNS bytea
  *
- * SHA-256 of the canonical text of the request.  Strict and immutable.
+ * SHA-256 of the canonical text of the request.  Immutable; a NULL
+ * request is 22004 (since 0.2.0: a NULL hash would compare as unknown, and
+ * a caller that binds keys to it would bind them to nothing).
  */
 PG_FUNCTION_INFO_V1(durable_request_hash);
 Datum
 durable_request_hash(PG_FUNCTION_ARGS)
 {
+	DurableRequireArg(fcinfo, 0, "request");
 	PG_RETURN_BYTEA_P(DurableJsonbHash(PG_GETARG_JSONB_P(0)));
 }
 
