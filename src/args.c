@@ -12,8 +12,27 @@
  */
 #include "durable.h"
 
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/*
+ * DurableClipName
+ *		The first bytes of a name, at most maxbytes of them and never part of
+ *		a character, followed by "..." when something was cut: for messages,
+ *		which a client in another encoding must be able to convert.
+ */
+char *
+DurableClipName(const char *name, int maxbytes)
+{
+	int			len = strlen(name);
+	int			clip;
+
+	if (len <= maxbytes)
+		return pstrdup(name);
+	clip = pg_mbcliplen(name, len, maxbytes);
+	return psprintf("%.*s...", clip, name);
+}
 
 void
 DurableRequireArg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -45,7 +64,7 @@ DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	if (len > DURABLE_MAX_NAME_LEN)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s \"%.20s...\" is too long", what, name),
+				errmsg("%s \"%s\" is too long", what, DurableClipName(name, 20)),
 				errdetail("It has %zu bytes; the limit is %d.",
 						  len, DURABLE_MAX_NAME_LEN));
 	for (size_t i = 0; i < len; i++)
@@ -197,4 +216,13 @@ DurableTextArg(FunctionCallInfo fcinfo, int argno, const char *name)
 						  (Size) VARSIZE_ANY_EXHDR(value), durable_max_payload_size),
 				errhint("Store large data elsewhere and pass a reference to it."));
 	return value;
+}
+
+/* the same as a C string, or NULL */
+char *
+DurableTextArgCString(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *value = DurableTextArg(fcinfo, argno, name);
+
+	return value ? text_to_cstring(value) : NULL;
 }

@@ -151,6 +151,9 @@ extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
 extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
 							const char *name);
+extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
+								   const char *name);
+extern char *DurableClipName(const char *name, int maxbytes);
 
 /* ---- spi_plans.c ---- */
 typedef enum DurableStmt

@@ -96,7 +96,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 		args[4] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "max_attempts", 1));
 	if (!PG_ARGISNULL(7))
 		args[7] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 7, "deadline"));
-	args[11] = PG_GETARG_DATUM(8);
+	args[11] = PointerGetDatum(DurableTextArg(fcinfo, 8, "workflow_version"));
 	nulls[11] = PG_ARGISNULL(8) ? 'n' : ' ';
 	args[13] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 9, "metadata"));
 	nulls[13] = PG_ARGISNULL(9) ? 'n' : ' ';

@@ -49,7 +49,7 @@ durable_outbox_emit(PG_FUNCTION_ARGS)
 	DurableRequireArg(fcinfo, 1, "payload");
 	payload = DurableJsonbArg(fcinfo, 1, "payload");
 	if (!PG_ARGISNULL(2))
-		key = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		key = DurableTextArgCString(fcinfo, 2, "key");
 	partition = DurableKeyPartition(topic, key ? key : "");
 
 	args[0] = Int32GetDatum(partition);

@@ -33,6 +33,13 @@
 /* prefix of the steps durable_compensate plans */
 #define DURABLE_COMPENSATION_PREFIX "compensate:"
 
+/*
+ * The longest name a step can be planned with: its compensation step,
+ * "compensate:<name>", must still be a name the API takes.
+ */
+#define DURABLE_MAX_STEP_NAME_LEN \
+	(DURABLE_MAX_NAME_LEN - (int) (sizeof(DURABLE_COMPENSATION_PREFIX) - 1))
+
 /* columns of STMT_STEP_GET */
 enum
 {
@@ -398,11 +405,18 @@ durable_step(PG_FUNCTION_ARGS)
 	DurableTask task;
 	DurableStep step;
 
+	if (strlen(name) > DURABLE_MAX_STEP_NAME_LEN)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("step name \"%s\" is too long", DurableClipName(name, 20)),
+				errdetail("It has %zu bytes; a step name may have at most %d, so that its compensation step \"%s<name>\" has at most %d.",
+						  strlen(name), DURABLE_MAX_STEP_NAME_LEN,
+						  DURABLE_COMPENSATION_PREFIX, DURABLE_MAX_NAME_LEN));
 	DurableRequireArg(fcinfo, 3, "class");
 	class = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	(void) DurableParseActivityClass(class);
 	if (!PG_ARGISNULL(5))
-		target = text_to_cstring(PG_GETARG_TEXT_PP(5));
+		target = DurableTextArgCString(fcinfo, 5, "target");
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
@@ -485,7 +499,7 @@ durable_step_unknown(PG_FUNCTION_ARGS)
 
 	DurableDetailInit(&detail);
 	if (!PG_ARGISNULL(4))
-		DurableDetailText(&detail, "reason", text_to_cstring(PG_GETARG_TEXT_PP(4)));
+		DurableDetailText(&detail, "reason", DurableTextArgCString(fcinfo, 4, "reason"));
 	change.to_state = "unknown";
 	change.kind = "step_unknown";
 	change.detail = &detail;
@@ -713,7 +727,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 	receipt_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	receipt = DurableParseReceipt(receipt_name);
 	if (!PG_ARGISNULL(4))
-		effect_id = text_to_cstring(PG_GETARG_TEXT_PP(4));
+		effect_id = DurableTextArgCString(fcinfo, 4, "effect_id");
 
 	SPI_connect();
 	DurableTaskHeld(task_id, fence, &task);
