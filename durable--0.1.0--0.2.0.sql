@@ -138,3 +138,62 @@ ALTER FUNCTION @extschema@.durable_request_hash(jsonb) CALLED ON NULL INPUT;
 -- closed to it.
 --
 GRANT USAGE ON SCHEMA durable TO pg_monitor;
+
+--
+-- edges: the unique text keys compare bytewise (COLLATE "C"): queue names,
+-- enqueue idempotency keys, step names, inbox consumers and message ids,
+-- request scopes and keys.  Under the database's default collation an
+-- operating-system upgrade that changes its rules can corrupt the unique
+-- indexes on them, so that one key is accepted twice.  Changing a column's
+-- collation rebuilds its indexes (no table rewrite), but is refused while
+-- a view uses the column: the metrics views that do are recreated from
+-- their own definitions, comments and grants, whatever they are by now.
+--
+DO $collate$
+DECLARE
+    v record;
+    saved jsonb := '[]';
+    g record;
+BEGIN
+    FOR v IN
+        SELECT c.oid, c.relname FROM pg_catalog.pg_class c
+        WHERE c.relnamespace OPERATOR(pg_catalog.=) 'durable'::pg_catalog.regnamespace
+          AND c.relkind OPERATOR(pg_catalog.=) 'v'
+          AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['queue_stats', 'stuck_tasks', 'review_queue', 'metrics'])
+        ORDER BY c.relname
+    LOOP
+        saved := saved OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+            'name', v.relname,
+            'def', pg_catalog.pg_get_viewdef(v.oid, false),
+            'comment', pg_catalog.obj_description(v.oid, 'pg_class'),
+            'grants', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(
+                                  a.privilege_type,
+                                  CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text) END))
+                       FROM pg_catalog.pg_class c,
+                            LATERAL pg_catalog.aclexplode(c.relacl) a
+                       WHERE c.oid OPERATOR(pg_catalog.=) v.oid
+                         AND a.grantee OPERATOR(pg_catalog.<>) c.relowner)));
+        EXECUTE pg_catalog.format('DROP VIEW durable.%I', v.relname);
+    END LOOP;
+
+    ALTER TABLE durable.queues ALTER COLUMN queue_name TYPE text COLLATE "C";
+    ALTER TABLE durable.tasks ALTER COLUMN queue_name TYPE text COLLATE "C",
+                              ALTER COLUMN idempotency_key TYPE text COLLATE "C";
+    ALTER TABLE durable.steps ALTER COLUMN step TYPE text COLLATE "C";
+    ALTER TABLE durable.inbox ALTER COLUMN consumer TYPE text COLLATE "C",
+                              ALTER COLUMN message_id TYPE text COLLATE "C";
+    ALTER TABLE durable.idempotency_keys ALTER COLUMN scope TYPE text COLLATE "C",
+                                         ALTER COLUMN key TYPE text COLLATE "C";
+
+    -- metrics reads queue_stats' neighbours only, so any order works
+    FOR v IN SELECT e FROM pg_catalog.jsonb_array_elements(saved) e LOOP
+        EXECUTE pg_catalog.format('CREATE VIEW durable.%I AS %s', v.e->>'name', v.e->>'def');
+        EXECUTE pg_catalog.format('COMMENT ON VIEW durable.%I IS %L', v.e->>'name', v.e->>'comment');
+        FOR g IN SELECT x FROM pg_catalog.jsonb_array_elements(coalesce(v.e->'grants', '[]')) x LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON durable.%I TO %s',
+                                      g.x->>0, v.e->>'name', g.x->>1);
+        END LOOP;
+    END LOOP;
+END
+$collate$;
