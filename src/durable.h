@@ -66,6 +66,7 @@ extern int	durable_inbox_retention;
 extern void DurableSha256(const void *data, size_t len,
 						  uint8 digest[PG_SHA256_DIGEST_LENGTH]);
 extern bytea *DurableJsonbHash(Jsonb *jb);
+extern bytea *DurableJsonbHashUntrimmed(Jsonb *jb);
 
 /* ---- decision.c: the pure decision tables of DESIGN section 3 ---- */
 typedef enum DurableErrorClass
@@ -399,6 +400,7 @@ extern char *DurableIdempotencyKey(int nparts, text *const *parts);
 extern char *DurableInstallationId(void);
 extern int32 DurableKeyPartition(const char *a, const char *b);
 extern bool DurableHashesEqual(bytea *a, bytea *b);
+extern bool DurableRequestMatches(bytea *stored, bytea *hash, Jsonb *request);
 
 /* ---- retry.c ---- */
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,

@@ -156,9 +156,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 						   key));
 		task_id = DurableResultInt64(0, 1);
 		first_hash = DatumGetByteaPP(DurableResultDatum(0, 2, &isnull));
-		if (isnull || VARSIZE_ANY_EXHDR(first_hash) != PG_SHA256_DIGEST_LENGTH ||
-			memcmp(VARDATA_ANY(first_hash), VARDATA(request_hash),
-				   PG_SHA256_DIGEST_LENGTH) != 0)
+		if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 					errmsg("idempotency key \"%s\" was already used for a different request",

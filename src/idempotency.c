@@ -125,6 +125,21 @@ DurableHashesEqual(bytea *a, bytea *b)
 }
 
 /*
+ * DurableRequestMatches
+ *		A stored request hash (NULL for none) is the hash of this request
+ *		(NULL for none): its hash now, or, for a hash stored by 0.1.0, the
+ *		hash of its untrimmed text.
+ */
+bool
+DurableRequestMatches(bytea *stored, bytea *hash, Jsonb *request)
+{
+	if (DurableHashesEqual(stored, hash))
+		return true;
+	return stored != NULL && request != NULL &&
+		DurableHashesEqual(stored, DurableJsonbHashUntrimmed(request));
+}
+
+/*
  * durable_idempotency_key(VARIADIC parts text[]) RETURNS text
  *
  * Strict and immutable.  A NULL part is 22004; no part at all, or a

@@ -189,8 +189,8 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return (Datum) 0;
 	}
-	if (!DurableHashesEqual(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
-							hash))
+	if (!DurableRequestMatches(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
+							   hash, request))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 				errmsg("idempotency key \"%s\" was already used for a different request",

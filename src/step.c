@@ -308,8 +308,7 @@ plan_step(DurableTask *task, const char *name, const char *class,
 
 	if (DurableStepFetch(task, name, step))
 	{
-		if (memcmp(VARDATA_ANY(step->request_hash), VARDATA(hash),
-				   PG_SHA256_DIGEST_LENGTH) != 0)
+		if (!DurableRequestMatches(step->request_hash, hash, request))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 					errmsg("step \"%s\" of task %lld was already planned with a different request",
