@@ -378,6 +378,9 @@ extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
 								   int64 retry_after);
 
 /* ---- reconciler.c ---- */
+/* how long the launcher waits before it starts a reconciler that stopped */
+#define DURABLE_RESTART_SECONDS 10
+extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
 
 /* ---- reconcile.c ---- */
