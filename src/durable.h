@@ -169,6 +169,7 @@ typedef enum DurableStmt
 	STMT_QUEUE_DROP,
 	STMT_QUEUE_TOKENS_LOCK,
 	STMT_QUEUE_TOKENS_SET,
+	STMT_TASK_DEFER,
 	STMT_PARTITIONS,
 	STMT_ENQUEUE,
 	STMT_ENQUEUE_EXISTING,
@@ -303,6 +304,8 @@ extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_i
 								 int32 attempt, int64 retry_after);
 extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
 										 TimestampTz now);
+extern void DurableBeginRetryTokens(void);
+extern void DurableTakeOwedTokens(TimestampTz now);
 extern TimestampTz DurableScheduleRetry(const DurableTask *task,
 										TimestampTz now, int64 wait,
 										DurableDetail *detail);

@@ -139,6 +139,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE queue_name = $1",
 		3, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID}
 	},
+	[STMT_TASK_DEFER] = {
+		"task_defer",
+		"UPDATE durable.tasks SET run_at = $3"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" AND state = 'waiting' AND run_at < $3",
+		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
+	},
 	[STMT_PARTITIONS] = {
 		"partitions",
 		"SELECT DISTINCT (q.partition_base + i)"
