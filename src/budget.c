@@ -31,11 +31,12 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "common/int.h"
 #include "nodes/pg_list.h"
 #include "storage/proc.h"
-#include "utils/memutils.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 /* columns of STMT_QUEUE_TOKENS_LOCK */
@@ -166,28 +167,34 @@ typedef struct OwedToken
 	TimestampTz run_at;			/* when the retry starts without a deferral */
 } OwedToken;
 
-/* the retries of the tick under way; valid in transaction owed_lxid only */
+/*
+ * The retries of the tick under way, valid only in the (sub)transaction
+ * that began it: one that failed in between, even with its error caught,
+ * leaves nothing owing behind.
+ */
 static List *owed_tokens = NIL;
 static LocalTransactionId owed_lxid = InvalidLocalTransactionId;
+static SubTransactionId owed_subxid = InvalidSubTransactionId;
 
 static bool
 owing_tokens(void)
 {
-	return owed_lxid != InvalidLocalTransactionId && owed_lxid == MyProc->lxid;
+	return owed_lxid != InvalidLocalTransactionId &&
+		owed_lxid == MyProc->lxid &&
+		owed_subxid == GetCurrentSubTransactionId();
 }
 
 /*
  * DurableBeginRetryTokens
- *		From now to DurableTakeOwedTokens, in this transaction, retries owe
- *		their tokens instead of taking them.  A transaction that fails in
- *		between leaves nothing behind: the list lives in its memory and is
- *		known by its local id.
+ *		From now to DurableTakeOwedTokens, in this (sub)transaction, retries
+ *		owe their tokens instead of taking them.
  */
 void
 DurableBeginRetryTokens(void)
 {
 	owed_tokens = NIL;
 	owed_lxid = MyProc->lxid;
+	owed_subxid = GetCurrentSubTransactionId();
 }
 
 /*

@@ -34,10 +34,31 @@
 /*
  * Dead row versions the last vacuum could not remove: an old snapshot pins
  * them, and vacuuming again cannot help until as many more have died.
- * Read at the first check after each vacuum.
+ * Read right after each vacuum, in a transaction of its own: read at the
+ * next tick instead, it would count the row versions that died in between
+ * as left by the vacuum, and the next vacuum would come that much later.
  */
 static int64 dead_left = 0;
-static bool dead_left_unread = false;
+
+/* the dead row versions of durable.tasks the statistics count, or -1 */
+static int64
+tasks_dead_tuples(void)
+{
+	Oid			schema;
+	Oid			relid;
+	PgStat_StatTabEntry *stats;
+
+	schema = get_namespace_oid("durable", true);
+	if (!OidIsValid(schema))
+		return -1;
+	relid = get_relname_relid("tasks", schema);
+	if (!OidIsValid(relid))
+		return -1;
+	stats = pgstat_fetch_stat_tabentry(relid);
+	if (stats == NULL)
+		return -1;
+	return DURABLE_STAT_DEAD_TUPLES(stats);
+}
 
 /*
  * DurableTasksNeedVacuum
@@ -48,31 +69,14 @@ static bool dead_left_unread = false;
 bool
 DurableTasksNeedVacuum(void)
 {
-	Oid			schema;
-	Oid			relid;
-	PgStat_StatTabEntry *stats;
 	int64		dead;
 
 	if (durable_vacuum_threshold <= 0)
 		return false;
-	schema = get_namespace_oid("durable", true);
-	if (!OidIsValid(schema))
+	dead = tasks_dead_tuples();
+	if (dead < 0)
 		return false;
-	relid = get_relname_relid("tasks", schema);
-	if (!OidIsValid(relid))
-		return false;
-	stats = pgstat_fetch_stat_tabentry(relid);
-	if (stats == NULL)
-		return false;
-
-	dead = DURABLE_STAT_DEAD_TUPLES(stats);
-	if (dead_left_unread)
-	{
-		dead_left = dead;
-		dead_left_unread = false;
-	}
-	else
-		dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
+	dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
 	return dead - dead_left >= durable_vacuum_threshold;
 }
 
@@ -117,5 +121,10 @@ DurableVacuumTasks(void)
 	PortalContext = NULL;
 	MemoryContextSwitchTo(caller_context);
 	MemoryContextDelete(portal_context);
-	dead_left_unread = true;
+
+	/* the vacuum reported what it left to the statistics as it ended */
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	dead_left = Max(tasks_dead_tuples(), 0);
+	CommitTransactionCommand();
 }
