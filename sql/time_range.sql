@@ -54,3 +54,12 @@ SELECT durable_cancel(:tm, 'done');
 SELECT durable_enqueue('mixed', '{}') AS tm2 \gset
 SELECT * FROM durable_claim('mixed', 'w', lease => '300000 years');
 SELECT state, fence FROM durable.tasks WHERE task_id = :tm2;
+
+-- an interval that would leave the range when added to or subtracted from
+-- the current time (the stuck alarm subtracts progress_timeout at every
+-- tick) is 22008 when it is given, not at every tick after
+SELECT durable_create_queue('far', progress_timeout => '200000 years');
+SELECT durable_create_queue('far', lease => '290000 years');
+SELECT durable_alter_queue('mixed', progress_timeout => '200000 years');
+SELECT progress_timeout FROM durable.queues WHERE queue_name = 'mixed';
+SELECT count(*) >= 0 AS tick_runs FROM durable_reconcile();

@@ -12,6 +12,7 @@
  */
 #include "durable.h"
 
+#include "access/xact.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -75,6 +76,38 @@ DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return name;
 }
 
+/* context of an error in check_interval_range */
+static void
+interval_range_context(void *arg)
+{
+	const char *name = (const char *) arg;
+
+	errcontext("%s added to or subtracted from the current time", name);
+}
+
+/*
+ * check_interval_range
+ *		Every interval durable stores or uses is added to a time (a lease's
+ *		end, a lock's, a key's expiry), or subtracted from one (the stuck
+ *		alarm's cutoff, in the reconciler's every tick): both must stay in
+ *		the timestamp range, or the interval is 22008 now, rather than every
+ *		call or tick that uses it later.
+ */
+static void
+check_interval_range(Interval *span, const char *name)
+{
+	ErrorContextCallback context;
+	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	context.callback = interval_range_context;
+	context.arg = (void *) name;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	(void) DirectFunctionCall2(timestamptz_pl_interval, now, IntervalPGetDatum(span));
+	(void) DirectFunctionCall2(timestamptz_mi_interval, now, IntervalPGetDatum(span));
+	error_context_stack = context.previous;
+}
+
 /*
  * DurablePositiveIntervalArg
  *		An interval argument that must be given and be greater than zero.
@@ -108,6 +141,7 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 				errdetail("The value given was \"%s\".",
 						  DatumGetCString(DirectFunctionCall1(interval_out,
 															  PointerGetDatum(span)))));
+	check_interval_range(span, name);
 	return span;
 }
 
