@@ -180,7 +180,7 @@ static bool
 owing_tokens(void)
 {
 	return owed_lxid != InvalidLocalTransactionId &&
-		owed_lxid == MyProc->lxid &&
+		owed_lxid == DURABLE_MY_LXID &&
 		owed_subxid == GetCurrentSubTransactionId();
 }
 
@@ -193,7 +193,7 @@ void
 DurableBeginRetryTokens(void)
 {
 	owed_tokens = NIL;
-	owed_lxid = MyProc->lxid;
+	owed_lxid = DURABLE_MY_LXID;
 	owed_subxid = GetCurrentSubTransactionId();
 }
 
