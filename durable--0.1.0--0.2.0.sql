@@ -155,15 +155,29 @@ DECLARE
     saved jsonb := '[]';
     g record;
 BEGIN
+    -- every view that uses one of the columns, newest first (a view made
+    -- later may use one made earlier); they are made again oldest first
     FOR v IN
-        SELECT c.oid, c.relname FROM pg_catalog.pg_class c
-        WHERE c.relnamespace OPERATOR(pg_catalog.=) 'durable'::pg_catalog.regnamespace
+        SELECT DISTINCT c.oid, c.relname
+        FROM pg_catalog.pg_depend d
+        JOIN pg_catalog.pg_rewrite r ON r.oid OPERATOR(pg_catalog.=) d.objid
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.ev_class
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.refobjid
+                                      AND a.attnum OPERATOR(pg_catalog.=) d.refobjsubid
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
           AND c.relkind OPERATOR(pg_catalog.=) 'v'
-          AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['queue_stats', 'stuck_tasks', 'review_queue', 'metrics'])
-        ORDER BY c.relname
+          AND (d.refobjid, a.attname) IN (('durable.queues'::pg_catalog.regclass, 'queue_name'),
+                                          ('durable.tasks'::pg_catalog.regclass, 'queue_name'),
+                                          ('durable.tasks'::pg_catalog.regclass, 'idempotency_key'),
+                                          ('durable.steps'::pg_catalog.regclass, 'step'),
+                                          ('durable.inbox'::pg_catalog.regclass, 'consumer'),
+                                          ('durable.inbox'::pg_catalog.regclass, 'message_id'),
+                                          ('durable.idempotency_keys'::pg_catalog.regclass, 'scope'),
+                                          ('durable.idempotency_keys'::pg_catalog.regclass, 'key'))
+        ORDER BY c.oid DESC
     LOOP
-        saved := saved OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-            'name', v.relname,
+        saved := pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+            'name', v.oid::pg_catalog.regclass::pg_catalog.text,
             'def', pg_catalog.pg_get_viewdef(v.oid, false),
             'comment', pg_catalog.obj_description(v.oid, 'pg_class'),
             'grants', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(
@@ -173,8 +187,8 @@ BEGIN
                        FROM pg_catalog.pg_class c,
                             LATERAL pg_catalog.aclexplode(c.relacl) a
                        WHERE c.oid OPERATOR(pg_catalog.=) v.oid
-                         AND a.grantee OPERATOR(pg_catalog.<>) c.relowner)));
-        EXECUTE pg_catalog.format('DROP VIEW durable.%I', v.relname);
+                         AND a.grantee OPERATOR(pg_catalog.<>) c.relowner))) OPERATOR(pg_catalog.||) saved;
+        EXECUTE pg_catalog.format('DROP VIEW %s', v.oid::pg_catalog.regclass);
     END LOOP;
 
     ALTER TABLE durable.queues ALTER COLUMN queue_name TYPE text COLLATE "C";
@@ -186,12 +200,12 @@ BEGIN
     ALTER TABLE durable.idempotency_keys ALTER COLUMN scope TYPE text COLLATE "C",
                                          ALTER COLUMN key TYPE text COLLATE "C";
 
-    -- metrics reads queue_stats' neighbours only, so any order works
+    -- saved is oldest first: each was put in front of the newer ones
     FOR v IN SELECT e FROM pg_catalog.jsonb_array_elements(saved) e LOOP
-        EXECUTE pg_catalog.format('CREATE VIEW durable.%I AS %s', v.e->>'name', v.e->>'def');
-        EXECUTE pg_catalog.format('COMMENT ON VIEW durable.%I IS %L', v.e->>'name', v.e->>'comment');
+        EXECUTE pg_catalog.format('CREATE VIEW %s AS %s', v.e->>'name', v.e->>'def');
+        EXECUTE pg_catalog.format('COMMENT ON VIEW %s IS %L', v.e->>'name', v.e->>'comment');
         FOR g IN SELECT x FROM pg_catalog.jsonb_array_elements(coalesce(v.e->'grants', '[]')) x LOOP
-            EXECUTE pg_catalog.format('GRANT %s ON durable.%I TO %s',
+            EXECUTE pg_catalog.format('GRANT %s ON %s TO %s',
                                       g.x->>0, v.e->>'name', g.x->>1);
         END LOOP;
     END LOOP;
