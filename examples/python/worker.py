@@ -208,6 +208,8 @@ class Worker:
             if isinstance(e, psycopg.OperationalError):
                 raise  # the connection: reconnect
             log.error("task %s abandoned (%s): %s", task_id, e.sqlstate, e)  # its lease runs out
+        except Exception:  # the application's own code failed: recovery decides
+            log.exception("task %s abandoned", task_id)
         self.heartbeat.drop(task_id)
 
     def action(self, name, cls):

@@ -31,12 +31,14 @@ class LeaveToRecovery extends Error {}
 /** SIGTERM came: stop at this step boundary. */
 class Stopping extends Error {}
 
-/** @param {any} e  a lost connection has no SQLSTATE, or class 08 / 57P */
-const connectionLost = (e) =>
-  !(e instanceof pg.DatabaseError) || /^(08|57P0[123])/.test(e.code ?? '');
+/** @param {any} e  a lost connection: a socket error, or SQLSTATE class 08 / 57P0x */
+const connectionLost = (e) => e instanceof pg.DatabaseError
+  ? /^(08|57P0[123])/.test(e.code ?? '')
+  : typeof e?.syscall === 'string' || /connection/i.test(e?.message ?? '');
 
-/** Test-only fault injection: DURABLE_CRASH_AT=after_call:queryable. */
-function fault(/** @type {string} */ point, /** @type {string=} */ cls) {
+/** Test-only fault injection: DURABLE_CRASH_AT=after_call:queryable.
+ * @param {string} point @param {string} [cls] */
+function fault(point, cls) {
   const spec = process.env.DURABLE_CRASH_AT;
   if (spec === point || spec === `${point}:${cls}`) process.kill(process.pid, 'SIGKILL');
 }
@@ -160,7 +162,10 @@ class Task {
     throw new LeaveToRecovery(`step ${name} keeps changing`);
   }
 
-  /** @param {string} name @param {string} cls @param {object} request @param {(key: string) => Promise<any>} action */
+  /**
+   * @param {string} name @param {string} cls @param {object} request
+   * @param {(key: string) => Promise<any>} action @returns {Promise<any>}
+   */
   async tryStep(name, cls, request, action) {
     let { state, version, idempotency_key: key, result } = await this.call(
       'SELECT state, version, idempotency_key, result FROM durable_step($1, $2, $3, $4, $5)',
@@ -333,5 +338,5 @@ for (;;) {
   }
 }
 clearInterval(heartbeat);
-await beatClient?.end().catch(() => {});
+await /** @type {pg.Client | null} */ (beatClient)?.end().catch(() => {});
 log(`stopped: ${Object.entries(stats).map(([k, v]) => `${k} ${v}`).join(', ')}`);
