@@ -40,6 +40,10 @@ class LeaveToRecovery(Exception):
     """Only the recovery table (or a person) may decide now: leave the task."""
 
 
+class Stopping(Exception):
+    """SIGTERM came: stop at this step boundary."""
+
+
 def fault(point, cls=None):
     """Test-only fault injection: DURABLE_CRASH_AT=after_call:queryable."""
     if os.environ.get("DURABLE_CRASH_AT") in (point, f"{point}:{cls}"):
@@ -234,10 +238,6 @@ class Worker:
                 if e.sqlstate != STALE_FENCE:
                     raise
         return bool(rows)
-
-
-class Stopping(Exception):
-    """SIGTERM came: stop at this step boundary."""
 
 
 class Task:
