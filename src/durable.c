@@ -3,9 +3,11 @@
  * durable.c
  *	  Module magic, GUCs and the registration of the reconciler.
  *
- * Without shared_preload_libraries the SQL API works all the same; only the
- * background worker is missing, and durable_reconcile() can be scheduled
- * instead (pg_cron).
+ * Without shared_preload_libraries the SQL API works all the same; only
+ * what needs the postmaster is missing: the reconciler (durable_reconcile()
+ * can be scheduled instead, with pg_cron) and the postmaster-level GUCs,
+ * durable.database and durable.node_id, which only a preloaded library may
+ * define (anything else is FATAL).  Task ids then carry node number 0.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,7 +25,10 @@ int			durable_node_id = 0;
 /* largest payload, result, error or metadata accepted, in kB */
 int			durable_max_payload_size = 1024;
 
-/* the reconciler */
+/* whether the postmaster loaded durable (shared_preload_libraries) */
+bool		durable_preloaded = false;
+
+/* the reconciler; durable_database is NULL unless preloaded */
 char	   *durable_database = NULL;
 int			durable_reconcile_interval = 1000;
 int			durable_reconcile_batch = 1000;
@@ -36,6 +41,7 @@ int			durable_inbox_retention = 7 * 24 * 3600;
 
 void		_PG_init(void);
 
+/* the GUCs any backend may define, preloaded or not */
 static void
 define_gucs(void)
 {
@@ -94,7 +100,12 @@ define_gucs(void)
 							7 * 24 * 3600, -1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
+}
 
+/* the GUCs only the postmaster may define: its children inherit them */
+static void
+define_postmaster_gucs(void)
+{
 	DefineCustomIntVariable("durable.node_id",
 							gettext_noop("Number of this node in task ids."),
 							gettext_noop("Nodes that create tasks for the same tables, "
@@ -112,8 +123,33 @@ define_gucs(void)
 							   "postgres",
 							   PGC_POSTMASTER, 0,
 							   NULL, NULL, NULL);
+}
 
-	MarkGUCPrefixReserved("durable");
+/*
+ * Without preloading, a durable.node_id or durable.database in the
+ * configuration is a placeholder that MarkGUCPrefixReserved() removes with a
+ * terse warning of its own.  Say what it means: a node id set for a
+ * distributed deployment is not in the task ids this session makes.
+ */
+static void
+warn_postmaster_placeholders(void)
+{
+	const char *node_id = GetConfigOption("durable.node_id", true, false);
+	const char *database = GetConfigOption("durable.database", true, false);
+
+	if (node_id != NULL && strcmp(node_id, "0") != 0)
+		ereport(WARNING,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("durable.node_id is ignored because durable is not preloaded"),
+				errdetail("Task ids made without preloading carry node number 0, not %s.",
+						  node_id),
+				errhint("Add durable to shared_preload_libraries and restart the server."));
+	if (database != NULL)
+		ereport(WARNING,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("durable.database is ignored because durable is not preloaded"),
+				errdetail("No reconciler runs; schedule durable_reconcile() instead."),
+				errhint("Add durable to shared_preload_libraries and restart the server."));
 }
 
 /*
@@ -147,7 +183,14 @@ _PG_init(void)
 		return;
 
 	define_gucs();
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	register_reconciler();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		durable_preloaded = true;
+		define_postmaster_gucs();
+	}
+	else
+		warn_postmaster_placeholders();
+	MarkGUCPrefixReserved("durable");
+	if (durable_preloaded)
+		register_reconciler();
 }
