@@ -1,20 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * durable.c
- *	  Module magic, GUCs and the registration of the reconciler.
+ *	  Module magic, GUCs, the registration of the reconciler, and what the
+ *	  library says about how it was loaded.
  *
  * Without shared_preload_libraries the SQL API works all the same; only
  * what needs the postmaster is missing: the reconciler (durable_reconcile()
  * can be scheduled instead, with pg_cron) and the postmaster-level GUCs,
  * durable.database and durable.node_id, which only a preloaded library may
  * define (anything else is FATAL).  Task ids then carry node number 0.
+ * durable.status says which case a database is in, and CREATE EXTENSION
+ * says it once.
  *
  *-------------------------------------------------------------------------
  */
 #include "durable.h"
 
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 DURABLE_MODULE_MAGIC;
@@ -193,4 +202,97 @@ _PG_init(void)
 	MarkGUCPrefixReserved("durable");
 	if (durable_preloaded)
 		register_reconciler();
+}
+
+/*
+ * durable.library_status(OUT preloaded bool, OUT reconciler_database text,
+ *						  OUT reconciler_enabled bool, OUT node_id int)
+ *
+ * What the library of this session knows about how it was loaded, for the
+ * view durable.status: without preloading there is no reconciler, no
+ * durable.database (NULL) and node number 0.
+ */
+PG_FUNCTION_INFO_V1(durable_library_status);
+Datum
+durable_library_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = BoolGetDatum(durable_preloaded);
+	if (durable_preloaded && durable_database != NULL)
+		values[1] = CStringGetTextDatum(durable_database);
+	else
+		nulls[1] = true;
+	values[2] = BoolGetDatum(durable_preloaded && durable_reconciler_enabled);
+	values[3] = Int32GetDatum(durable_node_id);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+static bool notice_pending = false;
+
+/*
+ * Say at the commit of a CREATE or ALTER EXTENSION that no reconciler works
+ * in this database, unless the extension is gone by then (a rolled back
+ * savepoint).  Not during the script itself: CREATE EXTENSION raises
+ * client_min_messages to WARNING while its script runs.
+ */
+static void
+status_notice_at_commit(XactEvent event, void *arg)
+{
+	char	   *here;
+
+	if (!notice_pending)
+		return;
+	if (event != XACT_EVENT_PRE_COMMIT)
+	{
+		if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+			notice_pending = false;
+		return;
+	}
+	notice_pending = false;
+	if (!OidIsValid(get_extension_oid("durable", true)))
+		return;
+	here = get_database_name(MyDatabaseId);
+	if (!durable_preloaded)
+		ereport(NOTICE,
+				errmsg("durable is not preloaded: no reconciler works in database \"%s\"",
+					   here),
+				errdetail("The SQL API works, and claims settle the expired leases they come across, "
+						  "but stuck alarms, retention and the leases of idle queues wait for durable_reconcile(). "
+						  "Task ids carry node number 0."),
+				errhint("Schedule durable_reconcile() with pg_cron, "
+						"or add durable to shared_preload_libraries and restart the server."));
+	else if (durable_database == NULL || strcmp(durable_database, here) != 0)
+		ereport(NOTICE,
+				errmsg("the durable reconciler works in database \"%s\", not in \"%s\"",
+					   durable_database ? durable_database : "", here),
+				errdetail("durable.database names the one database the reconciler works in."),
+				errhint("Schedule durable_reconcile() in this database with pg_cron, "
+						"or set durable.database and restart the server."));
+}
+
+/*
+ * durable.notice_status() RETURNS void
+ *
+ * Called by the install and update scripts: at the commit, a NOTICE says
+ * whether the reconciler cannot work in this database (not preloaded, or
+ * preloaded for another database) and what to do instead.
+ */
+PG_FUNCTION_INFO_V1(durable_notice_status);
+Datum
+durable_notice_status(PG_FUNCTION_ARGS)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		RegisterXactCallback(status_notice_at_commit, NULL);
+		registered = true;
+	}
+	notice_pending = true;
+	PG_RETURN_VOID();
 }
