@@ -48,6 +48,9 @@ int			durable_vacuum_threshold = 20000;
 int			durable_retention = 7 * 24 * 3600;
 int			durable_inbox_retention = 7 * 24 * 3600;
 
+/* durable.notice_status() was called in this transaction */
+static bool notice_pending = false;
+
 void		_PG_init(void);
 
 /* the GUCs any backend may define, preloaded or not */
@@ -232,8 +235,6 @@ durable_library_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
-static bool notice_pending = false;
-
 /*
  * Say at the commit of a CREATE or ALTER EXTENSION that no reconciler works
  * in this database, unless the extension is gone by then (a rolled back
@@ -247,13 +248,10 @@ status_notice_at_commit(XactEvent event, void *arg)
 
 	if (!notice_pending)
 		return;
-	if (event != XACT_EVENT_PRE_COMMIT)
-	{
-		if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-			notice_pending = false;
-		return;
-	}
+	/* said at this commit, or never: an abort or a PREPARE forgets it */
 	notice_pending = false;
+	if (event != XACT_EVENT_PRE_COMMIT)
+		return;
 	if (!OidIsValid(get_extension_oid("durable", true)))
 		return;
 	here = get_database_name(MyDatabaseId);
