@@ -19,6 +19,7 @@ DURABLE_PACKAGES=(
 	"postgresql-$PG_MAJOR-pgtap"
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
+	libdbd-pg-perl
 	make
 	gcc
 )
