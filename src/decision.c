@@ -196,6 +196,31 @@ DurableDecideRecovery(bool lease_expired, DurableReceipt receipt,
 	return DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
 }
 
+/*
+ * DurableMostCautious
+ *		Of two recovery actions, the one a task with both steps in doubt
+ *		takes (DESIGN section 3, several steps in doubt): a person decides
+ *		before anything is looked up, a look-up comes before any failure or
+ *		retry is settled, a failure ends what a retry would continue, and a
+ *		retry is more cautious than taking the work as done.  Of a recorded
+ *		failure and exhausted attempts, the recorded failure names the cause.
+ */
+DurableRecoveryAction
+DurableMostCautious(DurableRecoveryAction a, DurableRecoveryAction b)
+{
+	static const int caution[] = {
+		[DURABLE_RECOVERY_WAIT] = 0,
+		[DURABLE_RECOVERY_RECORD_COMPLETION] = 1,
+		[DURABLE_RECOVERY_RETRY_SAME_ACTIVITY] = 2,
+		[DURABLE_RECOVERY_EXHAUSTED] = 3,
+		[DURABLE_RECOVERY_RECORD_FAILURE] = 4,
+		[DURABLE_RECOVERY_RECONCILE] = 5,
+		[DURABLE_RECOVERY_MANUAL_REVIEW] = 6,
+	};
+
+	return caution[b] > caution[a] ? b : a;
+}
+
 static void
 check_attempt_counts(int32 attempts, int32 max_attempts)
 {

@@ -133,6 +133,8 @@ extern DurableRecoveryAction DurableDecideRecovery(bool lease_expired,
 												   int32 attempts,
 												   int32 max_attempts,
 												   bool queryable);
+extern DurableRecoveryAction DurableMostCautious(DurableRecoveryAction a,
+												 DurableRecoveryAction b);
 extern int64 DurableIntervalMicroseconds(const Interval *span, const char *what);
 
 /* ---- args.c: checking arguments ---- */
@@ -160,6 +162,9 @@ typedef enum DurableStmt
 	STMT_QUEUE_LOCK_TASKS,
 	STMT_QUEUE_UNFINISHED,
 	STMT_QUEUE_DROP,
+	STMT_QUEUE_ACCESS,
+	STMT_QUEUE_GRANT,
+	STMT_QUEUE_REVOKE,
 	STMT_QUEUE_TOKENS_LOCK,
 	STMT_QUEUE_TOKENS_SET,
 	STMT_PARTITIONS,
@@ -174,6 +179,7 @@ typedef enum DurableStmt
 	STMT_STEP_INSERT,
 	STMT_STEP_UPDATE,
 	STMT_STEPS_IN_DOUBT,
+	STMT_STEPS_UNSETTLED,
 	STMT_STEPS_TO_COMPENSATE,
 	STMT_RECONCILE_CLAIM,
 	STMT_INBOX_INSERT,
@@ -220,6 +226,9 @@ extern void DurableDetailTime(DurableDetail *detail, const char *key,
 							  TimestampTz value);
 extern void DurableDetailJsonb(DurableDetail *detail, const char *key,
 							   Jsonb *value);
+extern void DurableDetailListStart(DurableDetail *detail, const char *key);
+extern void DurableDetailListAdd(DurableDetail *detail, DurableDetail *item);
+extern void DurableDetailListEnd(DurableDetail *detail);
 extern Jsonb *DurableDetailFinish(DurableDetail *detail);
 extern const char *DurableCallerName(void);
 
@@ -245,6 +254,7 @@ typedef struct DurableTask
 	TimestampTz run_at;
 	int32		steps_in_doubt; /* steps started or unknown */
 	int32		checkpoint_version;
+	bool		restricted;		/* its queue is restricted to roles */
 } DurableTask;
 
 /* run_at of a task parked until a reconcile handler looks its step up */
@@ -316,6 +326,17 @@ extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 
+/* ---- access.c: which roles may use a queue ---- */
+typedef enum DurableQueuePrivilege
+{
+	DURABLE_PRIV_ENQUEUE,
+	DURABLE_PRIV_WORK
+} DurableQueuePrivilege;
+
+extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what);
+extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
+										DurableQueuePrivilege what);
+
 /* ---- step.c ---- */
 typedef struct DurableStep
 {
@@ -367,6 +388,26 @@ extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
 extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
 								   const char *error_class_name, Jsonb *error,
 								   int64 retry_after);
+
+/* ---- recovery.c: judging the steps in doubt of a task ---- */
+typedef struct DurableVerdict
+{
+	DurableRecoveryAction action;	/* the task's: the most cautious */
+	int			steps;			/* steps judged */
+	DurableStep deciding;		/* the step whose action is the task's */
+	int64		retry_wait;		/* microseconds before a retry */
+} DurableVerdict;
+
+extern bool DurableJudgeSteps(DurableTask *task, const char *except,
+							  bool apply, const char *actor, TimestampTz now,
+							  DurableDetail *detail, DurableVerdict *verdict);
+extern void DurableJudgeTask(const DurableTask *task, DurableVerdict *verdict);
+extern void DurableVerdictMove(const DurableTask *task,
+							   const DurableVerdict *verdict, TimestampTz now,
+							   DurableDetail *detail, DurableMove *move);
+extern bool DurableReleaseMove(DurableTask *task, const char *actor,
+							   TimestampTz now, DurableDetail *detail,
+							   DurableMove *move);
 
 /* ---- reconciler.c ---- */
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);

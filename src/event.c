@@ -71,6 +71,34 @@ DurableDetailJsonb(DurableDetail *detail, const char *key, Jsonb *value)
 		(void) JsonbToCString(&detail->buf, &value->root, VARSIZE(value));
 }
 
+/*
+ * A list of objects under a key: DurableDetailListStart, then each item
+ * built as a detail of its own and handed over with DurableDetailListAdd
+ * (which frees it), then DurableDetailListEnd.
+ */
+void
+DurableDetailListStart(DurableDetail *detail, const char *key)
+{
+	detail_key(detail, key);
+	appendStringInfoChar(&detail->buf, '[');
+}
+
+void
+DurableDetailListAdd(DurableDetail *detail, DurableDetail *item)
+{
+	if (detail->buf.data[detail->buf.len - 1] != '[')
+		appendStringInfoString(&detail->buf, ", ");
+	appendStringInfoString(&detail->buf, item->buf.data);
+	appendStringInfoChar(&detail->buf, '}');
+	pfree(item->buf.data);
+}
+
+void
+DurableDetailListEnd(DurableDetail *detail)
+{
+	appendStringInfoChar(&detail->buf, ']');
+}
+
 Jsonb *
 DurableDetailFinish(DurableDetail *detail)
 {

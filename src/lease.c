@@ -34,8 +34,9 @@ static uint32 next_claim_partition;
  *		Lease up to batch tasks of a queue into store, partition by
  *		partition from a rotating start, with STMT_CLAIM (ready work) or
  *		STMT_RECONCILE_CLAIM (steps awaiting a look-up); both take
- *		(partition, queue, now, limit, worker, lease, lease_until).  Nothing
- *		from a paused queue.  A partition with too little ready work first
+ *		(partition, queue, now, limit, worker, lease, lease_until, role).
+ *		Nothing from a paused queue; 42501 for a role the queue does not
+ *		let work.  A partition with too little ready work first
  *		has its expired leases settled, so that they are never handed out
  *		without going through the recovery table.  Returns how many.
  */
@@ -45,10 +46,11 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[7];
+	Datum		args[8];
 	int			claimed = 0;
 
 	DurableQueueGet(queue, &settings);
+	DurableCheckQueueAccess(queue, DURABLE_PRIV_WORK);
 	if (settings.paused)
 		return 0;
 
@@ -57,6 +59,7 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 	args[4] = CStringGetTextDatum(worker);
 	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
 	args[6] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[5]);
+	args[7] = CStringGetTextDatum(DurableCallerName());
 
 	for (int i = 0; i < settings.partitions && claimed < batch; i++)
 	{
@@ -164,6 +167,9 @@ durable_heartbeat(PG_FUNCTION_ARGS)
 	if (DurableExecute(STMT_HEARTBEAT, args, nulls, SPI_OK_UPDATE_RETURNING, 0) == 0)
 		DurableReportRefusal(task_id, fence);
 	lease_until = DatumGetTimestampTz(DurableResultDatum(0, 1, &isnull));
+	DurableCheckRestrictedQueue(DurableResultText(0, 2),
+								DatumGetBool(DurableResultDatum(0, 3, &isnull)),
+								DURABLE_PRIV_WORK);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(lease_until);
 }
@@ -256,6 +262,38 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 }
 
 /*
+ * check_batch_access
+ *		42501 unless the caller may work on the queue of every task of a
+ *		batch just committed (the rows of STMT_COMMIT_BATCH: task id, queue,
+ *		restricted); the error rolls the batch back.
+ */
+static void
+check_batch_access(uint64 rows)
+{
+	char	  **queues = palloc(sizeof(char *) * Max(rows, 1));
+	uint64		n = 0;
+
+	/* the check runs statements of its own: collect the queues first */
+	for (uint64 r = 0; r < rows; r++)
+	{
+		bool		isnull;
+		char	   *queue;
+		bool		seen = false;
+
+		if (!DatumGetBool(DurableResultDatum(r, 3, &isnull)))
+			continue;
+		queue = DurableResultText(r, 2);
+		for (uint64 i = 0; i < n && !seen; i++)
+			seen = strcmp(queues[i], queue) == 0;
+		if (!seen)
+			queues[n++] = queue;
+	}
+	for (uint64 i = 0; i < n; i++)
+		DurableCheckQueueAccess(queues[i], DURABLE_PRIV_WORK);
+	pfree(queues);
+}
+
+/*
  * durable_commit_batch(task_ids bigint[], fences bigint[],
  *						results jsonb[] = NULL) RETURNS int
  *
@@ -270,8 +308,8 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 	ArrayType  *ids;
 	ArrayType  *fences;
 	int			n;
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	uint64		done;
 
 	DurableRequireArg(fcinfo, 0, "task_ids");
@@ -303,9 +341,10 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
 	args[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[4] = CStringGetTextDatum(DurableCallerName());
 
 	SPI_connect();
-	done = DurableExecute(STMT_COMMIT_BATCH, args, nulls, SPI_OK_INSERT_RETURNING, 0);
+	done = DurableExecute(STMT_COMMIT_BATCH, args, nulls, SPI_OK_SELECT, 0);
 	if (done != (uint64) n)
 	{
 		Datum	   *id_values;
@@ -334,6 +373,7 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("a task appears more than once in task_ids"));
 	}
+	check_batch_access(done);
 	SPI_finish();
 	PG_RETURN_INT32(n);
 }

@@ -49,14 +49,47 @@ parse_decision(const char *name)
 }
 
 /*
+ * resolved_step
+ *		The step in doubt a decision settles: the one named, or the only
+ *		one when none is named.  Returns false for a decision about the task
+ *		itself (no step in doubt, none named).
+ */
+static bool
+resolved_step(DurableTask *task, const char *name, DurableStep *step)
+{
+	if (name != NULL)
+	{
+		DurableStepFetchOrError(task, name, step);
+		if (!DurableStepStateInDoubt(step->state))
+			ereport(ERROR,
+					errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+					errmsg("step \"%s\" of task %lld is not in doubt",
+						   name, (long long) task->task_id),
+					errdetail("The step is in state %s.", step->state),
+					errhint("Name a step that is started or unknown."));
+		return true;
+	}
+	if (task->steps_in_doubt > 1)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("task %lld has %d steps in doubt",
+					   (long long) task->task_id, task->steps_in_doubt),
+				errhint("Name the step the decision settles: durable_resolve(..., step => '...'); durable_recovery_package() lists them."));
+	return DurableStepInDoubt(task, step);
+}
+
+/*
  * durable_resolve(task_id bigint, decision text, operator text,
- *				   evidence jsonb) RETURNS text
+ *				   evidence jsonb, step text = NULL) RETURNS text
  *
- * Settles a task in NEEDS_REVIEW; returns its new state.  With a step in
- * doubt: mark_committed (it took effect: committed, the task resumes),
- * mark_not_executed (it did not: planned again with the same key, the task
- * resumes), mark_failed (step and task fail); retry is refused while a step
- * is in doubt.  Without one, the marks apply to the task itself.  cancel
+ * Settles a task in NEEDS_REVIEW; returns its new state.  A decision about
+ * a step in doubt names it (it may be left out when there is only one):
+ * mark_committed (it took effect: committed), mark_not_executed (it did
+ * not: planned again with the same key), mark_failed (it failed, and so
+ * does the task).  The task leaves review only when none of its steps is in
+ * doubt any more, READY to resume, or FAILED when a step failed; until then
+ * it stays in review for the next decision.  retry is refused while a step is in
+ * doubt.  Without one, the marks apply to the task itself.  cancel
  * cancels.  Raises 55U04 for a task that is not in review.
  */
 PG_FUNCTION_INFO_V1(durable_resolve);
@@ -67,6 +100,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 	ResolveDecision decision;
 	char	   *operator_name;
 	Jsonb	   *evidence;
+	char	   *step_name = NULL;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableStep step;
@@ -80,6 +114,8 @@ durable_resolve(PG_FUNCTION_ARGS)
 	operator_name = DurableNameArg(fcinfo, 2, "operator");
 	DurableRequireArg(fcinfo, 3, "evidence");
 	evidence = DurableJsonbArg(fcinfo, 3, "evidence");
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+		step_name = DurableNameArg(fcinfo, 4, "step name");
 
 	SPI_connect();
 	DurableTaskFetchOrError(task_id, true, &task);
@@ -89,7 +125,8 @@ durable_resolve(PG_FUNCTION_ARGS)
 				errmsg("task %lld is not in review", (long long) task_id),
 				errdetail("The task is in state %s.", task.state),
 				errhint("durable_resolve() settles tasks in state needs_review; use durable_cancel() or durable_replay_dead_letters() otherwise."));
-	has_step = DurableStepInDoubt(&task, &step);
+	has_step = decision != RESOLVE_CANCEL &&
+		resolved_step(&task, step_name, &step);
 	if (decision == RESOLVE_RETRY && has_step)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
@@ -111,16 +148,13 @@ durable_resolve(PG_FUNCTION_ARGS)
 	move.allow_doubt = true;
 	move.kind = "resolved_applied";
 	move.actor = operator_name;
+	DurableDetailInit(&detail);
 	switch (decision)
 	{
 		case RESOLVE_MARK_COMMITTED:
 			if (has_step)
-			{
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_COMPLETION,
 								  operator_name, "succeeded", evidence, now);
-				move.to_state = "ready";
-				move.run_at = now;
-			}
 			else
 			{
 				move.to_state = "completed";
@@ -131,15 +165,21 @@ durable_resolve(PG_FUNCTION_ARGS)
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
 								  operator_name, NULL, NULL, now);
-			move.to_state = "ready";
-			move.run_at = now;
+			else
+			{
+				move.to_state = "ready";
+				move.run_at = now;
+			}
 			break;
 		case RESOLVE_MARK_FAILED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_FAILURE,
 								  operator_name, "failed_permanent", evidence, now);
-			move.to_state = "failed";
-			move.stop_code = "resolved_failed";
+			if (task.steps_in_doubt == 0)
+			{
+				move.to_state = "failed";
+				move.stop_code = "resolved_failed";
+			}
 			break;
 		case RESOLVE_RETRY:
 			move.to_state = "ready";
@@ -149,8 +189,17 @@ durable_resolve(PG_FUNCTION_ARGS)
 			move.to_state = "cancelled";
 			break;
 	}
-	DurableMoveLockedTask(&task, &move, now);
-	new_state = move.to_state;
+
+	/* a settled step releases the task only with nothing else in doubt */
+	if (move.to_state == NULL &&
+		!DurableReleaseMove(&task, operator_name, now, &detail, &move))
+		new_state = "needs_review";
+	else
+	{
+		move.detail = DurableDetailFinish(&detail);
+		DurableMoveLockedTask(&task, &move, now);
+		new_state = move.to_state;
+	}
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(new_state));
 }
@@ -215,4 +264,39 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * durable.recovery_action_of(task_id bigint) RETURNS text
+ *
+ * The recovery action the reconciler would take for a running task now,
+ * without taking it: 'wait' while its lease runs, else the most cautious
+ * action of its steps in doubt, or the task's own.  The recovery package
+ * recommends what this says, so that it can never disagree with recovery.
+ */
+PG_FUNCTION_INFO_V1(durable_recovery_action_of);
+Datum
+durable_recovery_action_of(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableTask task;
+	DurableVerdict verdict;
+	const char *action;
+
+	SPI_connect();
+	DurableTaskFetchOrError(task_id, false, &task);
+	if (strcmp(task.state, "running") != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is not running", (long long) task_id),
+				errdetail("The task is in state %s.", task.state));
+	if (task.lease_until >= now)
+		verdict.action = DURABLE_RECOVERY_WAIT;
+	else if (task.steps_in_doubt == 0 ||
+			 !DurableJudgeSteps(&task, NULL, false, NULL, now, NULL, &verdict))
+		DurableJudgeTask(&task, &verdict);
+	action = DurableRecoveryActionName(verdict.action);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(action));
 }

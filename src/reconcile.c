@@ -76,51 +76,55 @@ read_expired(uint64 row, DurableTask *task, int32 partition)
 	task->run_at = DatumGetTimestampTz(DurableResultDatum(row, EXPIRED_RUN_AT, &isnull));
 	task->version = 0;			/* not needed: events number themselves */
 	task->checkpoint_version = 0;
+	task->restricted = false;	/* the reconciler acts for every role */
 }
 
 /*
  * settle_expired
  *		Decide and apply the recovery of one expired lease, whose row the
- *		caller holds locked.  The evidence is the in-flight step's (its
- *		class, receipt and attempts) when a step is started or unknown, the
- *		task's own otherwise.  Returns the action taken.
+ *		caller holds locked: every step in doubt is judged and settled, and
+ *		the task takes the most cautious action of them (recovery.c); with
+ *		no step in doubt, the task's own class and attempts decide.  Returns
+ *		the action taken.
  */
 static DurableRecoveryAction
 settle_expired(DurableTask *task, TimestampTz now)
 {
-	DurableStep step;
-	bool		has_step = DurableStepInDoubt(task, &step);
-	const char *class_name = has_step ? step.class : task->class;
-	DurableActivityClass class = DurableParseActivityClass(class_name);
-	const char *receipt = has_step ? step.receipt : NULL;
-	int32		attempt = has_step ? step.attempt : task->attempt;
-	DurableRecoveryAction action;
+	DurableVerdict verdict;
+	bool		has_step = false;
+	const char *class_name = task->class;
+	const char *receipt = NULL;
+	int32		attempt = task->attempt;
 	DurableMove move = {0};
 	DurableDetail detail;
 
-	action = DurableDecideRecovery(true, DurableParseReceipt(receipt),
-								   DURABLE_CLASS_RETRY_SAFE(class),
-								   attempt, task->max_attempts,
-								   class == DURABLE_CLASS_QUERYABLE);
-
 	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "action", DurableRecoveryActionName(action));
-	DurableDetailText(&detail, "owner", task->owner);
-	DurableDetailTime(&detail, "lease_until", task->lease_until);
-	DurableDetailText(&detail, "step", has_step ? step.name : NULL);
+	if (task->steps_in_doubt > 0)
+		has_step = DurableJudgeSteps(task, NULL, true, DURABLE_RECONCILER_ACTOR,
+									 now, &detail, &verdict);
 	if (has_step)
 	{
-		DurableDetailText(&detail, "step_state", step.state);
-		DurableDetailText(&detail, "idempotency_key", step.idempotency_key);
+		const DurableStep *step = &verdict.deciding;
+
+		class_name = step->class;
+		receipt = step->receipt;
+		attempt = step->attempt;
+		DurableDetailText(&detail, "step", step->name);
+		DurableDetailText(&detail, "step_state", step->state);
+		DurableDetailText(&detail, "idempotency_key", step->idempotency_key);
 	}
+	else
+	{
+		DurableJudgeTask(task, &verdict);
+		DurableDetailText(&detail, "step", NULL);
+	}
+	DurableDetailText(&detail, "action", DurableRecoveryActionName(verdict.action));
+	DurableDetailText(&detail, "owner", task->owner);
+	DurableDetailTime(&detail, "lease_until", task->lease_until);
 	DurableDetailText(&detail, "class", class_name);
 	DurableDetailText(&detail, "receipt", receipt);
 	DurableDetailInt(&detail, "attempt", attempt);
 	DurableDetailInt(&detail, "max_attempts", task->max_attempts);
-
-	if (has_step)
-		DurableSettleStep(task, &step, action, DURABLE_RECONCILER_ACTOR,
-						  NULL, NULL, now);
 
 	move.from_state = "running";
 	move.fence = task->fence;
@@ -128,50 +132,11 @@ settle_expired(DurableTask *task, TimestampTz now)
 	move.allow_doubt = true;
 	move.kind = "lease_expired";
 	move.actor = DURABLE_RECONCILER_ACTOR;
-	switch (action)
-	{
-		case DURABLE_RECOVERY_RETRY_SAME_ACTIVITY:
-			move.to_state = "waiting";
-			move.run_at = DurableScheduleRetry(task, now,
-											   has_step ?
-											   DurableRetryWaitFor(task, step.idempotency_key, attempt, 0) :
-											   DurableRetryWait(task, 0),
-											   &detail);
-			break;
-		case DURABLE_RECOVERY_RECORD_COMPLETION:
-			/* the step took effect: the workflow resumes after it */
-			move.to_state = "ready";
-			move.run_at = now;
-			break;
-		case DURABLE_RECOVERY_EXHAUSTED:
-			move.to_state = "failed";
-			move.stop_code = "attempts_exhausted";
-			break;
-		case DURABLE_RECOVERY_RECORD_FAILURE:
-			move.to_state = "failed";
-			move.stop_code = "step_failed";
-			break;
-		case DURABLE_RECOVERY_RECONCILE:
-			if (has_step)
-			{
-				/* parked until a reconcile handler looks the step up */
-				move.to_state = "waiting";
-				move.run_at = DURABLE_AWAITING_RECONCILE;
-				break;
-			}
-			/* a task with no step to look up: a person decides */
-			/* FALLTHROUGH */
-		case DURABLE_RECOVERY_MANUAL_REVIEW:
-			move.to_state = "needs_review";
-			break;
-		case DURABLE_RECOVERY_WAIT:
-			elog(ERROR, "unexpected recovery action \"%s\" for an expired lease",
-				 DurableRecoveryActionName(action));
-	}
+	DurableVerdictMove(task, &verdict, now, &detail, &move);
 	move.detail = DurableDetailFinish(&detail);
 
 	DurableMoveLockedTask(task, &move, now);
-	return action;
+	return verdict.action;
 }
 
 /*

@@ -21,7 +21,7 @@
 
 #include "catalog/pg_type.h"
 
-#define MAX_ARGS 16
+#define MAX_ARGS 20
 
 typedef struct DurableStmtDef
 {
@@ -36,7 +36,7 @@ typedef struct DurableStmtDef
 	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
 	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
 	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
-	" t.steps_in_doubt, t.checkpoint_version" \
+	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
 	" FROM durable.tasks t" \
 	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
 	" WHERE t.partition_key = $1" \
@@ -112,6 +112,29 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" DELETE FROM durable.queues WHERE queue_name = $1",
 		2, {TEXTOID, INT4ARRAYOID}
 	},
+	[STMT_QUEUE_ACCESS] = {
+		"queue_access",
+		"SELECT q.restricted, ARRAY(SELECT g.grantee FROM durable.queue_grants g"
+		"  WHERE g.queue_name = q.queue_name AND g.privilege = $2)"
+		" FROM durable.queues q WHERE q.queue_name = $1",
+		2, {TEXTOID, TEXTOID}
+	},
+	[STMT_QUEUE_GRANT] = {
+		"queue_grant",
+		"WITH q AS (UPDATE durable.queues SET restricted = true"
+		"  WHERE queue_name = $1 RETURNING queue_name)"
+		" INSERT INTO durable.queue_grants (queue_name, grantee, privilege)"
+		" SELECT q.queue_name, $2, p FROM q, pg_catalog.unnest($3::text[]) p"
+		" ON CONFLICT DO NOTHING"
+		" RETURNING 1",
+		3, {TEXTOID, OIDOID, TEXTARRAYOID}
+	},
+	[STMT_QUEUE_REVOKE] = {
+		"queue_revoke",
+		"DELETE FROM durable.queue_grants"
+		" WHERE queue_name = $1 AND grantee = $2 AND privilege = ANY ($3)",
+		3, {TEXTOID, OIDOID, TEXTARRAYOID}
+	},
 	[STMT_QUEUE_TOKENS_LOCK] = {
 		"queue_tokens_lock",
 		"SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at"
@@ -146,9 +169,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  WHERE idempotency_key IS NOT NULL DO NOTHING"
 		"  RETURNING partition_key, task_id, version, fence)"
 		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor)"
+		" at, kind, actor, role)"
 		" SELECT partition_key, task_id, version, 'ready', fence, $7,"
-		" 'enqueued', $15 FROM t"
+		" 'enqueued', $15, $15 FROM t"
 		" RETURNING task_id",
 		15, {INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID,
 			TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID,
@@ -177,13 +200,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at),"
 		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor)"
+		"  fence, at, kind, actor, role)"
 		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
-		"  'claimed', $5 FROM u)"
+		"  'claimed', $5, $8 FROM u)"
 		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
 		" FROM u ORDER BY priority DESC, run_at, task_id",
-		7, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID}
+		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+		TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_HEARTBEAT] = {
 		"heartbeat",
@@ -197,7 +220,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE partition_key = $1"
 		" AND task_id = $2"
 		" AND fence = $6 AND state = 'running'"
-		" RETURNING lease_until",
+		" RETURNING lease_until, queue_name,"
+		" (SELECT q.restricted FROM durable.queues q"
+		"  WHERE q.queue_name = durable.tasks.queue_name)",
 		6, {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID}
 	},
 	[STMT_TRANSITION] = {
@@ -219,15 +244,18 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND fence = $3"
 		"  AND state = $4::durable.task_state"
 		"  AND steps_in_doubt <= $15"
-		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name)"
+		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name,"
+		"  (SELECT q.restricted FROM durable.queues q"
+		"   WHERE q.queue_name = durable.tasks.queue_name) AS restricted)"
 		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail)"
+		" at, kind, actor, detail, role)"
 		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		" COALESCE($13, owner), $14 FROM u"
-		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u)",
-		16, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		" COALESCE($13, owner), $14, $17 FROM u"
+		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
+		" (SELECT restricted FROM u)",
+		17, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
-		TEXTOID, JSONBOID, INT4OID, BOOLOID}
+		TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID}
 	},
 	[STMT_COMMIT_BATCH] = {
 		"commit_batch",
@@ -240,19 +268,22 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 		"  AND t.task_id = i.task_id AND t.fence = i.fence"
 		"  AND t.state = 'running' AND t.steps_in_doubt = 0"
-		"  RETURNING t.partition_key, t.task_id, t.version, t.fence, t.state, t.owner)"
-		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor)"
-		" SELECT partition_key, task_id, version, state, fence, $4, 'completed',"
-		" owner FROM u"
-		" RETURNING task_id",
-		4, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
+		"  RETURNING t.partition_key, t.task_id, t.version, t.fence, t.state, t.owner,"
+		"  t.queue_name),"
+		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, role)"
+		"  SELECT partition_key, task_id, version, state, fence, $4, 'completed',"
+		"  owner, $5 FROM u)"
+		" SELECT u.task_id, u.queue_name, q.restricted FROM u"
+		" JOIN durable.queues q ON q.queue_name = u.queue_name",
+		5, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
 		"SELECT t.task_id FROM durable.tasks t"
 		" WHERE t.partition_key = ANY ($1) AND t.queue_name = $2"
 		" AND t.finished_at IS NOT NULL AND t.state = 'failed'"
+		" AND t.steps_in_doubt = 0"
 		" AND NOT EXISTS (SELECT FROM durable.steps s"
 		"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id"
 		"  AND s.state = 'failed')"
@@ -266,12 +297,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  WHERE partition_key = $1 AND task_id = $2"
 		"  RETURNING partition_key, task_id, version, fence, state, owner)"
 		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, step)"
+		" at, kind, actor, detail, step, role)"
 		" SELECT partition_key, task_id, version, state, fence, $3, $4,"
-		" COALESCE($5, owner), $6, $7 FROM t"
+		" COALESCE($5, owner), $6, $7, $9 FROM t"
 		" RETURNING seq",
-		8, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
-		TEXTOID, INT4OID}
+		9, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
+		TEXTOID, INT4OID, TEXTOID}
 	},
 	[STMT_CHECKPOINT] = {
 		"checkpoint",
@@ -325,6 +356,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY ordinal DESC",
 		2, {INT4OID, INT8OID}
 	},
+	[STMT_STEPS_UNSETTLED] = {
+		"steps_unsettled",
+		"SELECT step FROM durable.steps"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" AND state IN ('started', 'unknown', 'failed')"
+		" ORDER BY ordinal DESC",
+		2, {INT4OID, INT8OID}
+	},
 	[STMT_STEPS_TO_COMPENSATE] = {
 		"steps_to_compensate",
 		"SELECT step, class::text FROM durable.steps"
@@ -345,16 +384,16 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version),"
 		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor)"
+		"  fence, at, kind, actor, role)"
 		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
-		"  'reconcile_claimed', $5 FROM u)"
+		"  'reconcile_claimed', $5, $8 FROM u)"
 		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
 		" s.request"
 		" FROM u JOIN durable.steps s ON s.partition_key = u.partition_key"
 		" AND s.task_id = u.task_id AND s.state = 'unknown'"
 		" ORDER BY u.task_id",
-		7, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID}
+		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+		TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_TASK_GET] = {
 		"task_get",
@@ -522,6 +561,37 @@ StaticAssertDecl(DURABLE_PARTITION_MASK == DURABLE_PARTITION_SPACE - 1,
 				 "partition mask does not match the partition space");
 
 static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
+static bool durable_version_checked = false;
+
+/*
+ * check_extension_version
+ *		The statements are written for the tables of this library's version.
+ *		After the library is upgraded and before ALTER EXTENSION durable
+ *		UPDATE has run, they would fail with errors about columns nobody
+ *		asked for: say what is wrong instead.  Checked once per backend,
+ *		until it holds.
+ */
+static void
+check_extension_version(void)
+{
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
+					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the version of extension durable");
+	if (SPI_processed == 1)
+	{
+		char	   *installed = SPI_getvalue(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1);
+
+		if (strcmp(installed, DURABLE_VERSION) != 0)
+			ereport(ERROR,
+					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("extension durable is at version %s, but its library is version %s",
+						   installed, DURABLE_VERSION),
+					errhint("Run ALTER EXTENSION durable UPDATE."));
+	}
+	durable_version_checked = true;
+}
 
 /*
  * DurablePlan
@@ -535,6 +605,9 @@ DurablePlan(DurableStmt id)
 	if (durable_plans[id] == NULL)
 	{
 		SPIPlanPtr	plan;
+
+		if (!durable_version_checked)
+			check_extension_version();
 
 		if (def->sql == NULL)
 			elog(ERROR, "durable statement %d has no definition", (int) id);

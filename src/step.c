@@ -545,7 +545,9 @@ DurableCommitStep(int64 task_id, int64 fence, const char *name,
  *		the step back to PLANNED (same key) and parks the task WAITING;
  *		fail_permanent, attempts_exhausted and deadline_exceeded fail step
  *		and task; manual_review leaves the step UNKNOWN and the task in
- *		NEEDS_REVIEW.  Returns the action.
+ *		NEEDS_REVIEW.  The task's other steps in doubt are judged as after a
+ *		lost lease, and a more cautious action of theirs is the task's
+ *		(recovery.c).  Returns the step's action.
  */
 const char *
 DurableFailStep(int64 task_id, int64 fence, const char *name,
@@ -560,6 +562,8 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 	DurableDetail step_detail;
 	DurableDetail task_detail;
 	DurableNextAction action;
+	DurableRecoveryAction own = DURABLE_RECOVERY_RECORD_FAILURE;
+	DurableVerdict others;
 	int64		wait;
 	const char *action_name;
 
@@ -595,21 +599,20 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 		case DURABLE_NEXT_SCHEDULE_RETRY:
 			change.to_state = "planned";
 			change.clear_evidence = true;
-			move.to_state = "waiting";
-			move.kind = "retry_scheduled";
+			own = DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
 			break;
 		case DURABLE_NEXT_MANUAL_REVIEW:
 			change.to_state = "unknown";
-			move.to_state = "needs_review";
-			move.kind = "needs_review";
+			own = DURABLE_RECOVERY_MANUAL_REVIEW;
+			break;
+		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
+			change.to_state = "failed";
+			own = DURABLE_RECOVERY_EXHAUSTED;
 			break;
 		case DURABLE_NEXT_FAIL_PERMANENT:
-		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
 		case DURABLE_NEXT_DEADLINE_EXCEEDED:
 			change.to_state = "failed";
-			move.to_state = "failed";
-			move.stop_code = action_name;
-			move.kind = "failed";
+			own = DURABLE_RECOVERY_RECORD_FAILURE;
 			break;
 	}
 	DurableStepChangeState(&task, &step, &change, now);
@@ -620,8 +623,43 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 	DurableDetailText(&task_detail, "error_class", error_class_name);
 	DurableDetailInt(&task_detail, "attempt", step.attempt);
 	DurableDetailInt(&task_detail, "max_attempts", task.max_attempts);
-	if (action == DURABLE_NEXT_SCHEDULE_RETRY)
-		move.run_at = DurableScheduleRetry(&task, now, wait, &task_detail);
+
+	/*
+	 * The worker gives the task up, so its other steps in doubt are judged
+	 * as after a lost lease, and the task takes the most cautious action.
+	 */
+	if (DurableJudgeSteps(&task, name, true, NULL, now, &task_detail, &others) &&
+		DurableMostCautious(own, others.action) != own)
+	{
+		DurableVerdictMove(&task, &others, now, &task_detail, &move);
+		move.kind = others.action == DURABLE_RECOVERY_MANUAL_REVIEW ? "needs_review" :
+			others.action == DURABLE_RECOVERY_RECONCILE ? "awaiting_reconcile" :
+			"failed";
+	}
+	else
+	{
+		switch (action)
+		{
+			case DURABLE_NEXT_SCHEDULE_RETRY:
+				move.to_state = "waiting";
+				move.kind = "retry_scheduled";
+				move.run_at = DurableScheduleRetry(&task, now,
+												   Max(wait, others.retry_wait),
+												   &task_detail);
+				break;
+			case DURABLE_NEXT_MANUAL_REVIEW:
+				move.to_state = "needs_review";
+				move.kind = "needs_review";
+				break;
+			case DURABLE_NEXT_FAIL_PERMANENT:
+			case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
+			case DURABLE_NEXT_DEADLINE_EXCEEDED:
+				move.to_state = "failed";
+				move.stop_code = action_name;
+				move.kind = "failed";
+				break;
+		}
+	}
 	move.detail = DurableDetailFinish(&task_detail);
 	DurableMoveLockedTask(&task, &move, now);
 	return action_name;
@@ -704,7 +742,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 	DurableTask task;
 	DurableStep step;
 	DurableStepChange change = {0};
-	const char *state;
+	char		state[NAMEDATALEN];
 
 	DurableRequireArg(fcinfo, 3, "receipt");
 	receipt_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
@@ -747,7 +785,10 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 									   class == DURABLE_CLASS_QUERYABLE);
 		DurableSettleStep(&task, &step, action, NULL, NULL, NULL, now);
 
-		/* a reconcile handler's work ends with the evidence */
+		/*
+		 * A reconcile handler's work ends with the evidence for the last of
+		 * the task's steps in doubt; until then it records the next one.
+		 */
 		if (task.run_at == DURABLE_AWAITING_RECONCILE)
 		{
 			DurableMove move = {0};
@@ -761,23 +802,15 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 			move.fence = fence;
 			move.kind = "reconciled";
 			move.allow_doubt = true;
-			if (action == DURABLE_RECOVERY_RECORD_FAILURE ||
-				action == DURABLE_RECOVERY_EXHAUSTED)
+			if (DurableReleaseMove(&task, NULL, now, &detail, &move))
 			{
-				move.to_state = "failed";
-				move.stop_code = action == DURABLE_RECOVERY_EXHAUSTED ?
-					"attempts_exhausted" : "step_failed";
+				move.detail = DurableDetailFinish(&detail);
+				DurableMoveLockedTask(&task, &move, now);
 			}
-			else
-			{
-				move.to_state = "ready";
-				move.run_at = now;
-			}
-			move.detail = DurableDetailFinish(&detail);
-			DurableMoveLockedTask(&task, &move, now);
 		}
 	}
-	state = step.state;
+	/* the state names point into SPI memory: copy before SPI_finish */
+	strlcpy(state, step.state, sizeof(state));
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(state));
 }

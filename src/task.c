@@ -37,7 +37,8 @@ enum
 	TASK_VERSION,
 	TASK_RUN_AT,
 	TASK_STEPS_IN_DOUBT,
-	TASK_CHECKPOINT_VERSION
+	TASK_CHECKPOINT_VERSION,
+	TASK_RESTRICTED
 };
 
 static int32
@@ -91,6 +92,8 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	task->run_at = DatumGetTimestampTz(DurableResultDatum(0, TASK_RUN_AT, &isnull));
 	task->steps_in_doubt = (int32) DurableResultInt64(0, TASK_STEPS_IN_DOUBT);
 	task->checkpoint_version = (int32) DurableResultInt64(0, TASK_CHECKPOINT_VERSION);
+	d = DurableResultDatum(0, TASK_RESTRICTED, &isnull);
+	task->restricted = !isnull && DatumGetBool(d);
 	return true;
 }
 
@@ -113,10 +116,12 @@ DurableTaskIsTerminal(const char *state)
 
 /*
  * DurableReportRefusal
- *		A fenced write was refused (found nothing to update): say why.  Raises 42704 for
- *		an unknown task, 55U01 for a fence that is not current or a task
- *		that is no longer running under it, and 55U04 for a task whose steps
- *		are still in doubt.
+ *		A fenced write was refused (found nothing to update): say why.
+ *		Raises 42704 for an unknown task, 42501 for a role that may not work
+ *		on its queue, 55U01 for a fence that is not current or a task that
+ *		is no longer running under it, and 55U04 for a task whose steps are
+ *		still in doubt.  The current fence is never told: whoever does not
+ *		hold it must not learn it from an error.
  */
 void
 DurableReportRefusal(int64 task_id, int64 fence)
@@ -125,6 +130,7 @@ DurableReportRefusal(int64 task_id, int64 fence)
 	DurableStep step;
 
 	DurableTaskFetchOrError(task_id, false, &task);
+	DurableCheckRestrictedQueue(task.queue, task.restricted, DURABLE_PRIV_WORK);
 	if (task.fence == fence && strcmp(task.state, "running") == 0 &&
 		DurableStepInDoubt(&task, &step))
 		ereport(ERROR,
@@ -139,8 +145,8 @@ DurableReportRefusal(int64 task_id, int64 fence)
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 				errmsg("fencing token %lld is stale for task %lld",
 					   (long long) fence, (long long) task_id),
-				errdetail("The current fencing token is %lld and the task is in state %s.",
-						  (long long) task.fence, task.state),
+				errdetail("The task is in state %s under another fencing token.",
+						  task.state),
 				errhint("The caller no longer holds this task and must stop acting on it."));
 	ereport(ERROR,
 			errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
@@ -161,6 +167,7 @@ DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
 	if (!DurableTaskFetch(task_id, true, task) ||
 		task->fence != fence || strcmp(task->state, "running") != 0)
 		DurableReportRefusal(task_id, fence);
+	DurableCheckRestrictedQueue(task->queue, task->restricted, DURABLE_PRIV_WORK);
 }
 
 /*
@@ -174,8 +181,8 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 				   const char *actor, Jsonb *detail, const char *step,
 				   int32 doubt_delta)
 {
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
@@ -189,6 +196,7 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 	args[6] = step ? CStringGetTextDatum(step) : (Datum) 0;
 	nulls[6] = step ? ' ' : 'n';
 	args[7] = Int32GetDatum(doubt_delta);
+	args[8] = CStringGetTextDatum(DurableCallerName());
 	if (DurableExecute(STMT_EVENT_APPEND, args, nulls,
 					   SPI_OK_INSERT_RETURNING, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
@@ -202,14 +210,22 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
  *		move->to_state, releasing its lease, and append the event, in one
  *		statement.  Returns false when the task is no longer in that state
  *		under that fence, or has steps in doubt and move->allow_doubt is not
- *		set.
+ *		set or the move would hand the task out again.
  */
 bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now)
 {
-	Datum		args[16];
-	char		nulls[16];
+	Datum		args[17];
+	char		nulls[17];
+
+	/*
+	 * A task goes back to the claims only with no step in doubt, whatever
+	 * the caller allows: the row's own count decides, in the statement.
+	 */
+	bool		releases = strcmp(move->to_state, "ready") == 0 ||
+		(strcmp(move->to_state, "waiting") == 0 &&
+		 move->run_at != DURABLE_AWAITING_RECONCILE);
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
@@ -232,8 +248,9 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	nulls[12] = move->actor ? ' ' : 'n';
 	args[13] = JsonbPGetDatum(move->detail);
 	nulls[13] = move->detail ? ' ' : 'n';
-	args[14] = Int32GetDatum(move->allow_doubt ? PG_INT32_MAX : 0);
+	args[14] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
 	args[15] = BoolGetDatum(move->reset_attempts);
+	args[16] = CStringGetTextDatum(DurableCallerName());
 
 	return DurableExecute(STMT_TRANSITION, args, nulls,
 						  SPI_OK_INSERT_RETURNING, 0) == 1;
@@ -255,15 +272,20 @@ DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
 
 /*
  * DurableMoveTaskFenced
- *		DurableMoveTask for a caller that holds the fence: anything but
- *		success raises the error that explains it.
+ *		DurableMoveTask for a worker that holds the fence: anything but
+ *		success raises the error that explains it, and so does a queue that
+ *		does not let the worker's role work.
  */
 void
 DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
 {
 	DurableTask task;
+	bool		isnull;
 
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, move, now))
 		DurableReportRefusal(task_id, move->fence);
+	DurableCheckRestrictedQueue(DurableResultText(0, 2),
+								DatumGetBool(DurableResultDatum(0, 4, &isnull)),
+								DURABLE_PRIV_WORK);
 }

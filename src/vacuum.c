@@ -34,10 +34,31 @@
 /*
  * Dead row versions the last vacuum could not remove: an old snapshot pins
  * them, and vacuuming again cannot help until as many more have died.
- * Read at the first check after each vacuum.
+ * Read right after each vacuum, before the rows that die after it reach
+ * the statistics (backends report them at most once a second).
  */
 static int64 dead_left = 0;
-static bool dead_left_unread = false;
+
+/* the dead row versions of durable.tasks as the statistics count them */
+static bool
+tasks_dead_tuples(int64 *dead)
+{
+	Oid			schema;
+	Oid			relid;
+	PgStat_StatTabEntry *stats;
+
+	schema = get_namespace_oid("durable", true);
+	if (!OidIsValid(schema))
+		return false;
+	relid = get_relname_relid("tasks", schema);
+	if (!OidIsValid(relid))
+		return false;
+	stats = pgstat_fetch_stat_tabentry(relid);
+	if (stats == NULL)
+		return false;
+	*dead = DURABLE_STAT_DEAD_TUPLES(stats);
+	return true;
+}
 
 /*
  * DurableTasksNeedVacuum
@@ -48,31 +69,11 @@ static bool dead_left_unread = false;
 bool
 DurableTasksNeedVacuum(void)
 {
-	Oid			schema;
-	Oid			relid;
-	PgStat_StatTabEntry *stats;
 	int64		dead;
 
-	if (durable_vacuum_threshold <= 0)
+	if (durable_vacuum_threshold <= 0 || !tasks_dead_tuples(&dead))
 		return false;
-	schema = get_namespace_oid("durable", true);
-	if (!OidIsValid(schema))
-		return false;
-	relid = get_relname_relid("tasks", schema);
-	if (!OidIsValid(relid))
-		return false;
-	stats = pgstat_fetch_stat_tabentry(relid);
-	if (stats == NULL)
-		return false;
-
-	dead = DURABLE_STAT_DEAD_TUPLES(stats);
-	if (dead_left_unread)
-	{
-		dead_left = dead;
-		dead_left_unread = false;
-	}
-	else
-		dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
+	dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
 	return dead - dead_left >= durable_vacuum_threshold;
 }
 
@@ -117,5 +118,11 @@ DurableVacuumTasks(void)
 	PortalContext = NULL;
 	MemoryContextSwitchTo(caller_context);
 	MemoryContextDelete(portal_context);
-	dead_left_unread = true;
+
+	/* what the vacuum left, before anything that dies after it is counted */
+	StartTransactionCommand();
+	if (!tasks_dead_tuples(&dead_left))
+		dead_left = 0;
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(caller_context);
 }

@@ -1,0 +1,99 @@
+--
+-- Queues restricted to roles, refusals that keep the fence to themselves,
+-- the session role in every event (DESIGN section 9).
+--
+-- task ids of this file start apart from the other files'
+SELECT setval('durable.task_seq', 4000) AS first_id_counter;
+CREATE ROLE regress_app_a LOGIN IN ROLE durable_producer, durable_worker;
+CREATE ROLE regress_app_b LOGIN IN ROLE durable_producer, durable_worker;
+CREATE ROLE regress_ops IN ROLE durable_operator;
+CREATE ROLE regress_a_worker IN ROLE regress_app_a;
+SELECT durable_create_queue('billing', lease => '1 minute');
+SELECT durable_create_queue('open', lease => '1 minute');
+
+-- a queue is open to every worker until its first grant
+SET ROLE regress_app_b;
+SELECT durable_enqueue('open', '{"n": 1}') AS t_open \gset
+SELECT task_id = :t_open AS claimed, fence AS f_open FROM durable_claim('open', 'b-1') \gset
+RESET ROLE;
+
+-- grants are an operator's; they name a queue, a role and a privilege
+SET ROLE regress_app_a;
+SELECT durable_grant_queue('billing', 'regress_app_a', 'all');
+RESET ROLE;
+SET ROLE regress_ops;
+SELECT durable_grant_queue('billing', 'regress_app_a', 'all');
+SELECT durable_grant_queue('billing', 'regress_app_a', 'work');
+SELECT durable_grant_queue('billing', 'regress_app_b', 'enqueue');
+SELECT durable_grant_queue('billing', 'regress_nobody', 'work');
+SELECT durable_grant_queue('nowhere', 'regress_app_a', 'work');
+SELECT durable_grant_queue('billing', 'regress_app_a', 'read');
+SELECT durable_grant_queue('billing', NULL, 'work');
+SELECT durable_grant_queue('billing', 'regress_app_a', NULL);
+RESET ROLE;
+SELECT queue_name, grantee::regrole, privilege FROM durable.queue_grants ORDER BY 1, 2::text, 3;
+SELECT queue_name, restricted FROM durable.queues WHERE queue_name IN ('billing', 'open') ORDER BY 1;
+
+-- the granted role and its members enqueue and work; another only enqueues
+SET ROLE regress_app_a;
+SELECT durable_enqueue('billing', '{"invoice": 1}') AS t \gset
+RESET ROLE;
+SET ROLE regress_app_b;
+SELECT durable_enqueue('billing', '{"invoice": 2}') AS t2 \gset
+SELECT count(*) FROM durable_claim('billing', 'b-1');
+RESET ROLE;
+SET ROLE regress_a_worker;
+SELECT task_id = :t AS claimed, fence AS f FROM durable_claim('billing', 'a-1') \gset
+SELECT :'claimed' AS claimed;
+RESET ROLE;
+
+-- a foreign worker learns nothing and changes nothing: every fenced call on
+-- the queue's tasks is refused before anything about the task is told
+SET ROLE regress_app_b;
+SELECT durable_heartbeat(:t, 0);
+SELECT durable_heartbeat(:t, :f);
+SELECT durable_commit(:t, :f);
+SELECT durable_commit_batch(ARRAY[:t]::bigint[], ARRAY[:f]::bigint[]);
+SELECT durable_commit_and_claim(:t, :f);
+SELECT durable_fail(:t, :f, 'permanent');
+SELECT durable_step(:t, :f, 'charge', 'queryable');
+SELECT durable_checkpoint(:t, :f, '{}', 0);
+SELECT durable_claim_reconcile('billing', 'b-1');
+RESET ROLE;
+SELECT state, fence, version FROM durable.tasks WHERE task_id = :t;
+
+-- on an open queue a wrong fence is refused without telling the right one
+SET ROLE regress_app_a;
+SELECT durable_heartbeat(:t_open, 0);
+SELECT durable_heartbeat(:t_open, :f_open + 5);
+RESET ROLE;
+
+-- the holder works as before, and every event records the session role
+SET ROLE regress_a_worker;
+SELECT state FROM durable_step(:t, :f, 'charge', 'queryable');
+SELECT durable_heartbeat(:t, :f) > now() AS renewed;
+SELECT durable_commit(:t, :f, '{"paid": true}');
+RESET ROLE;
+SELECT seq, kind, actor, role FROM durable.events WHERE task_id = :t ORDER BY seq;
+
+-- a revoke keeps the queue restricted; a grant to public opens it again
+SET ROLE regress_ops;
+SELECT durable_revoke_queue('billing', 'regress_app_a', 'all');
+RESET ROLE;
+SET ROLE regress_app_a;
+SELECT count(*) FROM durable_claim('billing', 'a-1');
+RESET ROLE;
+SET ROLE regress_ops;
+SELECT durable_grant_queue('billing', 'public', 'work');
+RESET ROLE;
+SET ROLE regress_app_a;
+SELECT task_id = :t2 AS claimed, fence AS f2 FROM durable_claim('billing', 'a-1') \gset
+SELECT :'claimed' AS claimed, durable_commit(:t2, :f2);
+RESET ROLE;
+
+-- dropping a queue takes its grants with it
+SELECT durable_drop_queue('billing');
+SELECT count(*) AS grants_left FROM durable.queue_grants WHERE queue_name = 'billing';
+
+SELECT * FROM durable_verify();
+DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;
