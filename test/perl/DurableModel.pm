@@ -145,27 +145,46 @@ sub recover
 	if (!@doubt)
 	{
 		$action = recovery_action(1, undef, $t->{class}, $t->{attempt}, $t->{max_attempts});
+		# a queryable task with no step has nothing a handler could look up
+		# (README: durable_reconcile)
+		$action = 'manual_review' if $action eq 'reconcile';
 	}
 	else
 	{
-		my @each;
-		for my $name (@doubt)
-		{
-			my $s = $t->{steps}{$name};
-			my $a = recovery_action(1, $s->{receipt}, $s->{class}, $s->{attempt},
-				$t->{max_attempts});
-			push @each, $a;
-			# every step's own outcome is applied
-			if ($a eq 'record_completion') { $s->{state} = 'committed' }
-			elsif ($a eq 'record_failure') { $s->{state} = 'failed' }
-			elsif ($a eq 'retry_same_activity') { $s->{state} = 'planned'; $s->{receipt} = undef }
-			elsif ($a eq 'manual_review' || $a eq 'reconcile') { $s->{state} = 'unknown' }
-			elsif ($a eq 'exhausted') { $s->{state} = [qw(failed unknown started planned)] }
-		}
-		$action = most_cautious(@each);
+		$action = most_cautious(judge_steps($t, @doubt));
 	}
 	$t->{fence} = { min => $t->{fence} + 1, max => $t->{fence} + 1 };
 	$t->{holder} = undef;
+	settle_task($m, $t, $action, $t->{lease_until}, $hi);
+	return ($action, $t);
+}
+
+# Judge each of these steps in doubt by the recovery table with its own
+# class, receipt and attempts, apply its own outcome, return the actions.
+sub judge_steps
+{
+	my ($t, @names) = @_;
+	my @each;
+	for my $name (@names)
+	{
+		my $s = $t->{steps}{$name};
+		my $a = recovery_action(1, $s->{receipt}, $s->{class}, $s->{attempt}, $t->{max_attempts});
+		push @each, $a;
+		if ($a eq 'record_completion') { $s->{state} = 'committed' }
+		elsif ($a eq 'record_failure') { $s->{state} = 'failed' }
+		elsif ($a eq 'retry_same_activity') { $s->{state} = 'planned'; $s->{receipt} = undef }
+		elsif ($a eq 'manual_review' || $a eq 'reconcile') { $s->{state} = 'unknown' }
+		elsif ($a eq 'exhausted') { $s->{state} = [qw(failed unknown started planned)] }
+	}
+	return @each;
+}
+
+# The task's state for the action of the most cautious of its steps; a retry
+# waits the retry delay from a time in [$lo, $hi].
+sub settle_task
+{
+	my ($m, $t, $action, $lo, $hi) = @_;
+	my $q = $m->{queues}{ $t->{queue} };
 	if ($action eq 'manual_review') { $t->{state} = 'needs_review' }
 	elsif ($action eq 'reconcile') { $t->{state} = 'waiting'; $t->{run_at} = $INF }
 	elsif ($action eq 'record_failure' || $action eq 'exhausted') { $t->{state} = 'failed' }
@@ -175,7 +194,32 @@ sub recover
 		# the retry delay is 1 s in every queue of the model (base 1, cap 1);
 		# a queue with a token bucket may defer it further
 		$t->{state} = 'waiting';
-		$t->{run_at} = { min => $t->{lease_until} + 1, max => $q->{capacity} ? $INF : $hi + 1 };
+		$t->{run_at} = { min => $lo + 1, max => $q->{capacity} ? $INF : $hi + 1 };
+	}
+}
+
+# A step's failed attempt (durable_fail with a step): the budget's decision
+# for that step, and the worker gives the task up, so its other steps in
+# doubt are judged as after a lost lease (README, durable_fail); the task
+# takes the most cautious action.  $delay is the retry delay of the step.
+sub fail_step
+{
+	my ($m, $t0, $name, $decision, $now, $delay) = @_;
+	my $t = dclone($t0);
+	my $s = $t->{steps}{$name};
+	my %as = (schedule_retry => 'retry_same_activity', fail_permanent => 'record_failure',
+		attempts_exhausted => 'exhausted', manual_review => 'manual_review');
+	if ($decision eq 'schedule_retry') { $s->{state} = 'planned'; $s->{receipt} = undef }
+	elsif ($decision eq 'manual_review') { $s->{state} = 'unknown' }
+	else { $s->{state} = 'failed' }
+	my @others = grep { $_ ne $name } steps_in_doubt($t0);
+	my $action = most_cautious($as{$decision}, judge_steps($t, @others));
+	$t->{holder} = undef;
+	settle_task($m, $t, $action, $now, $now);
+	if ($t->{state} eq 'waiting' && ref $t->{run_at})
+	{
+		$t->{run_at}{min} = $now + $delay;
+		$t->{run_at}{max} = $now + $delay unless $m->{queues}{ $t->{queue} }{capacity};
 	}
 	return ($action, $t);
 }

@@ -326,7 +326,7 @@ sub observe
 		if (!$match)
 		{
 			# several steps in doubt before: the family of issue 11's first item
-			my $several = grep { DurableModel::steps_in_doubt($_) >= 2 } @cands;
+			my $several = grep { DurableModel::steps_in_doubt($_) >= 2 } @cands, ($t ? ($t) : ());
 			$ok = violation($several ? 'doubt' : 'observe', 'state not allowed',
 				T($tid) . " after [$opdesc]: " . join(' / or / ', @why));
 			next;
@@ -885,7 +885,13 @@ sub execute
 						return "decision $v, the budget gives $d" unless $v eq $d;
 						return undef;
 					};
-					my $apply = sub {
+					my $delay = defined $ra && $ra > 1 ? $ra : 1;
+					my $apply = defined $name ? sub {
+						my ($res) = @_;
+						my ($action, $c) = DurableModel::fail_step($M, $t, $name, $d, $res->{rows}[0]{now}, $delay);
+						$c->{fence} = [ $f, $f + 1 ];
+						return { $tid => [$c] };
+					} : sub {
 						my ($res) = @_;
 						my $now = $res->{rows}[0]{now};
 						my $c = with($t, sub {
@@ -896,11 +902,8 @@ sub execute
 							{
 								$sx->{state} = 'planned' if $sx;
 								$sx->{receipt} = undef if $sx;
-								my $delay = defined $ra && $ra > 1 ? $ra : 1;
 								$x->{state} = 'waiting';
 								$x->{run_at} = { min => $now + $delay, max => $q->{capacity} ? $INF : $now + $delay };
-								# another step in doubt: the task may not be released
-								$x->{state} = [ 'running', 'needs_review' ] if @others;
 							}
 							elsif ($d eq 'manual_review')
 							{
@@ -915,9 +918,7 @@ sub execute
 						});
 						return { $tid => [$c] };
 					};
-					my @a = (ok_alt(desc => $d, check => $check, apply => $apply));
-					push @a, err_alt('55U04', 'another step is in doubt') if @others && $d eq 'schedule_retry';
-					return @a;
+					return ok_alt(desc => $d, check => $check, apply => $apply);
 				});
 			};
 		}
@@ -952,7 +953,7 @@ sub execute
 	elsif ($kind eq 'enqueue')
 	{
 		my $queue = pick([qw(q1 q1 q2)], $r[0]);
-		my $class = pick([qw(idempotent idempotent pure unsafe)], $r[1]);
+		my $class = pick([qw(idempotent idempotent pure unsafe queryable)], $r[1]);
 		my $max = pick([ undef, undef, 1, 2, 3 ], $r[2]);
 		my $key = $r[3] % 100 < 25 ? 'e' . ($r[3] % 4) : undef;
 		my $payload = '{"p": ' . ($key ? $r[4] % 100 < 85 ? 0 : 1 : $r[4] % 1000) . '}';
@@ -1236,7 +1237,7 @@ sub execute
 		my $decision = pick([qw(mark_committed mark_committed mark_not_executed mark_not_executed
 			  mark_failed retry cancel)], $r[2]);
 		my @doubt = DurableModel::steps_in_doubt($t);
-		my $step = $RESOLVE_STEP ? (pick(\@doubt, $r[3])) : undef;
+		my $step = $RESOLVE_STEP && $r[3] % 100 >= 15 ? pick(\@doubt, $r[3] >> 7) : undef;
 		if ($RESOLVE_STEP)
 		{
 			$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
@@ -1279,6 +1280,8 @@ sub execute
 			}
 			# the decision settles one step in doubt: the one it names, or
 			# (when the call cannot name it) one of them
+			return err_alt('22023', 'several steps in doubt, and the decision names none')
+			  if $RESOLVE_STEP && !defined $step && @doubt > 1;
 			my @settle = defined $step ? ($step) : @doubt;
 			return ok_alt(desc => "$decision on a step",
 				apply => sub {
@@ -1292,7 +1295,7 @@ sub execute
 								mark_failed => 'failed' }->{$decision};
 							$x->{steps}{$n}{receipt} = undef;
 							if (DurableModel::steps_in_doubt($x)) { $x->{state} = 'needs_review' }
-							elsif ($decision eq 'mark_failed') { $x->{state} = 'failed' }
+							elsif (grep { $x->{steps}{$_}{state} eq 'failed' } keys %{ $x->{steps} }) { $x->{state} = 'failed' }
 							else { $resume->($x) }
 						});
 					}
@@ -1723,8 +1726,9 @@ sub execute
 	if (!$chosen)
 	{
 		my $stale = @alts && !grep { !defined $_->{err} || ref $_->{err} || $_->{err} ne '55U01' } @alts;
-		violation($kind, $stale && !$res->{err} ? 'stale write accepted'
-			  : $res->{err} ? "answered $res->{err}" : 'answer not allowed',
+		violation($kind, ($stale && !$res->{err} ? 'stale write accepted'
+			  : $res->{err} ? "answered $res->{err}" : 'answer not allowed')
+			  . ($kind eq 'bad_input' ? ' to ' . ($sql =~ /\((durable_\w+\([^)]*\))/)[0] : ''),
 			"$desc; the model allows: " . join(' / ', @why) . ($res->{err} ? " [$res->{msg}]" : ''));
 		if ($tx) { $s->{dbh}->rollback; $s->{txn} = undef }
 		return $desc;
