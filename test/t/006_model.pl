@@ -182,7 +182,7 @@ sub reset_state
 	for (1 .. 20)
 	{
 		$done = $OBS->do('TRUNCATE durable.tasks, durable.steps, durable.events, durable.outbox, '
-			  . 'durable.inbox, durable.idempotency_keys, durable.queues') and last;
+			  . 'durable.inbox, durable.idempotency_keys, durable.queues CASCADE') and last;
 		$OBS = connect_db() unless $OBS->ping;
 		sleep 0.2;
 	}
@@ -523,6 +523,23 @@ sub choose_step
 
 sub interval { my ($sec) = @_; return sprintf('%.3f seconds', $sec) }
 
+# A receipt for an UNKNOWN step settles it through the recovery table
+# (README, durable_record_receipt): 'not_executed' makes the attempt retry
+# safe, and then the step's attempts meet the budget.
+sub settle_unknown
+{
+	my ($t, $name, $receipt) = @_;
+	my $st = $t->{steps}{$name};
+	my $act = DurableModel::recovery_action(1, $receipt, $st->{class}, $st->{attempt}, $t->{max_attempts});
+	my $c = with($t, sub {
+		my $x = $_[0]{steps}{$name};
+		$x->{receipt} = $receipt;
+		$x->{state} = { record_completion => 'committed', record_failure => 'failed',
+			retry_same_activity => 'planned', exhausted => [qw(failed unknown planned)] }->{$act};
+	});
+	return ($c, $act);
+}
+
 # window of the server's now() for a statement: the transaction's start
 sub window
 {
@@ -836,15 +853,10 @@ sub execute
 					}
 					return ok_alt(desc => 'receipt settles the unknown step',
 						apply => sub {
-							my $c = with($t, sub {
-								my $x = $_[0]{steps}{$name};
-								$x->{receipt} = $receipt;
-								$x->{state} = { succeeded => 'committed', failed_permanent => 'failed',
-									not_executed => 'planned' }->{$receipt};
-							});
+							my ($c, $act) = settle_unknown($t, $name, $receipt);
 							my @c = ($c);
 							push @c, with($c, sub { $_[0]{state} = 'failed'; $_[0]{fence} = [ $f, $f + 1 ] })
-							  if $receipt eq 'failed_permanent';
+							  if $act eq 'record_failure' || $act eq 'exhausted';
 							return { $tid => \@c };
 						});
 				});
@@ -1191,12 +1203,8 @@ sub execute
 				return err_alt('55U04', "step is $st->{state}") unless $st->{state} eq 'unknown';
 				return ok_alt(desc => 'the look-up settles the step',
 					apply => sub {
-						my $c = with($t, sub {
-							my $x = $_[0]{steps}{$name};
-							$x->{receipt} = $receipt;
-							$x->{state} = { succeeded => 'committed', failed_permanent => 'failed',
-								not_executed => 'planned' }->{$receipt};
-						});
+						my ($c, $act) = settle_unknown($t, $name, $receipt);
+						my $fails = $act eq 'record_failure' || $act eq 'exhausted';
 						my @c;
 						if (DurableModel::steps_in_doubt($c))
 						{
@@ -1204,9 +1212,9 @@ sub execute
 							push @c, with($c, sub { $_[0]{fence} = [ $f, $f + 1 ] });
 							push @c, with($c, sub { $_[0]{state} = 'waiting'; $_[0]{run_at} = $INF; $_[0]{fence} = { min => $f } });
 							push @c, with($c, sub { $_[0]{state} = 'failed'; $_[0]{fence} = { min => $f } })
-							  if $receipt eq 'failed_permanent';
+							  if $fails;
 						}
-						elsif (grep { $c->{steps}{$_}{state} eq 'failed' } keys %{ $c->{steps} })
+						elsif ($fails || grep { $c->{steps}{$_}{state} eq 'failed' } keys %{ $c->{steps} })
 						{
 							push @c, with($c, sub { $_[0]{state} = 'failed'; $_[0]{fence} = [ $f, $f + 1 ] });
 						}
