@@ -72,8 +72,19 @@ my $KEY_FENCE = $node->safe_psql('postgres', q{
 my $RESOLVE_STEP = $node->safe_psql('postgres', q{
 	SELECT count(*) FROM pg_proc WHERE proname = 'durable_resolve'
 	   AND 'step' = ANY (proargnames)}) > 0;
+# queues restricted to roles (durable_grant_queue): q2 is granted to one
+# application's role; another worker role must get 42501 for anything on it
+my $GRANTS = $node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_proc WHERE proname = 'durable_grant_queue'") > 0;
+if ($GRANTS)
+{
+	$node->safe_psql('postgres', q{
+		CREATE ROLE model_app; CREATE ROLE model_foreign;
+		GRANT durable_worker, durable_producer TO model_app, model_foreign;});
+}
 note('request keys with fences: ' . ($KEY_FENCE ? 'yes' : 'no (skipped)')
-	  . '; resolve names its step: ' . ($RESOLVE_STEP ? 'yes' : 'no'));
+	  . '; resolve names its step: ' . ($RESOLVE_STEP ? 'yes' : 'no')
+	  . '; queue grants: ' . ($GRANTS ? 'yes' : 'no (skipped)'));
 
 sub connect_db
 {
@@ -197,6 +208,8 @@ sub reset_state
 		  or die 'create queue: ' . $OBS->errstr;
 		DurableModel::add_queue($M, $name, %o);
 	}
+	$OBS->do("SELECT durable_grant_queue('q2', 'model_app', 'all')") or die 'grant: ' . $OBS->errstr
+	  if $GRANTS;
 }
 
 #
@@ -472,7 +485,7 @@ my @KINDS = (
 	[ claim_reconcile => 3 ], [ handler_receipt => 4 ], [ resolve => 4 ], [ cancel => 1 ],
 	[ replay => 2 ], [ pause => 0.5 ], [ resume => 1 ], [ outbox_emit => 2 ],
 	[ outbox_claim => 2 ], [ outbox_ack => 2 ], [ key_begin => 3 ], [ key_advance => 2 ],
-	[ key_finish => 2 ], [ inbox => 1 ], [ decide => 2 ], [ bad_input => 1 ], [ sleep => 4 ],
+	[ key_finish => 2 ], [ inbox => 1 ], [ decide => 2 ], [ bad_input => 1 ], [ foreign => 1.5 ], [ sleep => 4 ],
 	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ]);
 my $WSUM = 0;
 $WSUM += $_->[1] for @KINDS;
@@ -902,7 +915,13 @@ sub execute
 						my ($res) = @_;
 						my ($action, $c) = DurableModel::fail_step($M, $t, $name, $d, $res->{rows}[0]{now}, $delay);
 						$c->{fence} = [ $f, $f + 1 ];
-						return { $tid => [$c] };
+						# another step failed before (a receipt): the task cannot be
+						# completed, and the contract does not say whether giving it
+						# up retries it or fails it
+						my @c = ($c);
+						push @c, with($c, sub { $_[0]{state} = 'failed' })
+						  if grep { $_ ne $name && $t->{steps}{$_}{state} eq 'failed' } keys %{ $t->{steps} };
+						return { $tid => \@c };
 					} : sub {
 						my ($res) = @_;
 						my $now = $res->{rows}[0]{now};
@@ -1349,13 +1368,14 @@ sub execute
 		$desc = "$sid replay_dead_letters $queue";
 		@alts = sub {
 			my %exp;
+			# a task another session has begun a transaction for but not
+			# written is not locked: it may be replayed, need not be
 			my $busy = busy_tasks();
-			my @failed = grep { $_->{queue} eq $queue && $_->{state} eq 'failed' && !$busy->{ $_->{id} } }
-			  values %{ $M->{tasks} };
+			my @failed = grep { $_->{queue} eq $queue && $_->{state} eq 'failed' } values %{ $M->{tasks} };
 			# a failed step is final; a step in doubt may not be handed out
 			my %may = map { $_->{id} => 1 }
 			  grep { my $t = $_; !grep { $t->{steps}{$_}{state} eq 'failed' } keys %{ $t->{steps} } } @failed;
-			my %sure = map { $_ => 1 } grep { !DurableModel::steps_in_doubt($M->{tasks}{$_}) } keys %may;
+			my %sure = map { $_ => 1 } grep { !DurableModel::steps_in_doubt($M->{tasks}{$_}) && !$busy->{$_} } keys %may;
 			return ok_alt(desc => 'failed tasks without a failed step get a new run',
 				check => sub {
 					my ($res) = @_;
@@ -1644,6 +1664,37 @@ sub execute
 			};
 		}
 	}
+	elsif ($kind eq 'foreign')
+	{
+		# a worker of another application acts on q2's tasks, with the
+		# right fence even: refused with 42501, nothing changes
+		return undef unless $GRANTS;
+		my $busy = busy_tasks();
+		my @q2 = sort { $a <=> $b } grep { $M->{tasks}{$_}{queue} eq 'q2' && !$busy->{$_} } keys %{ $M->{tasks} };
+		my $tid = pick(\@q2, $r[0]);
+		my $x = $r[1] % 5;
+		if ($x == 0 || !defined $tid)
+		{
+			$sql = "SELECT extract(epoch FROM now())::float8 AS now, c.task_id AS v
+			        FROM (SELECT 1) x LEFT JOIN LATERAL durable_claim('q2', 'intruder') c ON true";
+			$desc = "$sid as model_foreign: claim q2";
+		}
+		else
+		{
+			my $t = $M->{tasks}{$tid};
+			my @calls = (
+				[ 'durable_heartbeat(?, ?)::text', 'heartbeat' ],
+				[ "durable_commit(?, ?, '{\"forged\": true}')::text", 'commit' ],
+				[ "(SELECT state FROM durable_step(?, ?, 'a', 'idempotent'))", 'step' ],
+				[ "durable_fail(?, ?, 'permanent')", 'fail' ]);
+			my $c = $calls[ $x - 1 ];
+			$sql = "SELECT extract(epoch FROM now())::float8 AS now, $c->[0] AS v";
+			@binds = ($tid, $t->{fence});
+			$desc = "$sid as model_foreign: $c->[1] " . T($tid) . " with its current fence $t->{fence}";
+		}
+		$op->{role} = 'model_foreign';
+		@alts = sub { return err_alt('42501', 'no grant on the queue') };
+	}
 	elsif ($kind eq 'bad_input')
 	{
 		my @cases = (
@@ -1669,7 +1720,13 @@ sub execute
 	}
 
 	# run it
+	$s->{dbh}->do("SET ROLE $op->{role}") if $op->{role};
 	my $res = run_sql($s->{dbh}, $sql, @binds);
+	if ($op->{role})
+	{
+		delete $op->{role};
+		$s->{dbh}->do('RESET ROLE') or session_lost($s);
+	}
 	my $w = window($s, $res);
 	$OP_T1 = $res->{t1};
 	@alts = map { ref $_ eq 'CODE' ? $_->($w) : $_ } @alts;
@@ -1740,6 +1797,15 @@ sub execute
 			"$desc; the model allows: " . join(' / ', @why) . ($res->{err} ? " [$res->{msg}]" : ''));
 		if ($tx) { $s->{dbh}->rollback; $s->{txn} = undef }
 		return $desc;
+	}
+	# a refusal never tells the current fence (DESIGN section 9)
+	if ($res->{err} && $res->{err} eq '55U01' && @binds >= 2 && $binds[0] =~ /^\d+$/ && $M->{tasks}{ $binds[0] })
+	{
+		my $cur = $M->{tasks}{ $binds[0] }{fence};
+		if ($cur != $binds[1] && $res->{msg} =~ /\b(current|holds?|is now|expected)\b[^\n]*?\b$cur\b/i)
+		{
+			violation($kind, 'a refusal tells the current fence', "$desc: $res->{msg}");
+		}
 	}
 	my $cands = $chosen->{apply} ? $chosen->{apply}->($res) : {};
 	$after->($res, $chosen) if $after;
