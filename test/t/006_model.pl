@@ -111,7 +111,6 @@ my %stats = (sequences => 0, ops => 0, skipped => 0, implicit => 0, claims => 0,
 	handed_out => 0, empty_claims_with_work => 0, timeouts => 0, kills => 0,
 	crashes => 0, restarts => 0, stale_rejected => 0, decisions => 0);
 my %kinds_run;
-my $COUNTING = 1;    # statistics count the exploration, not the shrinking
 
 sub reconnect_all
 {
@@ -596,7 +595,7 @@ sub execute
 			$kind = 'step_plan';
 		}
 	}
-	$kinds_run{$kind}++ if $COUNTING;
+	$op->{_kind} = $kind;
 
 	my ($sql, @binds, @alts, $desc, $after);
 	my $sid = "s$s->{id}";
@@ -1037,7 +1036,7 @@ sub execute
 		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_claim(?, ?, lease => ?::interval, batch => ?) c ON true';
 		@binds = ($queue, $worker, interval($lease), $batch);
 		$desc = "$sid claim $queue lease $lease s batch $batch";
-		$stats{claims}++ if $COUNTING;
+		$stats{claims}++;
 		@alts = sub {
 			my ($w) = @_;
 			return ok_alt(desc => 'claimable tasks, or nothing',
@@ -1849,6 +1848,7 @@ sub run_sequence
 		my $op = $given ? $given->[$i] : gen_op();
 		my $desc = execute($op);
 		$stats{ defined $desc ? 'ops' : 'skipped' }++ unless $given;
+		$kinds_run{ delete $op->{_kind} }++ if defined $desc && !$given;
 		# an operation that found nothing to act on did nothing: leave it out
 		next unless defined $desc;
 		push @ops, $op;
