@@ -57,11 +57,14 @@ sub recovery_action
 my %CAUTION = (
 	manual_review => 5, reconcile => 4, record_failure => 3, exhausted => 3,
 	retry_same_activity => 2, record_completion => 1, wait => 0);
+# (record_failure and exhausted are as cautious as each other: either may
+# be the task's action; a set then)
 sub most_cautious
 {
 	my @actions = @_;
 	my ($best) = sort { $CAUTION{$b} <=> $CAUTION{$a} || $a cmp $b } @actions;
-	return $best;
+	my %tied = map { $_ => 1 } grep { $CAUTION{$_} == $CAUTION{$best} } @actions;
+	return keys %tied > 1 ? [ sort keys %tied ] : $best;
 }
 
 # DESIGN section 3, durable_next_action; times in seconds, deadline undef
@@ -185,6 +188,7 @@ sub settle_task
 {
 	my ($m, $t, $action, $lo, $hi) = @_;
 	my $q = $m->{queues}{ $t->{queue} };
+	$action = $action->[0] if ref $action;    # equally cautious: the same state
 	if ($action eq 'manual_review') { $t->{state} = 'needs_review' }
 	elsif ($action eq 'reconcile') { $t->{state} = 'waiting'; $t->{run_at} = $INF }
 	elsif ($action eq 'record_failure' || $action eq 'exhausted') { $t->{state} = 'failed' }

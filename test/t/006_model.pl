@@ -248,29 +248,29 @@ sub T { return DurableModel::alias($M, $_[0]) }
 sub read_tasks
 {
 	my ($dbh, $tid) = @_;
-	my $where = defined $tid ? "WHERE task_id = $tid" : '';
+	my $where = defined $tid ? "WHERE t.task_id = $tid" : '';
+	# one statement, one snapshot: tasks and steps as one commit left them
 	my $r = run_sql($dbh, qq{
-		SELECT extract(epoch FROM now())::float8 AS now, task_id, state::text, fence, attempt,
-		       extract(epoch FROM run_at)::float8 AS run_at,
-		       extract(epoch FROM lease_until)::float8 AS lease_until, queue_name
-		FROM durable.tasks $where});
+		SELECT extract(epoch FROM now())::float8 AS now, t.task_id, t.state::text, t.fence, t.attempt,
+		       extract(epoch FROM t.run_at)::float8 AS run_at,
+		       extract(epoch FROM t.lease_until)::float8 AS lease_until, t.queue_name,
+		       s.step, s.state::text AS step_state, s.version AS step_version,
+		       s.attempt AS step_attempt, s.receipt
+		FROM durable.tasks t LEFT JOIN durable.steps s USING (partition_key, task_id) $where});
 	return undef if $r->{err};
-	my $s = run_sql($dbh, qq{
-		SELECT task_id, step, state::text, class::text, version, attempt, receipt
-		FROM durable.steps $where});
-	return undef if $s->{err};
 	my %o;
 	my $now;
 	for my $row (@{ $r->{rows} })
 	{
 		$now = $row->{now};
-		$row->{run_at} = $INF if defined $row->{run_at} && $row->{run_at} =~ /inf/i;
-		$row->{steps} = {};
-		$o{ $row->{task_id} } = $row;
-	}
-	for my $row (@{ $s->{rows} })
-	{
-		$o{ $row->{task_id} }{steps}{ $row->{step} } = $row if $o{ $row->{task_id} };
+		my $o = $o{ $row->{task_id} } //= {
+			task_id => $row->{task_id}, state => $row->{state}, fence => $row->{fence},
+			attempt => $row->{attempt}, lease_until => $row->{lease_until}, queue_name => $row->{queue_name},
+			run_at => defined $row->{run_at} && $row->{run_at} =~ /inf/i ? $INF : $row->{run_at},
+			steps => {} };
+		$o->{steps}{ $row->{step} } = { state => $row->{step_state}, version => $row->{step_version},
+			attempt => $row->{step_attempt}, receipt => $row->{receipt} }
+		  if defined $row->{step};
 	}
 	return (\%o, $now // $r->{t1});
 }
@@ -279,6 +279,18 @@ my %pending;    # task id => [candidate tasks] after the last operation
 my @require_changed;    # task ids whose fence must have moved (a 55U01 by recovery)
 
 sub observe
+{
+	my ($opdesc) = @_;
+	# everything the observer reads comes from one snapshot
+	$OBS->begin_work;
+	$OBS->do('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+	my $ok = observe_in($opdesc);
+	$OBS->commit if $OBS->ping;
+	$OBS = connect_db() unless $OBS->ping;
+	return $ok;
+}
+
+sub observe_in
 {
 	my ($opdesc) = @_;
 	my ($obs, $now) = read_tasks($OBS);
@@ -327,12 +339,12 @@ sub observe
 					if ($locked->{$tid})
 					{
 						$ok = violation('observe', 'recovered while a writer holds it',
-							T($tid) . " was settled ($action) while session s$locked->{$tid} "
+							T($tid) . ' was settled (' . DurableModel::show($action) . ") while session s$locked->{$tid} "
 							  . 'has an open transaction that wrote under its fence');
 					}
 					last;
 				}
-				push @why, "if its expired lease was settled ($action): " . join('; ', @d);
+				push @why, 'if its expired lease was settled (' . DurableModel::show($action) . '): ' . join('; ', @d);
 			}
 		}
 		if (!$match)
@@ -1144,11 +1156,11 @@ sub execute
 						  if $locked->{ $t->{id} };
 						my ($action, $rt) = DurableModel::recover($M, $t, $t->{lease_until}, $now);
 						my @d = DurableModel::steps_in_doubt($t);
-						return T($t->{id}) . ": action $row->{action}, the tables give $action (steps in doubt: "
+						return T($t->{id}) . ": action $row->{action}, the tables give " . DurableModel::show($action) . " (steps in doubt: "
 						  . (join(', ', map { "$_ $t->{steps}{$_}{class} $t->{steps}{$_}{state} attempt $t->{steps}{$_}{attempt}"
 							  . (defined $t->{steps}{$_}{receipt} ? " receipt $t->{steps}{$_}{receipt}" : '') } @d) || 'none')
 						  . ", task attempt $t->{attempt} of $t->{max_attempts}, class $t->{class})"
-						  unless $row->{action} eq $action;
+						  unless DurableModel::matches($action, $row->{action});
 						$exp{ $t->{id} } = [$rt];
 					}
 					return undef;
