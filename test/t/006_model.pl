@@ -21,7 +21,10 @@
 #   MODEL_OPS             operations per sequence (default 300)
 #   MODEL_SEQUENCES       stop after this many sequences
 #   MODEL_SHRINK_SECONDS  time to shrink each new kind of failure (default 90)
-# tools/model runs it for longer.
+#   MODEL_REPLAY          run these operations (as a failure prints them) once
+# tools/model runs it for longer.  The same seed gives the same operations;
+# what they act on is chosen from the model as they run, so a server that
+# answers the same way (the reconciler's timing aside) repeats the run.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
