@@ -610,6 +610,14 @@ sub execute
 			$kind = 'step_plan';
 		}
 	}
+	# a reconcile handler with nothing to look up asks for work first
+	if ($kind eq 'handler_receipt')
+	{
+		my ($h) = grep { $_->{kind} eq 'handler' } @{ $s->{handles} };
+		my $t = $h ? $M->{tasks}{ $h->{tid} } : undef;
+		$kind = 'claim_reconcile'
+		  if (!$t || $t->{state} ne 'running' || $t->{fence} != $h->{fence}) && $r[5] % 100 < 70;
+	}
 	$op->{_kind} = $kind;
 
 	my ($sql, @binds, @alts, $desc, $after);
