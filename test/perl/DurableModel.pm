@@ -200,6 +200,15 @@ sub settle_task
 		$t->{state} = 'waiting';
 		$t->{run_at} = { min => $lo + 1, max => $q->{capacity} ? $INF : $hi + 1 };
 	}
+	# A step failed before (a worker's failed_permanent receipt for its own
+	# unknown step fails the step, and the task goes on running): the task
+	# can never complete, and the contract does not say whether settling it
+	# hands it out again or fails it.  Either.
+	if (($t->{state} eq 'waiting' && !(ref $t->{run_at} eq '' && $t->{run_at} == $INF)) || $t->{state} eq 'ready')
+	{
+		$t->{state} = [ $t->{state}, 'failed' ]
+		  if grep { !ref $t->{steps}{$_}{state} && $t->{steps}{$_}{state} eq 'failed' } keys %{ $t->{steps} };
+	}
 }
 
 # A step's failed attempt (durable_fail with a step): the budget's decision
@@ -220,7 +229,7 @@ sub fail_step
 	my $action = most_cautious($as{$decision}, judge_steps($t, @others));
 	$t->{holder} = undef;
 	settle_task($m, $t, $action, $now, $now);
-	if ($t->{state} eq 'waiting' && ref $t->{run_at})
+	if (ref $t->{run_at})
 	{
 		$t->{run_at}{min} = $now + $delay;
 		$t->{run_at}{max} = $now + $delay unless $m->{queues}{ $t->{queue} }{capacity};

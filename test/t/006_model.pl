@@ -1082,7 +1082,7 @@ sub execute
 						{
 							# settled on the way, and what it settled to may be claimed
 							my ($action, $rt) = DurableModel::recover($M, $t, $t->{lease_until}, $now);
-							if (!ref $rt->{state} && $rt->{state} eq 'ready')
+							if (ref $rt->{state} ? grep { $_ eq 'ready' } @{ $rt->{state} } : $rt->{state} eq 'ready')
 							{
 								$c = 1;
 								$base = with($rt, sub { $_[0]{fence} = $t->{fence} + 1 });
