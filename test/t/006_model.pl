@@ -518,7 +518,7 @@ sub op_string
 	return "{kind => '$op->{kind}', s => $op->{s}, r => [" . join(',', @{ $op->{r} }) . ']}';
 }
 
-my @CLASSES = qw(pure idempotent queryable unsafe);
+my @CLASSES = qw(pure idempotent queryable unsafe queryable);    # look-ups are rarer than they should be otherwise
 my @STEPS = qw(a b c d);
 
 # the handle a session acts with: mostly its newest, sometimes an older one
@@ -1124,7 +1124,9 @@ sub execute
 						unshift @{ $s->{handles} }, { tid => $tid, fence => $row->{fence}, kind => 'worker' };
 						$stats{handed_out}++;
 					}
-					splice @{ $s->{handles} }, 8 if @{ $s->{handles} } > 8;
+					# the newest eight of each kind (a reconcile handler's too)
+					my %n;
+					@{ $s->{handles} } = grep { ++$n{ $_->{kind} } <= 8 } @{ $s->{handles} };
 					if (!@rows && !$M->{queues}{$queue}{paused})
 					{
 						my $now = $res->{rows}[0]{now};
@@ -1221,7 +1223,17 @@ sub execute
 					}
 					return undef;
 				},
-				apply => sub { return \%exp });
+				apply => sub {
+					my ($res) = @_;
+					if (!%exp)
+					{
+						my $busy = busy_tasks();
+						$stats{empty_lookups_with_work}++
+						  if !$M->{queues}{$queue}{paused} && grep { $_->{queue} eq $queue && $_->{state} eq 'waiting' && defined $_->{run_at}
+							  && $_->{run_at} == $INF && !$busy->{ $_->{id} } } values %{ $M->{tasks} };
+					}
+					return \%exp;
+				});
 		};
 	}
 	elsif ($kind eq 'handler_receipt')
@@ -2011,11 +2023,11 @@ my $elapsed = time - $t0;
 diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f s, seeds %d..%d\n"
 	  . "  claims %d (tasks handed out %d, empty while work was ready %d), decisions checked %d,\n"
 	  . "  leases settled unasked %d, stale writes rejected %d, sessions killed %d, backend SIGKILLs %d,\n"
-	  . "  server restarts %d, statement timeouts %d\n  kinds: %s",
+	  . "  server restarts %d, statement timeouts %d, look-ups handed nothing while some waited %d\n  kinds: %s",
 	$stats{sequences}, $stats{ops}, $stats{skipped}, $elapsed, $SEED, $SEED + $seq - 1,
 	$stats{claims}, $stats{handed_out}, $stats{empty_claims_with_work}, $stats{decisions},
 	$stats{implicit}, $stats{stale_rejected}, $stats{kills}, $stats{crashes}, $stats{restarts},
-	$stats{timeouts}, join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
+	$stats{timeouts}, $stats{empty_lookups_with_work} // 0, join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
 
 ok($stats{ops} > 0, 'operations ran');
 for my $sig (sort keys %found)
