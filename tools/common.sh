@@ -20,6 +20,7 @@ DURABLE_PACKAGES=(
 	"postgresql-$PG_MAJOR-cron"
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
+	libdbd-pg-perl
 	make
 	gcc
 	python3-psycopg
