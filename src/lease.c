@@ -247,11 +247,16 @@ durable_heartbeat_batch(PG_FUNCTION_ARGS)
 	args[1] = PG_GETARG_DATUM(1);
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 
+	/* what outlives SPI_finish is allocated before SPI_connect */
+	ids = palloc(sizeof(int64) * n);
+	until = palloc(sizeof(TimestampTz) * n);
+	held = palloc(sizeof(bool) * n);
+
 	SPI_connect();
 	rows = DurableExecute(STMT_HEARTBEAT_BATCH, args, nulls, SPI_OK_SELECT, 0);
-	ids = palloc(sizeof(int64) * Max(rows, 1));
-	until = palloc(sizeof(TimestampTz) * Max(rows, 1));
-	held = palloc(sizeof(bool) * Max(rows, 1));
+	if (rows != (uint64) n)
+		elog(ERROR, "batch heartbeat returned %llu rows for %d tasks",
+			 (unsigned long long) rows, n);
 	for (uint64 r = 0; r < rows; r++)
 	{
 		bool		isnull;
