@@ -61,16 +61,57 @@ ensure_packages() {
 	fi
 	log "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	apt_wait update -qq >/dev/null
+	apt_wait install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed"
 }
 
-# Build warning-free and install into the server's directories.
+# apt-get, waiting up to two minutes while another apt or dpkg holds a lock
+apt_wait() {
+	apt-get -o DPkg::Lock::Timeout=120 "$@"
+}
+
+# The non-C locale some suites run in a second time (tools/test).
+TEST_LOCALE=${TEST_LOCALE:-en_US.UTF-8}
+
+# Generate an operating-system locale if it is missing (as root, with the
+# locales package), or print the commands and stop (as anyone else).
+ensure_locale() {
+	local want=$1
+	# locale -a spells it en_US.utf8
+	locale -a 2>/dev/null | grep -qix "$(printf '%s' "$want" | sed 's/UTF-8$/utf8/I')" && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		printf 'the tests need the locale %s; generate it and run again:\n' "$want" >&2
+		printf '  sudo sh -c "echo %s UTF-8 >>/etc/locale.gen && locale-gen"\n' "$want" >&2
+		exit 1
+	fi
+	ensure_packages locales
+	log "generating the locale $want"
+	if grep -qE "^# *$want( |$)" /etc/locale.gen; then
+		sed -i -E "s/^# *($want( |$))/\1/" /etc/locale.gen
+	elif ! grep -qE "^$want( |$)" /etc/locale.gen; then
+		echo "$want UTF-8" >>/etc/locale.gen
+	fi
+	locale-gen >/dev/null || die "locale-gen failed"
+}
+
+# Build warning-free and install into the server's directories.  Object
+# files built against one installation never go into another: the stamp
+# file names the installation of the last build, and when PG_BIN names
+# another one (or there is no stamp) the tree is cleaned first.
+BUILD_STAMP=$REPO/.build-installation
 build_and_install() {
+	local installation
 	export PATH="$PG_BIN:$PATH"
+	installation="$(cd "$PG_BIN" && pwd -P) $("$PG_BIN/pg_config" --version)"
+	if [ "$(cat "$BUILD_STAMP" 2>/dev/null)" != "$installation" ]; then
+		log "cleaning the build tree: its last build was not for $PG_BIN (or is unknown)"
+		rm -f "$BUILD_STAMP"
+		make -C "$REPO" -s clean >/dev/null 2>&1
+	fi
 	log "building durable for $("$PG_BIN/pg_config" --version)"
 	make -C "$REPO" -s PG_CFLAGS="$DURABLE_CFLAGS" >/dev/null || die "build failed"
+	printf '%s\n' "$installation" >"$BUILD_STAMP"
 	if [ -w "$("$PG_BIN/pg_config" --pkglibdir)" ]; then
 		make -C "$REPO" -s install >/dev/null || die "install failed"
 	elif sudo -n true 2>/dev/null; then

@@ -130,7 +130,10 @@ for my $w (@doomed)
 	$w->{h}->finish;
 }
 is(scalar(grep { ($_->{h}->full_result(0) & 127) == 9 } @doomed), scalar(@cells),
-	'every doomed worker died of SIGKILL');
+	'every doomed worker died of SIGKILL')
+  or diag(join("\n", map { "$cells[$_]{queue}: status " . $doomed[$_]{h}->full_result(0)
+		  . ", stderr: $doomed[$_]{err}" }
+		grep { ($doomed[$_]{h}->full_result(0) & 127) != 9 } 0 .. $#doomed));
 sleep 1;
 finish_cells('kill', @cells);
 check_cells('worker killed', @cells);
