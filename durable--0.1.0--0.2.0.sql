@@ -183,3 +183,207 @@ BEGIN
     RETURN package;
 END
 $$;
+-- edges: request-level idempotency is fenced (DESIGN section 6).  Every
+-- 'started' hands out a new fence; advance and finish carry it, and a
+-- stale one is 55U01 with nothing written.  The signatures change, so the
+-- three functions are dropped and created again with their grants.
+--
+ALTER TABLE durable.idempotency_keys ADD COLUMN fence bigint NOT NULL DEFAULT 1;
+ALTER TABLE durable.idempotency_keys ALTER COLUMN fence DROP DEFAULT;
+COMMENT ON COLUMN durable.idempotency_keys.fence IS 'the fence of the handler that owns the request; each takeover increments it';
+
+DROP FUNCTION @extschema@.durable_idempotent_begin(text, text, jsonb, interval);
+DROP FUNCTION @extschema@.durable_idempotent_advance(text, text, text, interval);
+DROP FUNCTION @extschema@.durable_idempotent_finish(text, text, jsonb, interval);
+
+CREATE FUNCTION @extschema@.durable_idempotent_begin(scope text, key text, request jsonb,
+                                                     lock interval DEFAULT '1 minute')
+RETURNS TABLE (status text, recovery_point text, fence bigint, response jsonb)
+AS 'MODULE_PATHNAME', 'durable_idempotent_begin'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_begin(text, text, jsonb, interval) IS
+  'begin a request under an idempotency key: started (with the fence that owns it), in_progress or completed (with the stored response)';
+
+CREATE FUNCTION @extschema@.durable_idempotent_advance(scope text, key text, fence bigint,
+                                                       recovery_point text,
+                                                       lock interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_advance(text, text, bigint, text, interval) IS
+  'record the recovery point a request has reached, under the fence that owns it';
+
+CREATE FUNCTION @extschema@.durable_idempotent_finish(scope text, key text, fence bigint,
+                                                      response jsonb,
+                                                      retention interval DEFAULT '24 hours')
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval) IS
+  'store the response of a request under the fence that owns it; later begins get it back until the retention has passed';
+
+REVOKE EXECUTE ON FUNCTION
+    @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, bigint, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_idempotent_begin(text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, bigint, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval)
+TO durable_worker, durable_producer;
+
+--
+-- edges: ids and keys are never reused, also across DROP and CREATE
+-- EXTENSION (DESIGN section 6).  Nothing of an earlier installation
+-- survives its DROP EXTENSION, so:
+--
+-- * every installation gets a random id, which the keys durable derives
+--   from task ids mix in (durable_step: durable_idempotency_key(
+--   installation_id, task_id, step[, target])).  A task id that comes back
+--   never brings back an earlier installation's step key.
+-- * the id counters start from the clock: task and outbox ids (40-bit
+--   counters) at the milliseconds since 2025-01-01 UTC, outbox fences
+--   (64-bit) at the microseconds.  A new installation's first id is past
+--   every id of an earlier one as long as that one handed out fewer ids
+--   than milliseconds (fences: microseconds) went by between the two
+--   installations, i.e. at most 1000 ids a second on average.  The 40-bit
+--   counter lasts until 2^40 ms after the epoch (November 2059) for an
+--   installation that keeps to that rate.
+--
+-- A restore runs CREATE EXTENSION (a new row here, the clock seeds) and
+-- then copies the dumped rows and sequence values in: the restored tasks
+-- keep their ids, the sequences continue after them, and the newest
+-- installation row (the restore's own) is the one new keys mix in.
+--
+CREATE TABLE durable.installation (
+    installation_id uuid PRIMARY KEY,
+    installed_at    timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.installation IS 'the random id of this installation (the newest row), mixed into every key derived from a task id';
+INSERT INTO durable.installation (installation_id, installed_at)
+VALUES (pg_catalog.gen_random_uuid(), pg_catalog.clock_timestamp());
+SELECT pg_catalog.pg_extension_config_dump('durable.installation', '');
+REVOKE ALL ON durable.installation FROM PUBLIC;
+GRANT SELECT ON durable.installation TO durable_operator;
+
+SELECT pg_catalog.setval('durable.task_seq',
+           GREATEST(s.last_value, c.ms)),
+       pg_catalog.setval('durable.outbox_seq',
+           GREATEST(o.last_value, c.ms)),
+       pg_catalog.setval('durable.outbox_fence_seq',
+           GREATEST(f.last_value, c.ms * 1000))
+FROM durable.task_seq s, durable.outbox_seq o, durable.outbox_fence_seq f,
+     (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
+                 pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
+                 '2025-01-01 00:00:00+00'::pg_catalog.timestamptz)
+             OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 AS ms) c;
+
+--
+-- edges: no out-of-range time is stored.  Refill rates are checked at
+-- creation and change (from 0.000001 to 1000000 tokens a second); the
+-- constraint keeps a rate that bypassed the API out too, and a rate stored
+-- by 0.1.0 outside that range is brought into it, since the reconciler
+-- would otherwise fail on every tick that defers a retry of its queue.
+--
+UPDATE durable.queues
+   SET retry_refill_rate = LEAST(GREATEST(retry_refill_rate, 0.000001), 1000000)
+ WHERE retry_refill_rate < 0.000001 OR retry_refill_rate > 1000000
+    OR retry_refill_rate = 'NaN';
+ALTER TABLE durable.queues ADD CONSTRAINT queues_retry_refill_rate_range
+    CHECK (retry_refill_rate >= 0.000001 AND retry_refill_rate <= 1000000);
+
+--
+-- edges: a NULL argument is 22004, never a NULL result.  These were
+-- STRICT, so a NULL queue name paused, resumed or dropped nothing and
+-- returned NULL as if it had worked; the C code checks every argument.
+--
+ALTER FUNCTION @extschema@.durable_pause(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_resume(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_drop_queue(text) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_retry_delay(text, int, int, int) CALLED ON NULL INPUT;
+ALTER FUNCTION @extschema@.durable_request_hash(jsonb) CALLED ON NULL INPUT;
+
+--
+-- edges: pg_monitor reads the metrics views it was granted; it needs the
+-- schema too, or every read is 42501.  Only the views: the tables stay
+-- closed to it.
+--
+GRANT USAGE ON SCHEMA durable TO pg_monitor;
+
+--
+-- edges: the unique text keys compare bytewise (COLLATE "C"): queue names,
+-- enqueue idempotency keys, step names, inbox consumers and message ids,
+-- request scopes and keys.  Under the database's default collation an
+-- operating-system upgrade that changes its rules can corrupt the unique
+-- indexes on them, so that one key is accepted twice.  Changing a column's
+-- collation rebuilds its indexes (no table rewrite), but is refused while
+-- a view uses the column: the metrics views that do are recreated from
+-- their own definitions, comments and grants, whatever they are by now.
+--
+DO $collate$
+DECLARE
+    v record;
+    saved jsonb := '[]';
+    g record;
+BEGIN
+    -- every view that uses one of the columns, newest first (a view made
+    -- later may use one made earlier); they are made again oldest first
+    FOR v IN
+        SELECT DISTINCT c.oid, c.relname
+        FROM pg_catalog.pg_depend d
+        JOIN pg_catalog.pg_rewrite r ON r.oid OPERATOR(pg_catalog.=) d.objid
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.ev_class
+        JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.refobjid
+                                      AND a.attnum OPERATOR(pg_catalog.=) d.refobjsubid
+        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+          AND c.relkind OPERATOR(pg_catalog.=) 'v'
+          AND (d.refobjid, a.attname) IN (('durable.queues'::pg_catalog.regclass, 'queue_name'),
+                                          ('durable.tasks'::pg_catalog.regclass, 'queue_name'),
+                                          ('durable.tasks'::pg_catalog.regclass, 'idempotency_key'),
+                                          ('durable.steps'::pg_catalog.regclass, 'step'),
+                                          ('durable.inbox'::pg_catalog.regclass, 'consumer'),
+                                          ('durable.inbox'::pg_catalog.regclass, 'message_id'),
+                                          ('durable.idempotency_keys'::pg_catalog.regclass, 'scope'),
+                                          ('durable.idempotency_keys'::pg_catalog.regclass, 'key'))
+        ORDER BY c.oid DESC
+    LOOP
+        saved := pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+            'name', v.oid::pg_catalog.regclass::pg_catalog.text,
+            'def', pg_catalog.pg_get_viewdef(v.oid, false),
+            'comment', pg_catalog.obj_description(v.oid, 'pg_class'),
+            'grants', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(
+                                  a.privilege_type,
+                                  CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text) END))
+                       FROM pg_catalog.pg_class c,
+                            LATERAL pg_catalog.aclexplode(c.relacl) a
+                       WHERE c.oid OPERATOR(pg_catalog.=) v.oid
+                         AND a.grantee OPERATOR(pg_catalog.<>) c.relowner))) OPERATOR(pg_catalog.||) saved;
+        EXECUTE pg_catalog.format('DROP VIEW %s', v.oid::pg_catalog.regclass);
+    END LOOP;
+
+    ALTER TABLE durable.queues ALTER COLUMN queue_name TYPE text COLLATE "C";
+    ALTER TABLE durable.tasks ALTER COLUMN queue_name TYPE text COLLATE "C",
+                              ALTER COLUMN idempotency_key TYPE text COLLATE "C";
+    ALTER TABLE durable.steps ALTER COLUMN step TYPE text COLLATE "C";
+    ALTER TABLE durable.inbox ALTER COLUMN consumer TYPE text COLLATE "C",
+                              ALTER COLUMN message_id TYPE text COLLATE "C";
+    ALTER TABLE durable.idempotency_keys ALTER COLUMN scope TYPE text COLLATE "C",
+                                         ALTER COLUMN key TYPE text COLLATE "C";
+
+    -- saved is oldest first: each was put in front of the newer ones
+    FOR v IN SELECT e FROM pg_catalog.jsonb_array_elements(saved) e LOOP
+        EXECUTE pg_catalog.format('CREATE VIEW %s AS %s', v.e->>'name', v.e->>'def');
+        EXECUTE pg_catalog.format('COMMENT ON VIEW %s IS %L', v.e->>'name', v.e->>'comment');
+        FOR g IN SELECT x FROM pg_catalog.jsonb_array_elements(coalesce(v.e->'grants', '[]')) x LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON %s TO %s',
+                                      g.x->>0, v.e->>'name', g.x->>1);
+        END LOOP;
+    END LOOP;
+END
+$collate$;

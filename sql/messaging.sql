@@ -21,6 +21,8 @@ SELECT durable_inbox_receive('billing', '');
 SELECT count(*) AS inbox_rows FROM durable.inbox;
 
 -- outbox: emitted in the business transaction, claimed under a fence, acknowledged
+-- (fences start from the clock; this file counts them from 1)
+SELECT setval('durable.outbox_fence_seq', 1, false) AS fences_from_1 \gset
 BEGIN;
 SELECT durable_outbox_emit('orders', '{"order": 1}', key => 'customer-7') AS m1 \gset
 SELECT durable_outbox_emit('orders', '{"order": 2}', key => 'customer-7') AS m2 \gset

@@ -4,6 +4,8 @@
 --
 -- task ids of this file start apart from the other files'
 SELECT setval('durable.task_seq', 3000) AS first_id_counter;
+-- step keys mix in the installation's random id; this file pins it
+UPDATE durable.installation SET installation_id = '00000000-0000-4000-8000-000000000001';
 
 -- a lease that keeps being renewed while progress stands still: one alarm
 -- per episode, and nothing else changes
@@ -37,7 +39,7 @@ SELECT task_id = :t AS is_t, step, step_class, step_state, reason, decided FROM 
 SELECT jsonb_object_keys(durable_recovery_package(:t)) AS part ORDER BY 1;
 SELECT p->'recommended_action'->>'action' AS action,
        p->'unknown_side_effects'->0->>'step' AS unknown_step,
-       p->'idempotency_keys'->>'send' = durable_idempotency_key(:t::text, 'send') AS key,
+       p->'idempotency_keys'->>'send' = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t::text, 'send') AS key,
        jsonb_array_length(p->'events') AS events,
        p->'task'->>'state' AS state
 FROM durable_recovery_package(:t) p;

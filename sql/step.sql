@@ -4,16 +4,18 @@
 --
 -- task ids of this file start apart from the other files'
 SELECT setval('durable.task_seq', 2000) AS first_id_counter;
+-- step keys mix in the installation's random id; this file pins it
+UPDATE durable.installation SET installation_id = '00000000-0000-4000-8000-000000000001';
 SELECT durable_create_queue('flows', lease => '1 minute', retry_base => 1, retry_cap => 1);
 SELECT durable_enqueue('flows', '{"order": 42}') AS t \gset
 SELECT fence FROM durable_claim('flows', 'w1') \gset
 
 -- plan: the key is the logical operation's, and a replay returns the same row
-SELECT state, version, attempt, idempotency_key = durable_idempotency_key(:t::text, 'reserve') AS stable_key,
+SELECT state, version, attempt, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t::text, 'reserve') AS stable_key,
        result, receipt
 FROM durable_step(:t, :fence, 'reserve', 'idempotent', '{"sku": "A1", "qty": 2}');
 SELECT state, version FROM durable_step(:t, :fence, 'reserve', 'idempotent', '{"qty": 2, "sku": "A1"}');
-SELECT idempotency_key = durable_idempotency_key(:t::text, 'charge', 'stripe') AS key_with_target
+SELECT idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t::text, 'charge', 'stripe') AS key_with_target
 FROM durable_step(:t, :fence, 'charge', 'queryable', '{"amount": 100}', target => 'stripe');
 SELECT durable_step(:t, :fence, 'reserve', 'idempotent', '{"sku": "B2"}');
 SELECT durable_step(:t, :fence, 'reserve', 'unsafe', '{"sku": "A1", "qty": 2}');
@@ -57,7 +59,7 @@ SELECT durable_checkpoint(:t2, :f2, '{"reserved": true}', 0) AS checkpoint_versi
 -- the worker dies here; the reconciler sends the idempotent step again with its key
 UPDATE durable.tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t2;
 SELECT action FROM durable_reconcile();
-SELECT state, attempt, idempotency_key = durable_idempotency_key(:t2::text, 'reserve') AS same_key
+SELECT state, attempt, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t2::text, 'reserve') AS same_key
 FROM durable.steps WHERE task_id = :t2;
 SELECT state FROM durable.tasks WHERE task_id = :t2;
 
@@ -126,7 +128,7 @@ SELECT action FROM durable_reconcile();
 SELECT t.state, t.run_at = 'infinity' AS awaiting_handler, s.state AS step_state
 FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t6;
 SELECT count(*) AS regular_claims_skip_it FROM durable_claim('payments', 'w8');
-SELECT task_id = :t6 AS is_t6, fence AS fh, step, idempotency_key = durable_idempotency_key(:t6::text, 'charge') AS key, request
+SELECT task_id = :t6 AS is_t6, fence AS fh, step, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t6::text, 'charge') AS key, request
 FROM durable_claim_reconcile('payments', 'handler-1') \gset
 \echo :is_t6 :step :key
 SELECT durable_record_receipt(:t6, :fh, 'charge', 'not_executed', evidence => '{"lookup": "no charge"}');

@@ -12,8 +12,28 @@
  */
 #include "durable.h"
 
+#include "access/xact.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/*
+ * DurableClipName
+ *		The first bytes of a name, at most maxbytes of them and never part of
+ *		a character, followed by "..." when something was cut: for messages,
+ *		which a client in another encoding must be able to convert.
+ */
+char *
+DurableClipName(const char *name, int maxbytes)
+{
+	int			len = strlen(name);
+	int			clip;
+
+	if (len <= maxbytes)
+		return pstrdup(name);
+	clip = pg_mbcliplen(name, len, maxbytes);
+	return psprintf("%.*s...", clip, name);
+}
 
 void
 DurableRequireArg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -45,7 +65,7 @@ DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	if (len > DURABLE_MAX_NAME_LEN)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s \"%.20s...\" is too long", what, name),
+				errmsg("%s \"%s\" is too long", what, DurableClipName(name, 20)),
 				errdetail("It has %zu bytes; the limit is %d.",
 						  len, DURABLE_MAX_NAME_LEN));
 	for (size_t i = 0; i < len; i++)
@@ -56,7 +76,48 @@ DurableNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return name;
 }
 
-/* an interval argument that must be given and be greater than zero */
+/* context of an error in check_interval_range */
+static void
+interval_range_context(void *arg)
+{
+	const char *name = (const char *) arg;
+
+	errcontext("%s added to or subtracted from the current time", name);
+}
+
+/*
+ * check_interval_range
+ *		Every interval durable stores or uses is added to a time (a lease's
+ *		end, a lock's, a key's expiry), or subtracted from one (the stuck
+ *		alarm's cutoff, in the reconciler's every tick): both must stay in
+ *		the timestamp range, or the interval is 22008 now, rather than every
+ *		call or tick that uses it later.
+ */
+static void
+check_interval_range(Interval *span, const char *name)
+{
+	ErrorContextCallback context;
+	Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	context.callback = interval_range_context;
+	context.arg = (void *) name;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	(void) DirectFunctionCall2(timestamptz_pl_interval, now, IntervalPGetDatum(span));
+	(void) DirectFunctionCall2(timestamptz_mi_interval, now, IntervalPGetDatum(span));
+	error_context_stack = context.previous;
+}
+
+/*
+ * DurablePositiveIntervalArg
+ *		An interval argument that must be given and be greater than zero.
+ *
+ * Its parts must not have different signs: a month or a day is not always
+ * the same length, so '-10 mon 300 days 1 second', which compares as one
+ * second, ends ten months minus 300 days earlier when it is added to a
+ * time, i.e. in the past.  With no negative part, what it adds is positive
+ * whatever the date.
+ */
 Interval *
 DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 {
@@ -64,6 +125,15 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 
 	DurableRequireArg(fcinfo, argno, name);
 	span = PG_GETARG_INTERVAL_P(argno);
+	if ((span->month < 0 || span->day < 0 || span->time < 0) &&
+		(span->month > 0 || span->day > 0 || span->time > 0))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must not mix positive and negative parts", name),
+				errdetail("The value given was \"%s\"; how long it lasts would depend on the date it is added to.",
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  PointerGetDatum(span)))),
+				errhint("Give it in one unit, or in parts that are all positive."));
 	if (DurableIntervalMicroseconds(span, name) <= 0)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -71,6 +141,7 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 				errdetail("The value given was \"%s\".",
 						  DatumGetCString(DirectFunctionCall1(interval_out,
 															  PointerGetDatum(span)))));
+	check_interval_range(span, name);
 	return span;
 }
 
@@ -155,4 +226,37 @@ DurableJsonbArg(FunctionCallInfo fcinfo, int argno, const char *name)
 						  (Size) VARSIZE(value), durable_max_payload_size),
 				errhint("Store large data elsewhere and pass a reference to it."));
 	return value;
+}
+
+/*
+ * DurableTextArg
+ *		A free-form text argument (a reason, a version, a recovery point), or
+ *		NULL; like a payload, one larger than durable.max_payload_size is
+ *		54000 before anything is stored.
+ */
+text *
+DurableTextArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *value;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	value = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(value) > (Size) durable_max_payload_size * 1024)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s is too large", name),
+				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
+						  (Size) VARSIZE_ANY_EXHDR(value), durable_max_payload_size),
+				errhint("Store large data elsewhere and pass a reference to it."));
+	return value;
+}
+
+/* the same as a C string, or NULL */
+char *
+DurableTextArgCString(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *value = DurableTextArg(fcinfo, argno, name);
+
+	return value ? text_to_cstring(value) : NULL;
 }

@@ -10,9 +10,20 @@
  * Tokens taken ahead of time leave the bucket below zero, so a storm of
  * failures is spread over the refill rate instead of waking up together.
  *
- * Locking: the bucket lives in the queue's row, which a retry locks FOR NO
- * KEY UPDATE for the rest of the transaction (claims and enqueues do not
- * lock it).
+ * Locking: the bucket lives in the queue's row, which taking a token locks
+ * FOR NO KEY UPDATE, and a row lock lasts until the end of the transaction
+ * whatever the statement that took it.  So what matters is where in a
+ * transaction the bucket is taken: as late as possible.  durable_fail takes
+ * it as its last act (a worker then commits; enqueues and claims do not
+ * conflict with it).  The reconciler's tick used to take it at its first
+ * retry and hold it through the rest of the tick -- the other leases,
+ * stuck alarms, retention -- so every failure in that queue waited for the
+ * whole tick.  Within a tick (DurableBeginRetryTokens .. DurableTakeOwedTokens)
+ * a retry is scheduled at its own delay and the token is owed; at the end
+ * of the tick the owed tokens of each queue are taken in one go, in the
+ * order the retries were scheduled, and a retry whose token comes later
+ * than its delay is deferred then, with an event that says so.  The bucket
+ * is then locked only from the end of the tick to its commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,8 +31,12 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "common/int.h"
+#include "nodes/pg_list.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 /* columns of STMT_QUEUE_TOKENS_LOCK */
@@ -62,12 +77,15 @@ DurableRetryWait(const DurableTask *task, int64 retry_after)
 }
 
 /*
- * DurableTakeRetryToken
- *		Take a token from the task's queue and return when it is (or will
- *		be) there: now, or the time the bucket refills to it.
+ * take_tokens
+ *		Take n tokens from a queue's bucket, one after the other, and set
+ *		times[i] to when the i-th is (or will be) there: now, or the time the
+ *		bucket refills to it.  Returns false, taking nothing, when the queue
+ *		has no bucket (any more).  task_ids name the retries in errors.
  */
-TimestampTz
-DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
+static bool
+take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
+			TimestampTz *times)
 {
 	Datum		args[3];
 	bool		isnull;
@@ -75,18 +93,14 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 	double		rate;
 	double		tokens;
 	TimestampTz at;
-	TimestampTz available = now;
 
-	if (!task->retry_limited)
-		return now;
-
-	args[0] = CStringGetTextDatum(task->queue);
+	args[0] = CStringGetTextDatum(queue);
 	if (DurableExecute(STMT_QUEUE_TOKENS_LOCK, args, NULL, SPI_OK_SELECT, 1) == 0)
-		return now;				/* queue dropped under us: nothing to limit */
+		return false;			/* queue dropped under us: nothing to limit */
 
 	capacity = DatumGetInt32(DurableResultDatum(0, TOKENS_CAPACITY, &isnull));
 	if (isnull)
-		return now;				/* the bucket was removed meanwhile */
+		return false;			/* the bucket was removed meanwhile */
 	rate = DatumGetFloat8(DurableResultDatum(0, TOKENS_RATE, &isnull));
 	tokens = DatumGetFloat8(DurableResultDatum(0, TOKENS_LEVEL, &isnull));
 	at = DatumGetTimestampTz(DurableResultDatum(0, TOKENS_AT, &isnull));
@@ -98,14 +112,167 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 		at = now;
 	}
 	tokens = Min(tokens, capacity);
-	if (tokens < 1.0)
-		available = at + (TimestampTz) ceil((1.0 - tokens) / rate * USECS_PER_SEC);
-	tokens -= 1.0;
+	for (int i = 0; i < n; i++)
+	{
+		times[i] = now;
+		if (tokens < 1.0)
+		{
+			/*
+			 * In double first: a deep deficit, or a rate stored before rates
+			 * were checked, can reach past the timestamp range, and
+			 * converting such a value to int64 is undefined.
+			 */
+			double		wait = ceil((1.0 - tokens) / rate * USECS_PER_SEC);
+
+			if (!(wait < (double) (END_TIMESTAMP - at)))
+				ereport(ERROR,
+						errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+						errmsg("retry of task %lld would be deferred past the timestamp range",
+							   (long long) task_ids[i]),
+						errdetail("Queue \"%s\" has %.0f retry tokens and refills %g a second.",
+								  queue, tokens, rate),
+						errhint("Raise the queue's retry_refill_rate or retry_capacity with durable_alter_queue()."));
+			times[i] = at + (TimestampTz) wait;
+		}
+		tokens -= 1.0;
+	}
 
 	args[1] = Float8GetDatum(tokens);
 	args[2] = TimestampTzGetDatum(at);
 	DurableExecute(STMT_QUEUE_TOKENS_SET, args, NULL, SPI_OK_UPDATE, 0);
+	return true;
+}
+
+/*
+ * DurableTakeRetryToken
+ *		Take a token from the task's queue and return when it is (or will
+ *		be) there: now, or the time the bucket refills to it.
+ */
+TimestampTz
+DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
+{
+	TimestampTz available;
+
+	if (!task->retry_limited ||
+		!take_tokens(task->queue, now, 1, &task->task_id, &available))
+		return now;
 	return available;
+}
+
+/* a token owed by a retry scheduled within a tick */
+typedef struct OwedToken
+{
+	int64		task_id;
+	char	   *queue;
+	TimestampTz run_at;			/* when the retry starts without a deferral */
+} OwedToken;
+
+/*
+ * The retries of the tick under way, valid only in the (sub)transaction
+ * that began it: one that failed in between, even with its error caught,
+ * leaves nothing owing behind.
+ */
+static List *owed_tokens = NIL;
+static LocalTransactionId owed_lxid = InvalidLocalTransactionId;
+static SubTransactionId owed_subxid = InvalidSubTransactionId;
+
+static bool
+owing_tokens(void)
+{
+	return owed_lxid != InvalidLocalTransactionId &&
+		owed_lxid == DURABLE_MY_LXID &&
+		owed_subxid == GetCurrentSubTransactionId();
+}
+
+/*
+ * DurableBeginRetryTokens
+ *		From now to DurableTakeOwedTokens, in this (sub)transaction, retries
+ *		owe their tokens instead of taking them.
+ */
+void
+DurableBeginRetryTokens(void)
+{
+	owed_tokens = NIL;
+	owed_lxid = DURABLE_MY_LXID;
+	owed_subxid = GetCurrentSubTransactionId();
+}
+
+/*
+ * DurableTakeOwedTokens
+ *		Take the tokens the retries since DurableBeginRetryTokens owe, queue
+ *		by queue in the order they were scheduled, and defer each retry whose
+ *		token comes after its own delay: its run_at moves on, and an event
+ *		("retry_deferred") records until when and why.  The tasks are still
+ *		locked by this transaction, which moved them.
+ */
+void
+DurableTakeOwedTokens(TimestampTz now)
+{
+	List	   *owed;
+	ListCell   *lc;
+
+	if (!owing_tokens())
+		return;
+	owed = owed_tokens;
+	owed_tokens = NIL;
+	owed_lxid = InvalidLocalTransactionId;
+
+	foreach(lc, owed)
+	{
+		OwedToken  *first = (OwedToken *) lfirst(lc);
+		int			n = 0;
+		OwedToken **same;
+		int64	   *ids;
+		TimestampTz *times;
+		ListCell   *lc2;
+
+		if (first->queue == NULL)
+			continue;			/* taken with an earlier queue */
+		same = palloc(sizeof(OwedToken *) * list_length(owed));
+		ids = palloc(sizeof(int64) * list_length(owed));
+		times = palloc(sizeof(TimestampTz) * list_length(owed));
+		for_each_cell(lc2, owed, lc)
+		{
+			OwedToken  *t = (OwedToken *) lfirst(lc2);
+
+			if (t->queue != NULL && strcmp(t->queue, first->queue) == 0)
+			{
+				ids[n] = t->task_id;
+				same[n++] = t;
+			}
+		}
+		if (take_tokens(first->queue, now, n, ids, times))
+		{
+			for (int i = 0; i < n; i++)
+			{
+				DurableTask task = {0};
+				DurableDetail detail;
+				Datum		args[3];
+
+				if (times[i] <= same[i]->run_at)
+					continue;
+				task.task_id = same[i]->task_id;
+				args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
+				args[1] = Int64GetDatum(task.task_id);
+				args[2] = TimestampTzGetDatum(times[i]);
+				if (DurableExecute(STMT_TASK_DEFER, args, NULL, SPI_OK_UPDATE, 0) != 1)
+					continue;	/* no longer waiting: nothing to defer */
+				DurableDetailInit(&detail);
+				DurableDetailTime(&detail, "deferred_until", times[i]);
+				DurableDetailText(&detail, "deferral_reason",
+								  "the queue's retry-token bucket is empty");
+				DurableDetailTime(&detail, "run_at", times[i]);
+				(void) DurableAppendEvent(&task, now, "retry_deferred", NULL,
+										  DurableDetailFinish(&detail), NULL, 0);
+			}
+		}
+		for (int i = 0; i < n; i++)
+			same[i]->queue = NULL;
+		pfree(same);
+		pfree(ids);
+		pfree(times);
+	}
+	list_free_deep(owed);
 }
 
 /*
@@ -128,6 +295,21 @@ DurableScheduleRetry(const DurableTask *task, TimestampTz now, int64 wait,
 					   (long long) task->task_id));
 	DurableDetailInt(detail, "wait_ms", wait / 1000);
 
+	if (task->retry_limited && owing_tokens())
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		OwedToken  *owed = palloc(sizeof(OwedToken));
+
+		/* the token is taken at the end of the tick, and any deferral then */
+		owed->task_id = task->task_id;
+		owed->queue = pstrdup(task->queue);
+		owed->run_at = run_at;
+		owed_tokens = lappend(owed_tokens, owed);
+		MemoryContextSwitchTo(old);
+		DurableDetailText(detail, "retry_token", "owed until the end of the tick");
+		DurableDetailTime(detail, "run_at", run_at);
+		return run_at;
+	}
 	token_at = DurableTakeRetryToken(task, now);
 	if (token_at > run_at)
 	{

@@ -42,4 +42,11 @@
 #define DURABLE_STAT_DEAD_TUPLES(entry) ((entry)->n_dead_tuples)
 #endif
 
+/* PG 17 moved the backend's local transaction id into its virtual xid */
+#if PG_VERSION_NUM >= 170000
+#define DURABLE_MY_LXID (MyProc->vxid.lxid)
+#else
+#define DURABLE_MY_LXID (MyProc->lxid)
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

@@ -116,6 +116,13 @@ define_gucs(void)
 	MarkGUCPrefixReserved("durable");
 }
 
+/*
+ * The static worker is a launcher connected to no database: a worker that
+ * connects to durable.database fails with FATAL when the database does not
+ * exist, and the postmaster would start it again, and log that again, every
+ * bgw_restart_time.  The launcher waits for the database quietly and starts
+ * the reconciler in it as a dynamic worker (reconciler.c).
+ */
 static void
 register_reconciler(void)
 {
@@ -125,11 +132,11 @@ register_reconciler(void)
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	/* never on a standby: the reconciler writes */
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;
+	worker.bgw_restart_time = DURABLE_RESTART_SECONDS;
 	strlcpy(worker.bgw_library_name, "durable", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "durable_reconciler_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "durable reconciler", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "durable reconciler", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "durable_launcher_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "durable launcher", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "durable launcher", BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);
 }
 

@@ -66,6 +66,7 @@ extern int	durable_inbox_retention;
 extern void DurableSha256(const void *data, size_t len,
 						  uint8 digest[PG_SHA256_DIGEST_LENGTH]);
 extern bytea *DurableJsonbHash(Jsonb *jb);
+extern bytea *DurableJsonbHashUntrimmed(Jsonb *jb);
 
 /* ---- decision.c: the pure decision tables of DESIGN section 3 ---- */
 typedef enum DurableErrorClass
@@ -151,6 +152,11 @@ extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);
 extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
+extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
+							const char *name);
+extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
+								   const char *name);
+extern char *DurableClipName(const char *name, int maxbytes);
 
 /* ---- spi_plans.c ---- */
 typedef enum DurableStmt
@@ -159,7 +165,8 @@ typedef enum DurableStmt
 	STMT_QUEUE_INSERT,
 	STMT_QUEUE_ALTER,
 	STMT_QUEUE_SET_PAUSED,
-	STMT_QUEUE_LOCK_TASKS,
+	STMT_QUEUE_GET_SHARE,
+	STMT_QUEUE_GET_FOR_DROP,
 	STMT_QUEUE_UNFINISHED,
 	STMT_QUEUE_DROP,
 	STMT_QUEUE_ACCESS,
@@ -167,6 +174,7 @@ typedef enum DurableStmt
 	STMT_QUEUE_REVOKE,
 	STMT_QUEUE_TOKENS_LOCK,
 	STMT_QUEUE_TOKENS_SET,
+	STMT_TASK_DEFER,
 	STMT_PARTITIONS,
 	STMT_ENQUEUE,
 	STMT_ENQUEUE_EXISTING,
@@ -192,6 +200,7 @@ typedef enum DurableStmt
 	STMT_IDEMPOTENT_LOCK,
 	STMT_IDEMPOTENT_RESTART,
 	STMT_IDEMPOTENT_UPDATE,
+	STMT_INSTALLATION_ID,
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
@@ -305,6 +314,8 @@ extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_i
 								 int32 attempt, int64 retry_after);
 extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
 										 TimestampTz now);
+extern void DurableBeginRetryTokens(void);
+extern void DurableTakeOwedTokens(TimestampTz now);
 extern TimestampTz DurableScheduleRetry(const DurableTask *task,
 										TimestampTz now, int64 wait,
 										DurableDetail *detail);
@@ -323,6 +334,7 @@ typedef struct DurableQueue
 } DurableQueue;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
+extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 
@@ -410,6 +422,9 @@ extern bool DurableReleaseMove(DurableTask *task, const char *actor,
 							   DurableMove *move);
 
 /* ---- reconciler.c ---- */
+/* how long the launcher waits before it starts a reconciler that stopped */
+#define DURABLE_RESTART_SECONDS 10
+extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
 
 /* ---- reconcile.c ---- */
@@ -429,8 +444,10 @@ extern void DurableVacuumTasks(void);
 
 /* ---- idempotency.c ---- */
 extern char *DurableIdempotencyKey(int nparts, text *const *parts);
+extern char *DurableInstallationId(void);
 extern int32 DurableKeyPartition(const char *a, const char *b);
 extern bool DurableHashesEqual(bytea *a, bytea *b);
+extern bool DurableRequestMatches(bytea *stored, bytea *hash, Jsonb *request);
 
 /* ---- retry.c ---- */
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,

@@ -96,13 +96,13 @@ durable_enqueue(PG_FUNCTION_ARGS)
 		args[4] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "max_attempts", 1));
 	if (!PG_ARGISNULL(7))
 		args[7] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 7, "deadline"));
-	args[11] = PG_GETARG_DATUM(8);
+	args[11] = PointerGetDatum(DurableTextArg(fcinfo, 8, "workflow_version"));
 	nulls[11] = PG_ARGISNULL(8) ? 'n' : ' ';
 	args[13] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 9, "metadata"));
 	nulls[13] = PG_ARGISNULL(9) ? 'n' : ' ';
 
 	SPI_connect();
-	DurableQueueGet(queue, &settings);
+	DurableQueueGetShared(queue, &settings);
 	DurableCheckQueueAccess(queue, DURABLE_PRIV_ENQUEUE);
 	if (key != NULL)
 		partition = DurableQueuePartition(&settings,
@@ -157,9 +157,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 						   key));
 		task_id = DurableResultInt64(0, 1);
 		first_hash = DatumGetByteaPP(DurableResultDatum(0, 2, &isnull));
-		if (isnull || VARSIZE_ANY_EXHDR(first_hash) != PG_SHA256_DIGEST_LENGTH ||
-			memcmp(VARDATA_ANY(first_hash), VARDATA(request_hash),
-				   PG_SHA256_DIGEST_LENGTH) != 0)
+		if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 					errmsg("idempotency key \"%s\" was already used for a different request",

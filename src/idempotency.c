@@ -12,21 +12,26 @@
  */
 #include "durable.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 /*
  * durable_request_hash(request jsonb) RETURNS bytea
  *
- * SHA-256 of the canonical text of the request.  Strict and immutable.
+ * SHA-256 of the canonical text of the request.  Immutable; a NULL
+ * request is 22004 (since 0.2.0: a NULL hash would compare as unknown, and
+ * a caller that binds keys to it would bind them to nothing).
  */
 PG_FUNCTION_INFO_V1(durable_request_hash);
 Datum
 durable_request_hash(PG_FUNCTION_ARGS)
 {
+	DurableRequireArg(fcinfo, 0, "request");
 	PG_RETURN_BYTEA_P(DurableJsonbHash(PG_GETARG_JSONB_P(0)));
 }
 
@@ -60,6 +65,35 @@ DurableIdempotencyKey(int nparts, text *const *parts)
 }
 
 /*
+ * DurableInstallationId
+ *		The id of this installation of durable, as text: a random UUID made
+ *		by CREATE EXTENSION (or by the update to 0.2.0).  The keys durable
+ *		derives from task ids mix it in, so that a task id that a later
+ *		installation hands out again never yields an earlier installation's
+ *		key.  A restore runs CREATE EXTENSION before it copies the dumped
+ *		row in, so the newest row wins: a restored copy derives keys of its
+ *		own.  Read on every use, never cached: a DROP and CREATE EXTENSION
+ *		in the life of a backend must not leave it with the old id.
+ */
+char *
+DurableInstallationId(void)
+{
+	Oid			schema = get_namespace_oid(DURABLE_SCHEMA, true);
+
+	if (!OidIsValid(schema) ||
+		!OidIsValid(get_relname_relid("installation", schema)))
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("durable's installed SQL is older than its library"),
+				errdetail("Table \"%s.installation\" does not exist.",
+						  DURABLE_SCHEMA),
+				errhint("Run ALTER EXTENSION durable UPDATE."));
+	if (DurableExecute(STMT_INSTALLATION_ID, NULL, NULL, SPI_OK_SELECT, 1) != 1)
+		elog(ERROR, "durable.installation has no row");
+	return DurableResultText(0, 1);
+}
+
+/*
  * DurableKeyPartition
  *		The partition of a key made of one or two names (an inbox's consumer
  *		and message id, a request's scope and key): a hash of their
@@ -88,6 +122,21 @@ DurableHashesEqual(bytea *a, bytea *b)
 		return a == b;
 	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
 		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/*
+ * DurableRequestMatches
+ *		A stored request hash (NULL for none) is the hash of this request
+ *		(NULL for none): its hash now, or, for a hash stored by 0.1.0, the
+ *		hash of its untrimmed text.
+ */
+bool
+DurableRequestMatches(bytea *stored, bytea *hash, Jsonb *request)
+{
+	if (DurableHashesEqual(stored, hash))
+		return true;
+	return stored != NULL && request != NULL &&
+		DurableHashesEqual(stored, DurableJsonbHashUntrimmed(request));
 }
 
 /*

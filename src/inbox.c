@@ -66,7 +66,7 @@ durable_inbox_receive(PG_FUNCTION_ARGS)
 					errmsg("could not serialize access due to a concurrent delivery of message \"%s\"",
 						   message_id));
 		d = DurableResultDatum(0, 1, &isnull);
-		if (!DurableHashesEqual(isnull ? NULL : DatumGetByteaPP(d), hash))
+		if (!DurableRequestMatches(isnull ? NULL : DatumGetByteaPP(d), hash, payload))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 					errmsg("message \"%s\" was already received by \"%s\" with a different payload",

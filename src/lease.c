@@ -261,6 +261,33 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* every result of a batch, like a single commit's, within max_payload_size */
+static void
+check_batch_results(ArrayType *results)
+{
+	Datum	   *elems;
+	bool	   *elnulls;
+	int			nelems;
+
+	deconstruct_array(results, JSONBOID, -1, false, TYPALIGN_INT,
+					  &elems, &elnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		Size		size;
+
+		if (elnulls[i])
+			continue;
+		size = VARSIZE_ANY(DatumGetPointer(elems[i]));
+		if (size > (Size) durable_max_payload_size * 1024)
+			ereport(ERROR,
+					errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					errmsg("result %d of the batch is too large", i + 1),
+					errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
+							  size, durable_max_payload_size),
+					errhint("Store large data elsewhere and pass a reference to it."));
+	}
+}
+
 /*
  * check_batch_access
  *		42501 unless the caller may work on the queue of every task of a
@@ -335,6 +362,8 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("at most %d tasks can be committed at once", DURABLE_MAX_BATCH));
+	if (!PG_ARGISNULL(2))
+		check_batch_results(PG_GETARG_ARRAYTYPE_P(2));
 
 	args[0] = PointerGetDatum(ids);
 	args[1] = PointerGetDatum(fences);
@@ -496,7 +525,10 @@ durable_cancel(PG_FUNCTION_ARGS)
 	DurableMove move = {0};
 	DurableDetail detail;
 
+	char	   *reason;
+
 	DurableRequireArg(fcinfo, 1, "reason");
+	reason = DurableTextArgCString(fcinfo, 1, "reason");
 
 	SPI_connect();
 	DurableTaskFetchOrError(task_id, true, &task);
@@ -510,7 +542,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 				errhint("A task in review is settled with durable_resolve().") : 0);
 
 	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "reason", text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	DurableDetailText(&detail, "reason", reason);
 	DurableDetailText(&detail, "previous_state", task.state);
 	move.from_state = task.state;
 	move.fence = task.fence;

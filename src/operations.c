@@ -232,7 +232,7 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	actor = DurableCallerName();
 	SPI_connect();
-	DurableQueueGet(queue, &settings);
+	DurableQueueGetShared(queue, &settings);
 	args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 	args[1] = CStringGetTextDatum(queue);
 	args[2] = Int32GetDatum(batch);

@@ -49,7 +49,7 @@ durable_outbox_emit(PG_FUNCTION_ARGS)
 	DurableRequireArg(fcinfo, 1, "payload");
 	payload = DurableJsonbArg(fcinfo, 1, "payload");
 	if (!PG_ARGISNULL(2))
-		key = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		key = DurableTextArgCString(fcinfo, 2, "key");
 	partition = DurableKeyPartition(topic, key ? key : "");
 
 	args[0] = Int32GetDatum(partition);
@@ -142,23 +142,25 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 					  &elems, &elnulls, &nelems);
 	if (nelems == 0)
 		PG_RETURN_INT32(0);
-	partitions = palloc(sizeof(Datum) * nelems);
 	for (int i = 0; i < nelems; i++)
-	{
 		if (elnulls[i])
 			ereport(ERROR,
 					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("message id %d of the array is null", i + 1));
-		partitions[i] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(elems[i])));
-	}
 
-	/* the same id twice is one message */
+	/*
+	 * The same id twice is one message.  The partitions are taken from the
+	 * distinct ids, so that both arrays the statement unnests keep step.
+	 */
 	qsort(elems, nelems, sizeof(Datum), compare_ids);
-	ndistinct = nelems == 0 ? 0 : 1;
+	ndistinct = 1;
 	for (int i = 1; i < nelems; i++)
 		if (DatumGetInt64(elems[i]) != DatumGetInt64(elems[ndistinct - 1]))
 			elems[ndistinct++] = elems[i];
 	nelems = ndistinct;
+	partitions = palloc(sizeof(Datum) * nelems);
+	for (int i = 0; i < nelems; i++)
+		partitions[i] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(elems[i])));
 
 	args[0] = PointerGetDatum(construct_array(elems, nelems, INT8OID,
 											  sizeof(int64), true, TYPALIGN_DOUBLE));

@@ -40,18 +40,15 @@ report_no_queue(const char *queue)
 			errhint("Create it with durable_create_queue()."));
 }
 
-/*
- * DurableQueueGet
- *		Read a queue's settings; 42704 when there is no such queue.
- */
-void
-DurableQueueGet(const char *queue, DurableQueue *result)
+/* read a queue's settings with one of the STMT_QUEUE_GET statements */
+static void
+queue_get(DurableStmt stmt, const char *queue, DurableQueue *result)
 {
 	Datum		arg = CStringGetTextDatum(queue);
 	bool		isnull;
 	Datum		d;
 
-	if (DurableExecute(STMT_QUEUE_GET, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(stmt, &arg, NULL, SPI_OK_SELECT, 1) == 0)
 		report_no_queue(queue);
 
 	result->partition_base = (int32) DurableResultInt64(0, QUEUE_PARTITION_BASE);
@@ -64,6 +61,36 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 		result->deadline = *DatumGetIntervalP(d);
 	result->notify = DatumGetBool(DurableResultDatum(0, QUEUE_NOTIFY, &isnull));
 	result->paused = DatumGetBool(DurableResultDatum(0, QUEUE_PAUSED, &isnull));
+}
+
+/*
+ * DurableQueueGet
+ *		Read a queue's settings; 42704 when there is no such queue.  Takes
+ *		no lock: for calls that move tasks already in the queue.
+ */
+void
+DurableQueueGet(const char *queue, DurableQueue *result)
+{
+	queue_get(STMT_QUEUE_GET, queue, result);
+}
+
+/*
+ * DurableQueueGetShared
+ *		The same, locking the queue's row FOR KEY SHARE until the end of the
+ *		transaction: for calls that add a task to the queue, or make a
+ *		finished one unfinished again.  durable_drop_queue locks the row FOR
+ *		UPDATE, so such a call and a drop of its queue never overlap: the
+ *		drop waits for the call's transaction, or the call waits for the
+ *		drop and then finds no queue (42704).  KEY SHARE does not conflict
+ *		with itself nor with the retry bucket's FOR NO KEY UPDATE, so
+ *		enqueues do not wait for each other or for failures.  (Claims take
+ *		no lock: many lockers of one row would share it through a
+ *		multixact on every claim.)
+ */
+void
+DurableQueueGetShared(const char *queue, DurableQueue *result)
+{
+	queue_get(STMT_QUEUE_GET_SHARE, queue, result);
 }
 
 /* the partition key of a queue's index-th partition */
@@ -97,17 +124,31 @@ DurableQueuePartitionArray(const DurableQueue *queue)
 						   sizeof(int32), true, TYPALIGN_INT);
 }
 
+/*
+ * A retry refill rate, in tokens a second, from DURABLE_MIN_REFILL_RATE (one
+ * token in about eleven and a half days) to DURABLE_MAX_REFILL_RATE.  Below
+ * the floor the time of the next token is so far off that it leaves the
+ * timestamp range (or the conversion to microseconds overflows); above the
+ * ceiling the bucket limits nothing.  budget.c still checks every time it
+ * computes, since a deep deficit of tokens can reach far at any rate.
+ */
+#define DURABLE_MIN_REFILL_RATE 0.000001
+#define DURABLE_MAX_REFILL_RATE 1000000
+
 static double
-positive_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+refill_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	double		rate;
 
 	DurableRequireArg(fcinfo, argno, name);
 	rate = PG_GETARG_FLOAT8(argno);
-	if (!(rate > 0.0) || isinf(rate))
+	if (!(rate >= DURABLE_MIN_REFILL_RATE && rate <= DURABLE_MAX_REFILL_RATE))
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must be a finite number greater than zero", name));
+				errmsg("%s must be between %s and %s tokens per second", name,
+					   CppAsString2(DURABLE_MIN_REFILL_RATE),
+					   CppAsString2(DURABLE_MAX_REFILL_RATE)),
+				errdetail("The value given was %g.", rate));
 	return rate;
 }
 
@@ -148,7 +189,7 @@ durable_create_queue(PG_FUNCTION_ARGS)
 		nulls[8] = 'n';
 	else
 		args[8] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "retry_capacity", 1));
-	args[9] = Float8GetDatum(positive_rate_arg(fcinfo, 7, "retry_refill_rate"));
+	args[9] = Float8GetDatum(refill_rate_arg(fcinfo, 7, "retry_refill_rate"));
 	args[10] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	if (PG_ARGISNULL(8))
 		nulls[11] = 'n';
@@ -207,7 +248,7 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 				args[i] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, i, names[i]));
 				break;
 			case 7:
-				args[i] = Float8GetDatum(positive_rate_arg(fcinfo, i, names[i]));
+				args[i] = Float8GetDatum(refill_rate_arg(fcinfo, i, names[i]));
 				break;
 			case 9:
 				args[i] = PG_GETARG_DATUM(i);
@@ -255,9 +296,12 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 /*
  * durable_drop_queue(queue text) RETURNS void
  *
- * Takes a SHARE lock on durable.tasks until the end of the transaction, so
- * that no task can be added or moved while the queue is checked and
- * dropped.  Raises 55006 while any of its tasks is unfinished.
+ * Locks the queue's row FOR UPDATE, which waits for the enqueues and
+ * replays under way in the queue and keeps new ones out (they lock the row
+ * FOR KEY SHARE), and nothing else: other queues go on, and of two drops of
+ * one queue the second waits and then finds no queue.  Then the queue goes
+ * with its finished tasks, their steps and events.  Raises 55006 while any
+ * of its tasks is unfinished.
  */
 PG_FUNCTION_INFO_V1(durable_drop_queue);
 Datum
@@ -268,9 +312,21 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	int64		unfinished;
 
+	/*
+	 * Under a transaction snapshot a task enqueued by a transaction that
+	 * committed while the drop waited for the queue's row would be
+	 * invisible to the check and to the delete, and stay behind.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("cannot drop queue \"%s\" under the %s isolation level",
+					   queue, XactIsoLevel == XACT_SERIALIZABLE ?
+					   "SERIALIZABLE" : "REPEATABLE READ"),
+				errhint("Drop queues in a READ COMMITTED transaction."));
+
 	SPI_connect();
-	DurableExecute(STMT_QUEUE_LOCK_TASKS, NULL, NULL, SPI_OK_UTILITY, 0);
-	DurableQueueGet(queue, &settings);
+	queue_get(STMT_QUEUE_GET_FOR_DROP, queue, &settings);
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 	DurableExecute(STMT_QUEUE_UNFINISHED, args, NULL, SPI_OK_SELECT, 0);

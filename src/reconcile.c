@@ -315,6 +315,11 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		alarms = 0;
 	uint64		removed;
 
+	/*
+	 * Retries owe their tokens until the end of the tick, so that the
+	 * queues' buckets are locked from then to the commit only (budget.c).
+	 */
+	DurableBeginRetryTokens();
 	for (uint64 i = 0; i < npartitions && settled < (uint64) batch; i++)
 		settled += DurableReconcilePartition(partitions[i], now,
 											 batch - (int) settled,
@@ -323,6 +328,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
 									 callback, arg);
 	removed = apply_retention(partitions, npartitions, now, batch, callback, arg);
+	DurableTakeOwedTokens(now);
 	pfree(partitions);
 	return Max(Max(settled, alarms), removed);
 }

@@ -11,6 +11,14 @@
  * only until its lock interval ends; the next begin takes it over at the
  * recovery point it reached.
  *
+ * Ownership is fenced like a task's lease: every 'started' hands out a new
+ * fence (1 for a new key, one more for each takeover or restart), and
+ * advance and finish write only under the key's current fence.  A handler
+ * that was slow rather than dead, and was taken over, gets 55U01 and
+ * writes nothing, so it cannot move the new owner's recovery point back or
+ * finish the request with its own answer.  A fence that is still current is
+ * accepted after its lock has run out, as long as nobody took over.
+ *
  *-------------------------------------------------------------------------
  */
 #include "durable.h"
@@ -33,8 +41,12 @@ enum
 	KEY_LOCKED_UNTIL,
 	KEY_EXPIRES_AT,
 	KEY_RECOVERY_POINT,
-	KEY_RESPONSE
+	KEY_RESPONSE,
+	KEY_FENCE
 };
+
+/* the arguments of durable_idempotent_begin's result */
+#define BEGIN_COLUMNS 4
 
 typedef struct RequestKey
 {
@@ -69,17 +81,33 @@ plus_interval(TimestampTz t, Interval *span)
 												   IntervalPGetDatum(span)));
 }
 
+/*
+ * The 0.1.0 declarations of these functions had no fence.  A library that
+ * is newer than the installed SQL refuses them rather than write unfenced.
+ */
+static void
+refuse_unfenced(const char *function)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg("%s() without a fence is no longer supported", function),
+			errdetail("The installed SQL declaration of durable is older than its library."),
+			errhint("Run ALTER EXTENSION durable UPDATE."));
+}
+
+/* the fence is given to the one handler that owns the request, only */
 static void
 put_status(FunctionCallInfo fcinfo, const char *status, const char *point,
-		   Datum response, bool response_null)
+		   int64 fence, Datum response, bool response_null)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, response_null};
+	Datum		values[BEGIN_COLUMNS];
+	bool		nulls[BEGIN_COLUMNS] = {false, false, fence == 0, response_null};
 
 	values[0] = CStringGetTextDatum(status);
 	values[1] = CStringGetTextDatum(point);
-	values[2] = response;
+	values[2] = Int64GetDatum(fence);
+	values[3] = response;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -99,12 +127,14 @@ lock_key(const RequestKey *rk)
 /*
  * durable_idempotent_begin(scope text, key text, request jsonb,
  *							lock interval = '1 minute')
- *		RETURNS TABLE(status text, recovery_point text, response jsonb)
+ *		RETURNS TABLE(status text, recovery_point text, fence bigint,
+ *					  response jsonb)
  *
- * 'started': the caller owns the request until the lock ends, from
- * recovery_point on ('started' for a new key); 'in_progress': another
+ * 'started': the caller owns the request under fence until the lock ends,
+ * from recovery_point on ('started' for a new key); 'in_progress': another
  * handler owns it now; 'completed': the stored response is the answer.
- * Raises 55U03 when the key was used for another request.
+ * fence is NULL unless 'started'.  Raises 55U03 when the key was used for
+ * another request.
  */
 PG_FUNCTION_INFO_V1(durable_idempotent_begin);
 Datum
@@ -121,12 +151,15 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	Datum		response;
 	bool		response_null;
 	char	   *point;
+	int64		fence;
 
 	request_key_args(fcinfo, &rk);
 	DurableRequireArg(fcinfo, 2, "request");
 	request = DurableJsonbArg(fcinfo, 2, "request");
 	hash = DurableJsonbHash(request);
 	InitMaterializedSRF(fcinfo, 0);
+	if (((ReturnSetInfo *) fcinfo->resultinfo)->setDesc->natts != BEGIN_COLUMNS)
+		refuse_unfenced("durable_idempotent_begin");
 
 	memcpy(args, rk.args, sizeof(rk.args));
 	args[3] = PointerGetDatum(hash);
@@ -137,7 +170,7 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (DurableExecute(STMT_IDEMPOTENT_INSERT, args, NULL, SPI_OK_INSERT, 0) == 1)
 	{
-		put_status(fcinfo, "started", "started", (Datum) 0, true);
+		put_status(fcinfo, "started", "started", 1, (Datum) 0, true);
 		SPI_finish();
 		return (Datum) 0;
 	}
@@ -145,14 +178,19 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	lock_key(&rk);
 	if (DatumGetTimestampTz(DurableResultDatum(0, KEY_EXPIRES_AT, &isnull)) <= now)
 	{
-		/* forgotten after its retention window: a new request */
-		DurableExecute(STMT_IDEMPOTENT_RESTART, args, NULL, SPI_OK_UPDATE, 0);
-		put_status(fcinfo, "started", "started", (Datum) 0, true);
+		/*
+		 * Forgotten after its retention window: a new request, under a new
+		 * fence, so that a handler of the old one still cannot write.
+		 */
+		DurableExecute(STMT_IDEMPOTENT_RESTART, args, NULL,
+					   SPI_OK_UPDATE_RETURNING, 0);
+		put_status(fcinfo, "started", "started", DurableResultInt64(0, 1),
+				   (Datum) 0, true);
 		SPI_finish();
 		return (Datum) 0;
 	}
-	if (!DurableHashesEqual(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
-							hash))
+	if (!DurableRequestMatches(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
+							   hash, request))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 				errmsg("idempotency key \"%s\" was already used for a different request",
@@ -164,32 +202,62 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	point = DurableResultText(0, KEY_RECOVERY_POINT);
 	response = DurableResultDatum(0, KEY_RESPONSE, &response_null);
 	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
-		put_status(fcinfo, "completed", point, response, response_null);
+		put_status(fcinfo, "completed", point, 0, response, response_null);
 	else if (DatumGetTimestampTz(DurableResultDatum(0, KEY_LOCKED_UNTIL, &isnull)) > now)
-		put_status(fcinfo, "in_progress", point, (Datum) 0, true);
+		put_status(fcinfo, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
-		Datum		update[8];
-		char		nulls[8] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n'};
+		Datum		update[9];
+		char		nulls[9] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' '};
 
-		/* the last owner's lock ran out: take over at its recovery point */
+		/*
+		 * The last owner's lock ran out: take over at its recovery point,
+		 * under a new fence that fences the last owner off.
+		 */
 		memcpy(update, rk.args, sizeof(rk.args));
 		update[3] = args[5];
 		update[5] = BoolGetDatum(false);
-		put_status(fcinfo, "started", point, (Datum) 0, true);
-		DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+		update[8] = Int64GetDatum(1);
+		DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls,
+					   SPI_OK_UPDATE_RETURNING, 0);
+		fence = DurableResultInt64(0, 1);
+		put_status(fcinfo, "started", point, fence, (Datum) 0, true);
 	}
 	SPI_finish();
 	return (Datum) 0;
 }
 
-/* the key must be begun and not finished */
+/* the fence argument of advance and finish */
+static int64
+request_fence_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("fence must not be null"),
+				errhint("Pass the fence that durable_idempotent_begin returned with status \"started\"."));
+	return PG_GETARG_INT64(argno);
+}
+
+/*
+ * require_held
+ *		Lock the key and check that the caller's fence is its current one
+ *		(else 55U01; the detail does not give the current fence away) and
+ *		that it is not finished (55U04).
+ */
 static void
-require_open(const RequestKey *rk)
+require_held(const RequestKey *rk, int64 fence)
 {
 	bool		isnull;
 
 	lock_key(rk);
+	if (DurableResultInt64(0, KEY_FENCE) != fence)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
+				errmsg("fencing token %lld is stale for idempotency key \"%s\" in scope \"%s\"",
+					   (long long) fence, rk->key, rk->scope),
+				errdetail("The request was taken over by another handler, or this fence was never handed out."),
+				errhint("Stop handling the request and roll back; its current owner answers it."));
 	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
@@ -198,68 +266,84 @@ require_open(const RequestKey *rk)
 }
 
 /*
- * durable_idempotent_advance(scope text, key text, recovery_point text,
- *							  lock interval = NULL) RETURNS void
+ * durable_idempotent_advance(scope text, key text, fence bigint,
+ *							  recovery_point text, lock interval = NULL)
+ *		RETURNS void
  *
  * Records the point the request has reached (after committing the work
  * up to it in the same transaction), and extends the lock when given.
+ * Raises 55U01 unless fence is the key's current one.
  */
 PG_FUNCTION_INFO_V1(durable_idempotent_advance);
 Datum
 durable_idempotent_advance(PG_FUNCTION_ARGS)
 {
 	RequestKey	rk;
-	Datum		update[8];
-	char		nulls[8] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n'};
+	int64		fence;
+	Datum		update[9];
+	char		nulls[9] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' '};
 
+	if (PG_NARGS() != 5)
+		refuse_unfenced("durable_idempotent_advance");
 	request_key_args(fcinfo, &rk);
-	DurableRequireArg(fcinfo, 2, "recovery_point");
+	fence = request_fence_arg(fcinfo, 2);
 	memcpy(update, rk.args, sizeof(rk.args));
-	update[4] = PG_GETARG_DATUM(2);
+	DurableRequireArg(fcinfo, 3, "recovery_point");
+	update[4] = PointerGetDatum(DurableTextArg(fcinfo, 3, "recovery_point"));
 	update[5] = BoolGetDatum(false);
-	if (!PG_ARGISNULL(3))
+	update[8] = Int64GetDatum(0);
+	if (!PG_ARGISNULL(4))
 	{
 		update[3] = TimestampTzGetDatum(plus_interval(GetCurrentTransactionStartTimestamp(),
-													  DurablePositiveIntervalArg(fcinfo, 3, "lock")));
+													  DurablePositiveIntervalArg(fcinfo, 4, "lock")));
 		nulls[3] = ' ';
 	}
 
 	SPI_connect();
-	require_open(&rk);
-	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+	require_held(&rk, fence);
+	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls,
+				   SPI_OK_UPDATE_RETURNING, 0);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
 /*
- * durable_idempotent_finish(scope text, key text, response jsonb,
- *							 retention interval = '24 hours') RETURNS void
+ * durable_idempotent_finish(scope text, key text, fence bigint,
+ *							 response jsonb, retention interval = '24 hours')
+ *		RETURNS void
  *
  * Stores the response; every later begin of the key with the same request
- * gets it back, until retention has passed.
+ * gets it back, until retention has passed.  Raises 55U01 unless fence is
+ * the key's current one.
  */
 PG_FUNCTION_INFO_V1(durable_idempotent_finish);
 Datum
 durable_idempotent_finish(PG_FUNCTION_ARGS)
 {
 	RequestKey	rk;
-	Datum		update[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int64		fence;
+	Datum		update[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
+	if (PG_NARGS() != 5)
+		refuse_unfenced("durable_idempotent_finish");
 	request_key_args(fcinfo, &rk);
-	DurableRequireArg(fcinfo, 2, "response");
+	fence = request_fence_arg(fcinfo, 2);
+	DurableRequireArg(fcinfo, 3, "response");
 	memcpy(update, rk.args, sizeof(rk.args));
 	update[3] = TimestampTzGetDatum(now);
 	update[4] = CStringGetTextDatum("finished");
 	update[5] = BoolGetDatum(true);
-	update[6] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 2, "response"));
+	update[6] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 3, "response"));
 	update[7] = TimestampTzGetDatum(plus_interval(now,
-												  DurablePositiveIntervalArg(fcinfo, 3, "retention")));
+												  DurablePositiveIntervalArg(fcinfo, 4, "retention")));
+	update[8] = Int64GetDatum(0);
 
 	SPI_connect();
-	require_open(&rk);
-	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls, SPI_OK_UPDATE, 0);
+	require_held(&rk, fence);
+	DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls,
+				   SPI_OK_UPDATE_RETURNING, 0);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -75,10 +75,20 @@ PG_FUNCTION_INFO_V1(durable_retry_delay);
 Datum
 durable_retry_delay(PG_FUNCTION_ARGS)
 {
-	text	   *activity_id = PG_GETARG_TEXT_PP(0);
-	int32		attempt = PG_GETARG_INT32(1);
-	int32		base = PG_GETARG_INT32(2);
-	int32		cap = PG_GETARG_INT32(3);
+	text	   *activity_id;
+	int32		attempt;
+	int32		base;
+	int32		cap;
+
+	/* not strict since 0.2.0: a NULL is a mistake, not an unknown delay */
+	DurableRequireArg(fcinfo, 0, "activity_id");
+	DurableRequireArg(fcinfo, 1, "attempt");
+	DurableRequireArg(fcinfo, 2, "base");
+	DurableRequireArg(fcinfo, 3, "cap");
+	activity_id = PG_GETARG_TEXT_PP(0);
+	attempt = PG_GETARG_INT32(1);
+	base = PG_GETARG_INT32(2);
+	cap = PG_GETARG_INT32(3);
 
 	if (attempt < 1)
 		ereport(ERROR,

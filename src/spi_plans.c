@@ -20,6 +20,7 @@
 #include "durable.h"
 
 #include "catalog/pg_type.h"
+#include "utils/inval.h"
 
 #define MAX_ARGS 20
 
@@ -87,10 +88,21 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE queue_name = $1",
 		2, {TEXTOID, BOOLOID}
 	},
-	[STMT_QUEUE_LOCK_TASKS] = {
-		"queue_lock_tasks",
-		"LOCK TABLE durable.tasks IN SHARE MODE",
-		0, {InvalidOid}
+	[STMT_QUEUE_GET_SHARE] = {
+		"queue_get_share",
+		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
+		" notify, paused"
+		" FROM durable.queues WHERE queue_name = $1"
+		" FOR KEY SHARE",
+		1, {TEXTOID}
+	},
+	[STMT_QUEUE_GET_FOR_DROP] = {
+		"queue_get_for_drop",
+		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
+		" notify, paused"
+		" FROM durable.queues WHERE queue_name = $1"
+		" FOR UPDATE",
+		1, {TEXTOID}
 	},
 	[STMT_QUEUE_UNFINISHED] = {
 		"queue_unfinished",
@@ -108,7 +120,10 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  RETURNING partition_key, task_id),"
 		" e AS (DELETE FROM durable.events e USING t"
 		"  WHERE e.partition_key = t.partition_key"
-		"  AND e.task_id = t.task_id)"
+		"  AND e.task_id = t.task_id),"
+		" s AS (DELETE FROM durable.steps s USING t"
+		"  WHERE s.partition_key = t.partition_key"
+		"  AND s.task_id = t.task_id)"
 		" DELETE FROM durable.queues WHERE queue_name = $1",
 		2, {TEXTOID, INT4ARRAYOID}
 	},
@@ -147,6 +162,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"UPDATE durable.queues SET retry_tokens = $2, retry_tokens_at = $3"
 		" WHERE queue_name = $1",
 		3, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID}
+	},
+	[STMT_TASK_DEFER] = {
+		"task_defer",
+		"UPDATE durable.tasks SET run_at = $3"
+		" WHERE partition_key = $1 AND task_id = $2"
+		" AND state = 'waiting' AND run_at < $3",
+		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
 	},
 	[STMT_PARTITIONS] = {
 		"partitions",
@@ -518,8 +540,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_IDEMPOTENT_INSERT] = {
 		"idempotent_insert",
 		"INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
-		" request_hash, created_at, locked_until, expires_at, recovery_point)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started')"
+		" request_hash, created_at, locked_until, expires_at, recovery_point,"
+		" fence)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', 1)"
 		" ON CONFLICT (partition_key, scope, key) DO NOTHING",
 		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID}
@@ -527,7 +550,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_IDEMPOTENT_LOCK] = {
 		"idempotent_lock",
 		"SELECT request_hash, completed, locked_until, expires_at,"
-		" recovery_point, response"
+		" recovery_point, response, fence"
 		" FROM durable.idempotency_keys"
 		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
 		" FOR NO KEY UPDATE",
@@ -537,8 +560,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"idempotent_restart",
 		"UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
 		" created_at = $5, locked_until = $6, expires_at = $7,"
-		" recovery_point = 'started', response = NULL"
-		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
+		" recovery_point = 'started', response = NULL, fence = fence + 1"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+		" RETURNING fence",
 		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
@@ -548,10 +572,18 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" locked_until = COALESCE($4, locked_until),"
 		" recovery_point = COALESCE($5, recovery_point),"
 		" completed = $6, response = COALESCE($7, response),"
-		" expires_at = COALESCE($8, expires_at)"
-		" WHERE partition_key = $1 AND scope = $2 AND key = $3",
-		8, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
-		JSONBOID, TIMESTAMPTZOID}
+		" expires_at = COALESCE($8, expires_at),"
+		" fence = fence + $9"
+		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+		" RETURNING fence",
+		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
+		JSONBOID, TIMESTAMPTZOID, INT8OID}
+	},
+	[STMT_INSTALLATION_ID] = {
+		"installation_id",
+		"SELECT installation_id::text FROM durable.installation"
+		" ORDER BY installed_at DESC, installation_id DESC LIMIT 1",
+		0, {InvalidOid}
 	},
 };
 
@@ -562,19 +594,36 @@ StaticAssertDecl(DURABLE_PARTITION_MASK == DURABLE_PARTITION_SPACE - 1,
 
 static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
 static bool durable_version_checked = false;
+static Oid	durable_tasks_relid = InvalidOid;
+
+/* a DROP, CREATE or ALTER EXTENSION invalidates durable.tasks: check again */
+static void
+forget_version_check(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == durable_tasks_relid)
+		durable_version_checked = false;
+}
 
 /*
  * check_extension_version
  *		The statements are written for the tables of this library's version.
  *		After the library is upgraded and before ALTER EXTENSION durable
  *		UPDATE has run, they would fail with errors about columns nobody
- *		asked for: say what is wrong instead.  Checked once per backend,
- *		until it holds.
+ *		asked for: say what is wrong instead.  Checked again whenever
+ *		durable.tasks is invalidated, as any change of the extension does.
  */
 static void
 check_extension_version(void)
 {
-	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
+		callback_registered = true;
+	}
+	if (SPI_execute("SELECT extversion, 'durable.tasks'::pg_catalog.regclass::pg_catalog.oid"
+					" FROM pg_catalog.pg_extension"
 					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
 					true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the version of extension durable");
@@ -582,6 +631,7 @@ check_extension_version(void)
 	{
 		char	   *installed = SPI_getvalue(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1);
+		bool		isnull;
 
 		if (strcmp(installed, DURABLE_VERSION) != 0)
 			ereport(ERROR,
@@ -589,6 +639,9 @@ check_extension_version(void)
 					errmsg("extension durable is at version %s, but its library is version %s",
 						   installed, DURABLE_VERSION),
 					errhint("Run ALTER EXTENSION durable UPDATE."));
+		durable_tasks_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc,
+															 2, &isnull));
 	}
 	durable_version_checked = true;
 }
@@ -602,12 +655,11 @@ DurablePlan(DurableStmt id)
 {
 	const DurableStmtDef *def = &durable_stmts[id];
 
+	if (!durable_version_checked)
+		check_extension_version();
 	if (durable_plans[id] == NULL)
 	{
 		SPIPlanPtr	plan;
-
-		if (!durable_version_checked)
-			check_extension_version();
 
 		if (def->sql == NULL)
 			elog(ERROR, "durable statement %d has no definition", (int) id);

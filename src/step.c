@@ -33,6 +33,13 @@
 /* prefix of the steps durable_compensate plans */
 #define DURABLE_COMPENSATION_PREFIX "compensate:"
 
+/*
+ * The longest name a step can be planned with: its compensation step,
+ * "compensate:<name>", must still be a name the API takes.
+ */
+#define DURABLE_MAX_STEP_NAME_LEN \
+	(DURABLE_MAX_NAME_LEN - (int) (sizeof(DURABLE_COMPENSATION_PREFIX) - 1))
+
 /* columns of STMT_STEP_GET */
 enum
 {
@@ -281,7 +288,7 @@ plan_step(DurableTask *task, const char *name, const char *class,
 		  Jsonb *request, const char *target, const char *compensates,
 		  TimestampTz now, DurableStep *step)
 {
-	text	   *parts[3];
+	text	   *parts[4];
 	int			nparts = 0;
 	char		task_text[32];
 	char	   *key;
@@ -301,8 +308,7 @@ plan_step(DurableTask *task, const char *name, const char *class,
 
 	if (DurableStepFetch(task, name, step))
 	{
-		if (memcmp(VARDATA_ANY(step->request_hash), VARDATA(hash),
-				   PG_SHA256_DIGEST_LENGTH) != 0)
+		if (!DurableRequestMatches(step->request_hash, hash, request))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
 					errmsg("step \"%s\" of task %lld was already planned with a different request",
@@ -318,7 +324,9 @@ plan_step(DurableTask *task, const char *name, const char *class,
 		return false;
 	}
 
+	/* the installation id first: task ids may repeat after a reinstall */
 	snprintf(task_text, sizeof(task_text), INT64_FORMAT, task->task_id);
+	parts[nparts++] = cstring_to_text(DurableInstallationId());
 	parts[nparts++] = cstring_to_text(task_text);
 	parts[nparts++] = cstring_to_text(name);
 	if (target != NULL)
@@ -379,7 +387,8 @@ put_step_row(ReturnSetInfo *rsinfo, const DurableStep *step)
  *
  * Plans the step (PLANNED) or returns it as it is: a committed step comes
  * back with its result, so a resumed worker skips it.  Its key is
- * durable_idempotency_key(task_id, step[, target]) and never changes.
+ * durable_idempotency_key(installation_id, task_id, step[, target]) and
+ * never changes.
  * Raises 55U01 for a stale fence, 55U03 for a replay with another request.
  */
 PG_FUNCTION_INFO_V1(durable_step);
@@ -395,11 +404,18 @@ durable_step(PG_FUNCTION_ARGS)
 	DurableTask task;
 	DurableStep step;
 
+	if (strlen(name) > DURABLE_MAX_STEP_NAME_LEN)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("step name \"%s\" is too long", DurableClipName(name, 20)),
+				errdetail("It has %zu bytes; a step name may have at most %d, so that its compensation step \"%s<name>\" has at most %d.",
+						  strlen(name), DURABLE_MAX_STEP_NAME_LEN,
+						  DURABLE_COMPENSATION_PREFIX, DURABLE_MAX_NAME_LEN));
 	DurableRequireArg(fcinfo, 3, "class");
 	class = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	(void) DurableParseActivityClass(class);
 	if (!PG_ARGISNULL(5))
-		target = text_to_cstring(PG_GETARG_TEXT_PP(5));
+		target = DurableTextArgCString(fcinfo, 5, "target");
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
@@ -482,7 +498,7 @@ durable_step_unknown(PG_FUNCTION_ARGS)
 
 	DurableDetailInit(&detail);
 	if (!PG_ARGISNULL(4))
-		DurableDetailText(&detail, "reason", text_to_cstring(PG_GETARG_TEXT_PP(4)));
+		DurableDetailText(&detail, "reason", DurableTextArgCString(fcinfo, 4, "reason"));
 	change.to_state = "unknown";
 	change.kind = "step_unknown";
 	change.detail = &detail;
@@ -748,7 +764,7 @@ durable_record_receipt(PG_FUNCTION_ARGS)
 	receipt_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	receipt = DurableParseReceipt(receipt_name);
 	if (!PG_ARGISNULL(4))
-		effect_id = text_to_cstring(PG_GETARG_TEXT_PP(4));
+		effect_id = DurableTextArgCString(fcinfo, 4, "effect_id");
 
 	SPI_connect();
 	DurableTaskHeld(task_id, fence, &task);

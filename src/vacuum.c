@@ -34,14 +34,15 @@
 /*
  * Dead row versions the last vacuum could not remove: an old snapshot pins
  * them, and vacuuming again cannot help until as many more have died.
- * Read right after each vacuum, before the rows that die after it reach
- * the statistics (backends report them at most once a second).
+ * Read right after each vacuum, in a transaction of its own: read at the
+ * next tick instead, it would count the row versions that died in between
+ * as left by the vacuum, and the next vacuum would come that much later.
  */
 static int64 dead_left = 0;
 
-/* the dead row versions of durable.tasks as the statistics count them */
-static bool
-tasks_dead_tuples(int64 *dead)
+/* the dead row versions of durable.tasks the statistics count, or -1 */
+static int64
+tasks_dead_tuples(void)
 {
 	Oid			schema;
 	Oid			relid;
@@ -49,15 +50,14 @@ tasks_dead_tuples(int64 *dead)
 
 	schema = get_namespace_oid("durable", true);
 	if (!OidIsValid(schema))
-		return false;
+		return -1;
 	relid = get_relname_relid("tasks", schema);
 	if (!OidIsValid(relid))
-		return false;
+		return -1;
 	stats = pgstat_fetch_stat_tabentry(relid);
 	if (stats == NULL)
-		return false;
-	*dead = DURABLE_STAT_DEAD_TUPLES(stats);
-	return true;
+		return -1;
+	return DURABLE_STAT_DEAD_TUPLES(stats);
 }
 
 /*
@@ -71,7 +71,10 @@ DurableTasksNeedVacuum(void)
 {
 	int64		dead;
 
-	if (durable_vacuum_threshold <= 0 || !tasks_dead_tuples(&dead))
+	if (durable_vacuum_threshold <= 0)
+		return false;
+	dead = tasks_dead_tuples();
+	if (dead < 0)
 		return false;
 	dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
 	return dead - dead_left >= durable_vacuum_threshold;
@@ -119,10 +122,9 @@ DurableVacuumTasks(void)
 	MemoryContextSwitchTo(caller_context);
 	MemoryContextDelete(portal_context);
 
-	/* what the vacuum left, before anything that dies after it is counted */
+	/* the vacuum reported what it left to the statistics as it ended */
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (!tasks_dead_tuples(&dead_left))
-		dead_left = 0;
+	dead_left = Max(tasks_dead_tuples(), 0);
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(caller_context);
 }

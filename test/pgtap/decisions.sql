@@ -5,7 +5,7 @@ SELECT plan(20);
 SELECT has_function('durable_retry_delay', ARRAY['text', 'integer', 'integer', 'integer']);
 SELECT function_returns('durable_retry_delay', ARRAY['text', 'integer', 'integer', 'integer'], 'integer');
 SELECT volatility_is('durable_retry_delay', ARRAY['text', 'integer', 'integer', 'integer'], 'immutable');
-SELECT is_strict('durable_retry_delay', ARRAY['text', 'integer', 'integer', 'integer']);
+SELECT isnt_strict('durable_retry_delay', ARRAY['text', 'integer', 'integer', 'integer']);
 SELECT has_function('durable_next_action', ARRAY['integer', 'integer', 'interval', 'interval', 'text', 'interval']);
 SELECT volatility_is('durable_next_action', ARRAY['integer', 'integer', 'interval', 'interval', 'text', 'interval'], 'immutable');
 SELECT has_function('durable_recovery_action', ARRAY['boolean', 'text', 'boolean', 'integer', 'integer', 'boolean']);

@@ -1,7 +1,7 @@
 -- SQLSTATE contracts of the inbox, the outbox and request idempotency, and
 -- who may call them.
 BEGIN;
-SELECT plan(14);
+SELECT plan(17);
 
 SELECT lives_ok($$SELECT durable_inbox_receive('c', 'm-1', '{"a": 1}')$$, 'first delivery');
 SELECT is(durable_inbox_receive('c', 'm-1', '{"a": 1}'), false, 'a duplicate is false');
@@ -18,10 +18,14 @@ SELECT is((SELECT durable_outbox_ack(array_agg(message_id), max(fence)) FROM lea
 SELECT lives_ok($$SELECT durable_idempotent_begin('s', 'k', '{"x": 1}')$$, 'begin');
 SELECT throws_ok($$SELECT durable_idempotent_begin('s', 'k', '{"x": 2}')$$, '55U03', NULL,
                  'another request under the key is 55U03');
-SELECT lives_ok($$SELECT durable_idempotent_finish('s', 'k', '{"ok": true}')$$, 'finish');
-SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', '{"ok": true}')$$, '55U04', NULL,
+SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'k', 2, 'p')$$, '55U01', NULL,
+                 'an advance under another fence is 55U01');
+SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', 0, '{"ok": true}')$$, '55U01', NULL,
+                 'a finish under another fence is 55U01');
+SELECT lives_ok($$SELECT durable_idempotent_finish('s', 'k', 1, '{"ok": true}')$$, 'finish');
+SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', 1, '{"ok": true}')$$, '55U04', NULL,
                  'finishing twice is 55U04');
-SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'nope', 'p')$$, '42704', NULL,
+SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'nope', 1, 'p')$$, '42704', NULL,
                  'an unknown key is 42704');
 
 SELECT function_privs_are('public', 'durable_inbox_receive', ARRAY['text', 'text', 'jsonb'],
@@ -29,6 +33,8 @@ SELECT function_privs_are('public', 'durable_inbox_receive', ARRAY['text', 'text
 SELECT function_privs_are('public', 'durable_outbox_claim', ARRAY['text', 'integer', 'interval'],
                           'durable_producer', ARRAY[]::text[]);
 SELECT function_privs_are('public', 'durable_idempotent_begin', ARRAY['text', 'text', 'jsonb', 'interval'],
+                          'durable_producer', ARRAY['EXECUTE']);
+SELECT function_privs_are('public', 'durable_idempotent_finish', ARRAY['text', 'text', 'bigint', 'jsonb', 'interval'],
                           'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_step', ARRAY['bigint', 'bigint', 'text', 'text', 'jsonb', 'text'],
                           'durable_producer', ARRAY[]::text[]);
