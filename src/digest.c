@@ -76,10 +76,15 @@ jsonb_trim_numbers(Jsonb *jb)
 		if ((token == WJB_VALUE || token == WJB_ELEM) && v.type == jbvNumeric)
 			v.val.numeric = DatumGetNumeric(DirectFunctionCall1(numeric_trim_scale,
 																NumericGetDatum(v.val.numeric)));
-		/* an array start carries whether it wraps a scalar; objects take none */
+		/*
+		 * Keys and scalars are pushed with their value; a container start
+		 * with none, except the pseudo-array that wraps a top-level scalar,
+		 * which must say so.
+		 */
 		result = pushJsonbValue(&state, token,
 								token == WJB_KEY || token == WJB_VALUE ||
-								token == WJB_ELEM || token == WJB_BEGIN_ARRAY ?
+								token == WJB_ELEM ||
+								(token == WJB_BEGIN_ARRAY && v.val.array.rawScalar) ?
 								&v : NULL);
 	}
 	return JsonbValueToJsonb(result);

@@ -331,6 +331,7 @@ typedef struct DurableQueue
 	Interval	deadline;
 	bool		notify;
 	bool		paused;
+	bool		restricted;		/* to the roles of durable.queue_grants */
 } DurableQueue;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);

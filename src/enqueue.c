@@ -103,7 +103,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableQueueGetShared(queue, &settings);
-	DurableCheckQueueAccess(queue, DURABLE_PRIV_ENQUEUE);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	if (key != NULL)
 		partition = DurableQueuePartition(&settings,
 										  key_partition_index(key, settings.partitions));

@@ -50,7 +50,7 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 	int			claimed = 0;
 
 	DurableQueueGet(queue, &settings);
-	DurableCheckQueueAccess(queue, DURABLE_PRIV_WORK);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
 	if (settings.paused)
 		return 0;
 

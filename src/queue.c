@@ -28,7 +28,8 @@ enum
 	QUEUE_MAX_ATTEMPTS,
 	QUEUE_DEADLINE,
 	QUEUE_NOTIFY,
-	QUEUE_PAUSED
+	QUEUE_PAUSED,
+	QUEUE_RESTRICTED
 };
 
 static void
@@ -61,6 +62,7 @@ queue_get(DurableStmt stmt, const char *queue, DurableQueue *result)
 		result->deadline = *DatumGetIntervalP(d);
 	result->notify = DatumGetBool(DurableResultDatum(0, QUEUE_NOTIFY, &isnull));
 	result->paused = DatumGetBool(DurableResultDatum(0, QUEUE_PAUSED, &isnull));
+	result->restricted = DatumGetBool(DurableResultDatum(0, QUEUE_RESTRICTED, &isnull));
 }
 
 /*

@@ -47,7 +47,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET] = {
 		"queue_get",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused"
+		" notify, paused, restricted"
 		" FROM durable.queues WHERE queue_name = $1",
 		1, {TEXTOID}
 	},
@@ -91,7 +91,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET_SHARE] = {
 		"queue_get_share",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused"
+		" notify, paused, restricted"
 		" FROM durable.queues WHERE queue_name = $1"
 		" FOR KEY SHARE",
 		1, {TEXTOID}
@@ -99,7 +99,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET_FOR_DROP] = {
 		"queue_get_for_drop",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused"
+		" notify, paused, restricted"
 		" FROM durable.queues WHERE queue_name = $1"
 		" FOR UPDATE",
 		1, {TEXTOID}
