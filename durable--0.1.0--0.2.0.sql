@@ -113,6 +113,7 @@ AS $$
 DECLARE
     t durable.tasks;
     doubt text;
+    in_doubt bigint;
     package jsonb;
     recommended jsonb;
 BEGIN
@@ -125,16 +126,21 @@ BEGIN
         RAISE EXCEPTION 'task % does not exist', $1 USING ERRCODE = '42704';
     END IF;
     SELECT string_agg(format('%s step %s (idempotency key %s)', s.class, s.step, s.idempotency_key),
-                      ', ' ORDER BY s.ordinal DESC)
-    INTO doubt
+                      ', ' ORDER BY s.ordinal DESC),
+           count(*)
+    INTO doubt, in_doubt
     FROM durable.steps s
     WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
       AND s.state IN ('started', 'unknown');
 
     recommended := CASE
-        WHEN t.state = 'needs_review' AND doubt IS NOT NULL THEN jsonb_build_object(
+        WHEN t.state = 'needs_review' AND in_doubt = 1 THEN jsonb_build_object(
             'action', 'resolve',
-            'reason', format('the outcome of %s is unknown: ask the external system about each, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ..., step => ...) for each',
+            'reason', format('the outcome of %s is unknown: ask the external system about it, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ...)',
+                             doubt, t.task_id))
+        WHEN t.state = 'needs_review' AND in_doubt > 1 THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the outcomes of %s are unknown: ask the external systems about each, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ..., step => ...) for each',
                              doubt, t.task_id))
         WHEN t.state = 'needs_review' THEN jsonb_build_object(
             'action', 'resolve',

@@ -138,6 +138,7 @@ point(const char *where, const char *class)
 {
 	if (at_point(opt.crash_at, where, class))
 	{
+		printf("killed at %s\n", where);
 		fflush(NULL);
 		kill(getpid(), SIGKILL);
 	}

@@ -205,6 +205,19 @@ DurableFenceArg(FunctionCallInfo fcinfo, int argno)
 	return PG_GETARG_INT64(argno);
 }
 
+/* 54000 for a value (what: its name) larger than durable.max_payload_size */
+void
+DurableCheckPayloadSize(Size size, const char *name)
+{
+	if (size > (Size) durable_max_payload_size * 1024)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s is too large", name),
+				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
+						  size, durable_max_payload_size),
+				errhint("Store large data elsewhere and pass a reference to it."));
+}
+
 /*
  * DurableJsonbArg
  *		A jsonb argument, or NULL; one larger than durable.max_payload_size
@@ -218,13 +231,7 @@ DurableJsonbArg(FunctionCallInfo fcinfo, int argno, const char *name)
 	if (PG_ARGISNULL(argno))
 		return NULL;
 	value = PG_GETARG_JSONB_P(argno);
-	if (VARSIZE(value) > (Size) durable_max_payload_size * 1024)
-		ereport(ERROR,
-				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("%s is too large", name),
-				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
-						  (Size) VARSIZE(value), durable_max_payload_size),
-				errhint("Store large data elsewhere and pass a reference to it."));
+	DurableCheckPayloadSize(VARSIZE(value), name);
 	return value;
 }
 
@@ -242,13 +249,7 @@ DurableTextArg(FunctionCallInfo fcinfo, int argno, const char *name)
 	if (PG_ARGISNULL(argno))
 		return NULL;
 	value = PG_GETARG_TEXT_PP(argno);
-	if (VARSIZE_ANY_EXHDR(value) > (Size) durable_max_payload_size * 1024)
-		ereport(ERROR,
-				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("%s is too large", name),
-				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
-						  (Size) VARSIZE_ANY_EXHDR(value), durable_max_payload_size),
-				errhint("Store large data elsewhere and pass a reference to it."));
+	DurableCheckPayloadSize(VARSIZE_ANY_EXHDR(value), name);
 	return value;
 }
 

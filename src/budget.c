@@ -321,3 +321,37 @@ DurableScheduleRetry(const DurableTask *task, TimestampTz now, int64 wait,
 	DurableDetailTime(detail, "run_at", run_at);
 	return run_at;
 }
+
+/*
+ * DurableNextActionMove
+ *		Where the retry budget's decision after a failed attempt sends the
+ *		task: schedule_retry WAITING until the retry, wait microseconds from
+ *		now at the earliest (taking a token, recorded in detail);
+ *		manual_review NEEDS_REVIEW; the failures FAILED with the action as
+ *		stop code.  Fills in to_state, run_at, stop_code and kind of move.
+ */
+void
+DurableNextActionMove(const DurableTask *task, DurableNextAction action,
+					  TimestampTz now, int64 wait, DurableDetail *detail,
+					  DurableMove *move)
+{
+	switch (action)
+	{
+		case DURABLE_NEXT_SCHEDULE_RETRY:
+			move->to_state = "waiting";
+			move->kind = "retry_scheduled";
+			move->run_at = DurableScheduleRetry(task, now, wait, detail);
+			break;
+		case DURABLE_NEXT_MANUAL_REVIEW:
+			move->to_state = "needs_review";
+			move->kind = "needs_review";
+			break;
+		case DURABLE_NEXT_FAIL_PERMANENT:
+		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
+		case DURABLE_NEXT_DEADLINE_EXCEEDED:
+			move->to_state = "failed";
+			move->stop_code = DurableNextActionName(action);
+			move->kind = "failed";
+			break;
+	}
+}

@@ -150,6 +150,7 @@ extern int32 DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno,
 extern int32 DurableBatchArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);
+extern void DurableCheckPayloadSize(Size size, const char *name);
 extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
 extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
@@ -319,6 +320,11 @@ extern void DurableTakeOwedTokens(TimestampTz now);
 extern TimestampTz DurableScheduleRetry(const DurableTask *task,
 										TimestampTz now, int64 wait,
 										DurableDetail *detail);
+
+extern void DurableNextActionMove(const DurableTask *task,
+								  DurableNextAction action, TimestampTz now,
+								  int64 wait, DurableDetail *detail,
+								  DurableMove *move);
 
 /* ---- queue.c ---- */
 typedef struct DurableQueue

@@ -279,12 +279,7 @@ check_batch_results(ArrayType *results)
 			continue;
 		size = VARSIZE_ANY(DatumGetPointer(elems[i]));
 		if (size > (Size) durable_max_payload_size * 1024)
-			ereport(ERROR,
-					errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					errmsg("result %d of the batch is too large", i + 1),
-					errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
-							  size, durable_max_payload_size),
-					errhint("Store large data elsewhere and pass a reference to it."));
+			DurableCheckPayloadSize(size, psprintf("result %d of the batch", i + 1));
 	}
 }
 
@@ -483,25 +478,7 @@ durable_fail(PG_FUNCTION_ARGS)
 
 	move.from_state = "running";
 	move.fence = fence;
-	switch (action)
-	{
-		case DURABLE_NEXT_SCHEDULE_RETRY:
-			move.run_at = DurableScheduleRetry(&task, now, wait, &detail);
-			move.to_state = "waiting";
-			move.kind = "retry_scheduled";
-			break;
-		case DURABLE_NEXT_MANUAL_REVIEW:
-			move.to_state = "needs_review";
-			move.kind = "needs_review";
-			break;
-		case DURABLE_NEXT_FAIL_PERMANENT:
-		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
-		case DURABLE_NEXT_DEADLINE_EXCEEDED:
-			move.to_state = "failed";
-			move.stop_code = action_name;
-			move.kind = "failed";
-			break;
-	}
+	DurableNextActionMove(&task, action, now, wait, &detail, &move);
 	move.detail = DurableDetailFinish(&detail);
 	DurableMoveTaskFenced(task_id, &move, now);
 	SPI_finish();

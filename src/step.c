@@ -653,29 +653,8 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 			"failed";
 	}
 	else
-	{
-		switch (action)
-		{
-			case DURABLE_NEXT_SCHEDULE_RETRY:
-				move.to_state = "waiting";
-				move.kind = "retry_scheduled";
-				move.run_at = DurableScheduleRetry(&task, now,
-												   Max(wait, others.retry_wait),
-												   &task_detail);
-				break;
-			case DURABLE_NEXT_MANUAL_REVIEW:
-				move.to_state = "needs_review";
-				move.kind = "needs_review";
-				break;
-			case DURABLE_NEXT_FAIL_PERMANENT:
-			case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
-			case DURABLE_NEXT_DEADLINE_EXCEEDED:
-				move.to_state = "failed";
-				move.stop_code = action_name;
-				move.kind = "failed";
-				break;
-		}
-	}
+		DurableNextActionMove(&task, action, now, Max(wait, others.retry_wait),
+							  &task_detail, &move);
 	move.detail = DurableDetailFinish(&task_detail);
 	DurableMoveLockedTask(&task, &move, now);
 	return action_name;
