@@ -393,3 +393,61 @@ BEGIN
     END LOOP;
 END
 $collate$;
+
+--
+-- nopreload: what needs the postmaster is said, never a FATAL (DESIGN
+-- section 14).  Without shared_preload_libraries the SQL API works, but no
+-- reconciler runs, durable.database and durable.node_id do not exist, and
+-- task ids carry node number 0; preloaded, the reconciler works in
+-- durable.database only.  A database it does not work in schedules
+-- durable_reconcile() instead (pg_cron).  durable.status shows which case
+-- this database is in, and CREATE EXTENSION (or this update) says it once.
+--
+CREATE FUNCTION durable.library_status(OUT preloaded boolean,
+                                       OUT reconciler_database text,
+                                       OUT reconciler_enabled boolean,
+                                       OUT node_id int)
+AS 'MODULE_PATHNAME', 'durable_library_status'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION durable.library_status() IS
+  'how this session''s durable library was loaded: preloaded or not, the database the reconciler works in and whether it is enabled, the node number in task ids';
+
+-- The reconciler runs as a superuser: other roles see its row in
+-- pg_stat_activity without its backend_type, so this looks as the owner.
+CREATE FUNCTION durable.reconciler_pid()
+RETURNS int
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT a.pid FROM pg_catalog.pg_stat_activity a
+    WHERE a.backend_type OPERATOR(pg_catalog.=) 'durable reconciler'
+      AND a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+    LIMIT 1
+$$;
+COMMENT ON FUNCTION durable.reconciler_pid() IS
+  'the process id of the durable reconciler working in this database, or NULL';
+
+CREATE VIEW durable.status AS
+SELECT l.preloaded,
+       CASE WHEN NOT l.preloaded THEN 'not preloaded'
+            WHEN l.reconciler_database IS DISTINCT FROM current_database()::text THEN 'in another database'
+            WHEN NOT l.reconciler_enabled THEN 'disabled'
+            WHEN p.pid IS NULL THEN 'not running'
+            ELSE 'running' END AS reconciler,
+       p.pid AS reconciler_pid,
+       l.reconciler_database,
+       l.node_id
+FROM durable.library_status() l,
+     LATERAL (SELECT durable.reconciler_pid() AS pid) p;
+COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in and the node number in task ids';
+GRANT SELECT ON durable.status TO durable_operator, pg_monitor;
+
+CREATE FUNCTION durable.notice_status()
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_notice_status'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION durable.notice_status() IS
+  'at the commit, say in a NOTICE when no reconciler works in this database and what to do instead; CREATE and ALTER EXTENSION call it';
+REVOKE EXECUTE ON FUNCTION durable.notice_status() FROM PUBLIC;
+SELECT durable.notice_status();

@@ -52,6 +52,7 @@
 #define DURABLE_MAX_NAME_LEN (NAMEDATALEN - 1)
 
 /* ---- durable.c: GUCs ---- */
+extern bool durable_preloaded;
 extern int	durable_node_id;
 extern int	durable_max_payload_size;
 extern char *durable_database;

@@ -39,6 +39,7 @@ DURABLE_PACKAGES=(
 	"postgresql-$PG_MAJOR"
 	"postgresql-server-dev-$PG_MAJOR"
 	"postgresql-$PG_MAJOR-pgtap"
+	"postgresql-$PG_MAJOR-cron"
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
 	make

@@ -1,0 +1,35 @@
+# The README's Quick start runs as written: its SQL block, taken from the
+# README itself, gives what its comments say, and refuses exactly the two
+# writes it says are refused.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DurableNode;
+
+my $readme = slurp_file('README.md');
+my ($block) = $readme =~ /^## Quick start[^\n]*\n.*?^```sql\n(.*?)^```/ms;
+ok(defined $block, 'the README has a Quick start with an SQL block');
+unlike($block, qr/CREATE EXTENSION/, 'which does not create the extension tools/psql made');
+unlike($block, qr/\b\d{7,}\b/, 'nor names a literal task id');
+
+my $node = DurableNode::new_node('readme');
+my ($rc, $out, $err) = $node->psql('postgres', $block,
+	on_error_stop => 0);
+my @errors = $err =~ /ERROR:\s+([^\n]*)/g;
+is(scalar(@errors), 2, 'two writes are refused')
+  or diag($err);
+like($errors[0] // '', qr/is no longer running under fencing token/,
+	'a second commit: no longer running');
+like($errors[1] // '', qr/fencing token \d+ is stale/, "worker-7's late commit: stale");
+like($out, qr/^t$/m, 'an idempotency key returns the same task');
+like($out, qr/^t\|1$/m, 'the oldest task comes first, with fence 1');
+like($out, qr/^schedule_retry$/m, 'a transient failure schedules a retry');
+like($out, qr/^waiting\|1\|t$/m, 'the task waits for its retry');
+like($out, qr/^2\|2$/m, 'the retry is claimed with fence 2, attempt 2');
+like($out, qr/^4\|claimed\|running\|2\|worker-8\|/m, 'and the history tells it');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() is empty');
+
+$node->stop;
+done_testing();
