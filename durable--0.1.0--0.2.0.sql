@@ -451,3 +451,36 @@ COMMENT ON FUNCTION durable.notice_status() IS
   'at the commit, say in a NOTICE when no reconciler works in this database and what to do instead; CREATE and ALTER EXTENSION call it';
 REVOKE EXECUTE ON FUNCTION durable.notice_status() FROM PUBLIC;
 SELECT durable.notice_status();
+
+--
+-- workers: what a reference worker needs (issue 12).  A worker that stops
+-- gives the tasks it has not started back at once, instead of letting
+-- their leases run out and use an attempt; a heartbeat timer renews every
+-- held lease in one statement and learns which tasks it lost from the
+-- result, not from an error.
+--
+CREATE FUNCTION @extschema@.durable_release(task_id bigint, fence bigint, reason text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_release(bigint, bigint, text) IS
+  'give a claimed task back at once: ready, fence + 1, its attempt given back; refused while a step is started or unknown';
+
+CREATE FUNCTION @extschema@.durable_heartbeat_batch(task_ids bigint[], fences bigint[],
+                                                    lease interval DEFAULT NULL)
+RETURNS TABLE (task_id bigint, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'durable_heartbeat_batch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_heartbeat_batch(bigint[], bigint[], interval) IS
+  'extend the leases of many running tasks, each under its own fence; one row per task, lease_until NULL for a task no longer held';
+
+REVOKE EXECUTE ON FUNCTION
+    @extschema@.durable_release(bigint, bigint, text),
+    @extschema@.durable_heartbeat_batch(bigint[], bigint[], interval)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_release(bigint, bigint, text),
+    @extschema@.durable_heartbeat_batch(bigint[], bigint[], interval)
+TO durable_worker;

@@ -182,6 +182,7 @@ typedef enum DurableStmt
 	STMT_ENQUEUE_EXISTING,
 	STMT_CLAIM,
 	STMT_HEARTBEAT,
+	STMT_HEARTBEAT_BATCH,
 	STMT_TRANSITION,
 	STMT_EVENT_APPEND,
 	STMT_CHECKPOINT,
@@ -286,6 +287,7 @@ typedef struct DurableMove
 	Jsonb	   *detail;
 	bool		allow_doubt;	/* move even with steps in doubt */
 	bool		reset_attempts; /* a replay starts counting again */
+	bool		give_back_attempt;	/* a release: the claim's attempt did not run */
 } DurableMove;
 
 extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);

@@ -29,6 +29,8 @@
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
 
+static void check_batch_access(uint64 rows);
+
 /*
  * DurableClaimInto
  *		Lease up to batch tasks of a queue into store, partition by
@@ -172,6 +174,163 @@ durable_heartbeat(PG_FUNCTION_ARGS)
 								DURABLE_PRIV_WORK);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(lease_until);
+}
+
+/* task_ids and fences: one-dimensional, the same length, no NULLs */
+static int
+check_id_fence_arrays(FunctionCallInfo fcinfo, const char *verb)
+{
+	ArrayType  *ids;
+	ArrayType  *fences;
+	int			n;
+
+	DurableRequireArg(fcinfo, 0, "task_ids");
+	DurableRequireArg(fcinfo, 1, "fences");
+	ids = PG_GETARG_ARRAYTYPE_P(0);
+	fences = PG_GETARG_ARRAYTYPE_P(1);
+	n = ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+	if (ARR_NDIM(ids) > 1 || ARR_NDIM(fences) > 1 ||
+		n != ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences)))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("task_ids and fences must be one-dimensional arrays of the same length"));
+	if (array_contains_nulls(ids) || array_contains_nulls(fences))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("task ids and fences must not be null"));
+	if (n > DURABLE_MAX_BATCH)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("at most %d tasks can be %s at once", DURABLE_MAX_BATCH, verb));
+	return n;
+}
+
+/*
+ * durable_heartbeat_batch(task_ids bigint[], fences bigint[],
+ *						   lease interval = NULL)
+ *		RETURNS TABLE(task_id bigint, lease_until timestamptz)
+ *
+ * Extends the lease of every task of the batch that is still running
+ * under its fence, in one statement, and returns one row per task in the
+ * order given: the new lease end, or NULL for a task the caller no longer
+ * holds (taken over, cancelled, finished, or no such task), which is what
+ * durable_heartbeat would refuse with 55U01.  One lost task does not keep
+ * the others' leases from being renewed, so a worker's heartbeat timer
+ * needs no error handling to learn which tasks it lost.  Progress is not
+ * touched: record it with durable_heartbeat(task_id, fence, progress).
+ * Raises 42501 (and renews nothing) when a renewed task's queue does not
+ * let the caller's role work.
+ */
+PG_FUNCTION_INFO_V1(durable_heartbeat_batch);
+Datum
+durable_heartbeat_batch(PG_FUNCTION_ARGS)
+{
+	int			n = check_id_fence_arrays(fcinfo, "renewed");
+	ReturnSetInfo *rsinfo;
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	uint64		rows;
+	int64	   *ids;
+	TimestampTz *until;
+	bool	   *held;
+
+	if (PG_ARGISNULL(2))
+		nulls[3] = 'n';
+	else
+		args[3] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 2, "lease"));
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if (n == 0)
+		return (Datum) 0;
+
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+	SPI_connect();
+	rows = DurableExecute(STMT_HEARTBEAT_BATCH, args, nulls, SPI_OK_SELECT, 0);
+	ids = palloc(sizeof(int64) * Max(rows, 1));
+	until = palloc(sizeof(TimestampTz) * Max(rows, 1));
+	held = palloc(sizeof(bool) * Max(rows, 1));
+	for (uint64 r = 0; r < rows; r++)
+	{
+		bool		isnull;
+		Datum		d = DurableResultDatum(r, 4, &isnull);
+
+		ids[r] = DurableResultInt64(r, 1);
+		held[r] = !isnull;
+		until[r] = isnull ? 0 : DatumGetTimestampTz(d);
+	}
+	/* columns 2 and 3 are each renewed task's queue and restriction */
+	check_batch_access(rows);
+	SPI_finish();
+
+	for (uint64 r = 0; r < rows; r++)
+	{
+		Datum		values[2];
+		bool		isnull[2] = {false, !held[r]};
+
+		values[0] = Int64GetDatum(ids[r]);
+		values[1] = TimestampTzGetDatum(until[r]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * durable_release(task_id bigint, fence bigint, reason text = NULL)
+ *		RETURNS void
+ *
+ * Gives a claimed task back at once, instead of letting its lease run
+ * out: READY again with fence + 1 (so the releasing worker's later writes
+ * are rejected), the attempt the claim counted given back (nothing ran
+ * that could have failed), and an event of kind 'released' with the
+ * reason.  Committed and planned steps stay as they are; the next claim
+ * resumes the task.  Refused (55U04) while a step is started or unknown:
+ * it may have taken effect, and only the recovery table, when the lease
+ * runs out, or the step's own evidence may settle it.  Raises 55U01 for a
+ * stale fence, 42704 for an unknown task.
+ */
+PG_FUNCTION_INFO_V1(durable_release);
+Datum
+durable_release(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	int64		fence = DurableFenceArg(fcinfo, 1);
+	char	   *reason = NULL;
+	DurableTask task;
+	DurableStep step;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	if (!PG_ARGISNULL(2))
+		reason = DurableTextArgCString(fcinfo, 2, "reason");
+
+	SPI_connect();
+	DurableTaskHeld(task_id, fence, &task);
+	if (DurableStepInDoubt(&task, &step))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot be released while step \"%s\" is %s",
+					   (long long) task_id, step.name, step.state),
+				errdetail("A step that was started and not committed may have taken effect."),
+				errhint("Leave the task: when its lease runs out the recovery table judges step \"%s\". Or settle the step first (commit it, record a receipt, or durable_fail(..., step => '%s')).",
+						step.name, step.name));
+
+	DurableDetailInit(&detail);
+	if (reason)
+		DurableDetailText(&detail, "reason", reason);
+	DurableDetailInt(&detail, "attempt_given_back", task.attempt);
+	move.from_state = "running";
+	move.fence = fence;
+	move.to_state = "ready";
+	move.revoke = true;
+	move.give_back_attempt = true;
+	move.kind = "released";
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+	PG_RETURN_VOID();
 }
 
 /*

@@ -247,6 +247,23 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  WHERE q.queue_name = durable.tasks.queue_name)",
 		6, {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID}
 	},
+	[STMT_HEARTBEAT_BATCH] = {
+		"heartbeat_batch",
+		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
+		"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
+		" u AS (UPDATE durable.tasks t SET"
+		"  lease = COALESCE($4, t.lease),"
+		"  lease_until = $3 + COALESCE($4, t.lease),"
+		"  heartbeat_at = $3"
+		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+		"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
+		"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"
+		" SELECT i.task_id, u.queue_name, q.restricted, u.lease_until"
+		" FROM i LEFT JOIN u ON u.task_id = i.task_id AND u.fence = i.fence"
+		" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
+		" ORDER BY i.n",
+		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID}
+	},
 	[STMT_TRANSITION] = {
 		"transition",
 		"WITH u AS (UPDATE durable.tasks SET"
@@ -259,7 +276,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  result = COALESCE($10, result),"
 		"  finished_at = CASE WHEN $5 IN ('completed', 'failed', 'cancelled')"
 		"   THEN $11 END,"
-		"  attempt = CASE WHEN $16 THEN 0 ELSE attempt END,"
+		"  attempt = CASE WHEN $16 THEN 0"
+		"   WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END,"
 		"  lease = NULL, lease_until = NULL"
 		"  WHERE partition_key = $1"
 		"  AND task_id = $2"
@@ -275,9 +293,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" COALESCE($13, owner), $14, $17 FROM u"
 		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
 		" (SELECT restricted FROM u)",
-		17, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		18, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
-		TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID}
+		TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
 	},
 	[STMT_COMMIT_BATCH] = {
 		"commit_batch",

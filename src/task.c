@@ -216,8 +216,8 @@ bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now)
 {
-	Datum		args[17];
-	char		nulls[17];
+	Datum		args[18];
+	char		nulls[18];
 
 	/*
 	 * A task goes back to the claims only with no step in doubt, whatever
@@ -251,6 +251,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	args[14] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
 	args[15] = BoolGetDatum(move->reset_attempts);
 	args[16] = CStringGetTextDatum(DurableCallerName());
+	args[17] = BoolGetDatum(move->give_back_attempt);
 
 	return DurableExecute(STMT_TRANSITION, args, nulls,
 						  SPI_OK_INSERT_RETURNING, 0) == 1;

@@ -42,9 +42,16 @@ DURABLE_PACKAGES=(
 	"postgresql-$PG_MAJOR-cron"
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
+	libdbd-pg-perl
 	make
 	gcc
+	python3-psycopg
 )
+# Node.js and npm for the JavaScript reference worker.  A Node.js from
+# elsewhere (NodeSource) brings its own npm, and Debian's npm package would
+# conflict with it: only what is missing is asked for.
+command -v node >/dev/null 2>&1 || DURABLE_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || DURABLE_PACKAGES+=(npm)
 
 # Install the Debian packages that are missing (as root), or print the exact
 # command and stop (as anyone else).
@@ -65,6 +72,19 @@ ensure_packages() {
 	apt_wait update -qq >/dev/null
 	apt_wait install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed"
+}
+
+# node-postgres for the JavaScript reference worker, from the npm registry
+# into examples/ts/node_modules, as package-lock.json pins it (npm ci), when
+# it is missing or older than the lock file.  Without it the worker's TAP
+# test fails and says so; everything else runs.
+ensure_node_modules() {
+	local dir=$REPO/examples/ts
+	[ -d "$dir/node_modules/pg" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ] &&
+		return 0
+	log "installing node-postgres into examples/ts (npm ci)"
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+		log "npm ci in examples/ts failed: the JavaScript worker's test will fail"
 }
 
 # apt-get, waiting up to two minutes while another apt or dpkg holds a lock

@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(59);
+SELECT plan(65);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -29,6 +29,11 @@ FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
              ('durable_heartbeat', ARRAY['bigint', 'bigint', 'text', 'interval']),
              ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer']),
              ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval', 'text'])) AS v(f, args);
+-- giving tasks back and renewing many leases: workers only
+SELECT function_privs_are('public', f, args, r, CASE WHEN r = 'durable_worker' THEN ARRAY['EXECUTE'] ELSE ARRAY[]::text[] END)
+FROM (VALUES ('durable_release', ARRAY['bigint', 'bigint', 'text']),
+             ('durable_heartbeat_batch', ARRAY['bigint[]', 'bigint[]', 'interval'])) AS v(f, args),
+     unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;
 SELECT function_privs_are('public', f, args, 'durable_producer', ARRAY[]::text[])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
              ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer'])) AS v(f, args);

@@ -1,0 +1,228 @@
+# The reference workers (examples/python/worker.py on psycopg 3,
+# examples/ts/worker.js on node-postgres) against a real server and the
+# stand-in service of examples/service.sql, which counts effects.  For each:
+#
+# 1. workers kill themselves with SIGKILL in the middle of a step
+#    (DURABLE_CRASH_AT: right after the external call, before the receipt
+#    or the step's commit, for every class), then a fresh worker finishes
+#    what recovery allows: idempotent steps resent under their key and
+#    deduplicated by the service, queryable ones looked up, pure ones
+#    recomputed, an unsafe one whose call nobody can confirm in review, one
+#    with a receipt completed; every effect once, nothing lost,
+#    durable_verify() empty;
+# 2. SIGTERM in the middle of a step: the worker finishes that step and
+#    gives every task it holds back at once (durable_release), so that they
+#    are claimed again without waiting out their 30 s lease and without
+#    using an attempt;
+# 3. the server closes the worker's connections mid-run: it reconnects and
+#    finishes everything (steps that can be resent or looked up), nothing
+#    twice.
+use strict;
+use warnings;
+use IPC::Run;
+use Time::HiRes qw(time sleep);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DurableNode;
+
+my $node = DurableNode::new_node('workers',
+	"durable.reconcile_interval = '100ms'", "max_connections = 100");
+$node->safe_psql('postgres', 'CREATE DATABASE service');
+$node->safe_psql('service', slurp_file('examples/service.sql'));
+my $user = $node->safe_psql('postgres', 'SELECT current_user');
+my ($host, $port) = ($node->host, $node->port);
+
+my %workers = (
+	python => {
+		cmd => [ '/usr/bin/python3', 'examples/python/worker.py' ],
+		db => "host=$host port=$port user=$user dbname=postgres",
+		service => "host=$host port=$port user=$user dbname=service",
+		missing => system('/usr/bin/python3', '-c', 'import psycopg') != 0
+		  && 'python3-psycopg is not installed (tools/test installs it)',
+	},
+	js => {
+		cmd => [ 'node', 'examples/ts/worker.js' ],
+		db => "postgresql://$user\@localhost:$port/postgres?host=$host",
+		service => "postgresql://$user\@localhost:$port/service?host=$host",
+		missing => !-d 'examples/ts/node_modules/pg'
+		  && 'examples/ts/node_modules is missing: run npm ci in examples/ts (tools/test does)',
+	},
+);
+
+my $steps = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
+  . '["charge", "queryable"], ["email", "unsafe"]]}';
+# a connection can drop anywhere: no unsafe step, whose loss would need a person
+my $retry_safe = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
+  . '["charge", "queryable"]]}';
+
+sub start_worker
+{
+	my ($w, $queue, $name, $env, @args) = @_;
+	my %run = (out => '', err => '');
+	local %ENV = (%ENV, %$env);
+	$run{h} = IPC::Run::start(
+		[ @{ $w->{cmd} }, '--db', $w->{db}, '--service', $w->{service},
+		  '--queue', $queue, '--name', $name, @args ],
+		'>', \$run{out}, '2>', \$run{err});
+	return \%run;
+}
+
+sub run_worker
+{
+	my $run = start_worker(@_);
+	$run->{h}->finish;
+	return $run;
+}
+
+sub tasks_of
+{
+	my ($queue, $what) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT $what FROM durable.tasks t WHERE t.queue_name = '$queue'");
+}
+
+sub keys_of
+{
+	my ($queue) = @_;
+	return "SELECT s.idempotency_key FROM durable.steps s JOIN durable.tasks t"
+	  . " USING (partition_key, task_id) WHERE t.queue_name = '$queue'";
+}
+
+sub effects_of
+{
+	my ($queue) = @_;
+	my $keys = join(',', map { "'$_'" } split /\n/,
+		$node->safe_psql('postgres', keys_of($queue)));
+	return $node->safe_psql('service',
+		"SELECT count(*) || ' ' || count(DISTINCT key) FROM effects WHERE key IN ($keys)");
+}
+
+for my $lang (sort keys %workers)
+{
+	my $w = $workers{$lang};
+	if ($w->{missing})
+	{
+		fail("$lang worker: $w->{missing}");
+		next;
+	}
+	my $started = time;
+
+	# 1. killed in the middle of a step, at each class's worst moment
+	my $queue = "${lang}_crash";
+	my $tasks = 10;
+	$node->safe_psql('postgres', qq{
+		SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+		SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, $tasks);
+	});
+	my @points = qw(after_call:idempotent after_call:pure after_call:queryable
+	  after_receipt:unsafe after_call:unsafe);
+	my @doomed = map {
+		run_worker($w, $queue, "$lang-doomed-$_", { DURABLE_CRASH_AT => $_ },
+			'--lease', '1', '--batch', '2', '--idle-exit', '0')
+	} @points;
+	is(join(' ', map { $_->{h}->full_result(0) & 127 } @doomed), join(' ', (9) x @points),
+		"$lang: a worker killed itself with SIGKILL at each of @points")
+	  or diag(join("\n", map { $_->{err} } @doomed));
+
+	my $finisher = run_worker($w, $queue, "$lang-finisher", {},
+		'--lease', '1', '--idle-exit', '4');
+	is($finisher->{h}->full_result(0), 0, "$lang: the finisher stopped by itself")
+	  or diag($finisher->{err});
+	like($finisher->{err}, qr/looked_up [1-9]/,
+		"$lang: the finisher looked the queryable step up as a reconcile handler");
+	is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed') || ' ' ||"
+			. " count(*) FILTER (WHERE state = 'needs_review')"),
+		($tasks - 1) . ' 1',
+		"$lang: every task completed but the one whose unsafe call nobody can confirm");
+	is($node->safe_psql('postgres', qq{
+		SELECT string_agg(s.step || ' ' || s.state, ', ')
+		FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND t.state = 'needs_review'
+		  AND s.state NOT IN ('committed')}), 'email unknown',
+		"$lang: it waits in review for its e-mail step only");
+	is($node->safe_psql('postgres', qq{
+		SELECT string_agg(DISTINCT s.step, ' ' ORDER BY s.step)
+		FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND s.attempt > 1}), 'price reserve',
+		"$lang: the idempotent and pure steps killed after their call were run again");
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND s.step = 'charge'
+		  AND s.receipt = 'succeeded' AND s.evidence ? 'lookup' AND s.attempt = 1}), '1',
+		"$lang: the charge killed after its call was looked up, not resent");
+	is(effects_of($queue), (3 * $tasks) . ' ' . (3 * $tasks),
+		"$lang: every idempotent, queryable and unsafe step took effect exactly once");
+
+	# 2. SIGTERM in the middle of a step: the held tasks come back at once
+	$queue = "${lang}_term";
+	$node->safe_psql('postgres', qq{
+		SELECT durable_create_queue('$queue', lease => '30 s');
+		SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, 4);
+	});
+	my $term = start_worker($w, $queue, "$lang-term", { DURABLE_CALL_MS => 400 },
+		'--batch', '4');
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) = 1 FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND s.state = 'started'}) or die 'no step started';
+	my $signalled = time;
+	$term->{h}->signal('TERM');
+	$term->{h}->finish;
+	my $took = time - $signalled;
+	is($term->{h}->full_result(0), 0, "$lang: SIGTERM: the worker stopped cleanly")
+	  or diag($term->{err});
+	ok($took < 5, sprintf("$lang: ... within %.1f s, not its 30 s lease", $took));
+	is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running') || ' ' ||"
+			. " count(*) FILTER (WHERE state = 'ready' AND attempt = 0)"), '0 4',
+		"$lang: every task it held is ready again with its attempt given back");
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND s.state = 'committed'}), '1',
+		"$lang: the step in hand was finished first");
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND e.kind = 'released' AND e.detail->>'reason' = 'shutdown'}),
+		'4', "$lang: four 'released' events say why");
+	$finisher = run_worker($w, $queue, "$lang-term-finisher", {}, '--idle-exit', '1');
+	is(tasks_of($queue, "string_agg(DISTINCT state || ' attempt ' || attempt, ', ')"),
+		'completed attempt 1',
+		"$lang: claimed again at once, each completed at its first attempt");
+	is(effects_of($queue), '12 12', "$lang: and every effect happened once");
+
+	# 3. the server closes the worker's connections mid-run
+	$queue = "${lang}_reconnect";
+	$node->safe_psql('postgres', qq{
+		SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+		SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 10);
+	});
+	my $rec = start_worker($w, $queue, "$lang-reconnect", { DURABLE_CALL_MS => 20 },
+		'--lease', '1', '--batch', '3', '--idle-exit', '3');
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) >= 3 FROM durable.tasks WHERE queue_name = '$queue' AND state = 'completed'})
+	  or die 'nothing completed';
+	$node->safe_psql('postgres', qq{
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = '$lang-reconnect'});
+	$rec->{h}->finish;
+	is($rec->{h}->full_result(0), 0, "$lang: after a lost connection the worker went on")
+	  or diag($rec->{err});
+	like($rec->{err}, qr/reconnecting/, "$lang: ... saying it reconnected");
+	is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed')"), '10',
+		"$lang: ... and finished every task");
+	is(effects_of($queue), '20 20', "$lang: ... with every effect once");
+
+	note(sprintf("$lang worker: %.1f s", time - $started));
+}
+
+# across everything: nothing lost, nothing done twice, every row agrees with its history
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM durable.tasks WHERE state NOT IN ('completed', 'needs_review')"),
+	'0', 'no task is lost');
+is($node->safe_psql('service',
+		'SELECT count(*) FROM (SELECT key FROM effects GROUP BY key HAVING count(*) > 1) d'),
+	'0', 'no side effect happened twice');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() reports nothing');
+
+$node->stop;
+done_testing();
