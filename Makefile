@@ -38,10 +38,14 @@ pgtap:
 	pg_prove --ext .sql -r test/pgtap
 
 # Perl TAP tests with PostgreSQL::Test::Cluster, without --enable-tap-tests.
-# TAP_TESTDIR must be writable by the user that runs initdb.
+# TAP_TESTDIR must be writable by the user that runs initdb.  PG 15's
+# PostgreSQL::Test::Utils puts its clusters and logs under TESTDIR/tmp_check,
+# PG 16's and later ones under TESTDATADIR and TESTLOGDIR: both are given.
 TAP_TESTDIR ?= $(CURDIR)
 prove_installcheck:
 	rm -rf '$(TAP_TESTDIR)/tmp_check'
-	cd $(srcdir) && TESTDIR='$(TAP_TESTDIR)' PATH="$(bindir):$$PATH" \
+	cd $(srcdir) && TESTDIR='$(TAP_TESTDIR)' \
+		TESTDATADIR='$(TAP_TESTDIR)/tmp_check' TESTLOGDIR='$(TAP_TESTDIR)/tmp_check/log' \
+		PATH="$(bindir):$$PATH" \
 		PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
 		$(PROVE) -I $(pgxsdir)/src/test/perl/ -I test/perl $(PROVE_FLAGS) $(or $(PROVE_TESTS),test/t/*.pl)

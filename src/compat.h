@@ -19,6 +19,17 @@
 #define DURABLE_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
+/*
+ * A function that does not return: PG 18 replaced pg_attribute_noreturn(),
+ * written after the declarator, with pg_noreturn, written before it (C11's
+ * _Noreturn).  GCC and clang take the attribute in front as well.
+ */
+#if PG_VERSION_NUM >= 180000
+#define DURABLE_NORETURN pg_noreturn
+#else
+#define DURABLE_NORETURN pg_attribute_noreturn()
+#endif
+
 /* PG 17 gives extensions named wait events; before, PG_WAIT_EXTENSION */
 #if PG_VERSION_NUM >= 170000
 #define DURABLE_HAVE_NAMED_WAIT_EVENTS 1

@@ -298,7 +298,7 @@ extern void DurableMoveLockedTask(const DurableTask *task,
 								  const DurableMove *move, TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
-extern void DurableReportRefusal(int64 task_id, int64 fence) pg_attribute_noreturn();
+DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								const char *kind, const char *actor,

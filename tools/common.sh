@@ -4,7 +4,29 @@
 #
 # Source it; it defines functions and PG_BIN, and changes nothing by itself.
 
-PG_MAJOR=${PG_MAJOR:-15}
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# The PostgreSQL major of this Debian release: the one its "postgresql"
+# package depends on (15 on Debian 12, 17 on 13, 18 on unstable); without
+# apt's package lists (a container that never ran apt-get update), the one
+# the release is known to ship.
+default_pg_major() {
+	local major version_id=
+	major=$(apt-cache depends postgresql 2>/dev/null |
+		sed -n 's/^ *Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	if [ -z "$major" ]; then
+		[ -r /etc/os-release ] && version_id=$(. /etc/os-release && echo "${VERSION_ID:-}")
+		case $version_id in
+			12) major=15 ;;
+			13) major=17 ;;
+			'') major=18 ;;	# testing and unstable have no VERSION_ID
+			*) die "cannot tell which PostgreSQL Debian $version_id ships; set PG_MAJOR" ;;
+		esac
+	fi
+	echo "$major"
+}
+PG_MAJOR=${PG_MAJOR:-$(default_pg_major)} || exit 1
 # PG_BIN may name another installation of that major (a relocated copy, an
 # assert-enabled build); its pg_config then decides where durable installs.
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
@@ -30,9 +52,6 @@ DURABLE_PACKAGES=(
 # conflict with it: only what is missing is asked for.
 command -v node >/dev/null 2>&1 || DURABLE_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || DURABLE_PACKAGES+=(npm)
-
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Install the Debian packages that are missing (as root), or print the exact
 # command and stop (as anyone else).
@@ -111,7 +130,7 @@ build_and_install() {
 		rm -f "$BUILD_STAMP"
 		make -C "$REPO" -s clean >/dev/null 2>&1
 	fi
-	log "building durable"
+	log "building durable for $("$PG_BIN/pg_config" --version)"
 	make -C "$REPO" -s PG_CFLAGS="$DURABLE_CFLAGS" >/dev/null || die "build failed"
 	printf '%s\n' "$installation" >"$BUILD_STAMP"
 	if [ -w "$("$PG_BIN/pg_config" --pkglibdir)" ]; then
