@@ -176,15 +176,8 @@ register_reconciler(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	/* never on a standby: the reconciler writes */
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = DURABLE_RESTART_SECONDS;
-	strlcpy(worker.bgw_library_name, "durable", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "durable_launcher_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "durable launcher", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "durable launcher", BGW_MAXLEN);
+	DurableWorkerSpec(&worker, "durable_launcher_main", "durable launcher",
+					  DURABLE_RESTART_SECONDS);
 	RegisterBackgroundWorker(&worker);
 }
 

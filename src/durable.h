@@ -436,6 +436,10 @@ extern bool DurableReleaseMove(DurableTask *task, const char *actor,
 #define DURABLE_RESTART_SECONDS 10
 extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
+struct BackgroundWorker;
+extern void DurableWorkerSpec(struct BackgroundWorker *worker,
+							  const char *function, const char *name,
+							  int restart_seconds);
 
 /* ---- reconcile.c ---- */
 #define DURABLE_STUCK_CHANNEL "durable_stuck"

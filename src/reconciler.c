@@ -259,6 +259,26 @@ database_exists(const char *name)
 	return exists;
 }
 
+/*
+ * DurableWorkerSpec
+ *		The launcher's and the reconciler's common description: connected
+ *		to shared memory and a database, never started on a standby (the
+ *		reconciler writes).
+ */
+void
+DurableWorkerSpec(BackgroundWorker *worker, const char *function,
+				  const char *name, int restart_seconds)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = restart_seconds;
+	strlcpy(worker->bgw_library_name, "durable", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, name, BGW_MAXLEN);
+}
+
 /* start the reconciler as a dynamic worker; NULL when no slot is free */
 static BackgroundWorkerHandle *
 start_reconciler(void)
@@ -266,15 +286,9 @@ start_reconciler(void)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	/* the launcher starts it again, after DURABLE_RESTART_SECONDS */
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "durable", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "durable_reconciler_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "durable reconciler", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "durable reconciler", BGW_MAXLEN);
+	DurableWorkerSpec(&worker, "durable_reconciler_main", "durable reconciler",
+					  BGW_NEVER_RESTART);
 	worker.bgw_notify_pid = MyProcPid;
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return NULL;
