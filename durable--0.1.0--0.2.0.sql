@@ -484,3 +484,440 @@ GRANT EXECUTE ON FUNCTION
     @extschema@.durable_release(bigint, bigint, text),
     @extschema@.durable_heartbeat_batch(bigint[], bigint[], interval)
 TO durable_worker;
+
+--
+-- storage: live work apart from history (DESIGN section 13).  Claims,
+-- heartbeats, commits and the reconciler touch durable.live_tasks and
+-- durable.live_steps, which hold unfinished tasks only.  A task that
+-- finishes moves, in the statement that finishes it, to
+-- durable.task_history and its steps to durable.step_history; both are
+-- partitioned by the day the task finished, and durable.events by the day
+-- of the event, so that retention drops whole days.  durable.tasks and
+-- durable.steps are views over both halves: what was read before reads
+-- the same.
+--
+-- The indexes of the live tables carry live tasks only, and none of them
+-- holds a column that a heartbeat changes: a heartbeat is a HOT update.
+-- The reconciler finds running tasks by tasks_running and reads their
+-- lease times from the rows, of which there are as many as workers hold.
+--
+DROP VIEW durable.queue_stats, durable.stuck_tasks, durable.review_queue, durable.metrics;
+
+ALTER TABLE durable.tasks RENAME TO live_tasks;
+ALTER TABLE durable.steps RENAME TO live_steps;
+ALTER INDEX durable.tasks_pkey RENAME TO live_tasks_pkey;
+ALTER INDEX durable.steps_pkey RENAME TO live_steps_pkey;
+COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
+COMMENT ON TABLE durable.live_steps IS 'the side-effecting steps of unfinished tasks: one row per step, moved by compare-and-swap on version; ordinal orders them (the task version that planned them)';
+DROP INDEX durable.tasks_finished;
+DROP INDEX durable.tasks_leased;
+CREATE INDEX tasks_running ON durable.live_tasks (partition_key, task_id)
+    WHERE state = 'running';
+
+-- Enqueue idempotency outlives the task's move to history: the key is
+-- bound to its task (and request hash) here until retention removes the
+-- task.  Only keyed enqueues write a row.
+CREATE TABLE durable.task_keys (
+    partition_key   int NOT NULL,
+    queue_name      text COLLATE "C" NOT NULL,
+    idempotency_key text COLLATE "C" NOT NULL,
+    task_id         bigint NOT NULL,
+    request_hash    bytea,
+    created_at      timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, queue_name, idempotency_key)
+);
+CREATE INDEX task_keys_created ON durable.task_keys (created_at);
+COMMENT ON TABLE durable.task_keys IS 'enqueue idempotency keys, each bound to the task it created (and its request hash) until retention removes that task';
+INSERT INTO durable.task_keys (partition_key, queue_name, idempotency_key, task_id,
+                               request_hash, created_at)
+SELECT partition_key, queue_name, idempotency_key, task_id, request_hash, created_at
+FROM durable.live_tasks WHERE idempotency_key IS NOT NULL;
+DROP INDEX durable.tasks_idempotency;
+
+CREATE TABLE durable.task_history (LIKE durable.live_tasks)
+    PARTITION BY RANGE (finished_at);
+ALTER TABLE durable.task_history ALTER COLUMN finished_at SET NOT NULL,
+    ADD PRIMARY KEY (partition_key, task_id, finished_at);
+-- whether a finished task still retained was created before a time: the
+-- events of a day go only once no task retained can have one of them
+CREATE INDEX task_history_created ON durable.task_history USING brin (created_at)
+    WITH (autosummarize = on);
+-- the dead letters of a queue, oldest first
+CREATE INDEX task_history_failed ON durable.task_history (partition_key, queue_name, finished_at)
+    WHERE state = 'failed';
+COMMENT ON TABLE durable.task_history IS 'finished tasks (completed, failed, cancelled), partitioned by the day they finished; retention drops whole days';
+
+CREATE TABLE durable.step_history (LIKE durable.live_steps, finished_at timestamptz NOT NULL)
+    PARTITION BY RANGE (finished_at);
+ALTER TABLE durable.step_history ADD PRIMARY KEY (partition_key, task_id, step, finished_at);
+COMMENT ON TABLE durable.step_history IS 'the steps of finished tasks, partitioned by the day their task finished';
+
+ALTER TABLE durable.events RENAME TO events_0_1;
+ALTER INDEX durable.events_pkey RENAME TO events_0_1_pkey;
+CREATE TABLE durable.events (LIKE durable.events_0_1)
+    PARTITION BY RANGE (at);
+ALTER TABLE durable.events ADD PRIMARY KEY (partition_key, task_id, seq, at);
+COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; seq is the task''s version after the change; partitioned by the day of the change';
+
+-- Each partitioned table has a default partition for rows outside the
+-- days made so far (and for rows of an earlier version, moved here by
+-- this update); retention deletes from it row by row.  Days are made
+-- ahead by durable.maintain_history, which also drops them.
+CREATE TABLE durable.task_history_default PARTITION OF durable.task_history DEFAULT;
+CREATE TABLE durable.step_history_default PARTITION OF durable.step_history DEFAULT;
+CREATE TABLE durable.events_default PARTITION OF durable.events DEFAULT;
+CREATE INDEX task_history_default_finished ON durable.task_history_default (finished_at);
+CREATE INDEX events_default_at ON durable.events_default (at);
+
+-- what retention has removed: history before this time is gone, so that
+-- events left of tasks removed are no orphans (durable_verify)
+CREATE TABLE durable.history_horizon (
+    one     bool PRIMARY KEY DEFAULT true CHECK (one),
+    removed_before timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has removed finished tasks';
+INSERT INTO durable.history_horizon (removed_before) VALUES ('-infinity');
+
+CREATE VIEW durable.tasks AS
+SELECT * FROM durable.live_tasks
+UNION ALL
+SELECT * FROM durable.task_history;
+COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
+
+CREATE VIEW durable.steps AS
+SELECT * FROM durable.live_steps
+UNION ALL
+SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
+       updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
+       error_class, request, result, evidence, error
+FROM durable.step_history;
+COMMENT ON VIEW durable.steps IS 'every step retained: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
+
+SELECT pg_catalog.pg_extension_config_dump('durable.task_keys', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.task_history_default', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.step_history_default', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.events_default', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.history_horizon', '');
+REVOKE ALL ON durable.live_tasks, durable.live_steps, durable.task_keys, durable.task_history,
+    durable.step_history, durable.events, durable.task_history_default,
+    durable.step_history_default, durable.events_default, durable.history_horizon,
+    durable.tasks, durable.steps
+FROM PUBLIC;
+GRANT SELECT ON durable.live_tasks, durable.live_steps, durable.task_keys, durable.task_history,
+    durable.step_history, durable.events, durable.history_horizon, durable.tasks, durable.steps
+TO durable_operator;
+
+
+--
+-- The days of history.  A day is made as a partition of each history
+-- table ahead of time, before a row can arrive for it (a day that already
+-- has rows in the default partition stays there), and dropped once all of
+-- it is older than durable.retention; a day of events only once no task
+-- retained, finished or not, was created before its end.  The DDL waits
+-- for its locks briefly and tries again on a later call rather than stall
+-- the commits queued behind it.  A day made during CREATE or ALTER
+-- EXTENSION belongs to the extension (member); dropping it takes it out
+-- first.
+--
+CREATE FUNCTION durable.maintain_history(now timestamptz, retention interval, batch int,
+                                         member bool DEFAULT false)
+RETURNS TABLE (task_id bigint, action text)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '100ms'
+AS $$
+DECLARE
+    today timestamptz := pg_catalog.date_trunc('day', now, 'UTC');
+    cutoff timestamptz := now OPERATOR(pg_catalog.-) retention;
+    oldest_live timestamptz;
+    day timestamptz;
+    parent text;
+    name text;
+    part record;
+    upper_bound timestamptz;
+BEGIN
+    FOR i IN 0..2 LOOP
+        day := today OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => i);
+        FOREACH parent IN ARRAY ARRAY['task_history', 'step_history', 'events'] LOOP
+            name := pg_catalog.format('%s_p%s', parent,
+                                      pg_catalog.to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD'));
+            CONTINUE WHEN pg_catalog.to_regclass('durable.' OPERATOR(pg_catalog.||) name) IS NOT NULL;
+            BEGIN
+                EXECUTE pg_catalog.format(
+                    'CREATE TABLE durable.%I PARTITION OF durable.%I FOR VALUES FROM (%L) TO (%L)',
+                    name, parent, day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval);
+                IF member THEN
+                    PERFORM pg_catalog.pg_extension_config_dump('durable.' OPERATOR(pg_catalog.||) name, '');
+                END IF;
+            EXCEPTION
+                -- rows of the day are in the default partition already, or
+                -- the lock was not to be had now
+                WHEN check_violation OR lock_not_available THEN NULL;
+            END;
+        END LOOP;
+    END LOOP;
+
+    IF retention IS NULL THEN
+        RETURN;
+    END IF;
+    -- whole days, oldest first
+    FOR part IN
+        SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS rel, p.relname AS parent,
+               pg_catalog.substring(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                    'TO \(''([^'']*)''\)')::pg_catalog.timestamptz AS upper_bound,
+               EXISTS (SELECT FROM pg_catalog.pg_depend d
+                       WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                         AND d.objid OPERATOR(pg_catalog.=) c.oid
+                         AND d.deptype OPERATOR(pg_catalog.=) 'e') AS member
+        FROM pg_catalog.pg_inherits i
+        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+        JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent
+        WHERE i.inhparent IN ('durable.task_history'::pg_catalog.regclass,
+                              'durable.step_history'::pg_catalog.regclass,
+                              'durable.events'::pg_catalog.regclass)
+          AND NOT c.relpartbound IS NULL
+          AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) OPERATOR(pg_catalog.<>) 'DEFAULT'
+        ORDER BY 3, 2 DESC
+    LOOP
+        CONTINUE WHEN part.upper_bound OPERATOR(pg_catalog.>) cutoff;
+        IF part.parent OPERATOR(pg_catalog.=) 'events' THEN
+            -- read once a day, when a day of events is first old enough
+            IF oldest_live IS NULL THEN
+                SELECT coalesce(min(t.created_at), 'infinity') INTO oldest_live
+                FROM durable.live_tasks t;
+            END IF;
+            CONTINUE WHEN part.upper_bound OPERATOR(pg_catalog.>) oldest_live
+                OR EXISTS (SELECT FROM durable.task_history h
+                           WHERE h.created_at OPERATOR(pg_catalog.<) part.upper_bound);
+        END IF;
+        BEGIN
+            IF part.member THEN
+                EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP TABLE %s', part.rel);
+            END IF;
+            EXECUTE pg_catalog.format('DROP TABLE %s', part.rel);
+            IF part.parent OPERATOR(pg_catalog.=) 'task_history' THEN
+                UPDATE durable.history_horizon
+                   SET removed_before = GREATEST(removed_before, part.upper_bound);
+                task_id := NULL;
+                action := pg_catalog.format('removed %s', part.rel);
+                RETURN NEXT;
+            END IF;
+        EXCEPTION
+            WHEN lock_not_available THEN NULL;
+        END;
+    END LOOP;
+
+    -- tasks of the default partitions, a batch at a time
+    FOR task_id IN
+        WITH doomed AS (
+            SELECT h.partition_key, h.task_id FROM durable.task_history_default h
+            WHERE h.finished_at OPERATOR(pg_catalog.<) cutoff
+            ORDER BY h.finished_at LIMIT batch FOR UPDATE SKIP LOCKED),
+        s AS (DELETE FROM durable.step_history_default s USING doomed d
+              WHERE s.partition_key OPERATOR(pg_catalog.=) d.partition_key
+                AND s.task_id OPERATOR(pg_catalog.=) d.task_id),
+        e AS (DELETE FROM durable.events e USING doomed d
+              WHERE e.partition_key OPERATOR(pg_catalog.=) d.partition_key
+                AND e.task_id OPERATOR(pg_catalog.=) d.task_id)
+        DELETE FROM durable.task_history_default h USING doomed d
+        WHERE h.partition_key OPERATOR(pg_catalog.=) d.partition_key
+          AND h.task_id OPERATOR(pg_catalog.=) d.task_id
+        RETURNING h.task_id
+    LOOP
+        action := 'removed';
+        RETURN NEXT;
+    END LOOP;
+    IF FOUND THEN
+        UPDATE durable.history_horizon SET removed_before = GREATEST(removed_before, cutoff);
+    END IF;
+
+    -- keys of tasks that are gone
+    DELETE FROM durable.task_keys k
+    WHERE k.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+        SELECT x.ctid FROM durable.task_keys x
+        WHERE x.created_at OPERATOR(pg_catalog.<) cutoff
+          AND NOT EXISTS (SELECT FROM durable.tasks t
+                          WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key
+                            AND t.task_id OPERATOR(pg_catalog.=) x.task_id)
+        LIMIT batch));
+END
+$$;
+COMMENT ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) IS
+  'make the coming days of history, and remove what is older than retention: whole days, and up to batch tasks of the default partitions';
+REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) FROM PUBLIC;
+
+SELECT count(*) FROM durable.maintain_history(pg_catalog.now(), NULL, 0, member => true);
+
+-- the data of 0.1.0, after the days are made: finished tasks with their
+-- steps into history, every event into the new event log
+UPDATE durable.live_tasks SET finished_at = created_at
+WHERE state IN ('completed', 'failed', 'cancelled') AND finished_at IS NULL;
+INSERT INTO durable.task_history
+SELECT * FROM durable.live_tasks WHERE state IN ('completed', 'failed', 'cancelled');
+INSERT INTO durable.step_history
+SELECT s.*, t.finished_at FROM durable.live_steps s
+JOIN durable.task_history t USING (partition_key, task_id);
+DELETE FROM durable.live_steps s USING durable.task_history t
+WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id;
+DELETE FROM durable.live_tasks WHERE state IN ('completed', 'failed', 'cancelled');
+INSERT INTO durable.events SELECT * FROM durable.events_0_1;
+DROP TABLE durable.events_0_1;
+
+
+--
+-- The views of operators, made again over both halves (live work where
+-- only live work can match).
+--
+CREATE VIEW durable.queue_stats AS
+SELECT q.queue_name, q.paused,
+       coalesce(l.ready, 0) AS ready, coalesce(l.waiting, 0) AS waiting,
+       coalesce(l.running, 0) AS running, coalesce(l.needs_review, 0) AS needs_review,
+       coalesce(h.completed, 0) AS completed, coalesce(h.failed, 0) AS failed,
+       coalesce(h.cancelled, 0) AS cancelled,
+       l.oldest_due_age, l.oldest_heartbeat_age,
+       coalesce(l.expired_leases, 0) AS expired_leases, coalesce(l.stuck, 0) AS stuck
+FROM durable.queues q
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE t.state = 'ready') AS ready,
+           count(*) FILTER (WHERE t.state = 'waiting') AS waiting,
+           count(*) FILTER (WHERE t.state = 'running') AS running,
+           count(*) FILTER (WHERE t.state = 'needs_review') AS needs_review,
+           now() - min(t.run_at) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now()) AS oldest_due_age,
+           now() - min(t.heartbeat_at) FILTER (WHERE t.state = 'running') AS oldest_heartbeat_age,
+           count(*) FILTER (WHERE t.state = 'running' AND t.lease_until < now()) AS expired_leases,
+           count(*) FILTER (WHERE t.state = 'running' AND q.progress_timeout IS NOT NULL
+                              AND t.progress_at < now() - q.progress_timeout) AS stuck
+    FROM durable.live_tasks t WHERE t.queue_name = q.queue_name) l ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE t.state = 'completed') AS completed,
+           count(*) FILTER (WHERE t.state = 'failed') AS failed,
+           count(*) FILTER (WHERE t.state = 'cancelled') AS cancelled
+    FROM durable.task_history t WHERE t.queue_name = q.queue_name) h ON true;
+COMMENT ON VIEW durable.queue_stats IS 'per queue: tasks by state, the oldest due and running work, expired leases and stuck tasks';
+
+CREATE VIEW durable.stuck_tasks AS
+SELECT t.task_id, t.queue_name, t.owner, t.progress, t.progress_at,
+       now() - t.progress_at AS without_progress_for, q.progress_timeout,
+       t.stuck_alarm_at IS NOT NULL AND t.stuck_alarm_at >= t.progress_at AS alarmed
+FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
+WHERE t.state = 'running' AND q.progress_timeout IS NOT NULL
+  AND t.progress_at < now() - q.progress_timeout;
+COMMENT ON VIEW durable.stuck_tasks IS 'running tasks whose lease is renewed while their progress has not moved for longer than the queue''s progress_timeout';
+
+CREATE VIEW durable.review_queue AS
+SELECT t.task_id, t.queue_name, t.class, t.attempt, t.owner AS last_owner,
+       s.step, s.class AS step_class, s.state AS step_state, s.idempotency_key, s.receipt,
+       e.at AS since, e.kind AS reason, e.detail->>'action' AS decided
+FROM durable.live_tasks t
+LEFT JOIN durable.live_steps s ON s.partition_key = t.partition_key AND s.task_id = t.task_id
+                              AND s.state IN ('started', 'unknown')
+LEFT JOIN LATERAL (SELECT * FROM durable.events e
+                   WHERE e.partition_key = t.partition_key AND e.task_id = t.task_id
+                     AND e.state = 'needs_review'
+                   ORDER BY e.seq DESC LIMIT 1) e ON true
+WHERE t.state = 'needs_review';
+COMMENT ON VIEW durable.review_queue IS 'tasks waiting for a person, one row per step in doubt, and why they are here; settle them with durable_resolve()';
+
+CREATE VIEW durable.metrics AS
+WITH per_task AS (
+    SELECT t.queue_name, t.partition_key, t.task_id, t.state,
+           count(*) FILTER (WHERE e.kind = 'claimed') AS claims,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
+           bool_or(e.state = 'needs_review') AS escalated
+    FROM durable.tasks t
+    JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+    GROUP BY t.queue_name, t.partition_key, t.task_id, t.state
+), effects AS (
+    SELECT t.queue_name, count(*) AS duplicate_side_effects
+    FROM (SELECT e.partition_key, e.task_id, e.step
+          FROM durable.events e
+          WHERE e.kind = 'receipt_recorded' AND e.detail->>'effect_id' IS NOT NULL
+          GROUP BY e.partition_key, e.task_id, e.step
+          HAVING count(DISTINCT e.detail->>'effect_id') > 1) d
+    JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), outcomes AS (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE s.state = 'unknown'
+                              OR (s.state = 'started' AND t.state <> 'running')) AS ambiguous,
+           count(*) AS steps
+    FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), lag AS (
+    SELECT t.queue_name, now() - min(t.lease_until) AS reconciliation_lag
+    FROM durable.live_tasks t WHERE t.state = 'running' AND t.lease_until < now()
+    GROUP BY t.queue_name
+)
+SELECT q.queue_name,
+       count(p.task_id) AS tasks,
+       coalesce(max(f.duplicate_side_effects), 0) AS duplicate_side_effects,
+       count(p.task_id) FILTER (WHERE p.first_expiry IS NOT NULL) AS recoveries,
+       round(avg((p.state = 'completed')::int) FILTER (WHERE p.first_expiry IS NOT NULL), 3) AS recovery_success_rate,
+       avg(p.completed_at - p.first_expiry) FILTER (WHERE p.first_expiry IS NOT NULL AND p.completed_at IS NOT NULL) AS mean_recovery_time,
+       round(max(o.ambiguous)::numeric / nullif(max(o.steps), 0), 3) AS ambiguous_outcome_rate,
+       round(avg(p.escalated::int), 3) AS human_escalation_rate,
+       round(avg(p.claims), 3) AS claims_per_task,
+       coalesce(max(l.reconciliation_lag), '0') AS reconciliation_lag
+FROM durable.queues q
+LEFT JOIN per_task p ON p.queue_name = q.queue_name
+LEFT JOIN effects f ON f.queue_name = q.queue_name
+LEFT JOIN outcomes o ON o.queue_name = q.queue_name
+LEFT JOIN lag l ON l.queue_name = q.queue_name
+GROUP BY q.queue_name;
+COMMENT ON VIEW durable.metrics IS 'per queue, over the tasks retained: duplicate side effects, recovery success rate and mean time, ambiguous outcome rate, human escalation rate, claims per task, reconciliation lag';
+
+GRANT SELECT ON durable.queue_stats, durable.stuck_tasks, durable.review_queue, durable.metrics
+    TO durable_operator, pg_monitor;
+
+-- verify reads both halves; events left of tasks that retention removed
+-- (older than the horizon) are no orphans
+CREATE OR REPLACE FUNCTION @extschema@.durable_verify()
+RETURNS TABLE (task_id bigint, problem text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH history AS (
+        SELECT e.partition_key, e.task_id, count(*) AS events, max(e.seq) AS last_seq,
+               max(e.at) AS last_at,
+               (array_agg(e.state ORDER BY e.seq DESC))[1] AS state,
+               (array_agg(e.fence ORDER BY e.seq DESC))[1] AS fence
+        FROM durable.events e GROUP BY e.partition_key, e.task_id
+    ), step_history AS (
+        SELECT e.partition_key, e.task_id, e.step,
+               (array_agg(coalesce(e.detail->>'to', 'planned') ORDER BY e.seq DESC))[1] AS state
+        FROM durable.events e WHERE e.step IS NOT NULL
+        GROUP BY e.partition_key, e.task_id, e.step
+    )
+    SELECT t.task_id, format('row says %s with fence %s, events say %s with fence %s',
+                             t.state, t.fence, coalesce(h.state::text, 'nothing'), h.fence)
+    FROM durable.tasks t LEFT JOIN history h USING (partition_key, task_id)
+    WHERE h.state IS DISTINCT FROM t.state OR h.fence IS DISTINCT FROM t.fence
+    UNION ALL
+    SELECT t.task_id, format('version %s, but %s events up to seq %s', t.version, h.events, h.last_seq)
+    FROM durable.tasks t JOIN history h USING (partition_key, task_id)
+    WHERE h.events <> t.version OR h.last_seq <> t.version
+    UNION ALL
+    SELECT s.task_id, format('step %s is %s, its events say %s', s.step, s.state, coalesce(sh.state, 'nothing'))
+    FROM durable.steps s LEFT JOIN step_history sh USING (partition_key, task_id, step)
+    WHERE sh.state IS DISTINCT FROM s.state::text
+    UNION ALL
+    SELECT t.task_id, format('%s steps in doubt counted, %s found', t.steps_in_doubt, count(s.step))
+    FROM durable.tasks t
+    LEFT JOIN durable.steps s ON s.partition_key = t.partition_key AND s.task_id = t.task_id
+                             AND s.state IN ('started', 'unknown')
+    GROUP BY t.partition_key, t.task_id, t.steps_in_doubt
+    HAVING count(s.step) <> t.steps_in_doubt
+    UNION ALL
+    SELECT l.task_id, format('task is %s but kept among the live tasks', l.state)
+    FROM durable.live_tasks l WHERE l.state IN ('completed', 'failed', 'cancelled')
+    UNION ALL
+    SELECT a.task_id, format('task is %s but kept in history', a.state)
+    FROM durable.task_history a WHERE a.state NOT IN ('completed', 'failed', 'cancelled')
+    UNION ALL
+    SELECT h.task_id, 'events of a task that does not exist'
+    FROM history h LEFT JOIN durable.tasks t USING (partition_key, task_id)
+    WHERE t.task_id IS NULL
+      AND h.last_at >= (SELECT removed_before FROM durable.history_horizon)
+    ORDER BY 1, 2
+$$;

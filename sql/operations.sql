@@ -33,7 +33,7 @@ SELECT fence FROM durable_claim('review', 'w2') \gset
 SELECT (durable_step(:t, :fence, 'send', 'unsafe', '{"to": "x"}')).state;
 SELECT durable_step_start(:t, :fence, 'send', 1);
 SELECT (durable_step(:t, :fence, 'ledger', 'idempotent')).state;
-UPDATE durable.tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t;
+UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t;
 SELECT action FROM durable_reconcile() WHERE task_id = :t;
 SELECT task_id = :t AS is_t, step, step_class, step_state, reason, decided FROM durable.review_queue WHERE queue_name = 'review';
 SELECT jsonb_object_keys(durable_recovery_package(:t)) AS part ORDER BY 1;
@@ -63,7 +63,7 @@ SELECT durable_enqueue('review', '{"n": 1}', class => 'unsafe') AS a \gset
 SELECT durable_enqueue('review', '{"n": 2}', class => 'unsafe') AS b \gset
 SELECT durable_enqueue('review', '{"n": 3}', class => 'unsafe') AS c \gset
 SELECT count(*) FROM durable_claim('review', 'w3', batch => 4);
-UPDATE durable.tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
+UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
 SELECT count(*) AS to_review FROM durable_reconcile() WHERE action = 'manual_review';
 SELECT durable_resolve(:a, 'mark_not_executed', 'ops-bo', '{"checked": "nothing sent"}') AS a,
        durable_resolve(:b, 'mark_failed', 'ops-bo', '{"checked": "rejected"}') AS b,
@@ -92,14 +92,25 @@ SELECT durable_replay_dead_letters('nope');
 
 -- verify: rebuilt from the event log, every row agrees; a forged row does not
 SELECT count(*) AS disagreements FROM durable_verify();
-UPDATE durable.tasks SET state = 'completed' WHERE task_id = :c;
+UPDATE durable.task_history SET state = 'completed' WHERE task_id = :c;
 SELECT task_id = :c AS forged, problem FROM durable_verify();
-UPDATE durable.tasks SET state = 'cancelled' WHERE task_id = :c;
+UPDATE durable.task_history SET state = 'cancelled' WHERE task_id = :c;
 SELECT count(*) AS disagreements FROM durable_verify();
+-- a finished task among the live ones, or an unfinished one in history, is found
+SELECT task_id AS r, state AS r_state FROM durable.live_tasks ORDER BY task_id LIMIT 1 \gset
+UPDATE durable.live_tasks SET state = 'completed' WHERE task_id = :r;
+SELECT task_id = :r AS forged, problem FROM durable_verify() WHERE problem LIKE '%kept%';
+UPDATE durable.live_tasks SET state = :'r_state' WHERE task_id = :r;
 
--- retention: finished tasks go with their steps and events, nothing else does
+-- retention: finished tasks go with their steps and events, nothing else
+-- does.  Tasks that finished more than a day ago (here: made so) are kept
+-- outside the days of history and removed one by one...
 SELECT count(*) AS finished FROM durable.tasks WHERE finished_at IS NOT NULL \gset
 SELECT count(*) AS unfinished FROM durable.tasks WHERE finished_at IS NULL \gset
+SELECT count(*) AS finished_live FROM durable.live_tasks WHERE finished_at IS NOT NULL;
+UPDATE durable.task_history SET finished_at = finished_at - interval '8 days';
+UPDATE durable.step_history SET finished_at = finished_at - interval '8 days';
+SELECT count(*) = :finished AS all_outside_the_days FROM durable.task_history_default;
 SELECT durable_inbox_receive('c', 'old-message');
 SET durable.retention = 0;
 SET durable.inbox_retention = 0;
@@ -114,6 +125,27 @@ SELECT count(*) AS inbox_left FROM durable.inbox;
 RESET durable.retention;
 RESET durable.inbox_retention;
 SELECT count(*) AS disagreements FROM durable_verify();
+
+-- ... and a whole day goes at once, when all of it is older than retention
+-- (here: three days from now), with its steps; its events stay while an
+-- unfinished task may have some of the same day
+SELECT durable_create_queue('days');
+SELECT durable_enqueue('days', '{}') AS day_task \gset
+SELECT task_id AS day_task, fence AS day_fence FROM durable_claim('days', 'w9') \gset
+SELECT state FROM durable_step(:day_task, :day_fence, 'only', 'pure');
+SELECT durable_step_start(:day_task, :day_fence, 'only', 1);
+SELECT durable_commit(:day_task, :day_fence, '{}', step => 'only', expected_version => 2);
+SELECT durable_commit(:day_task, :day_fence);
+SELECT count(*) AS day_tasks FROM durable.task_history WHERE task_id = :day_task;
+SELECT task_id, regexp_replace(action, '[0-9]{8}', 'YYYYMMDD') AS action
+FROM durable.maintain_history(now() + interval '3 days', interval '0', 1000)
+ORDER BY 2;
+SELECT count(*) AS day_tasks_left FROM durable.tasks WHERE task_id = :day_task;
+SELECT count(*) AS day_steps_left FROM durable.steps WHERE task_id = :day_task;
+SELECT count(*) > 0 AS day_events_kept FROM durable.events WHERE task_id = :day_task;
+SELECT count(*) AS disagreements FROM durable_verify();
+-- the default and the days from then on
+SELECT count(*) AS days FROM pg_inherits WHERE inhparent = 'durable.task_history'::regclass;
 
 -- the metrics views answer
 SELECT queue_name, ready, waiting, running, needs_review, completed, failed, cancelled

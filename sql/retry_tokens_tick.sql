@@ -27,7 +27,7 @@ SELECT count(*) AS disagreements FROM durable_verify();
 
 -- outside a tick (durable_fail) the token is taken at once, as before
 SELECT durable_enqueue('tokens', '{}') AS t \gset
-UPDATE durable.tasks SET run_at = now() WHERE task_id = :t;
+UPDATE durable.live_tasks SET run_at = now() WHERE task_id = :t;
 SELECT fence AS f FROM durable_claim('tokens', 'w2') WHERE task_id = :t \gset
 SELECT durable_fail(:t, :f, 'transient', '{}');
 SELECT detail ? 'deferred_until' AS deferred_at_once FROM durable.events

@@ -82,7 +82,7 @@ define_gucs(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("durable.vacuum_threshold",
-							gettext_noop("Dead row versions in durable.tasks after which the durable reconciler vacuums it."),
+							gettext_noop("Dead row versions in durable.live_tasks after which the durable reconciler vacuums it."),
 							gettext_noop("0 leaves the table to autovacuum."),
 							&durable_vacuum_threshold,
 							20000, 0, INT_MAX,

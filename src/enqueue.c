@@ -136,7 +136,9 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	args[12] = JsonbPGetDatum(payload);
 	args[14] = CStringGetTextDatum(DurableCallerName());
 
-	if (DurableExecute(STMT_ENQUEUE, args, nulls, SPI_OK_INSERT_RETURNING, 0) == 1)
+	/* a key is bound in durable.task_keys, where it outlives the task's run */
+	if (DurableExecute(key ? STMT_ENQUEUE_KEYED : STMT_ENQUEUE, args, nulls,
+					   SPI_OK_INSERT_RETURNING, 0) == 1)
 	{
 		task_id = DurableResultInt64(0, 1);
 		if (settings.notify && run_at <= now)

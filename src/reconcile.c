@@ -258,34 +258,33 @@ seconds_before(TimestampTz t, int seconds)
 
 /*
  * apply_retention
- *		Remove up to batch finished tasks older than durable.retention with
- *		their steps and events, and up to batch each of inbox entries and
- *		published outbox messages older than durable.inbox_retention and of
- *		expired idempotency keys.  Returns the largest of those counts.
+ *		Make the coming days of history and remove what is older than
+ *		durable.retention (durable.maintain_history): whole days of finished
+ *		tasks, and up to batch tasks kept outside them; then up to batch
+ *		each of inbox entries and published outbox messages older than
+ *		durable.inbox_retention and of expired idempotency keys.  Returns
+ *		the largest of those counts.
  */
 static uint64
-apply_retention(const int32 *partitions, uint64 npartitions, TimestampTz now,
-				int batch, DurableSettledCallback callback, void *arg)
+apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
+				void *arg)
 {
-	uint64		removed = 0;
+	uint64		removed;
 	uint64		others = 0;
 	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
 
-	if (durable_retention >= 0)
+	args[0] = TimestampTzGetDatum(now);
+	args[1] = Int32GetDatum(durable_retention);
+	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
+	args[2] = Int32GetDatum(batch);
+	removed = DurableExecute(STMT_RETAIN_TASKS, args, nulls, SPI_OK_SELECT, 0);
+	for (uint64 row = 0; row < removed && callback; row++)
 	{
-		args[1] = TimestampTzGetDatum(seconds_before(now, durable_retention));
-		for (uint64 i = 0; i < npartitions && removed < (uint64) batch; i++)
-		{
-			uint64		n;
+		bool		isnull;
+		Datum		id = DurableResultDatum(row, 1, &isnull);
 
-			args[0] = Int32GetDatum(partitions[i]);
-			args[2] = Int32GetDatum(batch - (int) removed);
-			n = DurableExecute(STMT_RETAIN_TASKS, args, NULL,
-							   SPI_OK_DELETE_RETURNING, 0);
-			for (uint64 row = 0; row < n && callback; row++)
-				callback(DurableResultInt64(row, 1), "removed", arg);
-			removed += n;
-		}
+		callback(isnull ? 0 : DatumGetInt64(id), DurableResultText(row, 2), arg);
 	}
 
 	args[0] = TimestampTzGetDatum(durable_inbox_retention >= 0 ?
@@ -327,7 +326,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	for (uint64 i = 0; i < npartitions && alarms < (uint64) batch; i++)
 		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
 									 callback, arg);
-	removed = apply_retention(partitions, npartitions, now, batch, callback, arg);
+	removed = apply_retention(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
 	return Max(Max(settled, alarms), removed);
@@ -340,7 +339,9 @@ report_settled(int64 task_id, const char *action, void *arg)
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
 
+	/* a day of history dropped whole names no task */
 	values[0] = Int64GetDatum(task_id);
+	nulls[0] = task_id == 0;
 	values[1] = CStringGetTextDatum(action);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }

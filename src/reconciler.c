@@ -10,7 +10,7 @@
  * Each tick is one short transaction over bounded batches taken with SKIP
  * LOCKED, so two reconcilers, or a reconciler and a late commit, never both
  * win.  It never sleeps inside a transaction or while holding a snapshot.
- * Between ticks it vacuums durable.tasks when enough of its row versions
+ * Between ticks it vacuums durable.live_tasks when enough of its row versions
  * have died (vacuum.c).  Errors are not caught: the worker exits and the
  * launcher starts it again after DURABLE_RESTART_SECONDS.
  *
@@ -132,7 +132,7 @@ extension_ready(void)
  * run_tick
  *		One transaction: a tick of reconciliation if the extension is ready
  *		(extension_ready).  Returns the largest batch count of the tick (0
- *		when skipped); sets *vacuum when durable.tasks wants vacuuming
+ *		when skipped); sets *vacuum when durable.live_tasks wants vacuuming
  *		(vacuum.c).
  */
 static uint64

@@ -33,15 +33,78 @@ typedef struct DurableStmtDef
 } DurableStmtDef;
 
 /* the columns of a task that fail, cancel and error reports read */
-#define TASK_COLUMNS \
+#define TASK_COLUMNS(table) \
 	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
 	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
 	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
 	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
-	" FROM durable.tasks t" \
+	" FROM " table " t" \
 	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
 	" WHERE t.partition_key = $1" \
 	" AND t.task_id = $2"
+
+/*
+ * A task moves between durable.live_tasks and durable.task_history whole:
+ * every column, in this order, with the changes of the move spliced in.
+ */
+#define TASK_TABLE_COLUMNS \
+	"partition_key, task_id, state, class, priority, attempt, max_attempts," \
+	" version, fence, run_at, created_at, lease_until, heartbeat_at," \
+	" progress_at, stuck_alarm_at, finished_at, lease, deadline, queue_name," \
+	" owner, progress, stop_code, idempotency_key, request_hash," \
+	" workflow_version, payload, result, last_error, checkpoint," \
+	" checkpoint_version, steps_in_doubt, metadata"
+
+#define STEP_TABLE_COLUMNS \
+	"partition_key, task_id, step, state, class, version, attempt, ordinal," \
+	" created_at, updated_at, idempotency_key, request_hash, compensates," \
+	" receipt, effect_id, error_class, request, result, evidence, error"
+
+/*
+ * The moved row of STMT_FINISH and STMT_REVIVE, from the deleted row d and
+ * the parameters of STMT_TRANSITION; finished_at is the only difference.
+ */
+#define MOVED_TASK(finished_at) \
+	" SELECT partition_key, task_id, $5::durable.task_state, class, priority," \
+	" CASE WHEN $16 THEN 0" \
+	"  WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END," \
+	" max_attempts, version + 1, fence + $6, COALESCE($7, run_at), created_at," \
+	" NULL, heartbeat_at, progress_at, stuck_alarm_at, " finished_at ", NULL," \
+	" deadline, queue_name, owner, progress, $8, idempotency_key, request_hash," \
+	" workflow_version, payload, COALESCE($10, result), COALESCE($9, last_error)," \
+	" checkpoint, checkpoint_version, steps_in_doubt, metadata FROM d"
+
+/* the event of a move and what STMT_TRANSITION and its kin return */
+#define MOVE_EVENT \
+	" INSERT INTO durable.events (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, detail, role)" \
+	" SELECT partition_key, task_id, version, state, fence, $11, $12," \
+	" COALESCE($13, owner), $14, $17 FROM u" \
+	" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u)," \
+	" (SELECT restricted FROM u)"
+
+#define MOVE_RETURNING(table) \
+	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name," \
+	" (SELECT q.restricted FROM durable.queues q" \
+	"  WHERE q.queue_name = " table ".queue_name) AS restricted"
+
+#define TRANSITION_ARGTYPES \
+	{INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, \
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
+	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
+
+/* the event of an enqueue, from the inserted task t */
+#define ENQUEUE_EVENT \
+	" INSERT INTO durable.events (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
+	" 'enqueued', $15, $15 FROM t" \
+	" RETURNING task_id"
+
+#define ENQUEUE_ARGTYPES \
+	{INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, \
+	 TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID, \
+	 JSONBOID, JSONBOID, TEXTOID}
 
 static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET] = {
@@ -106,7 +169,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_QUEUE_UNFINISHED] = {
 		"queue_unfinished",
-		"SELECT pg_catalog.count(*) FROM durable.tasks"
+		"SELECT pg_catalog.count(*) FROM durable.live_tasks"
 		" WHERE partition_key = ANY ($2)"
 		" AND queue_name = $1"
 		" AND state NOT IN ('completed', 'failed', 'cancelled')",
@@ -114,16 +177,27 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_QUEUE_DROP] = {
 		"queue_drop",
-		"WITH t AS (DELETE FROM durable.tasks"
+		"WITH l AS (DELETE FROM durable.live_tasks"
 		"  WHERE partition_key = ANY ($2)"
 		"  AND queue_name = $1"
 		"  RETURNING partition_key, task_id),"
+		" h AS (DELETE FROM durable.task_history"
+		"  WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1"
+		"  RETURNING partition_key, task_id),"
+		" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
 		" e AS (DELETE FROM durable.events e USING t"
 		"  WHERE e.partition_key = t.partition_key"
 		"  AND e.task_id = t.task_id),"
-		" s AS (DELETE FROM durable.steps s USING t"
+		" s AS (DELETE FROM durable.live_steps s USING l t"
 		"  WHERE s.partition_key = t.partition_key"
-		"  AND s.task_id = t.task_id)"
+		"  AND s.task_id = t.task_id),"
+		" sh AS (DELETE FROM durable.step_history s USING h t"
+		"  WHERE s.partition_key = t.partition_key"
+		"  AND s.task_id = t.task_id),"
+		" k AS (DELETE FROM durable.task_keys"
+		"  WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1)"
 		" DELETE FROM durable.queues WHERE queue_name = $1",
 		2, {TEXTOID, INT4ARRAYOID}
 	},
@@ -165,7 +239,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_TASK_DEFER] = {
 		"task_defer",
-		"UPDATE durable.tasks SET run_at = $3"
+		"UPDATE durable.live_tasks SET run_at = $3"
 		" WHERE partition_key = $1 AND task_id = $2"
 		" AND state = 'waiting' AND run_at < $3",
 		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
@@ -179,7 +253,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_ENQUEUE] = {
 		"enqueue",
-		"WITH t AS (INSERT INTO durable.tasks (partition_key, task_id, state,"
+		"WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 		"  class, priority, max_attempts, run_at, created_at, deadline,"
 		"  queue_name, idempotency_key, request_hash, workflow_version,"
 		"  payload, metadata)"
@@ -187,21 +261,32 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
 		"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
 		"  $11, $12, $13, $14)"
-		"  ON CONFLICT (partition_key, queue_name, idempotency_key)"
-		"  WHERE idempotency_key IS NOT NULL DO NOTHING"
 		"  RETURNING partition_key, task_id, version, fence)"
-		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, role)"
-		" SELECT partition_key, task_id, version, 'ready', fence, $7,"
-		" 'enqueued', $15, $15 FROM t"
-		" RETURNING task_id",
-		15, {INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID,
-			TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID,
-		JSONBOID, JSONBOID, TEXTOID}
+		ENQUEUE_EVENT,
+		15, ENQUEUE_ARGTYPES
+	},
+	[STMT_ENQUEUE_KEYED] = {
+		"enqueue_keyed",
+		"WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
+		"  idempotency_key, task_id, request_hash, created_at)"
+		"  VALUES ($1, $9, $10,"
+		"  pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+		"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+		"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+		"  RETURNING task_id),"
+		" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
+		"  class, priority, max_attempts, run_at, created_at, deadline,"
+		"  queue_name, idempotency_key, request_hash, workflow_version,"
+		"  payload, metadata)"
+		"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
+		"  $7, $8, $9, $10, $11, $12, $13, $14 FROM k"
+		"  RETURNING partition_key, task_id, version, fence)"
+		ENQUEUE_EVENT,
+		15, ENQUEUE_ARGTYPES
 	},
 	[STMT_ENQUEUE_EXISTING] = {
 		"enqueue_existing",
-		"SELECT task_id, request_hash FROM durable.tasks"
+		"SELECT task_id, request_hash FROM durable.task_keys"
 		" WHERE partition_key = $1"
 		" AND queue_name = $2"
 		" AND idempotency_key = $3",
@@ -209,12 +294,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_CLAIM] = {
 		"claim",
-		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $5,"
+		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
 		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
 		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
 		"  version = t.version + 1"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT task_id FROM durable.tasks"
+		"   SELECT task_id FROM durable.live_tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
 		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
 		"   ORDER BY priority DESC, run_at, task_id"
@@ -232,7 +317,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_HEARTBEAT] = {
 		"heartbeat",
-		"UPDATE durable.tasks SET"
+		"UPDATE durable.live_tasks SET"
 		" lease = COALESCE($4, lease),"
 		" lease_until = $3 + COALESCE($4, lease),"
 		" heartbeat_at = $3,"
@@ -244,14 +329,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" AND fence = $6 AND state = 'running'"
 		" RETURNING lease_until, queue_name,"
 		" (SELECT q.restricted FROM durable.queues q"
-		"  WHERE q.queue_name = durable.tasks.queue_name)",
+		"  WHERE q.queue_name = durable.live_tasks.queue_name)",
 		6, {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID}
 	},
 	[STMT_HEARTBEAT_BATCH] = {
 		"heartbeat_batch",
 		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
 		"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
-		" u AS (UPDATE durable.tasks t SET"
+		" u AS (UPDATE durable.live_tasks t SET"
 		"  lease = COALESCE($4, t.lease),"
 		"  lease_until = $3 + COALESCE($4, t.lease),"
 		"  heartbeat_at = $3"
@@ -266,7 +351,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_TRANSITION] = {
 		"transition",
-		"WITH u AS (UPDATE durable.tasks SET"
+		"WITH u AS (UPDATE durable.live_tasks SET"
 		"  state = $5::durable.task_state,"
 		"  fence = fence + $6,"
 		"  version = version + 1,"
@@ -274,8 +359,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  stop_code = $8,"
 		"  last_error = COALESCE($9, last_error),"
 		"  result = COALESCE($10, result),"
-		"  finished_at = CASE WHEN $5 IN ('completed', 'failed', 'cancelled')"
-		"   THEN $11 END,"
 		"  attempt = CASE WHEN $16 THEN 0"
 		"   WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END,"
 		"  lease = NULL, lease_until = NULL"
@@ -284,32 +367,73 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND fence = $3"
 		"  AND state = $4::durable.task_state"
 		"  AND steps_in_doubt <= $15"
-		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name,"
-		"  (SELECT q.restricted FROM durable.queues q"
-		"   WHERE q.queue_name = durable.tasks.queue_name) AS restricted)"
-		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, role)"
-		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		" COALESCE($13, owner), $14, $17 FROM u"
-		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
-		" (SELECT restricted FROM u)",
-		18, {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID,
-			TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID,
-		TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
+		MOVE_RETURNING("durable.live_tasks") ")"
+		MOVE_EVENT,
+		18, TRANSITION_ARGTYPES
+	},
+	[STMT_FINISH] = {
+		"finish",
+		"WITH d AS (DELETE FROM durable.live_tasks"
+		"  WHERE partition_key = $1"
+		"  AND task_id = $2"
+		"  AND fence = $3"
+		"  AND state = $4::durable.task_state"
+		"  AND steps_in_doubt <= $15"
+		"  RETURNING *),"
+		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
+		MOVED_TASK("$11")
+		MOVE_RETURNING("durable.task_history") "),"
+		" s AS (DELETE FROM durable.live_steps s USING d"
+		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
+		"  RETURNING s.*),"
+		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+		"  SELECT s.*, $11 FROM s)"
+		MOVE_EVENT,
+		18, TRANSITION_ARGTYPES
+	},
+	[STMT_REVIVE] = {
+		"revive",
+		"WITH d AS (DELETE FROM durable.task_history"
+		"  WHERE partition_key = $1"
+		"  AND task_id = $2"
+		"  AND fence = $3"
+		"  AND state = $4::durable.task_state"
+		"  AND steps_in_doubt <= $15"
+		"  RETURNING *),"
+		" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
+		MOVED_TASK("NULL")
+		MOVE_RETURNING("durable.live_tasks") "),"
+		" s AS (DELETE FROM durable.step_history s USING d"
+		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
+		"  RETURNING s.*),"
+		" l AS (INSERT INTO durable.live_steps (" STEP_TABLE_COLUMNS ")"
+		"  SELECT " STEP_TABLE_COLUMNS " FROM s)"
+		MOVE_EVENT,
+		18, TRANSITION_ARGTYPES
 	},
 	[STMT_COMMIT_BATCH] = {
 		"commit_batch",
 		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
 		"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]))"
 		"  AS i(task_id, fence, result)),"
-		" u AS (UPDATE durable.tasks t SET state = 'completed',"
-		"  version = t.version + 1, result = COALESCE(i.result, t.result),"
-		"  finished_at = $4, stop_code = NULL, lease = NULL, lease_until = NULL"
-		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+		" d AS (DELETE FROM durable.live_tasks t USING i"
+		"  WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 		"  AND t.task_id = i.task_id AND t.fence = i.fence"
 		"  AND t.state = 'running' AND t.steps_in_doubt = 0"
-		"  RETURNING t.partition_key, t.task_id, t.version, t.fence, t.state, t.owner,"
-		"  t.queue_name),"
+		"  RETURNING t.*, i.result AS committed_result),"
+		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
+		"  SELECT partition_key, task_id, 'completed', class, priority, attempt,"
+		"  max_attempts, version + 1, fence, run_at, created_at, NULL, heartbeat_at,"
+		"  progress_at, stuck_alarm_at, $4, NULL, deadline, queue_name, owner,"
+		"  progress, NULL, idempotency_key, request_hash, workflow_version, payload,"
+		"  COALESCE(committed_result, result), last_error, checkpoint,"
+		"  checkpoint_version, steps_in_doubt, metadata FROM d"
+		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name),"
+		" s AS (DELETE FROM durable.live_steps s USING d"
+		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
+		"  RETURNING s.*),"
+		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+		"  SELECT s.*, $4 FROM s),"
 		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
 		"  fence, at, kind, actor, role)"
 		"  SELECT partition_key, task_id, version, state, fence, $4, 'completed',"
@@ -320,11 +444,11 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
-		"SELECT t.task_id FROM durable.tasks t"
+		"SELECT t.task_id FROM durable.task_history t"
 		" WHERE t.partition_key = ANY ($1) AND t.queue_name = $2"
-		" AND t.finished_at IS NOT NULL AND t.state = 'failed'"
+		" AND t.state = 'failed'"
 		" AND t.steps_in_doubt = 0"
-		" AND NOT EXISTS (SELECT FROM durable.steps s"
+		" AND NOT EXISTS (SELECT FROM durable.step_history s"
 		"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id"
 		"  AND s.state = 'failed')"
 		" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED",
@@ -332,7 +456,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_EVENT_APPEND] = {
 		"event_append",
-		"WITH t AS (UPDATE durable.tasks SET version = version + 1,"
+		"WITH t AS (UPDATE durable.live_tasks SET version = version + 1,"
 		"  steps_in_doubt = steps_in_doubt + $8"
 		"  WHERE partition_key = $1 AND task_id = $2"
 		"  RETURNING partition_key, task_id, version, fence, state, owner)"
@@ -346,7 +470,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_CHECKPOINT] = {
 		"checkpoint",
-		"UPDATE durable.tasks SET checkpoint = $3,"
+		"UPDATE durable.live_tasks SET checkpoint = $3,"
 		" checkpoint_version = checkpoint_version + 1"
 		" WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING checkpoint_version",
@@ -356,13 +480,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"step_get",
 		"SELECT state::text, class::text, version, attempt, ordinal,"
 		" idempotency_key, request_hash, result, receipt, compensates"
-		" FROM durable.steps"
+		" FROM durable.live_steps"
 		" WHERE partition_key = $1 AND task_id = $2 AND step = $3",
 		3, {INT4OID, INT8OID, TEXTOID}
 	},
 	[STMT_STEP_INSERT] = {
 		"step_insert",
-		"INSERT INTO durable.steps (partition_key, task_id, step, state, class,"
+		"INSERT INTO durable.live_steps (partition_key, task_id, step, state, class,"
 		" ordinal, created_at, updated_at, idempotency_key, request_hash,"
 		" request, compensates)"
 		" VALUES ($1, $2, $3, 'planned', $4::durable.activity_class, $5, $6, $6,"
@@ -373,7 +497,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STEP_UPDATE] = {
 		"step_update",
-		"UPDATE durable.steps SET state = $4::durable.step_state,"
+		"UPDATE durable.live_steps SET state = $4::durable.step_state,"
 		" version = version + 1, attempt = attempt + $5, updated_at = $6,"
 		" result = COALESCE($7, result),"
 		" receipt = CASE WHEN $13 THEN NULL ELSE COALESCE($8, receipt) END,"
@@ -390,7 +514,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STEPS_IN_DOUBT] = {
 		"steps_in_doubt",
-		"SELECT step FROM durable.steps"
+		"SELECT step FROM durable.live_steps"
 		" WHERE partition_key = $1 AND task_id = $2"
 		" AND state IN ('started', 'unknown')"
 		" ORDER BY ordinal DESC",
@@ -398,7 +522,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STEPS_UNSETTLED] = {
 		"steps_unsettled",
-		"SELECT step FROM durable.steps"
+		"SELECT step FROM durable.live_steps"
 		" WHERE partition_key = $1 AND task_id = $2"
 		" AND state IN ('started', 'unknown', 'failed')"
 		" ORDER BY ordinal DESC",
@@ -406,7 +530,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STEPS_TO_COMPENSATE] = {
 		"steps_to_compensate",
-		"SELECT step, class::text FROM durable.steps"
+		"SELECT step, class::text FROM durable.live_steps"
 		" WHERE partition_key = $1 AND task_id = $2"
 		" AND state IN ('committed', 'compensated') AND compensates IS NULL"
 		" ORDER BY ordinal DESC",
@@ -414,11 +538,11 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_RECONCILE_CLAIM] = {
 		"reconcile_claim",
-		"WITH u AS (UPDATE durable.tasks t SET state = 'running', owner = $5,"
+		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
 		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
 		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT task_id FROM durable.tasks"
+		"   SELECT task_id FROM durable.live_tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
 		"   AND state = 'waiting' AND run_at = 'infinity'"
 		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
@@ -429,7 +553,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  'reconcile_claimed', $5, $8 FROM u)"
 		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
 		" s.request"
-		" FROM u JOIN durable.steps s ON s.partition_key = u.partition_key"
+		" FROM u JOIN durable.live_steps s ON s.partition_key = u.partition_key"
 		" AND s.task_id = u.task_id AND s.state = 'unknown'"
 		" ORDER BY u.task_id",
 		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
@@ -437,12 +561,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_TASK_GET] = {
 		"task_get",
-		TASK_COLUMNS,
+		TASK_COLUMNS("durable.tasks"),
 		2, {INT4OID, INT8OID}
 	},
 	[STMT_TASK_LOCK] = {
 		"task_lock",
-		TASK_COLUMNS " FOR NO KEY UPDATE OF t",
+		TASK_COLUMNS("durable.live_tasks") " FOR NO KEY UPDATE OF t",
 		2, {INT4OID, INT8OID}
 	},
 	[STMT_EXPIRED] = {
@@ -450,7 +574,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"SELECT t.task_id, t.fence, t.attempt, t.max_attempts, t.class::text,"
 		" t.owner, t.lease_until, q.retry_base, q.retry_cap, t.queue_name,"
 		" q.retry_capacity IS NOT NULL, t.steps_in_doubt, t.run_at"
-		" FROM durable.tasks t"
+		" FROM durable.live_tasks t"
 		" JOIN durable.queues q ON q.queue_name = t.queue_name"
 		" WHERE t.partition_key = $1"
 		" AND t.state = 'running'"
@@ -462,7 +586,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_STUCK] = {
 		"stuck",
 		"SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout::text"
-		" FROM durable.tasks t"
+		" FROM durable.live_tasks t"
 		" JOIN durable.queues q ON q.queue_name = t.queue_name"
 		" WHERE t.partition_key = $1 AND t.state = 'running'"
 		" AND q.progress_timeout IS NOT NULL"
@@ -474,23 +598,15 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STUCK_MARK] = {
 		"stuck_mark",
-		"UPDATE durable.tasks SET stuck_alarm_at = $3"
+		"UPDATE durable.live_tasks SET stuck_alarm_at = $3"
 		" WHERE partition_key = $1 AND task_id = $2",
 		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
 	},
 	[STMT_RETAIN_TASKS] = {
 		"retain_tasks",
-		"WITH doomed AS (SELECT partition_key, task_id FROM durable.tasks"
-		"  WHERE partition_key = $1 AND finished_at < $2"
-		"  ORDER BY finished_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
-		" s AS (DELETE FROM durable.steps st USING doomed d"
-		"  WHERE st.partition_key = d.partition_key AND st.task_id = d.task_id),"
-		" e AS (DELETE FROM durable.events ev USING doomed d"
-		"  WHERE ev.partition_key = d.partition_key AND ev.task_id = d.task_id)"
-		" DELETE FROM durable.tasks t USING doomed d"
-		" WHERE t.partition_key = d.partition_key AND t.task_id = d.task_id"
-		" RETURNING t.task_id",
-		3, {INT4OID, TIMESTAMPTZOID, INT4OID}
+		"SELECT task_id, action FROM durable.maintain_history($1,"
+		" pg_catalog.make_interval(secs => $2), $3)",
+		3, {TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
 	[STMT_RETAIN_OTHERS] = {
 		"retain_others",
@@ -614,7 +730,7 @@ static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
 static bool durable_version_checked = false;
 static Oid	durable_tasks_relid = InvalidOid;
 
-/* a DROP, CREATE or ALTER EXTENSION invalidates durable.tasks: check again */
+/* a DROP, CREATE or ALTER EXTENSION invalidates durable.live_tasks: check again */
 static void
 forget_version_check(Datum arg, Oid relid)
 {
@@ -628,7 +744,8 @@ forget_version_check(Datum arg, Oid relid)
  *		After the library is upgraded and before ALTER EXTENSION durable
  *		UPDATE has run, they would fail with errors about columns nobody
  *		asked for: say what is wrong instead.  Checked again whenever
- *		durable.tasks is invalidated, as any change of the extension does.
+ *		durable.live_tasks is invalidated, as any change of the extension
+ *		does.
  */
 static void
 check_extension_version(void)
@@ -640,7 +757,7 @@ check_extension_version(void)
 		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
 		callback_registered = true;
 	}
-	if (SPI_execute("SELECT extversion, 'durable.tasks'::pg_catalog.regclass::pg_catalog.oid"
+	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid"
 					" FROM pg_catalog.pg_extension"
 					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
 					true, 1) != SPI_OK_SELECT)
@@ -660,6 +777,8 @@ check_extension_version(void)
 		durable_tasks_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 															 SPI_tuptable->tupdesc,
 															 2, &isnull));
+		if (isnull)
+			durable_tasks_relid = InvalidOid;
 	}
 	durable_version_checked = true;
 }

@@ -67,8 +67,12 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	task->task_id = task_id;
 	args[0] = Int32GetDatum(task->partition);
 	args[1] = Int64GetDatum(task_id);
-	if (DurableExecute(lock ? STMT_TASK_LOCK : STMT_TASK_GET, args, NULL,
-					   SPI_OK_SELECT, 1) == 0)
+	/*
+	 * Only live tasks are locked: a finished one is in history, where
+	 * nothing but a replay moves it, and is read there to say its state.
+	 */
+	if ((!lock || DurableExecute(STMT_TASK_LOCK, args, NULL, SPI_OK_SELECT, 1) == 0) &&
+		DurableExecute(STMT_TASK_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 
 	task->state = DurableResultText(0, TASK_STATE);
@@ -208,7 +212,8 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
  * DurableMoveTask
  *		Move a task from move->from_state under move->fence to
  *		move->to_state, releasing its lease, and append the event, in one
- *		statement.  Returns false when the task is no longer in that state
+ *		statement; a task that finishes moves with its steps from the live
+ *		tables to history, and one that is replayed moves back.  Returns false when the task is no longer in that state
  *		under that fence, or has steps in doubt and move->allow_doubt is not
  *		set or the move would hand the task out again.
  */
@@ -218,6 +223,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 {
 	Datum		args[18];
 	char		nulls[18];
+	DurableStmt stmt;
 
 	/*
 	 * A task goes back to the claims only with no step in doubt, whatever
@@ -253,8 +259,14 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	args[16] = CStringGetTextDatum(DurableCallerName());
 	args[17] = BoolGetDatum(move->give_back_attempt);
 
-	return DurableExecute(STMT_TRANSITION, args, nulls,
-						  SPI_OK_INSERT_RETURNING, 0) == 1;
+	/* a task that finishes moves to history; a replayed one comes back */
+	if (DurableTaskIsTerminal(move->to_state))
+		stmt = STMT_FINISH;
+	else if (DurableTaskIsTerminal(move->from_state))
+		stmt = STMT_REVIVE;
+	else
+		stmt = STMT_TRANSITION;
+	return DurableExecute(stmt, args, nulls, SPI_OK_INSERT_RETURNING, 0) == 1;
 }
 
 /*

@@ -1,19 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * vacuum.c
- *	  Keeping the claim index short: the reconciler vacuums durable.tasks
- *	  once enough of its row versions have died.
+ *	  Keeping the claim index short: the reconciler vacuums
+ *	  durable.live_tasks once enough of its row versions have died.
  *
  * Every claim and every commit leaves the task's previous row version dead,
  * and the claim leaves its entry at the front of tasks_claimable, where
  * every later claim steps over it until VACUUM takes it away.  Autovacuum
- * looks at a database at most once a naptime (a minute by default), and its
- * threshold is a fraction of the table, which retained finished tasks keep
- * growing: between its passes claims walk hundreds of index pages of dead
+ * looks at a database at most once a naptime (a minute by default): between
+ * its passes claims walk hundreds of index pages of dead
  * entries and slow down several-fold.  So the reconciler vacuums the table
  * itself after durable.vacuum_threshold dead row versions, with index
  * cleanup forced, since VACUUM would otherwise skip the indexes when the
- * dead rows sit on few pages, which is just the case here.
+ * dead rows sit on few pages, which is just the case here.  The table holds
+ * live work only (finished tasks are in history), so a vacuum's cost does
+ * not grow with what is retained.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,7 +30,7 @@
 #include "utils/memutils.h"
 
 #define DURABLE_VACUUM_COMMAND \
-	"VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.tasks"
+	"VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.live_tasks"
 
 /*
  * Dead row versions the last vacuum could not remove: an old snapshot pins
@@ -40,7 +41,7 @@
  */
 static int64 dead_left = 0;
 
-/* the dead row versions of durable.tasks the statistics count, or -1 */
+/* the dead row versions of durable.live_tasks the statistics count, or -1 */
 static int64
 tasks_dead_tuples(void)
 {
@@ -51,7 +52,7 @@ tasks_dead_tuples(void)
 	schema = get_namespace_oid("durable", true);
 	if (!OidIsValid(schema))
 		return -1;
-	relid = get_relname_relid("tasks", schema);
+	relid = get_relname_relid("live_tasks", schema);
 	if (!OidIsValid(relid))
 		return -1;
 	stats = pgstat_fetch_stat_tabentry(relid);
@@ -62,7 +63,7 @@ tasks_dead_tuples(void)
 
 /*
  * DurableTasksNeedVacuum
- *		Whether durable.tasks has at least durable.vacuum_threshold more dead
+ *		Whether durable.live_tasks has at least durable.vacuum_threshold more dead
  *		row versions than the last vacuum left, as the cumulative statistics
  *		count them.  Call inside a transaction.
  */
@@ -105,7 +106,7 @@ DurableVacuumTasks(void)
 	stmt->options = list_make2(makeDefElem("skip_locked", NULL, -1),
 							   makeDefElem("index_cleanup",
 										   (Node *) makeString("on"), -1));
-	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("durable", "tasks", -1),
+	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("durable", "live_tasks", -1),
 											   InvalidOid, NIL));
 	stmt->is_vacuumcmd = true;
 	PortalContext = portal_context;

@@ -7,7 +7,7 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
            FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
            JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'durable'
            WHERE p.provolatile = 'v'
-             AND NOT (p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp'])),
+             AND NOT (p.prosecdef AND 'search_path=pg_catalog, pg_temp' = ANY (p.proconfig))),
           NULL, 'every volatile API function is SECURITY DEFINER with a pinned search_path');
 SELECT is((SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
            JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'durable'

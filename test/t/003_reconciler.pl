@@ -56,15 +56,15 @@ $node->reload;
 $node->poll_query_until('postgres',
 	"SELECT setting = '100' FROM pg_settings WHERE name = 'durable.vacuum_threshold'");
 my $vacuums = $node->safe_psql('postgres',
-	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass");
 $node->safe_psql('postgres', q{
 	SELECT durable_create_queue('churn');
 	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
 	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
 });
 ok($node->poll_query_until('postgres',
-	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
-	'the reconciler vacuumed durable.tasks');
+	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass"),
+	'the reconciler vacuumed durable.live_tasks');
 is($node->safe_psql('postgres', "SELECT count(*) FROM durable.tasks WHERE queue_name = 'churn' AND state = 'completed'"),
 	'200', 'the vacuum took no live row');
 # an old snapshot pins the dead row versions: it vacuums once, and not
@@ -73,19 +73,19 @@ my $holder = $node->background_psql('postgres');
 $holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $holder->query_safe('SELECT count(*) FROM durable.tasks');
 $vacuums = $node->safe_psql('postgres',
-	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass");
 $node->safe_psql('postgres', q{
 	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
 	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
 });
 ok($node->poll_query_until('postgres',
-	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
+	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass"),
 	'with an old snapshot open it vacuums once');
 $vacuums = $node->safe_psql('postgres',
-	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass");
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass");
 sleep 2;
 is($node->safe_psql('postgres',
-	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass"),
+	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass"),
 	$vacuums, 'and not again while the snapshot pins what it could not remove');
 $holder->query_safe('COMMIT');
 $holder->quit;

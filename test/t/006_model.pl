@@ -194,7 +194,8 @@ sub reset_state
 	my $done;
 	for (1 .. 20)
 	{
-		$done = $OBS->do('TRUNCATE durable.tasks, durable.steps, durable.events, durable.outbox, '
+		$done = $OBS->do('TRUNCATE durable.live_tasks, durable.live_steps, durable.task_history, durable.step_history, '
+			  . 'durable.task_keys, durable.events, durable.outbox, '
 			  . 'durable.inbox, durable.idempotency_keys, durable.queues CASCADE') and last;
 		$OBS = connect_db() unless $OBS->ping;
 		sleep 0.2;

@@ -78,7 +78,7 @@ $node->safe_psql('postgres', qq{
 	SELECT cron.schedule_in_database('durable-reconcile', '$every',
 	    'SELECT count(*) FROM durable_reconcile()', 'app', 'reconcile_job');
 	SELECT cron.schedule_in_database('durable-vacuum', '$every',
-	    'VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.tasks', 'app');
+	    'VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.live_tasks', 'app');
 });
 
 my $tasks = 30;
@@ -143,8 +143,8 @@ ok($node->poll_query_until('postgres', q{
 	WHERE j.jobname = 'durable-vacuum' AND d.status = 'succeeded'}),
 	'and the vacuum job\'s');
 ok($node->poll_query_until('app', q{
-	SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'durable.tasks'::regclass}),
-	'durable.tasks was vacuumed');
+	SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass}),
+	'durable.live_tasks was vacuumed');
 
 # fresh workers finish everything, the step in doubt looked up
 my @finishers = map { start_worker("f$_", '--idle-exit', '3000') } 1 .. 2;
