@@ -511,6 +511,25 @@ COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version 
 COMMENT ON TABLE durable.live_steps IS 'the side-effecting steps of unfinished tasks: one row per step, moved by compare-and-swap on version; ordinal orders them (the task version that planned them)';
 DROP INDEX durable.tasks_finished;
 DROP INDEX durable.tasks_leased;
+
+-- A running lease is its own open event (DESIGN section 13): the claim
+-- writes no event row but these columns, and the event that ends the lease
+-- (a commit, a failure, an expiry, a release) records the claim with it.
+-- A finished task's last event is its row in history (final_*).  Rows from
+-- 0.1.0 keep their claims and last events as rows of the event log, with
+-- these columns NULL.
+ALTER TABLE durable.live_tasks
+    ADD COLUMN claimed_at  timestamptz,
+    ADD COLUMN claim_seq   int,
+    ADD COLUMN claim_fence bigint,
+    ADD COLUMN claim_kind  text,
+    ADD COLUMN claim_role  text,
+    ADD COLUMN final_kind  text,
+    ADD COLUMN final_actor text,
+    ADD COLUMN final_role  text,
+    ADD COLUMN final_detail jsonb;
+COMMENT ON COLUMN durable.live_tasks.claim_seq IS 'the seq of the claim event of the lease the task runs under, or last ran under; its time, kind and role are beside it';
+COMMENT ON COLUMN durable.live_tasks.final_kind IS 'in history: the kind of the event that finished the task (seq = version, at = finished_at), with its actor, role and detail';
 CREATE INDEX tasks_running ON durable.live_tasks (partition_key, task_id)
     WHERE state = 'running';
 
@@ -554,10 +573,16 @@ COMMENT ON TABLE durable.step_history IS 'the steps of finished tasks, partition
 
 ALTER TABLE durable.events RENAME TO events_0_1;
 ALTER INDEX durable.events_pkey RENAME TO events_0_1_pkey;
-CREATE TABLE durable.events (LIKE durable.events_0_1)
+CREATE TABLE durable.event_log (LIKE durable.events_0_1,
+    lease_seq   int,
+    lease_fence bigint,
+    lease_at    timestamptz,
+    lease_kind  text,
+    lease_actor text,
+    lease_role  text)
     PARTITION BY RANGE (at);
-ALTER TABLE durable.events ADD PRIMARY KEY (partition_key, task_id, seq, at);
-COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a task, with the state and fence it left; seq is the task''s version after the change; partitioned by the day of the change';
+ALTER TABLE durable.event_log ADD PRIMARY KEY (partition_key, task_id, seq, at);
+COMMENT ON TABLE durable.event_log IS 'append-only: the changes of tasks as written, partitioned by the day of the change; an event that ends a lease carries its claim (lease_*); read durable.events';
 
 -- Each partitioned table has a default partition for rows outside the
 -- days made so far (and for rows of an earlier version, moved here by
@@ -565,9 +590,8 @@ COMMENT ON TABLE durable.events IS 'append-only history: one row per change of a
 -- ahead by durable.maintain_history, which also drops them.
 CREATE TABLE durable.task_history_default PARTITION OF durable.task_history DEFAULT;
 CREATE TABLE durable.step_history_default PARTITION OF durable.step_history DEFAULT;
-CREATE TABLE durable.events_default PARTITION OF durable.events DEFAULT;
+CREATE TABLE durable.event_log_default PARTITION OF durable.event_log DEFAULT;
 CREATE INDEX task_history_default_finished ON durable.task_history_default (finished_at);
-CREATE INDEX events_default_at ON durable.events_default (at);
 
 -- what retention has removed: history before this time is gone, so that
 -- events left of tasks removed are no orphans (durable_verify)
@@ -579,9 +603,19 @@ COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has
 INSERT INTO durable.history_horizon (removed_before) VALUES ('-infinity');
 
 CREATE VIEW durable.tasks AS
-SELECT * FROM durable.live_tasks
+SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+       steps_in_doubt, metadata
+FROM durable.live_tasks
 UNION ALL
-SELECT * FROM durable.task_history;
+SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+       steps_in_doubt, metadata
+FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 
 CREATE VIEW durable.steps AS
@@ -591,20 +625,44 @@ SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, cr
        updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
        error_class, request, result, evidence, error
 FROM durable.step_history;
+CREATE VIEW durable.events AS
+SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
+FROM durable.event_log
+UNION ALL
+-- the claims of the leases those events ended
+SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
+       lease_actor, NULL, NULL, lease_role
+FROM durable.event_log WHERE lease_seq IS NOT NULL
+UNION ALL
+-- the claims of the leases running now
+SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
+       owner, NULL, NULL, claim_role
+FROM durable.live_tasks WHERE state = 'running' AND claim_seq IS NOT NULL
+UNION ALL
+-- the events that finished tasks, and the claims of the leases they ended
+SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
+       final_actor, final_detail, NULL, final_role
+FROM durable.task_history WHERE final_kind IS NOT NULL
+UNION ALL
+SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
+       owner, NULL, NULL, claim_role
+FROM durable.task_history WHERE claim_seq IS NOT NULL;
+COMMENT ON VIEW durable.events IS 'the history of every task retained: one row per change, with the state and fence it left; seq is the task''s version after the change';
+
 COMMENT ON VIEW durable.steps IS 'every step retained: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
+GRANT SELECT ON durable.tasks, durable.steps, durable.events TO durable_operator;
 
 SELECT pg_catalog.pg_extension_config_dump('durable.task_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.task_history_default', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.step_history_default', '');
-SELECT pg_catalog.pg_extension_config_dump('durable.events_default', '');
+SELECT pg_catalog.pg_extension_config_dump('durable.event_log_default', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.history_horizon', '');
 REVOKE ALL ON durable.live_tasks, durable.live_steps, durable.task_keys, durable.task_history,
-    durable.step_history, durable.events, durable.task_history_default,
-    durable.step_history_default, durable.events_default, durable.history_horizon,
-    durable.tasks, durable.steps
+    durable.step_history, durable.event_log, durable.task_history_default,
+    durable.step_history_default, durable.event_log_default, durable.history_horizon
 FROM PUBLIC;
 GRANT SELECT ON durable.live_tasks, durable.live_steps, durable.task_keys, durable.task_history,
-    durable.step_history, durable.events, durable.history_horizon, durable.tasks, durable.steps
+    durable.step_history, durable.event_log, durable.history_horizon
 TO durable_operator;
 
 
@@ -638,7 +696,7 @@ DECLARE
 BEGIN
     FOR i IN 0..2 LOOP
         day := today OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => i);
-        FOREACH parent IN ARRAY ARRAY['task_history', 'step_history', 'events'] LOOP
+        FOREACH parent IN ARRAY ARRAY['task_history', 'step_history', 'event_log'] LOOP
             name := pg_catalog.format('%s_p%s', parent,
                                       pg_catalog.to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD'));
             CONTINUE WHEN pg_catalog.to_regclass('durable.' OPERATOR(pg_catalog.||) name) IS NOT NULL;
@@ -674,13 +732,13 @@ BEGIN
         JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent
         WHERE i.inhparent IN ('durable.task_history'::pg_catalog.regclass,
                               'durable.step_history'::pg_catalog.regclass,
-                              'durable.events'::pg_catalog.regclass)
+                              'durable.event_log'::pg_catalog.regclass)
           AND NOT c.relpartbound IS NULL
           AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) OPERATOR(pg_catalog.<>) 'DEFAULT'
         ORDER BY 3, 2 DESC
     LOOP
         CONTINUE WHEN part.upper_bound OPERATOR(pg_catalog.>) cutoff;
-        IF part.parent OPERATOR(pg_catalog.=) 'events' THEN
+        IF part.parent OPERATOR(pg_catalog.=) 'event_log' THEN
             -- read once a day, when a day of events is first old enough
             IF oldest_live IS NULL THEN
                 SELECT coalesce(min(t.created_at), 'infinity') INTO oldest_live
@@ -716,7 +774,7 @@ BEGIN
         s AS (DELETE FROM durable.step_history_default s USING doomed d
               WHERE s.partition_key OPERATOR(pg_catalog.=) d.partition_key
                 AND s.task_id OPERATOR(pg_catalog.=) d.task_id),
-        e AS (DELETE FROM durable.events e USING doomed d
+        e AS (DELETE FROM durable.event_log e USING doomed d
               WHERE e.partition_key OPERATOR(pg_catalog.=) d.partition_key
                 AND e.task_id OPERATOR(pg_catalog.=) d.task_id)
         DELETE FROM durable.task_history_default h USING doomed d
@@ -760,7 +818,7 @@ JOIN durable.task_history t USING (partition_key, task_id);
 DELETE FROM durable.live_steps s USING durable.task_history t
 WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id;
 DELETE FROM durable.live_tasks WHERE state IN ('completed', 'failed', 'cancelled');
-INSERT INTO durable.events SELECT * FROM durable.events_0_1;
+INSERT INTO durable.event_log SELECT * FROM durable.events_0_1;
 DROP TABLE durable.events_0_1;
 
 

@@ -90,17 +90,25 @@ FROM durable_claim('dlq', 'w5');
 SELECT count(*) AS nothing_more FROM durable_replay_dead_letters('dlq');
 SELECT durable_replay_dead_letters('nope');
 
--- verify: rebuilt from the event log, every row agrees; a forged row does not
+-- verify: rebuilt from the event log, every row agrees; a forged row does
+-- not.  A live task's row against its events:
 SELECT count(*) AS disagreements FROM durable_verify();
-UPDATE durable.task_history SET state = 'completed' WHERE task_id = :c;
-SELECT task_id = :c AS forged, problem FROM durable_verify();
-UPDATE durable.task_history SET state = 'cancelled' WHERE task_id = :c;
-SELECT count(*) AS disagreements FROM durable_verify();
--- a finished task among the live ones, or an unfinished one in history, is found
 SELECT task_id AS r, state AS r_state FROM durable.live_tasks ORDER BY task_id LIMIT 1 \gset
+UPDATE durable.live_tasks SET state = 'waiting' WHERE task_id = :r AND state <> 'waiting';
+UPDATE durable.live_tasks SET state = 'ready' WHERE task_id = :r AND state = 'waiting' AND :'r_state' = 'waiting';
+SELECT task_id = :r AS forged, problem ~ '^row says (waiting|ready) with fence [0-9]+, events say' AS row_against_events
+FROM durable_verify();
+-- a finished task among the live ones, or an unfinished one in history
 UPDATE durable.live_tasks SET state = 'completed' WHERE task_id = :r;
 SELECT task_id = :r AS forged, problem FROM durable_verify() WHERE problem LIKE '%kept%';
 UPDATE durable.live_tasks SET state = :'r_state' WHERE task_id = :r;
+-- a finished task's row in history is also its last event, so its state
+-- and fence are the log's; its version must still count its events
+UPDATE durable.task_history SET version = version + 1 WHERE task_id = :c;
+SELECT task_id = :c AS forged, problem ~ '^version [0-9]+, but [0-9]+ events up to seq [0-9]+$' AS version_against_events
+FROM durable_verify();
+UPDATE durable.task_history SET version = version - 1 WHERE task_id = :c;
+SELECT count(*) AS disagreements FROM durable_verify();
 
 -- retention: finished tasks go with their steps and events, nothing else
 -- does.  Tasks that finished more than a day ago (here: made so) are kept

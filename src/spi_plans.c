@@ -53,35 +53,28 @@ typedef struct DurableStmtDef
 	" progress_at, stuck_alarm_at, finished_at, lease, deadline, queue_name," \
 	" owner, progress, stop_code, idempotency_key, request_hash," \
 	" workflow_version, payload, result, last_error, checkpoint," \
-	" checkpoint_version, steps_in_doubt, metadata"
+	" checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq," \
+	" claim_fence, claim_kind, claim_role, final_kind, final_actor, final_role," \
+	" final_detail"
 
 #define STEP_TABLE_COLUMNS \
 	"partition_key, task_id, step, state, class, version, attempt, ordinal," \
 	" created_at, updated_at, idempotency_key, request_hash, compensates," \
 	" receipt, effect_id, error_class, request, result, evidence, error"
 
-/*
- * The moved row of STMT_FINISH and STMT_REVIVE, from the deleted row d and
- * the parameters of STMT_TRANSITION; finished_at is the only difference.
- */
-#define MOVED_TASK(finished_at) \
-	" SELECT partition_key, task_id, $5::durable.task_state, class, priority," \
-	" CASE WHEN $16 THEN 0" \
-	"  WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END," \
-	" max_attempts, version + 1, fence + $6, COALESCE($7, run_at), created_at," \
-	" NULL, heartbeat_at, progress_at, stuck_alarm_at, " finished_at ", NULL," \
-	" deadline, queue_name, owner, progress, $8, idempotency_key, request_hash," \
-	" workflow_version, payload, COALESCE($10, result), COALESCE($9, last_error)," \
-	" checkpoint, checkpoint_version, steps_in_doubt, metadata FROM d"
+/* the attempt after a move, by the parameters of STMT_TRANSITION */
+#define MOVED_ATTEMPT \
+	"CASE WHEN $16 THEN 0" \
+	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
 
-/* the event of a move and what STMT_TRANSITION and its kin return */
-#define MOVE_EVENT \
-	" INSERT INTO durable.events (partition_key, task_id, seq, state, fence," \
-	" at, kind, actor, detail, role)" \
-	" SELECT partition_key, task_id, version, state, fence, $11, $12," \
-	" COALESCE($13, owner), $14, $17 FROM u" \
-	" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u)," \
-	" (SELECT restricted FROM u)"
+/*
+ * A running lease is its own open event: the claim sets claimed_at,
+ * claim_seq, claim_kind and claim_role instead of appending a row, and the
+ * move that ends the lease records the claim with its own event (in the
+ * event's lease_* columns, or for a task that finishes, in its row in
+ * history, which is also its last event).  durable.events shows both.
+ */
+#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
 
 #define MOVE_RETURNING(table) \
 	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name," \
@@ -95,7 +88,7 @@ typedef struct DurableStmtDef
 
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
-	" INSERT INTO durable.events (partition_key, task_id, seq, state, fence," \
+	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
 	" at, kind, actor, role)" \
 	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
 	" 'enqueued', $15, $15 FROM t" \
@@ -186,7 +179,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND queue_name = $1"
 		"  RETURNING partition_key, task_id),"
 		" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
-		" e AS (DELETE FROM durable.events e USING t"
+		" e AS (DELETE FROM durable.event_log e USING t"
 		"  WHERE e.partition_key = t.partition_key"
 		"  AND e.task_id = t.task_id),"
 		" s AS (DELETE FROM durable.live_steps s USING l t"
@@ -297,7 +290,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
 		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
 		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-		"  version = t.version + 1"
+		"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
+		"  claim_kind = 'claimed', claim_role = $8"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 		"   SELECT task_id FROM durable.live_tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
@@ -305,11 +299,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"   ORDER BY priority DESC, run_at, task_id"
 		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at),"
-		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, role)"
-		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
-		"  'claimed', $5, $8 FROM u)"
+		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
 		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
 		" FROM u ORDER BY priority DESC, run_at, task_id",
 		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
@@ -359,16 +349,25 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  stop_code = $8,"
 		"  last_error = COALESCE($9, last_error),"
 		"  result = COALESCE($10, result),"
-		"  attempt = CASE WHEN $16 THEN 0"
-		"   WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END,"
+		"  attempt = " MOVED_ATTEMPT ","
 		"  lease = NULL, lease_until = NULL"
 		"  WHERE partition_key = $1"
 		"  AND task_id = $2"
 		"  AND fence = $3"
 		"  AND state = $4::durable.task_state"
 		"  AND steps_in_doubt <= $15"
-		MOVE_RETURNING("durable.live_tasks") ")"
-		MOVE_EVENT,
+		MOVE_RETURNING("durable.live_tasks") ","
+		"  claimed_at, claim_seq, claim_kind, claim_role)"
+		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+		" lease_kind, lease_actor, lease_role)"
+		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
+		" COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
+		" " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
+		" " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
+		" " ENDS_LEASE("claim_role") " FROM u"
+		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
+		" (SELECT restricted FROM u)",
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_FINISH] = {
@@ -381,14 +380,24 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND steps_in_doubt <= $15"
 		"  RETURNING *),"
 		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-		MOVED_TASK("$11")
+		"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
+		"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
+		"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
+		"  stuck_alarm_at, $11, NULL, deadline, queue_name, owner, progress, $8,"
+		"  idempotency_key, request_hash, workflow_version, payload,"
+		"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
+		"  checkpoint_version, steps_in_doubt, metadata,"
+		"  " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") ","
+		"  " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") ","
+		"  " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14"
+		"  FROM d"
 		MOVE_RETURNING("durable.task_history") "),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		"  SELECT s.*, $11 FROM s)"
-		MOVE_EVENT,
+		" SELECT version, queue_name, owner, restricted FROM u",
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_REVIVE] = {
@@ -400,15 +409,35 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND state = $4::durable.task_state"
 		"  AND steps_in_doubt <= $15"
 		"  RETURNING *),"
+		/* the row was the task's last event: it becomes one of the log */
+		" f AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+		"  lease_kind, lease_actor, lease_role)"
+		"  SELECT partition_key, task_id, version, state, fence, finished_at,"
+		"  final_kind, final_actor, final_detail, final_role, claim_seq,"
+		"  claim_fence, claimed_at, claim_kind, owner, claim_role FROM d"
+		"  WHERE final_kind IS NOT NULL),"
 		" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
-		MOVED_TASK("NULL")
+		"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
+		"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
+		"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
+		"  stuck_alarm_at, NULL, NULL, deadline, queue_name, owner, progress, $8,"
+		"  idempotency_key, request_hash, workflow_version, payload,"
+		"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
+		"  checkpoint_version, steps_in_doubt, metadata,"
+		"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM d"
 		MOVE_RETURNING("durable.live_tasks") "),"
 		" s AS (DELETE FROM durable.step_history s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" l AS (INSERT INTO durable.live_steps (" STEP_TABLE_COLUMNS ")"
 		"  SELECT " STEP_TABLE_COLUMNS " FROM s)"
-		MOVE_EVENT,
+		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, role)"
+		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
+		" COALESCE($13, owner), $14, $17 FROM u"
+		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
+		" (SELECT restricted FROM u)",
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_COMMIT_BATCH] = {
@@ -427,17 +456,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  progress_at, stuck_alarm_at, $4, NULL, deadline, queue_name, owner,"
 		"  progress, NULL, idempotency_key, request_hash, workflow_version, payload,"
 		"  COALESCE(committed_result, result), last_error, checkpoint,"
-		"  checkpoint_version, steps_in_doubt, metadata FROM d"
-		"  RETURNING partition_key, task_id, version, fence, state, owner, queue_name),"
+		"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
+		"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL FROM d"
+		"  RETURNING task_id, queue_name),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-		"  SELECT s.*, $4 FROM s),"
-		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, role)"
-		"  SELECT partition_key, task_id, version, state, fence, $4, 'completed',"
-		"  owner, $5 FROM u)"
+		"  SELECT s.*, $4 FROM s)"
 		" SELECT u.task_id, u.queue_name, q.restricted FROM u"
 		" JOIN durable.queues q ON q.queue_name = u.queue_name",
 		5, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID}
@@ -460,7 +486,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  steps_in_doubt = steps_in_doubt + $8"
 		"  WHERE partition_key = $1 AND task_id = $2"
 		"  RETURNING partition_key, task_id, version, fence, state, owner)"
-		" INSERT INTO durable.events (partition_key, task_id, seq, state, fence,"
+		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
 		" at, kind, actor, detail, step, role)"
 		" SELECT partition_key, task_id, version, state, fence, $3, $4,"
 		" COALESCE($5, owner), $6, $7, $9 FROM t"
@@ -540,17 +566,15 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"reconcile_claim",
 		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
 		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1"
+		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1,"
+		"  claimed_at = $3, claim_seq = t.version + 1,"
+		"  claim_kind = 'reconcile_claimed', claim_role = $8"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 		"   SELECT task_id FROM durable.live_tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
 		"   AND state = 'waiting' AND run_at = 'infinity'"
 		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
-		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version),"
-		" e AS (INSERT INTO durable.events (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, role)"
-		"  SELECT partition_key, task_id, version, 'running', fence, $3,"
-		"  'reconcile_claimed', $5, $8 FROM u)"
+		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version)"
 		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
 		" s.request"
 		" FROM u JOIN durable.live_steps s ON s.partition_key = u.partition_key"

@@ -266,7 +266,10 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		stmt = STMT_REVIVE;
 	else
 		stmt = STMT_TRANSITION;
-	return DurableExecute(stmt, args, nulls, SPI_OK_INSERT_RETURNING, 0) == 1;
+	/* a finished task's last event is its row in history: no insert ends it */
+	return DurableExecute(stmt, args, nulls,
+						  stmt == STMT_FINISH ? SPI_OK_SELECT : SPI_OK_INSERT_RETURNING,
+						  0) == 1;
 }
 
 /*

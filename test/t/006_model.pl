@@ -195,7 +195,7 @@ sub reset_state
 	for (1 .. 20)
 	{
 		$done = $OBS->do('TRUNCATE durable.live_tasks, durable.live_steps, durable.task_history, durable.step_history, '
-			  . 'durable.task_keys, durable.events, durable.outbox, '
+			  . 'durable.task_keys, durable.event_log, durable.outbox, '
 			  . 'durable.inbox, durable.idempotency_keys, durable.queues CASCADE') and last;
 		$OBS = connect_db() unless $OBS->ping;
 		sleep 0.2;

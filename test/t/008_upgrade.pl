@@ -28,15 +28,15 @@ $node->safe_psql('old', q{
 		finished_at, queue_name, idempotency_key, request_hash, payload,
 		steps_in_doubt)
 	SELECT 5, (n::bigint << 23) | 5, state::durable.task_state, 'idempotent', 0,
-		least(fence, 1), 3, 1 + doubt, fence, now() - interval '1 minute',
+		least(fence, 1), 3, 1 + steps, fence, now() - interval '1 minute',
 		now() - interval '1 hour',
 		CASE WHEN state = 'running' THEN now() - interval '1 minute' END,
 		CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN now() END,
 		'old', 'key-' || n, durable_request_hash(jsonb_build_object('n', n)),
 		jsonb_build_object('n', n), doubt
-	FROM (VALUES (1, 'ready', 0, 0), (2, 'running', 1, 1), (3, 'waiting', 1, 0),
-	             (4, 'completed', 1, 0), (5, 'failed', 1, 0),
-	             (6, 'needs_review', 1, 1), (7, 'cancelled', 0, 0)) s(n, state, fence, doubt);
+	FROM (VALUES (1, 'ready', 0, 0, 0), (2, 'running', 1, 1, 1), (3, 'waiting', 1, 0, 0),
+	             (4, 'completed', 1, 0, 1), (5, 'failed', 1, 0, 0),
+	             (6, 'needs_review', 1, 1, 1), (7, 'cancelled', 0, 0, 0)) s(n, state, fence, doubt, steps);
 	INSERT INTO durable.events (partition_key, task_id, seq, state, fence, at, kind, actor)
 	SELECT partition_key, task_id, 1, state, fence, created_at, 'imported', 'w-old'
 	FROM durable.tasks;
@@ -46,7 +46,8 @@ $node->safe_psql('old', q{
 		v.class::durable.activity_class, 2, 1, 2, now(), now(),
 		durable_idempotency_key(t.task_id::text, v.step), durable_request_hash('{}')
 	FROM durable.tasks t,
-	     (VALUES (2, 'a', 'started', 'idempotent'), (6, 'b', 'unknown', 'unsafe')) v(n, step, state, class)
+	     (VALUES (2, 'a', 'started', 'idempotent'), (6, 'b', 'unknown', 'unsafe'),
+	             (4, 'c', 'committed', 'idempotent')) v(n, step, state, class)
 	WHERE t.task_id = (v.n::bigint << 23) | 5;
 	INSERT INTO durable.events (partition_key, task_id, seq, state, fence, at, kind, actor, step, detail)
 	SELECT s.partition_key, s.task_id, 2, t.state, t.fence, now(), 'step_' || s.state, 'w-old', s.step,
@@ -79,6 +80,10 @@ is($node->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 
 is($node->safe_psql('old', $counts), $before, 'every row is kept');
 is($node->safe_psql('old', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() is empty after the update');
+is($node->safe_psql('old', q{SELECT (SELECT count(*) FROM durable.live_tasks) || '/' ||
+	(SELECT count(*) FROM durable.task_history) || '/' || (SELECT count(*) FROM durable.live_steps) || '/' ||
+	(SELECT count(*) FROM durable.step_history) || '/' || (SELECT count(*) FROM durable.task_keys)}),
+	'4/3/2/1/7', 'unfinished tasks and their steps are live, finished ones in history, every key bound');
 
 # the API works on the old rows: the ready task is claimed, the expired
 # lease is judged, the task in review is resolved, the key still answers
@@ -91,6 +96,12 @@ is($node->safe_psql('old', "SELECT durable_resolve(" . $t->(6) . ", 'mark_not_ex
 	'ready', 'the task in review is resolved');
 is($node->safe_psql('old', "SELECT durable_enqueue('old', '{\"n\": 4}', idempotency_key => 'key-4')"),
 	$t->(4), 'an old enqueue key still answers with its task');
+is($node->safe_psql('old', "SELECT string_agg(task_id || ':' || action, ',') FROM durable_replay_dead_letters('old')"),
+	$t->(5) . ':replayed', 'the failed task of 0.1.0 is replayed from history');
+$node->safe_psql('old', 'SELECT durable_commit(task_id, fence) FROM durable.live_tasks WHERE task_id = ' . $t->(1));
+is($node->safe_psql('old', "SELECT h.state || ':' || count(*) FILTER (WHERE e.kind = 'claimed') FROM durable.task_history h
+	JOIN durable.events e USING (partition_key, task_id) WHERE task_id = " . $t->(1) . " GROUP BY h.state"),
+	'completed:1', 'the claimed task commits into history with its claim');
 is($node->safe_psql('old', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() is still empty');
 is($node->safe_psql('old', "SELECT count(*) > 0 AND count(*) = count(role) FROM durable.events WHERE actor IS DISTINCT FROM 'w-old'"),
