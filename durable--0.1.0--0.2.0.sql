@@ -503,35 +503,85 @@ TO durable_worker;
 --
 DROP VIEW durable.queue_stats, durable.stuck_tasks, durable.review_queue, durable.metrics;
 
-ALTER TABLE durable.tasks RENAME TO live_tasks;
+ALTER TABLE durable.tasks RENAME TO tasks_0_1;
+ALTER INDEX durable.tasks_pkey RENAME TO tasks_0_1_pkey;
+DROP INDEX durable.tasks_claimable, durable.tasks_leased, durable.tasks_idempotency,
+    durable.tasks_finished, durable.tasks_reconcile;
 ALTER TABLE durable.steps RENAME TO live_steps;
-ALTER INDEX durable.tasks_pkey RENAME TO live_tasks_pkey;
 ALTER INDEX durable.steps_pkey RENAME TO live_steps_pkey;
-COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
 COMMENT ON TABLE durable.live_steps IS 'the side-effecting steps of unfinished tasks: one row per step, moved by compare-and-swap on version; ordinal orders them (the task version that planned them)';
-DROP INDEX durable.tasks_finished;
-DROP INDEX durable.tasks_leased;
 
+-- The columns a claim and a heartbeat change come last, together: an
+-- update that stays on its page logs only the bytes from the first
+-- changed column to the last, so the payload and the other columns that
+-- never change before them are not written again.
+--
 -- A running lease is its own open event (DESIGN section 13): the claim
--- writes no event row but these columns, and the event that ends the lease
--- (a commit, a failure, an expiry, a release) records the claim with it.
--- A finished task's last event is its row in history (final_*).  Rows from
--- 0.1.0 keep their claims and last events as rows of the event log, with
--- these columns NULL.
-ALTER TABLE durable.live_tasks
-    ADD COLUMN claimed_at  timestamptz,
-    ADD COLUMN claim_seq   int,
-    ADD COLUMN claim_fence bigint,
-    ADD COLUMN claim_kind  text,
-    ADD COLUMN claim_role  text,
-    ADD COLUMN final_kind  text,
-    ADD COLUMN final_actor text,
-    ADD COLUMN final_role  text,
-    ADD COLUMN final_detail jsonb;
+-- writes no event row but claimed_at, claim_seq, claim_kind and
+-- claim_role, and the event that ends the lease (a commit, a failure, an
+-- expiry, a release) records the claim with it.  A finished task's last
+-- event is its row in history (final_*, with claim_fence the fence its
+-- lease ran under).  Rows from 0.1.0 keep their claims and last events as
+-- rows of the event log, with these columns NULL.
+CREATE TABLE durable.live_tasks (
+    partition_key      int NOT NULL,
+    task_id            bigint NOT NULL,
+    priority           int NOT NULL,
+    max_attempts       int NOT NULL,
+    checkpoint_version int NOT NULL DEFAULT 0,
+    steps_in_doubt     int NOT NULL DEFAULT 0,
+    class              durable.activity_class NOT NULL,
+    created_at         timestamptz NOT NULL,
+    deadline           interval,
+    queue_name         text COLLATE "C" NOT NULL,
+    idempotency_key    text COLLATE "C",
+    request_hash       bytea,
+    workflow_version   text,
+    payload            jsonb NOT NULL,
+    metadata           jsonb,
+    checkpoint         jsonb,
+    result             jsonb,
+    last_error         jsonb,
+    stop_code          text,
+    stuck_alarm_at     timestamptz,
+    finished_at        timestamptz,
+    claim_fence        bigint,
+    final_kind         text,
+    final_actor        text,
+    final_role         text,
+    final_detail       jsonb,
+    run_at             timestamptz NOT NULL,
+    state              durable.task_state NOT NULL,
+    attempt            int NOT NULL DEFAULT 0,
+    version            int NOT NULL DEFAULT 1,
+    fence              bigint NOT NULL DEFAULT 0,
+    lease_until        timestamptz,
+    heartbeat_at       timestamptz,
+    progress_at        timestamptz,
+    lease              interval,
+    owner              text,
+    progress           text,
+    claimed_at         timestamptz,
+    claim_seq          int,
+    claim_kind         text,
+    claim_role         text,
+    CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
+) WITH (fillfactor = 80);
+COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
 COMMENT ON COLUMN durable.live_tasks.claim_seq IS 'the seq of the claim event of the lease the task runs under, or last ran under; its time, kind and role are beside it';
 COMMENT ON COLUMN durable.live_tasks.final_kind IS 'in history: the kind of the event that finished the task (seq = version, at = finished_at), with its actor, role and detail';
+-- ready and waiting work, in claim order
+CREATE INDEX tasks_claimable ON durable.live_tasks
+    (partition_key, queue_name, priority DESC, run_at, task_id)
+    WHERE state IN ('ready', 'waiting');
+-- running tasks, for the reconciler (lease_until is read from the rows:
+-- an index on it would make every heartbeat write an index entry)
 CREATE INDEX tasks_running ON durable.live_tasks (partition_key, task_id)
     WHERE state = 'running';
+-- tasks whose queryable step waits for a reconcile handler
+CREATE INDEX tasks_reconcile ON durable.live_tasks (partition_key, queue_name)
+    WHERE state = 'waiting' AND run_at = 'infinity';
+GRANT SELECT ON durable.live_tasks TO durable_operator;
 
 -- Enqueue idempotency outlives the task's move to history: the key is
 -- bound to its task (and request hash) here until retention removes the
@@ -550,8 +600,7 @@ COMMENT ON TABLE durable.task_keys IS 'enqueue idempotency keys, each bound to t
 INSERT INTO durable.task_keys (partition_key, queue_name, idempotency_key, task_id,
                                request_hash, created_at)
 SELECT partition_key, queue_name, idempotency_key, task_id, request_hash, created_at
-FROM durable.live_tasks WHERE idempotency_key IS NOT NULL;
-DROP INDEX durable.tasks_idempotency;
+FROM durable.tasks_0_1 WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE durable.task_history (LIKE durable.live_tasks)
     PARTITION BY RANGE (finished_at);
@@ -652,6 +701,7 @@ COMMENT ON VIEW durable.events IS 'the history of every task retained: one row p
 COMMENT ON VIEW durable.steps IS 'every step retained: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
 GRANT SELECT ON durable.tasks, durable.steps, durable.events TO durable_operator;
 
+SELECT pg_catalog.pg_extension_config_dump('durable.live_tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.task_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.task_history_default', '');
 SELECT pg_catalog.pg_extension_config_dump('durable.step_history_default', '');
@@ -673,12 +723,13 @@ TO durable_operator;
 -- it is older than durable.retention; a day of events only once no task
 -- retained, finished or not, was created before its end.  The DDL waits
 -- for its locks briefly and tries again on a later call rather than stall
--- the commits queued behind it.  A day made during CREATE or ALTER
--- EXTENSION belongs to the extension (member); dropping it takes it out
--- first.
+-- the commits queued behind it.  The days are no members of the
+-- extension, also those that CREATE or ALTER EXTENSION makes (installing):
+-- pg_dump dumps them, with their rows, as partitions of their table, and a
+-- restore on another day brings them back as they were.
 --
 CREATE FUNCTION durable.maintain_history(now timestamptz, retention interval, batch int,
-                                         member bool DEFAULT false)
+                                         installing bool DEFAULT false)
 RETURNS TABLE (task_id bigint, action text)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -704,8 +755,8 @@ BEGIN
                 EXECUTE pg_catalog.format(
                     'CREATE TABLE durable.%I PARTITION OF durable.%I FOR VALUES FROM (%L) TO (%L)',
                     name, parent, day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval);
-                IF member THEN
-                    PERFORM pg_catalog.pg_extension_config_dump('durable.' OPERATOR(pg_catalog.||) name, '');
+                IF installing THEN
+                    EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP TABLE durable.%I', name);
                 END IF;
             EXCEPTION
                 -- rows of the day are in the default partition already, or
@@ -722,11 +773,7 @@ BEGIN
     FOR part IN
         SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS rel, p.relname AS parent,
                pg_catalog.substring(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                    'TO \(''([^'']*)''\)')::pg_catalog.timestamptz AS upper_bound,
-               EXISTS (SELECT FROM pg_catalog.pg_depend d
-                       WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-                         AND d.objid OPERATOR(pg_catalog.=) c.oid
-                         AND d.deptype OPERATOR(pg_catalog.=) 'e') AS member
+                                    'TO \(''([^'']*)''\)')::pg_catalog.timestamptz AS upper_bound
         FROM pg_catalog.pg_inherits i
         JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
         JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent
@@ -749,9 +796,6 @@ BEGIN
                            WHERE h.created_at OPERATOR(pg_catalog.<) part.upper_bound);
         END IF;
         BEGIN
-            IF part.member THEN
-                EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP TABLE %s', part.rel);
-            END IF;
             EXECUTE pg_catalog.format('DROP TABLE %s', part.rel);
             IF part.parent OPERATOR(pg_catalog.=) 'task_history' THEN
                 UPDATE durable.history_horizon
@@ -804,21 +848,40 @@ COMMENT ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) I
   'make the coming days of history, and remove what is older than retention: whole days, and up to batch tasks of the default partitions';
 REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) FROM PUBLIC;
 
-SELECT count(*) FROM durable.maintain_history(pg_catalog.now(), NULL, 0, member => true);
+SELECT count(*) FROM durable.maintain_history(pg_catalog.now(), NULL, 0, installing => true);
 
 -- the data of 0.1.0, after the days are made: finished tasks with their
 -- steps into history, every event into the new event log
-UPDATE durable.live_tasks SET finished_at = created_at
-WHERE state IN ('completed', 'failed', 'cancelled') AND finished_at IS NULL;
-INSERT INTO durable.task_history
-SELECT * FROM durable.live_tasks WHERE state IN ('completed', 'failed', 'cancelled');
+INSERT INTO durable.task_history (partition_key, task_id, priority, max_attempts,
+    checkpoint_version, steps_in_doubt, class, created_at, deadline, queue_name, idempotency_key,
+    request_hash, workflow_version, payload, metadata, checkpoint, result, last_error, stop_code,
+    stuck_alarm_at, finished_at, run_at, state, attempt, version, fence, lease_until, heartbeat_at,
+    progress_at, lease, owner, progress)
+SELECT partition_key, task_id, priority, max_attempts, checkpoint_version, steps_in_doubt, class,
+    created_at, deadline, queue_name, idempotency_key, request_hash, workflow_version, payload,
+    metadata, checkpoint, result, last_error, stop_code, stuck_alarm_at,
+    coalesce(finished_at, created_at), run_at, state, attempt, version, fence, lease_until,
+    heartbeat_at, progress_at, lease, owner, progress
+FROM durable.tasks_0_1 WHERE state IN ('completed', 'failed', 'cancelled');
+INSERT INTO durable.live_tasks (partition_key, task_id, priority, max_attempts,
+    checkpoint_version, steps_in_doubt, class, created_at, deadline, queue_name, idempotency_key,
+    request_hash, workflow_version, payload, metadata, checkpoint, result, last_error, stop_code,
+    stuck_alarm_at, finished_at, run_at, state, attempt, version, fence, lease_until, heartbeat_at,
+    progress_at, lease, owner, progress)
+SELECT partition_key, task_id, priority, max_attempts, checkpoint_version, steps_in_doubt, class,
+    created_at, deadline, queue_name, idempotency_key, request_hash, workflow_version, payload,
+    metadata, checkpoint, result, last_error, stop_code, stuck_alarm_at, finished_at, run_at,
+    state, attempt, version, fence, lease_until, heartbeat_at, progress_at, lease, owner, progress
+FROM durable.tasks_0_1 WHERE state NOT IN ('completed', 'failed', 'cancelled');
+ALTER EXTENSION durable DROP TABLE durable.tasks_0_1;
+DROP TABLE durable.tasks_0_1;
 INSERT INTO durable.step_history
 SELECT s.*, t.finished_at FROM durable.live_steps s
 JOIN durable.task_history t USING (partition_key, task_id);
 DELETE FROM durable.live_steps s USING durable.task_history t
 WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id;
-DELETE FROM durable.live_tasks WHERE state IN ('completed', 'failed', 'cancelled');
 INSERT INTO durable.event_log SELECT * FROM durable.events_0_1;
+ALTER EXTENSION durable DROP TABLE durable.events_0_1;
 DROP TABLE durable.events_0_1;
 
 
