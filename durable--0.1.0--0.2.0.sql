@@ -604,20 +604,11 @@ FROM durable.tasks_0_1 WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE durable.task_history (LIKE durable.live_tasks)
     PARTITION BY RANGE (finished_at);
-ALTER TABLE durable.task_history ALTER COLUMN finished_at SET NOT NULL,
-    ADD PRIMARY KEY (partition_key, task_id, finished_at);
--- whether a finished task still retained was created before a time: the
--- events of a day go only once no task retained can have one of them
-CREATE INDEX task_history_created ON durable.task_history USING brin (created_at)
-    WITH (autosummarize = on);
--- the dead letters of a queue, oldest first
-CREATE INDEX task_history_failed ON durable.task_history (partition_key, queue_name, finished_at)
-    WHERE state = 'failed';
+ALTER TABLE durable.task_history ALTER COLUMN finished_at SET NOT NULL;
 COMMENT ON TABLE durable.task_history IS 'finished tasks (completed, failed, cancelled), partitioned by the day they finished; retention drops whole days';
 
 CREATE TABLE durable.step_history (LIKE durable.live_steps, finished_at timestamptz NOT NULL)
     PARTITION BY RANGE (finished_at);
-ALTER TABLE durable.step_history ADD PRIMARY KEY (partition_key, task_id, step, finished_at);
 COMMENT ON TABLE durable.step_history IS 'the steps of finished tasks, partitioned by the day their task finished';
 
 ALTER TABLE durable.events RENAME TO events_0_1;
@@ -630,17 +621,53 @@ CREATE TABLE durable.event_log (LIKE durable.events_0_1,
     lease_actor text,
     lease_role  text)
     PARTITION BY RANGE (at);
-ALTER TABLE durable.event_log ADD PRIMARY KEY (partition_key, task_id, seq, at);
 COMMENT ON TABLE durable.event_log IS 'append-only: the changes of tasks as written, partitioned by the day of the change; an event that ends a lease carries its claim (lease_*); read durable.events';
 
 -- Each partitioned table has a default partition for rows outside the
 -- days made so far (and for rows of an earlier version, moved here by
 -- this update); retention deletes from it row by row.  Days are made
 -- ahead by durable.maintain_history, which also drops them.
+--
+-- The partitioned tables have no index of their own: each partition has
+-- its own, made with it (durable.index_history).  pg_dump dumps the days
+-- with their rows and indexes; were the indexes the parents', a restore
+-- would find them made already by CREATE EXTENSION when it attached a
+-- dumped day, and fail on the day's own.
+CREATE FUNCTION durable.index_history(parent text, part text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF parent OPERATOR(pg_catalog.=) 'task_history' THEN
+        EXECUTE pg_catalog.format('ALTER TABLE durable.%I ADD PRIMARY KEY (partition_key, task_id, finished_at)', part);
+        -- the dead letters of a queue, oldest first
+        EXECUTE pg_catalog.format('CREATE INDEX ON durable.%I (partition_key, queue_name, finished_at)'
+                                  ' WHERE state = ''failed''', part);
+        -- whether a task retained was created before a time: the events
+        -- of a day go only once no task retained can have one of them
+        EXECUTE pg_catalog.format('CREATE INDEX ON durable.%I USING brin (created_at)'
+                                  ' WITH (autosummarize = on)', part);
+    ELSIF parent OPERATOR(pg_catalog.=) 'step_history' THEN
+        EXECUTE pg_catalog.format('ALTER TABLE durable.%I ADD PRIMARY KEY (partition_key, task_id, step, finished_at)', part);
+    ELSE
+        EXECUTE pg_catalog.format('ALTER TABLE durable.%I ADD PRIMARY KEY (partition_key, task_id, seq, at)', part);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION durable.index_history(text, text) IS
+  'make the indexes of a partition of durable.task_history, durable.step_history or durable.event_log';
+REVOKE EXECUTE ON FUNCTION durable.index_history(text, text) FROM PUBLIC;
+
 CREATE TABLE durable.task_history_default PARTITION OF durable.task_history DEFAULT;
 CREATE TABLE durable.step_history_default PARTITION OF durable.step_history DEFAULT;
 CREATE TABLE durable.event_log_default PARTITION OF durable.event_log DEFAULT;
+SELECT durable.index_history(p, p || '_default')
+FROM unnest(ARRAY['task_history', 'step_history', 'event_log']) p;
+-- the rows of a day, for the days made later and for retention
 CREATE INDEX task_history_default_finished ON durable.task_history_default (finished_at);
+CREATE INDEX step_history_default_finished ON durable.step_history_default (finished_at);
+CREATE INDEX event_log_default_at ON durable.event_log_default (at);
 
 -- what retention has removed: history before this time is gone, so that
 -- events left of tasks removed are no orphans (durable_verify)
@@ -648,8 +675,7 @@ CREATE TABLE durable.history_horizon (
     one     bool PRIMARY KEY DEFAULT true CHECK (one),
     removed_before timestamptz NOT NULL
 );
-COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has removed finished tasks';
-INSERT INTO durable.history_horizon (removed_before) VALUES ('-infinity');
+COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has removed finished tasks; no row before it removed any';
 
 CREATE VIEW durable.tasks AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -724,12 +750,13 @@ TO durable_operator;
 -- retained, finished or not, was created before its end.  The DDL waits
 -- for its locks briefly and tries again on a later call rather than stall
 -- the commits queued behind it.  The days are no members of the
--- extension, also those that CREATE or ALTER EXTENSION makes (installing):
--- pg_dump dumps them, with their rows, as partitions of their table, and a
--- restore on another day brings them back as they were.
+-- extension: pg_dump dumps them, with their rows, as partitions of their
+-- table, and a restore brings them back as they were.  So the extension
+-- script makes none (a restore's CREATE EXTENSION would make tables of the
+-- dumped names): the reconciler's first tick does, or the first
+-- durable_reconcile().
 --
-CREATE FUNCTION durable.maintain_history(now timestamptz, retention interval, batch int,
-                                         installing bool DEFAULT false)
+CREATE FUNCTION durable.maintain_history(now timestamptz, retention interval, batch int)
 RETURNS TABLE (task_id bigint, action text)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -743,7 +770,7 @@ DECLARE
     parent text;
     name text;
     part record;
-    upper_bound timestamptz;
+    outside bool;
 BEGIN
     FOR i IN 0..2 LOOP
         day := today OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => i);
@@ -751,13 +778,28 @@ BEGIN
             name := pg_catalog.format('%s_p%s', parent,
                                       pg_catalog.to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD'));
             CONTINUE WHEN pg_catalog.to_regclass('durable.' OPERATOR(pg_catalog.||) name) IS NOT NULL;
+            -- A day with rows in the default partition stays there.  Else
+            -- the day is made apart and attached: ATTACH PARTITION takes a
+            -- lock on the parent that lets commits go on (CREATE TABLE ...
+            -- PARTITION OF would stop them), and one on the default
+            -- partition, which is not waited for.
+            EXECUTE pg_catalog.format(
+                'SELECT EXISTS (SELECT FROM durable.%I WHERE %I >= $1 AND %I < $2)',
+                parent OPERATOR(pg_catalog.||) '_default',
+                CASE WHEN parent OPERATOR(pg_catalog.=) 'event_log' THEN 'at' ELSE 'finished_at' END,
+                CASE WHEN parent OPERATOR(pg_catalog.=) 'event_log' THEN 'at' ELSE 'finished_at' END)
+            INTO outside USING day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval;
+            CONTINUE WHEN outside;
             BEGIN
+                EXECUTE pg_catalog.format('LOCK TABLE durable.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                                          parent OPERATOR(pg_catalog.||) '_default');
                 EXECUTE pg_catalog.format(
-                    'CREATE TABLE durable.%I PARTITION OF durable.%I FOR VALUES FROM (%L) TO (%L)',
-                    name, parent, day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval);
-                IF installing THEN
-                    EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP TABLE durable.%I', name);
-                END IF;
+                    'CREATE TABLE durable.%I (LIKE durable.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                    name, parent);
+                PERFORM durable.index_history(parent, name);
+                EXECUTE pg_catalog.format(
+                    'ALTER TABLE durable.%I ATTACH PARTITION durable.%I FOR VALUES FROM (%L) TO (%L)',
+                    parent, name, day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval);
             EXCEPTION
                 -- rows of the day are in the default partition already, or
                 -- the lock was not to be had now
@@ -798,8 +840,9 @@ BEGIN
         BEGIN
             EXECUTE pg_catalog.format('DROP TABLE %s', part.rel);
             IF part.parent OPERATOR(pg_catalog.=) 'task_history' THEN
-                UPDATE durable.history_horizon
-                   SET removed_before = GREATEST(removed_before, part.upper_bound);
+                INSERT INTO durable.history_horizon AS h (removed_before) VALUES (part.upper_bound)
+                ON CONFLICT (one) DO UPDATE
+                SET removed_before = GREATEST(h.removed_before, excluded.removed_before);
                 task_id := NULL;
                 action := pg_catalog.format('removed %s', part.rel);
                 RETURN NEXT;
@@ -830,7 +873,9 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     IF FOUND THEN
-        UPDATE durable.history_horizon SET removed_before = GREATEST(removed_before, cutoff);
+        INSERT INTO durable.history_horizon AS h (removed_before) VALUES (cutoff)
+        ON CONFLICT (one) DO UPDATE
+        SET removed_before = GREATEST(h.removed_before, excluded.removed_before);
     END IF;
 
     -- keys of tasks that are gone
@@ -844,14 +889,13 @@ BEGIN
         LIMIT batch));
 END
 $$;
-COMMENT ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) IS
+COMMENT ON FUNCTION durable.maintain_history(timestamptz, interval, int) IS
   'make the coming days of history, and remove what is older than retention: whole days, and up to batch tasks of the default partitions';
-REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int, bool) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int) FROM PUBLIC;
 
-SELECT count(*) FROM durable.maintain_history(pg_catalog.now(), NULL, 0, installing => true);
-
--- the data of 0.1.0, after the days are made: finished tasks with their
--- steps into history, every event into the new event log
+-- the data of 0.1.0: finished tasks with their steps into history (its
+-- default partition, until retention removes them), every event into the
+-- new event log
 INSERT INTO durable.task_history (partition_key, task_id, priority, max_attempts,
     checkpoint_version, steps_in_doubt, class, created_at, deadline, queue_name, idempotency_key,
     request_hash, workflow_version, payload, metadata, checkpoint, result, last_error, stop_code,
@@ -1039,6 +1083,6 @@ AS $$
     SELECT h.task_id, 'events of a task that does not exist'
     FROM history h LEFT JOIN durable.tasks t USING (partition_key, task_id)
     WHERE t.task_id IS NULL
-      AND h.last_at >= (SELECT removed_before FROM durable.history_horizon)
+      AND h.last_at >= coalesce((SELECT removed_before FROM durable.history_horizon), '-infinity')
     ORDER BY 1, 2
 $$;

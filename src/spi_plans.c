@@ -76,6 +76,11 @@ typedef struct DurableStmtDef
  */
 #define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
 
+/* the row a move takes, by the parameters of STMT_TRANSITION */
+#define MOVE_WHERE \
+	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
+	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
+
 #define MOVE_RETURNING(table) \
 	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name," \
 	" (SELECT q.restricted FROM durable.queues q" \
@@ -351,11 +356,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  result = COALESCE($10, result),"
 		"  attempt = " MOVED_ATTEMPT ","
 		"  lease = NULL, lease_until = NULL"
-		"  WHERE partition_key = $1"
-		"  AND task_id = $2"
-		"  AND fence = $3"
-		"  AND state = $4::durable.task_state"
-		"  AND steps_in_doubt <= $15"
+		MOVE_WHERE
 		MOVE_RETURNING("durable.live_tasks") ","
 		"  claimed_at, claim_seq, claim_kind, claim_role)"
 		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
@@ -372,13 +373,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_FINISH] = {
 		"finish",
-		"WITH d AS (DELETE FROM durable.live_tasks"
-		"  WHERE partition_key = $1"
-		"  AND task_id = $2"
-		"  AND fence = $3"
-		"  AND state = $4::durable.task_state"
-		"  AND steps_in_doubt <= $15"
-		"  RETURNING *),"
+		"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
 		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
 		"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
 		"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
@@ -402,13 +397,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_REVIVE] = {
 		"revive",
-		"WITH d AS (DELETE FROM durable.task_history"
-		"  WHERE partition_key = $1"
-		"  AND task_id = $2"
-		"  AND fence = $3"
-		"  AND state = $4::durable.task_state"
-		"  AND steps_in_doubt <= $15"
-		"  RETURNING *),"
+		"WITH d AS (DELETE FROM durable.task_history" MOVE_WHERE " RETURNING *),"
 		/* the row was the task's last event: it becomes one of the log */
 		" f AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 		"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
