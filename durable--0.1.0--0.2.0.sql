@@ -672,10 +672,11 @@ CREATE INDEX event_log_default_at ON durable.event_log_default (at);
 -- what retention has removed: history before this time is gone, so that
 -- events left of tasks removed are no orphans (durable_verify)
 CREATE TABLE durable.history_horizon (
-    one     bool PRIMARY KEY DEFAULT true CHECK (one),
-    removed_before timestamptz NOT NULL
+    one               bool PRIMARY KEY DEFAULT true CHECK (one),
+    removed_before    timestamptz NOT NULL DEFAULT '-infinity',
+    events_checked_at timestamptz
 );
-COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has removed finished tasks; no row before it removed any';
+COMMENT ON TABLE durable.history_horizon IS 'the time before which retention has removed finished tasks, and when a day of events old enough was last found held by a task still kept; no row until either happened';
 
 CREATE VIEW durable.tasks AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -771,6 +772,7 @@ DECLARE
     name text;
     part record;
     outside bool;
+    held_checked timestamptz;
 BEGIN
     FOR i IN 0..2 LOOP
         day := today OPERATOR(pg_catalog.+) pg_catalog.make_interval(days => i);
@@ -828,14 +830,26 @@ BEGIN
     LOOP
         CONTINUE WHEN part.upper_bound OPERATOR(pg_catalog.>) cutoff;
         IF part.parent OPERATOR(pg_catalog.=) 'event_log' THEN
-            -- read once a day, when a day of events is first old enough
+            -- A day of events held by a task still kept is looked at again
+            -- ten minutes later, not at every tick: the oldest live task
+            -- is found by reading all of them.
+            IF held_checked IS NULL THEN
+                SELECT coalesce(h.events_checked_at, '-infinity') INTO held_checked
+                FROM (SELECT) x LEFT JOIN durable.history_horizon h ON true;
+            END IF;
+            CONTINUE WHEN held_checked OPERATOR(pg_catalog.>) (now OPERATOR(pg_catalog.-) '10 minutes'::pg_catalog.interval);
             IF oldest_live IS NULL THEN
                 SELECT coalesce(min(t.created_at), 'infinity') INTO oldest_live
                 FROM durable.live_tasks t;
             END IF;
-            CONTINUE WHEN part.upper_bound OPERATOR(pg_catalog.>) oldest_live
-                OR EXISTS (SELECT FROM durable.task_history h
-                           WHERE h.created_at OPERATOR(pg_catalog.<) part.upper_bound);
+            IF part.upper_bound OPERATOR(pg_catalog.>) oldest_live
+               OR EXISTS (SELECT FROM durable.task_history h
+                          WHERE h.created_at OPERATOR(pg_catalog.<) part.upper_bound) THEN
+                INSERT INTO durable.history_horizon AS h (events_checked_at) VALUES (now)
+                ON CONFLICT (one) DO UPDATE SET events_checked_at = excluded.events_checked_at;
+                held_checked := now;
+                CONTINUE;
+            END IF;
         END IF;
         BEGIN
             EXECUTE pg_catalog.format('DROP TABLE %s', part.rel);
