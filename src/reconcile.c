@@ -13,8 +13,9 @@
  *
  * Every decision revokes the lease (increments the fence) and appends an
  * event with the action and its evidence.  Nothing is deleted to recover;
- * retention removes finished tasks, with their steps and events, once they
- * are older than durable.retention.
+ * retention removes finished tasks, with their steps and events, a whole
+ * day of history at a time once it is older than durable.retention
+ * (durable.maintain_history, which also makes the coming days).
  *
  * A tick (DurableReconcileTick) is what the background worker runs in one
  * transaction and durable_reconcile() exposes: expired leases, stuck

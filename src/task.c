@@ -213,9 +213,10 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
  *		Move a task from move->from_state under move->fence to
  *		move->to_state, releasing its lease, and append the event, in one
  *		statement; a task that finishes moves with its steps from the live
- *		tables to history, and one that is replayed moves back.  Returns false when the task is no longer in that state
- *		under that fence, or has steps in doubt and move->allow_doubt is not
- *		set or the move would hand the task out again.
+ *		tables to history, and one that is replayed moves back.  Returns
+ *		false when the task is no longer in that state under that fence, or
+ *		has steps in doubt and move->allow_doubt is not set or the move
+ *		would hand the task out again.
  */
 bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
