@@ -3,9 +3,11 @@
  * event.c
  *	  The detail of events, and who caused them.
  *
- * Every change of a task appends one row to durable.events in the same
- * statement that changes the task (see spi_plans.c).  This file builds the
- * jsonb detail that explains a decision: its action and its evidence.
+ * Every change of a task is one row of durable.events, written by the
+ * statement that changes the task (see spi_plans.c: a claim is written
+ * with the event that ends its lease, a finished task's last event is its
+ * row in history).  This file builds the jsonb detail that explains a
+ * decision: its action and its evidence.
  *
  *-------------------------------------------------------------------------
  */
