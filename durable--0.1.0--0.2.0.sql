@@ -491,10 +491,10 @@ TO durable_worker;
 -- durable.live_steps, which hold unfinished tasks only.  A task that
 -- finishes moves, in the statement that finishes it, to
 -- durable.task_history and its steps to durable.step_history; both are
--- partitioned by the day the task finished, and durable.events by the day
--- of the event, so that retention drops whole days.  durable.tasks and
--- durable.steps are views over both halves: what was read before reads
--- the same.
+-- partitioned by the day the task finished, and durable.event_log by the
+-- day of the event, so that retention drops whole days.  durable.tasks,
+-- durable.steps and durable.events are views over both halves: what was
+-- read before reads the same.
 --
 -- The indexes of the live tables carry live tasks only, and none of them
 -- holds a column that a heartbeat changes: a heartbeat is a HOT update.
