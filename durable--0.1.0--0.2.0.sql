@@ -837,7 +837,8 @@ BEGIN
                 SELECT coalesce(h.events_checked_at, '-infinity') INTO held_checked
                 FROM (SELECT) x LEFT JOIN durable.history_horizon h ON true;
             END IF;
-            CONTINUE WHEN held_checked OPERATOR(pg_catalog.>) (now OPERATOR(pg_catalog.-) '10 minutes'::pg_catalog.interval);
+            CONTINUE WHEN held_checked OPERATOR(pg_catalog.>) (now OPERATOR(pg_catalog.-) '10 minutes'::pg_catalog.interval)
+                      AND held_checked OPERATOR(pg_catalog.<=) now;
             IF oldest_live IS NULL THEN
                 SELECT coalesce(min(t.created_at), 'infinity') INTO oldest_live
                 FROM durable.live_tasks t;
