@@ -784,7 +784,10 @@ BEGIN
             -- the day is made apart and attached: ATTACH PARTITION takes a
             -- lock on the parent that lets commits go on (CREATE TABLE ...
             -- PARTITION OF would stop them), and one on the default
-            -- partition, which is not waited for.
+            -- partition, which is not waited for.  Today also needs the
+            -- parent to itself: a transaction under way may have routed a
+            -- row of today to the default partition, and would fail on
+            -- its new constraint.  A day ahead has no rows yet.
             EXECUTE pg_catalog.format(
                 'SELECT EXISTS (SELECT FROM durable.%I WHERE %I >= $1 AND %I < $2)',
                 parent OPERATOR(pg_catalog.||) '_default',
@@ -793,6 +796,9 @@ BEGIN
             INTO outside USING day, day OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval;
             CONTINUE WHEN outside;
             BEGIN
+                IF i OPERATOR(pg_catalog.=) 0 THEN
+                    EXECUTE pg_catalog.format('LOCK TABLE ONLY durable.%I IN SHARE MODE NOWAIT', parent);
+                END IF;
                 EXECUTE pg_catalog.format('LOCK TABLE durable.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
                                           parent OPERATOR(pg_catalog.||) '_default');
                 EXECUTE pg_catalog.format(

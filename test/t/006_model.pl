@@ -1415,15 +1415,35 @@ sub execute
 				check => sub {
 					my ($res) = @_;
 					my %got = map { $_->{task_id} => 1 } grep { defined $_->{task_id} } @{ $res->{rows} };
+					my $now = @{ $res->{rows} } ? $res->{rows}[0]{now} : undef;
 					for my $tid (sort keys %got)
 					{
 						my $t = $M->{tasks}{$tid};
+						my $base = $t;
+						# the reconciler may have failed a running task whose
+						# lease ran out after the last observation, and the
+						# replay given it its new run
+						if (!$may{$tid} && $t && defined $now
+							&& DurableModel::expired($t, $t->{lease_until}, $now) != 0)
+						{
+							my ($action, $r) = DurableModel::recover($M, $t, $t->{lease_until}, $now);
+							if (!ref $r->{state} && $r->{state} eq 'failed'
+								&& !grep { (ref $r->{steps}{$_}{state} ? '' : $r->{steps}{$_}{state}) eq 'failed' }
+								keys %{ $r->{steps} })
+							{
+								$base = $r;
+								$stats{implicit}++;
+								$stats{decisions}++;
+							}
+						}
 						return 'replayed ' . T($tid) . ' (' . ($t ? $t->{state} : '?') . ')'
-						  . ' which is not a failed task without a failed step' unless $may{$tid};
-						$exp{$tid} = [ with($t, sub {
+						  . ' which is not a failed task without a failed step' unless $may{$tid} || $base != $t;
+						my $from = $base->{fence};
+						$from = $from->{min} if ref $from;
+						$exp{$tid} = [ with($base, sub {
 							$_[0]{state} = 'ready';
 							$_[0]{attempt} = 0;
-							$_[0]{fence} = { min => $t->{fence} };
+							$_[0]{fence} = { min => $from };
 						}) ];
 					}
 					if (keys %sure <= 10)
