@@ -279,7 +279,7 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 	args[1] = Int32GetDatum(durable_retention);
 	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
 	args[2] = Int32GetDatum(batch);
-	removed = DurableExecute(STMT_RETAIN_TASKS, args, nulls, SPI_OK_SELECT, 0);
+	removed = DurableExecute(STMT_MAINTAIN_HISTORY, args, nulls, SPI_OK_SELECT, 0);
 	for (uint64 row = 0; row < removed && callback; row++)
 	{
 		bool		isnull;

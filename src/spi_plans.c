@@ -615,8 +615,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE partition_key = $1 AND task_id = $2",
 		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
 	},
-	[STMT_RETAIN_TASKS] = {
-		"retain_tasks",
+	[STMT_MAINTAIN_HISTORY] = {
+		"maintain_history",
 		"SELECT task_id, action FROM durable.maintain_history($1,"
 		" pg_catalog.make_interval(secs => $2), $3)",
 		3, {TIMESTAMPTZOID, INT4OID, INT4OID}
