@@ -1202,6 +1202,21 @@ sub execute
 					for my $tid (sort keys %by)
 					{
 						my $t = $M->{tasks}{$tid} or return "handed out unknown task $tid";
+						# the reconciler may have sent a running task whose lease
+						# ran out after the last observation to the look-up
+						if ($t->{state} eq 'running' && defined $now
+							&& DurableModel::expired($t, $t->{lease_until}, $now) != 0)
+						{
+							my ($action, $r) = DurableModel::recover($M, $t, $t->{lease_until}, $now);
+							if (!ref $r->{state} && $r->{state} eq 'waiting' && defined $r->{run_at}
+								&& !ref $r->{run_at} && $r->{run_at} == $INF)
+							{
+								$r->{fence} = $r->{fence}{min} if ref $r->{fence};
+								$t = $r;
+								$stats{implicit}++;
+								$stats{decisions}++;
+							}
+						}
 						return 'handed out ' . T($tid) . " ($t->{state}) to a reconcile handler"
 						  unless $t->{state} eq 'waiting' && defined $t->{run_at} && $t->{run_at} == $INF;
 						my @want = grep { $t->{steps}{$_}{class} eq 'queryable' } DurableModel::steps_in_doubt($t);
