@@ -2,10 +2,12 @@
  *
  * fuzz_decisions.c
  *	  libFuzzer target for durable's pure C code: the retry delay, both
- *	  decision tables, interval arithmetic and the parsing of class,
- *	  receipt and error-class names.
+ *	  decision tables, interval arithmetic, the parsing of class, receipt
+ *	  and error-class names, and cron expressions with their next
+ *	  occurrence on the wall clock.
  *
- * The target links src/retry.c, src/decision.c and src/digest.c, built
+ * The target links src/retry.c, src/decision.c, src/digest.c and
+ * src/cron.c, built
  * with the sanitizers, outside the server, with libpgcommon's frontend
  * palloc; ereport is replaced below by a longjmp back to the target, so
  * that an ERROR a function raises on bad input is an expected outcome (and
@@ -275,6 +277,113 @@ fuzz_names(Input *in)
 		abort();
 }
 
+/* a cron field's value is in its bit set */
+static bool
+cron_has(uint64 bits, int value)
+{
+	return (bits >> value) & 1;
+}
+
+static int
+fuzz_days_in_month(int year, int month)
+{
+	static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0))
+		return 29;
+	return days[month - 1];
+}
+
+static bool
+cron_matches(const DurableCron *cron, const DurableWallTime *t)
+{
+	return cron_has(cron->minutes, t->minute) && cron_has(cron->hours, t->hour) &&
+		DurableCronMatchesDay(cron, t->year, t->month, t->day);
+}
+
+static int
+wall_compare(const DurableWallTime *a, const DurableWallTime *b)
+{
+	const int	x[5] = {a->year, a->month, a->day, a->hour, a->minute};
+	const int	y[5] = {b->year, b->month, b->day, b->hour, b->minute};
+
+	for (int i = 0; i < 5; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* one minute on, by the calendar */
+static void
+wall_step(DurableWallTime *t)
+{
+	if (++t->minute < 60)
+		return;
+	t->minute = 0;
+	if (++t->hour < 24)
+		return;
+	t->hour = 0;
+	if (++t->day <= fuzz_days_in_month(t->year, t->month))
+		return;
+	t->day = 1;
+	if (++t->month <= 12)
+		return;
+	t->month = 1;
+	t->year++;
+}
+
+/*
+ * Parse any text as a cron expression (an ERROR is a fine answer); for one
+ * that parses, the next occurrence after a random wall-clock time must be
+ * later, must match, and no minute in between may match (checked minute by
+ * minute for the first three days).
+ */
+static void
+fuzz_cron(Input *in)
+{
+	DurableWallTime start;
+	DurableWallTime next;
+	DurableWallTime walk;
+	DurableCron cron;
+	char		text[128];
+	size_t		n;
+
+	start.year = 2000 + (int) (take32(in) % 100);
+	start.month = 1 + (int) (take32(in) % 12);
+	start.day = 1 + (int) (take32(in) % fuzz_days_in_month(start.year, start.month));
+	start.hour = (int) (take32(in) % 24);
+	start.minute = (int) (take32(in) % 60);
+	n = Min(in->len, sizeof(text) - 1);
+	memcpy(text, in->data, n);
+	text[n] = '\0';
+
+	error_allowed = true;
+	DurableCronParse(text, &cron);
+	error_allowed = false;
+
+	next = start;
+	if (!DurableCronNextWall(&cron, &next))
+	{
+		/* only a leap day can be years away, and never past 9999 */
+		if (start.year < 9990)
+			abort();
+		return;
+	}
+	if (wall_compare(&next, &start) <= 0 || !cron_matches(&cron, &next) ||
+		next.day > fuzz_days_in_month(next.year, next.month) ||
+		next.month < 1 || next.month > 12 || next.hour > 23 || next.minute > 59)
+		abort();
+	walk = start;
+	for (int i = 0; i < 3 * 24 * 60; i++)
+	{
+		wall_step(&walk);
+		if (wall_compare(&walk, &next) >= 0)
+			break;
+		if (cron_matches(&cron, &walk))
+			abort();
+	}
+}
+
 int			LLVMFuzzerTestOneInput(const uint8 *data, size_t size);
 
 int
@@ -285,7 +394,7 @@ LLVMFuzzerTestOneInput(const uint8 *data, size_t size)
 
 	if (size == 0)
 		return 0;
-	target = *in.data % 5;
+	target = *in.data % 6;
 	in.data++;
 	in.len--;
 
@@ -314,6 +423,9 @@ LLVMFuzzerTestOneInput(const uint8 *data, size_t size)
 				break;
 			case 4:
 				fuzz_names(&in);
+				break;
+			case 5:
+				fuzz_cron(&in);
 				break;
 		}
 	}

@@ -182,6 +182,8 @@ typedef enum DurableStmt
 	STMT_ENQUEUE_KEYED,
 	STMT_ENQUEUE_EXISTING,
 	STMT_CLAIM,
+	STMT_CLAIM_LIMITED,
+	STMT_QUEUE_CLAIM_LOCK,
 	STMT_HEARTBEAT,
 	STMT_HEARTBEAT_BATCH,
 	STMT_TRANSITION,
@@ -216,6 +218,26 @@ typedef enum DurableStmt
 	STMT_STUCK_MARK,
 	STMT_MAINTAIN_HISTORY,
 	STMT_RETAIN_OTHERS,
+	STMT_TASK_IDS,
+	STMT_ENQUEUE_BATCH,
+	STMT_WAIT_GET,
+	STMT_WAIT_SET,
+	STMT_WAIT_RESOLVE,
+	STMT_SPAWNED,
+	STMT_CHILDREN_STATES,
+	STMT_PARENT_LOCK,
+	STMT_PARENT_WAKE,
+	STMT_EVENT_PLACE,
+	STMT_EVENT_LOCK,
+	STMT_EVENT_EMIT,
+	STMT_EVENT_GET,
+	STMT_EVENT_WAIT_INSERT,
+	STMT_EVENT_WAIT_DELETE,
+	STMT_EVENT_WAKE,
+	STMT_SCHEDULE_UPSERT,
+	STMT_SCHEDULE_DELETE,
+	STMT_SCHEDULES_DUE,
+	STMT_SCHEDULE_ADVANCE,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -293,10 +315,19 @@ typedef struct DurableMove
 	bool		give_back_attempt;	/* a release: the claim's attempt did not run */
 } DurableMove;
 
+/* what a move read of the task it moved */
+typedef struct DurableMoved
+{
+	const char *queue;
+	const char *owner;
+	bool		restricted;
+} DurableMoved;
+
 extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
 extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
-							TimestampTz now);
+							TimestampTz now, DurableMoved *moved);
+extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
 extern void DurableMoveLockedTask(const DurableTask *task,
 								  const DurableMove *move, TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
@@ -314,6 +345,65 @@ extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
 extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
 							 const char *worker, Interval *lease, int batch,
 							 Tuplestorestate *store);
+
+/* ---- wait.c: named waits ---- */
+typedef struct DurableWait
+{
+	const char *kind;			/* sleep, event, spawn, join */
+	Jsonb	   *args;			/* what the first call asked */
+	const char *status;
+	TimestampTz until;			/* its deadline, or 0 */
+	Jsonb	   *payload;		/* what it ended with, or NULL */
+	int64		child_id;		/* a spawn's child */
+} DurableWait;
+
+extern bool DurableWaitFetch(const DurableTask *task, const char *name,
+							 DurableWait *wait);
+extern void DurableWaitCheck(const DurableTask *task, const char *name,
+							 const DurableWait *wait, const char *kind,
+							 Jsonb *args);
+extern void DurableWaitRecord(const DurableTask *task, const char *name,
+							  const char *kind, Jsonb *args,
+							  const char *status, TimestampTz until,
+							  Jsonb *payload, int64 child_id, TimestampTz now);
+extern void DurableWaitResolve(DurableTask *task, const char *name,
+							   const char *status, Jsonb *payload,
+							   TimestampTz now);
+extern void DurableWaitPark(DurableTask *task, const char *name,
+							const char *kind, TimestampTz until,
+							TimestampTz now);
+extern void DurableIntervalDetail(DurableDetail *detail, const char *key,
+								  const Interval *span);
+extern TimestampTz DurableTimeAfter(TimestampTz now, const Interval *span,
+									const char *what);
+extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
+							  Jsonb *payload);
+
+/* ---- cron.c: cron expressions on wall-clock time ---- */
+typedef struct DurableCron
+{
+	uint64		minutes;		/* bit n: minute n */
+	uint32		hours;
+	uint32		days;			/* bits 1..31 */
+	uint16		months;			/* bits 1..12 */
+	uint8		weekdays;		/* bits 0..6, Sunday first */
+	bool		any_day;		/* the day-of-month field begins with * */
+	bool		any_weekday;	/* the day-of-week field begins with * */
+} DurableCron;
+
+typedef struct DurableWallTime
+{
+	int			year;
+	int			month;			/* 1..12 */
+	int			day;
+	int			hour;
+	int			minute;
+} DurableWallTime;
+
+extern void DurableCronParse(const char *cron, DurableCron *result);
+extern bool DurableCronMatchesDay(const DurableCron *cron, int year, int month,
+								  int day);
+extern bool DurableCronNextWall(const DurableCron *cron, DurableWallTime *t);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
@@ -344,12 +434,38 @@ typedef struct DurableQueue
 	bool		notify;
 	bool		paused;
 	bool		restricted;		/* to the roles of durable.queue_grants */
+	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 } DurableQueue;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
+
+/* ---- enqueue.c ---- */
+typedef struct DurableEnqueueRequest
+{
+	const char *queue;
+	Jsonb	   *payload;
+	const char *idempotency_key;	/* or NULL */
+	TimestampTz run_at;			/* 0: now */
+	int32		priority;
+	const char *class;
+	int32		max_attempts;	/* 0: the queue's */
+	Interval   *deadline;		/* NULL: the queue's */
+	text	   *workflow_version;
+	Jsonb	   *metadata;
+	const char *concurrency_key;	/* or NULL */
+	int64		parent_id;		/* 0: none */
+} DurableEnqueueRequest;
+
+extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
+							   int key_argno, DurableEnqueueRequest *req);
+extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
+							const DurableQueue *settings, TimestampTz now);
+extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
+								   const char *key, bytea *request_hash,
+								   Jsonb *payload);
 
 /* ---- access.c: which roles may use a queue ---- */
 typedef enum DurableQueuePrivilege
@@ -469,5 +585,9 @@ extern bool DurableRequestMatches(bytea *stored, bytea *hash, Jsonb *request);
 /* ---- retry.c ---- */
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,
 							   int32 attempt, int32 base, int32 cap);
+
+/* ---- schedule.c ---- */
+extern uint64 DurableRunSchedules(TimestampTz now, int batch,
+								  DurableSettledCallback callback, void *arg);
 
 #endif							/* DURABLE_H */

@@ -30,6 +30,7 @@
 static uint32 next_claim_partition;
 
 static void check_batch_access(uint64 rows);
+static int64 *batch_children(uint64 rows, uint64 *count);
 
 /*
  * DurableClaimInto
@@ -40,7 +41,9 @@ static void check_batch_access(uint64 rows);
  *		Nothing from a paused queue; 42501 for a role the queue does not
  *		let work.  A partition with too little ready work first
  *		has its expired leases settled, so that they are never handed out
- *		without going through the recovery table.  Returns how many.
+ *		without going through the recovery table.  In a queue with a
+ *		concurrency limit, STMT_CLAIM_LIMITED stands in for STMT_CLAIM.
+ *		Returns how many.
  */
 int
 DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
@@ -48,13 +51,38 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[8];
+	Datum		args[10];
 	int			claimed = 0;
+	bool		ready_work = stmt == STMT_CLAIM;
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
 	if (settings.paused)
 		return 0;
+
+	/*
+	 * In a queue with a concurrency limit, claims take turns: each counts
+	 * the running tasks of a key with a snapshot taken after the previous
+	 * claim committed, so that two never both take a key's last slot.
+	 */
+	if (ready_work && settings.concurrency_limit > 0)
+	{
+		bool		isnull;
+		Datum		d;
+
+		args[1] = CStringGetTextDatum(queue);
+		if (DurableExecute(STMT_QUEUE_CLAIM_LOCK, &args[1], NULL,
+						   SPI_OK_UPDATE_RETURNING, 0) == 1)
+		{
+			d = DurableResultDatum(0, 1, &isnull);
+			if (!isnull)
+			{
+				stmt = STMT_CLAIM_LIMITED;
+				args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+				args[9] = d;
+			}
+		}
+	}
 
 	args[1] = CStringGetTextDatum(queue);
 	args[2] = TimestampTzGetDatum(now);
@@ -77,7 +105,7 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 		claimed += (int) n;
 
-		if (stmt == STMT_CLAIM && (int) n < wanted)
+		if (ready_work && (int) n < wanted)
 			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
 	}
 	return claimed;
@@ -400,6 +428,7 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 	char	   *queue;
 	DurableTask task;
 	DurableMove move = {0};
+	DurableMoved moved;
 
 	move.fence = DurableFenceArg(fcinfo, 1);
 	move.result = DurableJsonbArg(fcinfo, 2, "result");
@@ -414,11 +443,12 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	task.task_id = task_id;
-	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp()))
+	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp(),
+						 &moved))
 		DurableReportRefusal(task_id, move.fence);
-	queue = DurableResultText(0, 2);
+	queue = (char *) moved.queue;
 	if (worker == NULL)
-		worker = DurableResultText(0, 3);
+		worker = (char *) moved.owner;
 	DurableClaimInto(STMT_CLAIM, queue, worker, lease, batch,
 					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
@@ -477,6 +507,33 @@ check_batch_access(uint64 rows)
 	for (uint64 i = 0; i < n; i++)
 		DurableCheckQueueAccess(queues[i], DURABLE_PRIV_WORK);
 	pfree(queues);
+}
+
+/*
+ * batch_children
+ *		The children among a batch just committed (the rows of
+ *		STMT_COMMIT_BATCH: task id, queue, restricted, parent id), as pairs
+ *		of task id and parent id, whose parents may wake.
+ */
+static int64 *
+batch_children(uint64 rows, uint64 *count)
+{
+	int64	   *pairs = palloc(sizeof(int64) * 2 * Max(rows, 1));
+	uint64		n = 0;
+
+	for (uint64 r = 0; r < rows; r++)
+	{
+		bool		isnull;
+		Datum		parent = DurableResultDatum(r, 4, &isnull);
+
+		if (isnull)
+			continue;
+		pairs[2 * n] = DurableResultInt64(r, 1);
+		pairs[2 * n + 1] = DatumGetInt64(parent);
+		n++;
+	}
+	*count = n;
+	return pairs;
 }
 
 /*
@@ -561,7 +618,16 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("a task appears more than once in task_ids"));
 	}
-	check_batch_access(done);
+	{
+		/* read which tasks have parents before the checks run statements */
+		uint64		nchildren;
+		int64	   *children = batch_children(done, &nchildren);
+
+		check_batch_access(done);
+		for (uint64 i = 0; i < nchildren; i++)
+			DurableWakeParent(children[2 * i + 1], children[2 * i],
+							  GetCurrentTransactionStartTimestamp());
+	}
 	SPI_finish();
 	PG_RETURN_INT32(n);
 }

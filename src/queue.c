@@ -29,7 +29,8 @@ enum
 	QUEUE_DEADLINE,
 	QUEUE_NOTIFY,
 	QUEUE_PAUSED,
-	QUEUE_RESTRICTED
+	QUEUE_RESTRICTED,
+	QUEUE_CONCURRENCY_LIMIT
 };
 
 static void
@@ -63,6 +64,8 @@ queue_get(DurableStmt stmt, const char *queue, DurableQueue *result)
 	result->notify = DatumGetBool(DurableResultDatum(0, QUEUE_NOTIFY, &isnull));
 	result->paused = DatumGetBool(DurableResultDatum(0, QUEUE_PAUSED, &isnull));
 	result->restricted = DatumGetBool(DurableResultDatum(0, QUEUE_RESTRICTED, &isnull));
+	d = DurableResultDatum(0, QUEUE_CONCURRENCY_LIMIT, &isnull);
+	result->concurrency_limit = isnull ? 0 : DatumGetInt32(d);
 }
 
 /*
@@ -159,7 +162,8 @@ refill_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
  *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
  *		deadline interval = NULL, retry_capacity int = NULL,
  *		retry_refill_rate float8 = 10, progress_timeout interval = NULL,
- *		partitions int = 1, notify bool = false) RETURNS void
+ *		partitions int = 1, notify bool = false,
+ *		concurrency_limit int = NULL) RETURNS void
  *
  * Raises 42710 when the queue exists, 22023/22004 for bad settings.
  */
@@ -168,8 +172,8 @@ Datum
 durable_create_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	Datum		args[13];
-	char		nulls[13];
+	Datum		args[14];
+	char		nulls[14];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
@@ -199,6 +203,10 @@ durable_create_queue(PG_FUNCTION_ARGS)
 		args[11] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 8, "progress_timeout"));
 	DurableRequireArg(fcinfo, 10, "notify");
 	args[12] = BoolGetDatum(PG_GETARG_BOOL(10));
+	if (PG_NARGS() <= 11 || PG_ARGISNULL(11))
+		nulls[13] = 'n';
+	else
+		args[13] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1));
 
 	SPI_connect();
 	if (DurableExecute(STMT_QUEUE_INSERT, args, nulls, SPI_OK_INSERT, 0) == 0)
@@ -212,11 +220,11 @@ durable_create_queue(PG_FUNCTION_ARGS)
 
 /*
  * durable_alter_queue(queue text, lease interval = NULL, ...,
- *		clear text[] = NULL) RETURNS void
+ *		clear text[] = NULL, concurrency_limit int = NULL) RETURNS void
  *
  * NULL keeps a setting; clear names the optional settings to remove
- * ('deadline', 'retry_capacity', 'progress_timeout').  The partition count
- * cannot change.
+ * ('deadline', 'retry_capacity', 'progress_timeout', 'concurrency_limit').
+ * The partition count cannot change.
  */
 PG_FUNCTION_INFO_V1(durable_alter_queue);
 Datum
@@ -228,10 +236,10 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 		"retry_capacity", "retry_refill_rate", "progress_timeout", "notify"
 	};
 	static const char *const clearable[] = {"deadline", "retry_capacity",
-	"progress_timeout"};
-	Datum		args[13];
-	char		nulls[13];
-	bool		clear[3] = {false, false, false};
+	"progress_timeout", "concurrency_limit"};
+	Datum		args[15];
+	char		nulls[15];
+	bool		clear[4] = {false, false, false, false};
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
@@ -280,13 +288,18 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("queue setting \"%s\" cannot be cleared", name),
-						errhint("Only \"deadline\", \"retry_capacity\" and \"progress_timeout\" can be cleared."));
+						errhint("Only \"deadline\", \"retry_capacity\", \"progress_timeout\" and \"concurrency_limit\" can be cleared."));
 			clear[j] = true;
 		}
 	}
 	args[10] = BoolGetDatum(clear[0]);
 	args[11] = BoolGetDatum(clear[1]);
 	args[12] = BoolGetDatum(clear[2]);
+	if (PG_NARGS() <= 11 || PG_ARGISNULL(11))
+		nulls[13] = 'n';
+	else
+		args[13] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1));
+	args[14] = BoolGetDatum(clear[3]);
 
 	SPI_connect();
 	if (DurableExecute(STMT_QUEUE_ALTER, args, nulls, SPI_OK_UPDATE, 0) == 0)

@@ -302,7 +302,7 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 /*
  * DurableReconcileTick
  *		One tick of reconciliation: expired leases, stuck alarms, retention,
- *		each at most batch rows.  Returns the largest count, so that a caller
+ *		the schedules that are due, each at most batch rows.  Returns the largest count, so that a caller
  *		can go again at once when a batch was full.
  */
 uint64
@@ -314,6 +314,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		settled = 0;
 	uint64		alarms = 0;
 	uint64		removed;
+	uint64		scheduled;
 
 	/*
 	 * Retries owe their tokens until the end of the tick, so that the
@@ -328,9 +329,10 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
 									 callback, arg);
 	removed = apply_retention(now, batch, callback, arg);
+	scheduled = DurableRunSchedules(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
-	return Max(Max(settled, alarms), removed);
+	return Max(Max(settled, alarms), Max(removed, scheduled));
 }
 
 static void
@@ -352,8 +354,9 @@ report_settled(int64 task_id, const char *action, void *arg)
  *
  * One tick of reconciliation, as the background worker runs it: settles up
  * to batch expired leases, raises up to batch stuck alarms, and removes up
- * to batch finished tasks past retention; returns each task with what was
- * done ('removed' and 'stuck_alarm' besides the recovery actions).
+ * to batch finished tasks past retention, and enqueues the occurrences of
+ * up to batch schedules that are due; returns each task with what was done
+ * ('removed', 'stuck_alarm' and 'scheduled' besides the recovery actions).
  */
 PG_FUNCTION_INFO_V1(durable_reconcile);
 Datum

@@ -55,7 +55,7 @@ typedef struct DurableStmtDef
 	" workflow_version, payload, result, last_error, checkpoint," \
 	" checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq," \
 	" claim_fence, claim_kind, claim_role, final_kind, final_actor, final_role," \
-	" final_detail"
+	" final_detail, parent_id, concurrency_key, waits"
 
 #define STEP_TABLE_COLUMNS \
 	"partition_key, task_id, step, state, class, version, attempt, ordinal," \
@@ -91,6 +91,15 @@ typedef struct DurableStmtDef
 	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
 	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
 
+/*
+ * The running tasks of the concurrency key of row r, in all partitions of
+ * the queue ($9) of STMT_CLAIM_LIMITED.
+ */
+#define RUNNING_OF_KEY(r) \
+	"(SELECT pg_catalog.count(*) FROM durable.live_tasks k" \
+	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
+	" AND k.concurrency_key = " r ".concurrency_key AND k.state = 'running')"
+
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
 	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
@@ -102,13 +111,24 @@ typedef struct DurableStmtDef
 #define ENQUEUE_ARGTYPES \
 	{INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, \
 	 TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID, \
-	 JSONBOID, JSONBOID, TEXTOID}
+	 JSONBOID, JSONBOID, TEXTOID, INT8OID, TEXTOID}
+
+/*
+ * What a wait ended with, for its entry: no key for none, so that an SQL
+ * NULL stays one and a JSON null stays that.
+ */
+#define WAIT_PAYLOAD(param) \
+	"CASE WHEN " param "::pg_catalog.jsonb IS NULL THEN '{}'::pg_catalog.jsonb" \
+	" ELSE pg_catalog.jsonb_build_object('payload', " param "::pg_catalog.jsonb) END"
+
+/* where a wait's deadline is kept in its entry of a task's waits */
+#define WAIT_UNTIL(entry) "(" entry " ->> 'until')::pg_catalog.timestamptz"
 
 static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET] = {
 		"queue_get",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted"
+		" notify, paused, restricted, concurrency_limit"
 		" FROM durable.queues WHERE queue_name = $1",
 		1, {TEXTOID}
 	},
@@ -117,12 +137,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"INSERT INTO durable.queues (queue_name, partition_base, partitions,"
 		" lease, max_attempts, retry_base, retry_cap, deadline,"
 		" retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at,"
-		" progress_timeout, notify, created_at)"
+		" progress_timeout, notify, created_at, concurrency_limit)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($9, 0), $11, $12, $13, $11)"
+		" COALESCE($9, 0), $11, $12, $13, $11, $14)"
 		" ON CONFLICT (queue_name) DO NOTHING",
-		13, {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
-		INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID}
+		14, {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
+		INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
+		INT4OID}
 	},
 	[STMT_QUEUE_ALTER] = {
 		"queue_alter",
@@ -138,10 +159,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  ELSE LEAST(retry_tokens, $7::float8) END,"
 		" retry_refill_rate = COALESCE($8, retry_refill_rate),"
 		" progress_timeout = CASE WHEN $13 THEN NULL ELSE COALESCE($9, progress_timeout) END,"
-		" notify = COALESCE($10, notify)"
+		" notify = COALESCE($10, notify),"
+		" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END"
 		" WHERE queue_name = $1",
-		13, {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
-			INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID}
+		15, {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
+			INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID,
+		INT4OID, BOOLOID}
 	},
 	[STMT_QUEUE_SET_PAUSED] = {
 		"queue_set_paused",
@@ -152,7 +175,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET_SHARE] = {
 		"queue_get_share",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted"
+		" notify, paused, restricted, concurrency_limit"
 		" FROM durable.queues WHERE queue_name = $1"
 		" FOR KEY SHARE",
 		1, {TEXTOID}
@@ -160,7 +183,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_QUEUE_GET_FOR_DROP] = {
 		"queue_get_for_drop",
 		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted"
+		" notify, paused, restricted, concurrency_limit"
 		" FROM durable.queues WHERE queue_name = $1"
 		" FOR UPDATE",
 		1, {TEXTOID}
@@ -254,14 +277,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 		"  class, priority, max_attempts, run_at, created_at, deadline,"
 		"  queue_name, idempotency_key, request_hash, workflow_version,"
-		"  payload, metadata)"
+		"  payload, metadata, parent_id, concurrency_key)"
 		"  VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
 		"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
 		"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-		"  $11, $12, $13, $14)"
+		"  $11, $12, $13, $14, $16, $17)"
 		"  RETURNING partition_key, task_id, version, fence)"
 		ENQUEUE_EVENT,
-		15, ENQUEUE_ARGTYPES
+		17, ENQUEUE_ARGTYPES
 	},
 	[STMT_ENQUEUE_KEYED] = {
 		"enqueue_keyed",
@@ -275,12 +298,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 		"  class, priority, max_attempts, run_at, created_at, deadline,"
 		"  queue_name, idempotency_key, request_hash, workflow_version,"
-		"  payload, metadata)"
+		"  payload, metadata, parent_id, concurrency_key)"
 		"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
-		"  $7, $8, $9, $10, $11, $12, $13, $14 FROM k"
+		"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 FROM k"
 		"  RETURNING partition_key, task_id, version, fence)"
 		ENQUEUE_EVENT,
-		15, ENQUEUE_ARGTYPES
+		17, ENQUEUE_ARGTYPES
 	},
 	[STMT_ENQUEUE_EXISTING] = {
 		"enqueue_existing",
@@ -309,6 +332,33 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" FROM u ORDER BY priority DESC, run_at, task_id",
 		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
 		TIMESTAMPTZOID, TEXTOID}
+	},
+	[STMT_CLAIM_LIMITED] = {
+		"claim_limited",
+		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
+		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
+		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
+		"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
+		"  claim_kind = 'claimed', claim_role = $8"
+		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+		"   SELECT r.task_id FROM (SELECT c.task_id, c.concurrency_key,"
+		"    pg_catalog.row_number() OVER (PARTITION BY c.concurrency_key"
+		"     ORDER BY c.priority DESC, c.run_at, c.task_id) AS rank"
+		"    FROM (SELECT task_id, concurrency_key, priority, run_at"
+		"     FROM durable.live_tasks c"
+		"     WHERE partition_key = $1 AND queue_name = $2"
+		"     AND state IN ('ready', 'waiting') AND run_at <= $3"
+		"     AND (concurrency_key IS NULL OR " RUNNING_OF_KEY("c") " < $10)"
+		"     ORDER BY priority DESC, run_at, task_id"
+		"     LIMIT $4 FOR UPDATE SKIP LOCKED) c) r"
+		"   WHERE r.concurrency_key IS NULL"
+		"   OR r.rank + " RUNNING_OF_KEY("r") " <= $10))"
+		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
+		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
+		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
+		" FROM u ORDER BY priority DESC, run_at, task_id",
+		10, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+		TIMESTAMPTZOID, TEXTOID, INT4ARRAYOID, INT4OID}
 	},
 	[STMT_HEARTBEAT] = {
 		"heartbeat",
@@ -384,15 +434,19 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  checkpoint_version, steps_in_doubt, metadata,"
 		"  " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") ","
 		"  " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") ","
-		"  " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14"
+		"  " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14,"
+		"  parent_id, concurrency_key, waits"
 		"  FROM d"
-		MOVE_RETURNING("durable.task_history") "),"
+		MOVE_RETURNING("durable.task_history") ", parent_id,"
+		"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
+		"   FROM pg_catalog.jsonb_each(waits) w"
+		"   WHERE w.value ->> 'kind' = 'spawn') AS children),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		"  SELECT s.*, $11 FROM s)"
-		" SELECT version, queue_name, owner, restricted FROM u",
+		" SELECT version, queue_name, owner, restricted, parent_id, children FROM u",
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_REVIVE] = {
@@ -414,7 +468,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  idempotency_key, request_hash, workflow_version, payload,"
 		"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
 		"  checkpoint_version, steps_in_doubt, metadata,"
-		"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM d"
+		"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+		"  parent_id, concurrency_key, waits FROM d"
 		MOVE_RETURNING("durable.live_tasks") "),"
 		" s AS (DELETE FROM durable.step_history s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
@@ -446,14 +501,15 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  progress, NULL, idempotency_key, request_hash, workflow_version, payload,"
 		"  COALESCE(committed_result, result), last_error, checkpoint,"
 		"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
-		"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL FROM d"
-		"  RETURNING task_id, queue_name),"
+		"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL,"
+		"  parent_id, concurrency_key, waits FROM d"
+		"  RETURNING task_id, queue_name, parent_id),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		"  SELECT s.*, $4 FROM s)"
-		" SELECT u.task_id, u.queue_name, q.restricted FROM u"
+		" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id FROM u"
 		" JOIN durable.queues q ON q.queue_name = u.queue_name",
 		5, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID}
 	},
@@ -561,7 +617,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 		"   SELECT task_id FROM durable.live_tasks"
 		"   WHERE partition_key = $1 AND queue_name = $2"
-		"   AND state = 'waiting' AND run_at = 'infinity'"
+		"   AND state = 'waiting' AND run_at = 'infinity' AND steps_in_doubt > 0"
 		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version)"
 		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
@@ -725,6 +781,227 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" RETURNING fence",
 		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
 		JSONBOID, TIMESTAMPTZOID, INT8OID}
+	},
+	[STMT_QUEUE_CLAIM_LOCK] = {
+		"queue_claim_lock",
+		/* an update, not a lock: a claim under a transaction snapshot that
+		 * missed another's running tasks then fails to serialize */
+		"UPDATE durable.queues SET concurrency_limit = concurrency_limit"
+		" WHERE queue_name = $1 RETURNING concurrency_limit",
+		1, {TEXTOID}
+	},
+	[STMT_TASK_IDS] = {
+		"task_ids",
+		"SELECT pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+		" FROM pg_catalog.generate_series(1, $1)",
+		1, {INT4OID}
+	},
+	[STMT_ENQUEUE_BATCH] = {
+		"enqueue_batch",
+		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int4[]),"
+		"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]),"
+		"  pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bytea[]),"
+		"  pg_catalog.unnest($6::text[])) WITH ORDINALITY"
+		"  AS i(partition_key, task_id, payload, idempotency_key, request_hash,"
+		"  concurrency_key, n)),"
+		" k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
+		"  idempotency_key, task_id, request_hash, created_at)"
+		"  SELECT partition_key, $7, idempotency_key, task_id, request_hash, $8"
+		"  FROM i WHERE idempotency_key IS NOT NULL ORDER BY n"
+		"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+		"  RETURNING task_id),"
+		" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
+		"  class, priority, max_attempts, run_at, created_at, deadline,"
+		"  queue_name, idempotency_key, request_hash, workflow_version,"
+		"  payload, metadata, concurrency_key)"
+		"  SELECT partition_key, task_id, 'ready', $10::durable.activity_class,"
+		"  $11, $12, $9, $8, $13, $7, idempotency_key, request_hash, $14,"
+		"  payload, $15, concurrency_key FROM i"
+		"  WHERE idempotency_key IS NULL OR task_id IN (SELECT task_id FROM k)"
+		"  RETURNING partition_key, task_id, version, fence),"
+		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, role)"
+		"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
+		"  'enqueued', $16, $16 FROM t)"
+		" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
+		16, {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
+			BYTEAARRAYOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID}
+	},
+	[STMT_WAIT_GET] = {
+		"wait_get",
+		"SELECT w ->> 'kind', w -> 'args', w ->> 'status', " WAIT_UNTIL("w") ","
+		" w -> 'payload', (w ->> 'task_id')::int8"
+		" FROM (SELECT waits -> $3 AS w FROM durable.live_tasks"
+		"  WHERE partition_key = $1 AND task_id = $2) t"
+		" WHERE w IS NOT NULL",
+		3, {INT4OID, INT8OID, TEXTOID}
+	},
+	[STMT_WAIT_SET] = {
+		"wait_set",
+		"UPDATE durable.live_tasks SET waits ="
+		" COALESCE(waits, '{}'::pg_catalog.jsonb)"
+		"  || pg_catalog.jsonb_build_object($3::text, $4::pg_catalog.jsonb)"
+		" WHERE partition_key = $1 AND task_id = $2",
+		4, {INT4OID, INT8OID, TEXTOID, JSONBOID}
+	},
+	[STMT_WAIT_RESOLVE] = {
+		"wait_resolve",
+		"UPDATE durable.live_tasks SET waits = pg_catalog.jsonb_set(waits,"
+		" ARRAY[$3::text], (waits -> $3::text) || pg_catalog.jsonb_build_object("
+		" 'status', $4::text, 'resolved_at', $6::pg_catalog.timestamptz)"
+		" || " WAIT_PAYLOAD("$5") ")"
+		" WHERE partition_key = $1 AND task_id = $2",
+		6, {INT4OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+	},
+	[STMT_SPAWNED] = {
+		"spawned",
+		"SELECT w.key, (w.value ->> 'task_id')::int8"
+		" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) w"
+		" WHERE t.partition_key = $1 AND t.task_id = $2"
+		" AND w.value ->> 'kind' = 'spawn'"
+		" ORDER BY 2",
+		2, {INT4OID, INT8OID}
+	},
+	[STMT_CHILDREN_STATES] = {
+		"children_states",
+		"SELECT t.task_id, t.state::text, t.result, t.last_error"
+		" FROM durable.tasks t"
+		" WHERE t.partition_key = ANY ($2) AND t.task_id = ANY ($1)",
+		2, {INT8ARRAYOID, INT4ARRAYOID}
+	},
+	[STMT_PARENT_LOCK] = {
+		"parent_lock",
+		/* an update, not a lock: see DurableWakeParent */
+		"UPDATE durable.live_tasks SET run_at = run_at"
+		" WHERE partition_key = $1 AND task_id = $2",
+		2, {INT4OID, INT8OID}
+	},
+	[STMT_PARENT_WAKE] = {
+		"parent_wake",
+		"WITH p AS (SELECT t.partition_key, t.task_id, j.key AS name"
+		"  FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
+		"  WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
+		"  AND t.run_at > $3"
+		"  AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'"
+		"  AND NOT EXISTS (SELECT FROM pg_catalog.jsonb_each(t.waits) s"
+		"   JOIN durable.live_tasks c"
+		"   ON c.partition_key = ((s.value ->> 'task_id')::int8"
+		"    & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+		"   AND c.task_id = (s.value ->> 'task_id')::int8"
+		"   WHERE s.value ->> 'kind' = 'spawn'"
+		"   AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
+		"    OR j.value -> 'args' -> 'children' ? s.key))),"
+		" u AS (UPDATE durable.live_tasks t SET run_at = $3, version = t.version + 1"
+		"  FROM p WHERE t.partition_key = p.partition_key AND t.task_id = p.task_id"
+		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence, p.name)"
+		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, role)"
+		" SELECT partition_key, task_id, version, state, fence, $3, 'woken', $5,"
+		" pg_catalog.jsonb_build_object('wait', name, 'child', $4), $5 FROM u",
+		5, {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID}
+	},
+	[STMT_EVENT_PLACE] = {
+		"event_place",
+		"INSERT INTO durable.emitted_events (partition_key, event, created_at)"
+		" VALUES ($1, $2, $3)"
+		" ON CONFLICT (partition_key, event) DO NOTHING",
+		3, {INT4OID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[STMT_EVENT_LOCK] = {
+		"event_lock",
+		"SELECT emitted_at IS NOT NULL, payload FROM durable.emitted_events"
+		" WHERE partition_key = $1 AND event = $2"
+		" FOR SHARE",
+		2, {INT4OID, TEXTOID}
+	},
+	[STMT_EVENT_EMIT] = {
+		"event_emit",
+		"INSERT INTO durable.emitted_events AS e (partition_key, event, payload,"
+		" payload_hash, emitted_at, role, created_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $5)"
+		" ON CONFLICT (partition_key, event) DO UPDATE SET"
+		" payload = EXCLUDED.payload, payload_hash = EXCLUDED.payload_hash,"
+		" emitted_at = EXCLUDED.emitted_at, role = EXCLUDED.role"
+		" WHERE e.emitted_at IS NULL"
+		" RETURNING 1",
+		6, {INT4OID, TEXTOID, JSONBOID, BYTEAOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[STMT_EVENT_GET] = {
+		"event_get",
+		"SELECT payload_hash, payload FROM durable.emitted_events"
+		" WHERE partition_key = $1 AND event = $2 AND emitted_at IS NOT NULL",
+		2, {INT4OID, TEXTOID}
+	},
+	[STMT_EVENT_WAIT_INSERT] = {
+		"event_wait_insert",
+		"INSERT INTO durable.event_waits (partition_key, event, task_id, name)"
+		" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+		4, {INT4OID, TEXTOID, INT8OID, TEXTOID}
+	},
+	[STMT_EVENT_WAIT_DELETE] = {
+		"event_wait_delete",
+		"DELETE FROM durable.event_waits"
+		" WHERE partition_key = $1 AND event = $2 AND task_id = $3 AND name = $4",
+		4, {INT4OID, TEXTOID, INT8OID, TEXTOID}
+	},
+	[STMT_EVENT_WAKE] = {
+		"event_wake",
+		"WITH w AS (DELETE FROM durable.event_waits"
+		"  WHERE partition_key = $1 AND event = $2 RETURNING task_id, name),"
+		" u AS (UPDATE durable.live_tasks t SET"
+		"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
+		"   (t.waits -> w.name) || pg_catalog.jsonb_build_object('status', 'received',"
+		"   'resolved_at', $4::pg_catalog.timestamptz) || " WAIT_PAYLOAD("$3") "),"
+		"  run_at = CASE WHEN t.state = 'waiting' THEN $4 ELSE t.run_at END,"
+		"  version = t.version + 1"
+		"  FROM w WHERE t.partition_key = (w.task_id"
+		"   & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+		"  AND t.task_id = w.task_id"
+		"  AND t.waits -> w.name ->> 'status' = 'waiting'"
+		"  AND (t.waits -> w.name ->> 'until' IS NULL"
+		"   OR " WAIT_UNTIL("t.waits -> w.name") " > $4)"
+		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence, w.name)"
+		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, role)"
+		" SELECT partition_key, task_id, version, state, fence, $4, 'woken', $5,"
+		" pg_catalog.jsonb_build_object('wait', name, 'event', $2), $5 FROM u",
+		5, {INT4OID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[STMT_SCHEDULE_UPSERT] = {
+		"schedule_upsert",
+		"INSERT INTO durable.schedules AS s (schedule_name, cron, timezone,"
+		" queue_name, payload, backfill, next_run, created_at, role)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+		" ON CONFLICT (schedule_name) DO UPDATE SET cron = EXCLUDED.cron,"
+		" timezone = EXCLUDED.timezone, queue_name = EXCLUDED.queue_name,"
+		" payload = EXCLUDED.payload, backfill = EXCLUDED.backfill,"
+		" next_run = EXCLUDED.next_run, role = EXCLUDED.role",
+		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[STMT_SCHEDULE_DELETE] = {
+		"schedule_delete",
+		"DELETE FROM durable.schedules WHERE schedule_name = $1",
+		1, {TEXTOID}
+	},
+	[STMT_SCHEDULES_DUE] = {
+		"schedules_due",
+		"SELECT s.schedule_name, s.cron, s.timezone, s.queue_name, s.payload,"
+		" s.backfill, s.next_run"
+		" FROM durable.schedules s"
+		" JOIN durable.queues q ON q.queue_name = s.queue_name"
+		" WHERE s.next_run <= $1"
+		" ORDER BY s.next_run LIMIT $2"
+		" FOR NO KEY UPDATE OF s SKIP LOCKED",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_SCHEDULE_ADVANCE] = {
+		"schedule_advance",
+		"UPDATE durable.schedules SET next_run = $2, last_run = $3,"
+		" last_task_id = COALESCE($4, last_task_id)"
+		" WHERE schedule_name = $1",
+		4, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
 	[STMT_INSTALLATION_ID] = {
 		"installation_id",

@@ -15,6 +15,8 @@
  */
 #include "durable.h"
 
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -40,6 +42,9 @@ enum
 	TASK_CHECKPOINT_VERSION,
 	TASK_RESTRICTED
 };
+
+static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
+static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 
 static int32
 int32_or(uint64 row, int col, int32 fallback)
@@ -220,7 +225,7 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
  */
 bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
-				TimestampTz now)
+				TimestampTz now, DurableMoved *moved)
 {
 	Datum		args[18];
 	char		nulls[18];
@@ -268,9 +273,110 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	else
 		stmt = STMT_TRANSITION;
 	/* a finished task's last event is its row in history: no insert ends it */
-	return DurableExecute(stmt, args, nulls,
-						  stmt == STMT_FINISH ? SPI_OK_SELECT : SPI_OK_INSERT_RETURNING,
-						  0) == 1;
+	if (DurableExecute(stmt, args, nulls,
+					   stmt == STMT_FINISH ? SPI_OK_SELECT : SPI_OK_INSERT_RETURNING,
+					   0) != 1)
+		return false;
+	if (moved != NULL)
+	{
+		bool		isnull;
+
+		moved->queue = DurableResultText(0, 2);
+		moved->owner = DurableResultText(0, 3);
+		moved->restricted = DatumGetBool(DurableResultDatum(0, 4, &isnull)) && !isnull;
+	}
+	if (stmt == STMT_FINISH)
+		finished(task->task_id, move, now);
+	return true;
+}
+
+/*
+ * finished
+ *		What a task that has just finished (the row of STMT_FINISH) owes its
+ *		family: a parent waiting for it may wake, and a cancelled task's
+ *		unfinished children are cancelled with it.
+ */
+static void
+finished(int64 task_id, const DurableMove *move, TimestampTz now)
+{
+	bool		isnull;
+	Datum		d;
+	int64		parent_id;
+	Datum	   *children = NULL;
+	int			nchildren = 0;
+
+	d = DurableResultDatum(0, 5, &isnull);
+	parent_id = isnull ? 0 : DatumGetInt64(d);
+	d = DurableResultDatum(0, 6, &isnull);
+	if (!isnull && strcmp(move->to_state, "cancelled") == 0)
+		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
+						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &children, NULL, &nchildren);
+	if (parent_id != 0)
+		DurableWakeParent(parent_id, task_id, now);
+	for (int i = 0; i < nchildren; i++)
+		cancel_child(DatumGetInt64(children[i]), task_id, now);
+}
+
+/*
+ * cancel_child
+ *		Cancel a child of a task just cancelled, unless it has finished or
+ *		waits in review for an operator, who alone may settle it.  Its own
+ *		children go with it.
+ */
+static void
+cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
+{
+	DurableTask child;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	if (!DurableTaskFetch(child_id, true, &child) ||
+		DurableTaskIsTerminal(child.state) ||
+		strcmp(child.state, "needs_review") == 0)
+		return;
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", "its parent was cancelled");
+	DurableDetailInt(&detail, "parent", parent_id);
+	DurableDetailText(&detail, "previous_state", child.state);
+	move.from_state = child.state;
+	move.fence = child.fence;
+	move.to_state = "cancelled";
+	move.revoke = strcmp(child.state, "running") == 0;
+	move.allow_doubt = true;
+	move.kind = "cancelled";
+	move.actor = DurableCallerName();
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(&child, &move, now);
+}
+
+/*
+ * DurableWakeParent
+ *		A child has finished: wake its parent if the parent waits on a join
+ *		whose children have now all finished.
+ *
+ *		The parent's row is updated first, whatever its state.  A parent
+ *		that is registering its join holds that row, so this waits for the
+ *		join to commit and then sees it; a join that comes later waits for
+ *		this transaction and then sees the child finished.  The check runs
+ *		as a statement of its own, with a snapshot taken after the row was
+ *		had.  (An update rather than a lock, so that a transaction under
+ *		REPEATABLE READ whose snapshot missed a concurrent change fails to
+ *		serialize instead of missing it.)
+ */
+void
+DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
+{
+	Datum		args[5];
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	args[1] = Int64GetDatum(parent_id);
+	if (DurableExecute(STMT_PARENT_LOCK, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		return;
+	args[2] = TimestampTzGetDatum(now);
+	args[3] = Int64GetDatum(child_id);
+	args[4] = CStringGetTextDatum(DurableCallerName());
+	DurableExecute(STMT_PARENT_WAKE, args, NULL, SPI_OK_INSERT, 0);
 }
 
 /*
@@ -282,7 +388,7 @@ void
 DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
 					  TimestampTz now)
 {
-	if (!DurableMoveTask(task, move, now))
+	if (!DurableMoveTask(task, move, now, NULL))
 		elog(ERROR, "task %lld changed under its row lock",
 			 (long long) task->task_id);
 }
@@ -297,12 +403,10 @@ void
 DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
 {
 	DurableTask task;
-	bool		isnull;
+	DurableMoved moved;
 
 	task.task_id = task_id;
-	if (!DurableMoveTask(&task, move, now))
+	if (!DurableMoveTask(&task, move, now, &moved))
 		DurableReportRefusal(task_id, move->fence);
-	DurableCheckRestrictedQueue(DurableResultText(0, 2),
-								DatumGetBool(DurableResultDatum(0, 4, &isnull)),
-								DURABLE_PRIV_WORK);
+	DurableCheckRestrictedQueue(moved.queue, moved.restricted, DURABLE_PRIV_WORK);
 }

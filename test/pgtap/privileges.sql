@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(65);
+SELECT plan(89);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -19,10 +19,10 @@ FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idem
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text'],
        'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
@@ -47,6 +47,21 @@ SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
 FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_cancel', ARRAY['bigint', 'text']),
              ('durable_reconcile', ARRAY['integer'])) AS v(f, args);
+
+-- the calls of workflows that wait: who may start a wait, emit, schedule
+SELECT function_privs_are('public', f, args, r,
+       CASE WHEN r = ANY (who) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::text[] END)
+FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with time zone'], ARRAY['durable_worker']),
+             ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'interval'], ARRAY['durable_worker']),
+             ('durable_await', ARRAY['bigint', 'bigint', 'text', 'text', 'interval'], ARRAY['durable_worker']),
+             ('durable_join', ARRAY['bigint', 'bigint', 'text', 'text[]', 'interval'], ARRAY['durable_worker']),
+             ('durable_emit', ARRAY['text', 'jsonb'], ARRAY['durable_worker', 'durable_producer']),
+             ('durable_enqueue_batch', ARRAY['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer',
+                                             'text', 'integer', 'interval', 'text', 'jsonb', 'text[]'],
+              ARRAY['durable_producer']),
+             ('durable_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'boolean'], ARRAY['durable_operator']),
+             ('durable_unschedule', ARRAY['text'], ARRAY['durable_operator'])) AS v(f, args, who),
+     unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;
 
 -- the refusals, for real
 SELECT durable_create_queue('priv');
