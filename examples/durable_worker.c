@@ -19,6 +19,14 @@
  * the step's idempotency key, records the receipt and commits the step;
  * then it commits the task.  It heartbeats between steps.
  *
+ * A step may also be a wait, named like a step: ["nap", "sleep", "2
+ * seconds"], ["paid", "await", "payment:7", "3 days"] (an event, with an
+ * optional timeout), ["labels", "spawn", "QUEUE", "N"] (N children named
+ * labels-1.., each a task of one idempotent step) and ["labels", "join"].
+ * A wait that has not ended ends the lease: the worker leaves the task,
+ * and the claim that wakes it runs the workflow from the top, where each
+ * step and wait done before returns as it was.
+ *
  * On durable's errors: 55U01 (stale fence) abandons the task, 55U02
  * (version conflict) re-reads the step, 55P03 backs off.  Anything else
  * abandons the task too; its lease runs out and the reconciler decides.
@@ -30,7 +38,9 @@
  * with unchanged progress for three seconds there (a stuck worker).  POINT
  * is one of before_claim, after_claim, before_start, before_call,
  * after_call, after_receipt, after_step_commit, before_commit,
- * after_commit; POINT:CLASS limits it to steps of that class.
+ * after_commit, before_wait, after_wait (a wait that left the task
+ * waiting); POINT:CLASS limits it to steps of that class (or kind of
+ * wait).
  *
  * Usage: durable_worker --db CONNINFO --service CONNINFO --queue NAME
  *		  --name WORKER [--lease INTERVAL] [--max-tasks N] [--idle-exit MS]
@@ -80,6 +90,7 @@ typedef struct Stats
 	long		stale;
 	long		conflicts;
 	long		abandoned;
+	long		waits;			/* tasks left waiting */
 } Stats;
 
 /* what went wrong in one call: nothing, a durable error, or the server */
@@ -90,7 +101,8 @@ typedef enum Outcome
 	CONFLICT,					/* 55U02: re-read and decide again */
 	BUSY,						/* 55P03: back off */
 	FAILED,						/* any other error: abandon the task */
-	GONE						/* the connection is lost */
+	GONE,						/* the connection is lost */
+	WAITS						/* a wait ended the lease: leave the task */
 } Outcome;
 
 static Options opt = {.idle_exit_ms = 2000};
@@ -359,6 +371,80 @@ run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
 	return FAILED;
 }
 
+/*
+ * Run one wait of a held task (see the file header): OK when it has ended
+ * (the workflow goes on), WAITS when the task now waits.
+ */
+static Outcome
+run_wait(PGconn *conn, const char *task, const char *fence, const char *name,
+		 const char *kind, const char *arg, const char *arg2)
+{
+	PGresult   *res;
+	Outcome		o;
+	const char *status;
+	bool		waiting;
+
+	point("before_wait", kind);
+	if (strcmp(kind, "spawn") == 0)
+	{
+		int			n = arg2 ? atoi(arg2) : 1;
+
+		for (int i = 1; i <= n; i++)
+		{
+			char		child[80];
+			const char *spawn[5] = {task, fence, child, arg, NULL};
+
+			snprintf(child, sizeof(child), "%s-%d", name, i);
+			spawn[4] = child;
+			o = run(conn, NULL,
+					"SELECT durable_spawn($1, $2, $3, $4,"
+					" jsonb_build_object('steps', jsonb_build_array(jsonb_build_array($5::text, 'idempotent'))))",
+					5, spawn);
+			if (o != OK)
+				return o;
+		}
+		return OK;
+	}
+	if (strcmp(kind, "sleep") == 0)
+	{
+		const char *params[4] = {task, fence, name, arg};
+
+		o = run(conn, &res, "SELECT durable_sleep($1, $2, $3, duration => $4::interval)",
+				4, params);
+	}
+	else if (strcmp(kind, "await") == 0)
+	{
+		const char *params[5] = {task, fence, name, arg, arg2};
+
+		o = run(conn, &res, "SELECT status FROM durable_await($1, $2, $3, $4, $5::interval)",
+				5, params);
+	}
+	else
+	{
+		const char *params[3] = {task, fence, name};
+
+		o = run(conn, &res, "SELECT status FROM durable_join($1, $2, $3)", 3, params);
+	}
+	if (o != OK)
+		return o;
+	status = PQgetvalue(res, 0, 0);
+	waiting = strcmp(status, "sleeping") == 0 || strcmp(status, "waiting") == 0;
+	say("%s %s of task %s: %s", kind, name, task, status);
+	PQclear(res);
+	if (!waiting)
+		return OK;
+	stats.waits++;
+	point("after_wait", kind);
+	return WAITS;
+}
+
+static bool
+is_wait(const char *kind)
+{
+	return strcmp(kind, "sleep") == 0 || strcmp(kind, "await") == 0 ||
+		strcmp(kind, "spawn") == 0 || strcmp(kind, "join") == 0;
+}
+
 /* Claim one task and run it to its end; returns false when there was none. */
 static Outcome
 work_one(PGconn *conn, PGconn *svc, bool *claimed)
@@ -389,7 +475,7 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 		const char *payload[1] = {PQgetvalue(res, 0, 2)};
 
 		o = run(conn, &steps,
-				"SELECT s->>0, s->>1 FROM jsonb_array_elements($1::jsonb->'steps') s",
+				"SELECT s->>0, s->>1, s->>2, s->>3 FROM jsonb_array_elements($1::jsonb->'steps') s",
 				1, payload);
 	}
 	PQclear(res);
@@ -405,8 +491,15 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 		const char *hb[2] = {task, fence};
 		char		progress[64];
 
-		o = run_step(conn, svc, task, fence, PQgetvalue(steps, i, 0),
-					 PQgetvalue(steps, i, 1));
+		const char *name = PQgetvalue(steps, i, 0);
+		const char *kind = PQgetvalue(steps, i, 1);
+
+		if (is_wait(kind))
+			o = run_wait(conn, task, fence, name, kind,
+						 PQgetisnull(steps, i, 2) ? NULL : PQgetvalue(steps, i, 2),
+						 PQgetisnull(steps, i, 3) ? NULL : PQgetvalue(steps, i, 3));
+		else
+			o = run_step(conn, svc, task, fence, name, kind);
 		if (o != OK)
 			break;
 		snprintf(progress, sizeof(progress), "%d", i + 1);
@@ -435,6 +528,8 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 		}
 	}
 	held_conn = NULL;
+	if (o == WAITS)
+		return OK;				/* the wait's wake-up claims it again */
 	if (o == STALE)
 		stats.stale++;
 	if (o == STALE || o == FAILED || o == CONFLICT)
@@ -602,9 +697,9 @@ main(int argc, char **argv)
 	}
 
 	printf("worker %s: completed %ld, steps run %ld, steps skipped %ld, reconciled %ld, "
-		   "stale writes rejected %ld, abandoned %ld\n",
+		   "stale writes rejected %ld, abandoned %ld, left waiting %ld\n",
 		   opt.name, stats.completed, stats.steps_run, stats.steps_skipped,
-		   stats.reconciled, stats.stale, stats.abandoned);
+		   stats.reconciled, stats.stale, stats.abandoned, stats.waits);
 	PQfinish(conn);
 	PQfinish(svc);
 	return status;

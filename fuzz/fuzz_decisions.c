@@ -112,6 +112,52 @@ pg_detoast_datum_packed(struct varlena *datum)
 	abort();
 }
 
+/* the request hash of digest.c walks jsonb in the server only */
+struct varlena *
+pg_detoast_datum(struct varlena *datum)
+{
+	abort();
+}
+
+JsonbIterator *
+JsonbIteratorInit(JsonbContainer *container)
+{
+	abort();
+}
+
+JsonbIteratorToken
+JsonbIteratorNext(JsonbIterator **it, JsonbValue *val, bool skipNested)
+{
+	abort();
+}
+
+JsonbValue *
+pushJsonbValue(JsonbParseState **pstate, JsonbIteratorToken seq,
+			   JsonbValue *jbval)
+{
+	abort();
+}
+
+Jsonb *
+JsonbValueToJsonb(JsonbValue *val)
+{
+	abort();
+}
+
+Datum
+DirectFunctionCall1Coll(PGFunction func, Oid collation, Datum arg1)
+{
+	abort();
+}
+
+Datum		numeric_trim_scale(PG_FUNCTION_ARGS);
+
+Datum
+numeric_trim_scale(PG_FUNCTION_ARGS)
+{
+	abort();
+}
+
 /* ---- reading the input ---- */
 
 typedef struct Input

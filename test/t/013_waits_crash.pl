@@ -8,6 +8,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use IPC::Run;
 use Test::More;
 use DurableNode;
 
@@ -149,6 +150,52 @@ sql(q{UPDATE durable.schedules SET next_run = last_run});
 sql(q{SELECT count(*) FROM durable_reconcile()});
 is(sql(q{SELECT count(*) FROM durable.tasks WHERE queue_name = 'nightly'}), '1',
 	'an occurrence enqueued again is the same task');
+
+# 5. the reference worker's workflow that waits: charge, await the payment
+# webhook, fan out two labels, join them, sleep, e-mail; the first worker is
+# killed right after its first wait began
+SKIP:
+{
+	my $bin = 'examples/durable_worker';
+	skip "$bin is not built", 5 unless -x $bin;
+	$node->safe_psql('postgres', 'CREATE DATABASE service');
+	$node->safe_psql('service', slurp_file('examples/service.sql'));
+	my @db = ('--db', $node->connstr('postgres'), '--service', $node->connstr('service'),
+		'--lease', '2 seconds', '--quiet');
+	sql(q{
+		SELECT durable_create_queue('orders_wf', lease => '2 seconds');
+		SELECT durable_create_queue('labels_wf', lease => '2 seconds');
+		SELECT count(durable_enqueue('orders_wf', jsonb_build_object('steps', jsonb_build_array(
+			jsonb_build_array('charge', 'idempotent'),
+			jsonb_build_array('paid', 'await', 'payment:' || n, '1 hour'),
+			jsonb_build_array('labels', 'spawn', 'labels_wf', '2'),
+			jsonb_build_array('labels', 'join'),
+			jsonb_build_array('reminder', 'sleep', '1 second'),
+			jsonb_build_array('email', 'idempotent')))))
+		FROM generate_series(1, 3) n;
+	});
+	my $out = '';
+	IPC::Run::run([ $bin, @db, '--queue', 'orders_wf', '--name', 'doomed',
+		'--crash-at', 'after_wait:await' ], '>', \$out, '2>', \my $err);
+	like($out, qr/killed at after_wait/, 'the worker was killed right after its await began');
+	# the others run up to their awaits; the webhooks come; workers go on
+	run_log([ $bin, @db, '--queue', 'orders_wf', '--name', 'w1', '--idle-exit', '300' ]);
+	sql(q{SELECT count(durable_emit('payment:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n});
+	for my $round (1 .. 30)
+	{
+		last if sql(q{SELECT count(*) FROM durable.live_tasks WHERE queue_name IN ('orders_wf', 'labels_wf')}) eq '0';
+		run_log([ $bin, @db, '--queue', 'labels_wf', '--name', 'printer', '--idle-exit', '100' ]);
+		run_log([ $bin, @db, '--queue', 'orders_wf', '--name', "w$round", '--idle-exit', '300' ]);
+	}
+	is(sql(q{SELECT string_agg(DISTINCT state::text, ',') FROM durable.tasks WHERE queue_name = 'orders_wf'}),
+		'completed', 'every order completed');
+	is(sql(q{SELECT count(*) FROM durable.tasks WHERE queue_name = 'labels_wf' AND state = 'completed'}),
+		'6', 'two labels each, spawned once');
+	is($node->safe_psql('service', 'SELECT count(*) - count(DISTINCT key) FROM effects'), '0',
+		'no effect happened twice');
+	is($node->safe_psql('service', 'SELECT count(*) FROM effects'), '12',
+		'a charge, two labels and an e-mail per order');
+}
 
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() reports nothing');
 
