@@ -60,28 +60,12 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 	if (settings.paused)
 		return 0;
 
-	/*
-	 * In a queue with a concurrency limit, claims take turns: each counts
-	 * the running tasks of a key with a snapshot taken after the previous
-	 * claim committed, so that two never both take a key's last slot.
-	 */
+	/* in a queue with a concurrency limit, each key's running tasks count */
 	if (ready_work && settings.concurrency_limit > 0)
 	{
-		bool		isnull;
-		Datum		d;
-
-		args[1] = CStringGetTextDatum(queue);
-		if (DurableExecute(STMT_QUEUE_CLAIM_LOCK, &args[1], NULL,
-						   SPI_OK_UPDATE_RETURNING, 0) == 1)
-		{
-			d = DurableResultDatum(0, 1, &isnull);
-			if (!isnull)
-			{
-				stmt = STMT_CLAIM_LIMITED;
-				args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-				args[9] = d;
-			}
-		}
+		stmt = STMT_CLAIM_LIMITED;
+		args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		args[9] = Int32GetDatum(settings.concurrency_limit);
 	}
 
 	args[1] = CStringGetTextDatum(queue);

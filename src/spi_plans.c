@@ -92,13 +92,27 @@ typedef struct DurableStmtDef
 	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
 
 /*
- * The running tasks of the concurrency key of row r, in all partitions of
- * the queue ($9) of STMT_CLAIM_LIMITED.
+ * A claim in a queue with a concurrency limit ($10) takes a task c of a key
+ * only while the key's running tasks and its tasks ahead of c in claim
+ * order that could be claimed now are fewer than the limit, counted in all
+ * partitions of the queue ($9).  No lock is needed: every snapshot sees a
+ * task of the key that another claim is taking either as running or, as
+ * it was, ahead in claim order; and a task ahead goes first.  Both counts
+ * stop at the limit.
  */
-#define RUNNING_OF_KEY(r) \
-	"(SELECT pg_catalog.count(*) FROM durable.live_tasks k" \
+#define KEY_RUNNING \
+	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
 	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
-	" AND k.concurrency_key = " r ".concurrency_key AND k.state = 'running')"
+	" AND k.concurrency_key = c.concurrency_key AND k.state = 'running'" \
+	" LIMIT $10) k)"
+#define KEY_AHEAD \
+	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
+	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
+	" AND k.concurrency_key = c.concurrency_key" \
+	" AND k.state IN ('ready', 'waiting') AND k.run_at <= $3" \
+	" AND (k.priority > c.priority OR (k.priority = c.priority" \
+	"  AND (k.run_at, k.task_id) < (c.run_at, c.task_id)))" \
+	" LIMIT $10) k)"
 
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
@@ -341,18 +355,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
 		"  claim_kind = 'claimed', claim_role = $8"
 		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT r.task_id FROM (SELECT c.task_id, c.concurrency_key,"
-		"    pg_catalog.row_number() OVER (PARTITION BY c.concurrency_key"
-		"     ORDER BY c.priority DESC, c.run_at, c.task_id) AS rank"
-		"    FROM (SELECT task_id, concurrency_key, priority, run_at"
-		"     FROM durable.live_tasks c"
-		"     WHERE partition_key = $1 AND queue_name = $2"
-		"     AND state IN ('ready', 'waiting') AND run_at <= $3"
-		"     AND (concurrency_key IS NULL OR " RUNNING_OF_KEY("c") " < $10)"
-		"     ORDER BY priority DESC, run_at, task_id"
-		"     LIMIT $4 FOR UPDATE SKIP LOCKED) c) r"
-		"   WHERE r.concurrency_key IS NULL"
-		"   OR r.rank + " RUNNING_OF_KEY("r") " <= $10))"
+		"   SELECT task_id FROM durable.live_tasks c"
+		"   WHERE partition_key = $1 AND queue_name = $2"
+		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+		"   AND (concurrency_key IS NULL"
+		"    OR " KEY_RUNNING " + " KEY_AHEAD " < $10)"
+		"   ORDER BY priority DESC, run_at, task_id"
+		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
 		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
@@ -781,14 +790,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" RETURNING fence",
 		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
 		JSONBOID, TIMESTAMPTZOID, INT8OID}
-	},
-	[STMT_QUEUE_CLAIM_LOCK] = {
-		"queue_claim_lock",
-		/* an update, not a lock: a claim under a transaction snapshot that
-		 * missed another's running tasks then fails to serialize */
-		"UPDATE durable.queues SET concurrency_limit = concurrency_limit"
-		" WHERE queue_name = $1 RETURNING concurrency_limit",
-		1, {TEXTOID}
 	},
 	[STMT_TASK_IDS] = {
 		"task_ids",

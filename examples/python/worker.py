@@ -8,6 +8,11 @@ connection, and on SIGTERM gives back at once the tasks it has not finished.
 The external service is the stand-in of examples/service.sql, which counts
 effects.  A task's payload names its steps, e.g.
 {"steps": [["reserve", "idempotent"], ["charge", "queryable"], ["email", "unsafe"]]}
+and its waits among them: ["paid", "await", "payment:7", "3 days"],
+["labels", "spawn", "labels", "2"], ["labels", "join"],
+["reminder", "sleep", "1 day"].  A wait that has not ended ends the lease:
+the worker drops the task, and the claim that wakes it runs the workflow
+from the top, where every step and wait done before returns as it was.
 
     python3 examples/python/worker.py --db dbname=app --service dbname=service \
         --queue orders --name py-1
@@ -128,7 +133,7 @@ class Worker:
         self.heartbeat = Heartbeat(args.db, args.lease / 3)
         self.stopping = threading.Event()
         self.stats = dict(completed=0, steps_run=0, steps_skipped=0, looked_up=0,
-                          released=0, lost=0)
+                          released=0, lost=0, left_waiting=0)
 
     def run(self):
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
@@ -192,9 +197,17 @@ class Worker:
     def run_task(self, conn, task_id, fence, payload):
         task = Task(self, conn, task_id, fence)
         try:
-            # the application's code: one task.step() per side effect
-            results = {name: task.step(name, cls, {"step": name}, self.action(name, cls))
-                       for name, cls in payload["steps"]}
+            # the application's code: one task.step() per side effect, one
+            # task.wait() per wait
+            results = {}
+            for name, cls, *args in payload["steps"]:
+                if cls in WAITS:
+                    if not task.wait(name, cls, *args):
+                        self.stats["left_waiting"] += 1
+                        self.heartbeat.drop(task_id)  # the lease is over
+                        return
+                    continue
+                results[name] = task.step(name, cls, {"step": name}, self.action(name, cls))
             with conn.transaction():
                 # ... the application's own writes for this task go here ...
                 task.call("SELECT durable_commit(%s, %s, %s)", task_id, fence,
@@ -240,6 +253,9 @@ class Worker:
         return bool(rows)
 
 
+WAITS = ("sleep", "await", "spawn", "join")
+
+
 class Task:
     def __init__(self, worker, conn, task_id, fence):
         self.worker, self.conn, self.id, self.fence = worker, conn, task_id, fence
@@ -256,6 +272,32 @@ class Task:
             if e.sqlstate == INVALID_TRANSITION:
                 raise LeaveToRecovery(e.diag.message_primary) from e
             raise
+
+    def wait(self, name, kind, *args):
+        """A wait of the workflow: True when it has ended, False when the task
+        now waits (durable ended the lease; drop the task)."""
+        fault("before_wait", kind)
+        if kind == "spawn":
+            queue, n = args[0], int(args[1]) if len(args) > 1 else 1
+            for i in range(1, n + 1):
+                child = f"{name}-{i}"
+                self.call("SELECT durable_spawn(%s, %s, %s, %s, %s)", self.id, self.fence, child,
+                          queue, Jsonb({"steps": [[child, "idempotent"]]}))
+            return True
+        if kind == "sleep":
+            (status,) = self.call("SELECT durable_sleep(%s, %s, %s, duration => %s::interval)",
+                                  self.id, self.fence, name, args[0])
+        elif kind == "await":
+            status, _ = self.call("SELECT status, payload FROM durable_await(%s, %s, %s, %s, %s::interval)",
+                                  self.id, self.fence, name, args[0], args[1] if len(args) > 1 else None)
+        else:
+            status, _ = self.call("SELECT status, children FROM durable_join(%s, %s, %s)",
+                                  self.id, self.fence, name)
+        log.info("%s %s of task %s: %s", kind, name, self.id, status)
+        if status in ("sleeping", "waiting"):
+            fault("after_wait", kind)
+            return False
+        return True
 
     def step(self, name, cls, request, action):
         if self.worker.stopping.is_set():

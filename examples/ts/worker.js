@@ -11,6 +11,12 @@
  * finished.  The external service is the stand-in of examples/service.sql,
  * which counts effects.  A task's payload names its steps, e.g.
  * {"steps": [["reserve", "idempotent"], ["charge", "queryable"], ["email", "unsafe"]]}
+ * and its waits among them: ["paid", "await", "payment:7", "3 days"],
+ * ["labels", "spawn", "labels", "2"], ["labels", "join"],
+ * ["reminder", "sleep", "1 day"].  A wait that has not ended ends the
+ * lease: the worker drops the task, and the claim that wakes it runs the
+ * workflow from the top, where every step and wait done before returns as
+ * it was.
  *
  *   node examples/ts/worker.js --db postgres:///app --service postgres:///service \
  *       --queue orders --name js-1
@@ -66,7 +72,7 @@ if (!opt.db || !opt.service || !opt.queue || !opt.name) {
 const lease = `${Number(opt.lease)} seconds`;
 const callMs = Number(process.env.DURABLE_CALL_MS ?? 0); // a slow service, for tests
 const log = (/** @type {string} */ msg) => console.error(`${new Date().toISOString()} [${opt.name}] ${msg}`);
-const stats = { completed: 0, steps_run: 0, steps_skipped: 0, looked_up: 0, released: 0, lost: 0 };
+const stats = { completed: 0, steps_run: 0, steps_skipped: 0, looked_up: 0, released: 0, lost: 0, left_waiting: 0 };
 
 // Task ids and fences are 64-bit: node-postgres hands int8 out as strings,
 // and they stay strings here (a JavaScript number cannot hold them).
@@ -145,6 +151,38 @@ class Task {
   }
 
   /**
+   * A wait of the workflow: true when it has ended, false when the task now
+   * waits (durable ended the lease; drop the task).
+   * @param {string} name @param {string} kind @param {string[]} args
+   */
+  async wait(name, kind, args) {
+    fault('before_wait', kind);
+    let row;
+    if (kind === 'spawn') {
+      const n = args[1] ? Number(args[1]) : 1;
+      for (let i = 1; i <= n; i++) {
+        const child = `${name}-${i}`;
+        await this.call('SELECT durable_spawn($1, $2, $3, $4, $5)',
+          [child, args[0], JSON.stringify({ steps: [[child, 'idempotent']] })]);
+      }
+      return true;
+    }
+    if (kind === 'sleep') {
+      row = await this.call('SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [name, args[0]]);
+    } else if (kind === 'await') {
+      row = await this.call('SELECT status FROM durable_await($1, $2, $3, $4, $5::interval)', [name, args[0], args[1] ?? null]);
+    } else {
+      row = await this.call('SELECT status FROM durable_join($1, $2, $3)', [name]);
+    }
+    log(`${kind} ${name} of task ${this.id}: ${row.status}`);
+    if (row.status === 'sleeping' || row.status === 'waiting') {
+      fault('after_wait', kind);
+      return false;
+    }
+    return true;
+  }
+
+  /**
    * Run a step once, whoever dies when: returns its result.
    * @param {string} name @param {string} cls @param {object} request
    * @param {(key: string) => Promise<any>} action  the external call, given the step's key
@@ -218,6 +256,9 @@ class Task {
   }
 }
 
+/** The kinds of wait a payload's steps may name. */
+const WAITS = ['sleep', 'await', 'spawn', 'join'];
+
 /** What a step does, given its idempotency key; a pure one calls nobody. */
 const action = (/** @type {Service} */ service, /** @type {string} */ name, /** @type {string} */ cls) =>
   cls === 'pure' ? async () => ({ computed: name }) : (/** @type {string} */ key) => service.call(cls, key);
@@ -229,7 +270,16 @@ async function runTask(db, service, { task_id, fence, payload }) {
     // the application's code: one task.step() per side effect
     /** @type {Record<string, any>} */
     const results = {};
-    for (const [name, cls] of payload.steps) {
+    for (const [name, cls, ...args] of payload.steps) {
+      if (WAITS.includes(cls)) {
+        if (!(await task.wait(name, cls, args))) {
+          stats.left_waiting++;
+          held.delete(task_id); // the lease is over
+          lost.delete(task_id);
+          return;
+        }
+        continue;
+      }
       results[name] = await task.step(name, cls, { step: name }, action(service, name, cls));
     }
     await db.query('BEGIN');

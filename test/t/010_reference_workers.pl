@@ -16,7 +16,10 @@
 #    using an attempt;
 # 3. the server closes the worker's connections mid-run: it reconnects and
 #    finishes everything (steps that can be resent or looked up), nothing
-#    twice.
+#    twice;
+# 4. a workflow that sleeps, awaits an event and fans out to children, its
+#    first worker killed right after the await began: all complete, each
+#    child spawned once, every effect once.
 use strict;
 use warnings;
 use IPC::Run;
@@ -210,6 +213,44 @@ for my $lang (sort keys %workers)
 	is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed')"), '10',
 		"$lang: ... and finished every task");
 	is(effects_of($queue), '20 20', "$lang: ... with every effect once");
+
+	# 4. a workflow that waits: charge, await the payment webhook, fan out
+	# two labels to children, join them, sleep, e-mail; the first worker is
+	# killed right after its await began
+	$queue = "${lang}_wait";
+	my $labels = "${lang}_labels";
+	$node->safe_psql('postgres', qq{
+		SELECT durable_create_queue('$queue', lease => '2 s', retry_base => 1, retry_cap => 1);
+		SELECT durable_create_queue('$labels', lease => '2 s', retry_base => 1, retry_cap => 1);
+		SELECT count(durable_enqueue('$queue', jsonb_build_object('steps', jsonb_build_array(
+			jsonb_build_array('charge', 'idempotent'),
+			jsonb_build_array('paid', 'await', 'pay:$lang:' || n, '1 hour'),
+			jsonb_build_array('labels', 'spawn', '$labels', '2'),
+			jsonb_build_array('labels', 'join'),
+			jsonb_build_array('nap', 'sleep', '1 second'),
+			jsonb_build_array('email', 'idempotent')))))
+		FROM generate_series(1, 3) n;
+	});
+	my $doomed = run_worker($w, $queue, "$lang-wait-doomed", { DURABLE_CRASH_AT => 'after_wait:await' },
+		'--batch', '1', '--idle-exit', '0');
+	is($doomed->{h}->full_result(0) & 127, 9, "$lang: a worker killed itself right after its await began")
+	  or diag($doomed->{err});
+	my $waiter = run_worker($w, $queue, "$lang-waiter", {}, '--idle-exit', '1');
+	like($waiter->{err}, qr/left_waiting [1-9]/, "$lang: the others left their tasks waiting");
+	$node->safe_psql('postgres',
+		"SELECT count(durable_emit('pay:$lang:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n");
+	for my $round (1 .. 20)
+	{
+		last if tasks_of($queue, "count(*) FILTER (WHERE state <> 'completed')") eq '0';
+		run_worker($w, $labels, "$lang-printer", {}, '--idle-exit', '0');
+		run_worker($w, $queue, "$lang-waiter-$round", {}, '--idle-exit', '1');
+	}
+	is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
+		"$lang: every workflow that waits completed");
+	is(tasks_of($labels, "count(*) FILTER (WHERE state = 'completed')"), '6',
+		"$lang: two labels each, spawned once");
+	is(effects_of($queue) . ' / ' . effects_of($labels), '6 6 / 6 6',
+		"$lang: a charge and an e-mail each, a print per label, every one once");
 
 	note(sprintf("$lang worker: %.1f s", time - $started));
 }
