@@ -1,0 +1,419 @@
+# Workflows that wait, explored: random sequences of sleeps, awaits, emits,
+# spawns, joins, replays, commits, cancels and claims by several workers,
+# each answer and the state of every task checked against a model of
+# DESIGN section 12 written here, apart from the code.
+#
+# The model keeps each task's state, fence and named waits, the events
+# emitted and when, and decides from the server's own clock (now() of each
+# call, read in the same statement) what every call must answer: a sleep
+# has elapsed once its time has come; an await receives the event if it
+# was emitted before its deadline, and times out otherwise, for ever; a join
+# is done once its children have finished; a spawn is done once per name;
+# the same name with other arguments is 55U03, a stale fence 55U01, a wait
+# with nothing held 55U01; a waiting task is handed out only once its wait
+# may end; cancelling a parent cancels its unfinished children.  After each
+# operation every task's state and fence are compared, and durable_verify()
+# must be empty.
+#
+# Environment: WAITS_MODEL_SEED (random by default), WAITS_MODEL_OPS (400),
+# WAITS_MODEL_SEQUENCES (3).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep);
+use DurableNode;
+
+BEGIN
+{
+	if (!eval { require DBI; require DBD::Pg; 1 })
+	{
+		Test::More::plan(skip_all => 'DBD::Pg is not installed (Debian: libdbd-pg-perl)');
+	}
+}
+
+my $SEED = length($ENV{WAITS_MODEL_SEED} // '') ? $ENV{WAITS_MODEL_SEED} : int(rand(2**31));
+my $NOPS = $ENV{WAITS_MODEL_OPS} || 400;
+my $NSEQ = $ENV{WAITS_MODEL_SEQUENCES} || 3;
+
+# no reconciler: leases are long, and nothing but the calls moves a task
+my $node = DurableNode::new_node('waits_model', 'durable.reconciler_enabled = off');
+my $dbh = DBI->connect('dbi:Pg:dbname=postgres;host=' . $node->host . ';port=' . $node->port,
+	'', '', { AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
+  or die 'cannot connect';
+$dbh->do("SET client_min_messages = 'error'");
+
+# one call: (row hash or undef, SQLSTATE or undef)
+sub call
+{
+	my ($sql, @binds) = @_;
+	my $rows = $dbh->selectall_arrayref($sql, { Slice => {} }, @binds);
+	return (undef, $dbh->state) unless $rows;
+	return ($rows->[0], undef);
+}
+
+sub micros
+{
+	my ($ts) = @_;
+	my ($r) = call('SELECT (extract(epoch FROM ?::timestamptz) * 1000000)::bigint AS us', $ts);
+	return $r->{us};
+}
+
+my %EVENTS = map { $_ => 1 } qw(e1 e2 e3 e4);
+my @PAYLOADS = ('{"v": 1}', '{"v": 2}');
+my $INF = 9**18;
+
+my (%T, %E, @trace, @problems, $M_rand, %outcomes);
+
+sub r { return int($M_rand->() * $_[0]) }
+sub pick { my @l = @_; return $l[ r(scalar @l) ] }
+
+sub problem
+{
+	my ($msg) = @_;
+	push @problems, "$msg\n  after: " . join("\n         ", @trace[ ($#trace > 12 ? $#trace - 12 : 0) .. $#trace ]);
+}
+
+# the time from which a waiting task may be handed out (INF: not yet)
+sub run_at
+{
+	my ($t) = @_;
+	return 0 if $t->{state} eq 'ready';
+	return $INF unless $t->{state} eq 'waiting';
+	my $w = $t->{waits}{ $t->{parked} };
+	return $w->{woken} if defined $w->{woken};
+	return $w->{until} // $INF;
+}
+
+# a wait that ends the lease: fence + 1, WAITING
+sub park
+{
+	my ($t, $name) = @_;
+	$t->{state} = 'waiting';
+	$t->{fence}++;
+	$t->{parked} = $name;
+	delete $t->{waits}{$name}{woken};
+}
+
+sub finished { return $_[0]{state} =~ /^(completed|failed|cancelled)$/ }
+
+# a child finished: its parent wakes when its join's children all have
+sub child_finished
+{
+	my ($t, $now) = @_;
+	my $p = $T{ $t->{parent} // '' } or return;
+	return unless $p->{state} eq 'waiting';
+	my $j = $p->{waits}{ $p->{parked} };
+	return unless $j->{kind} eq 'join' && !defined $j->{woken};
+	return if grep { !finished($T{$_}) } children_of($p);
+	$j->{woken} = $now;
+}
+
+# every child a task spawned (a join of the model names none: all of them)
+sub children_of
+{
+	my ($p) = @_;
+	return map { $p->{waits}{$_}{child} } grep { $p->{waits}{$_}{kind} eq 'spawn' } sort keys %{ $p->{waits} };
+}
+
+sub cancel_model
+{
+	my ($t, $now) = @_;
+	$t->{fence}++ if $t->{state} eq 'running';
+	$t->{state} = 'cancelled';
+	for my $w (values %{ $t->{waits} })
+	{
+		next unless $w->{kind} eq 'spawn';
+		my $c = $T{ $w->{child} };
+		cancel_model($c, $now) unless finished($c);
+	}
+	child_finished($t, $now);
+}
+
+# a task held by a worker: its id and fence
+sub held { return grep { $T{$_}{state} eq 'running' } sort keys %T }
+
+sub expect
+{
+	my ($what, $got, $want) = @_;
+	problem("$what: got " . ($got // 'NULL') . ', want ' . ($want // 'NULL'))
+	  unless ($got // 'NULL') eq ($want // 'NULL');
+}
+
+sub step
+{
+	my $kind = pick(qw(enqueue enqueue claim claim claim claim sleep sleep await await await
+	  emit emit spawn spawn join join replay replay replay commit commit cancel stale pause));
+	my @held = held();
+	my $tid = @held ? pick(@held) : undef;
+	my $t = $tid ? $T{$tid} : undef;
+
+	if ($kind eq 'enqueue')
+	{
+		my ($row) = call(q{SELECT durable_enqueue('m', '{}') AS id});
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'm' };
+		push @trace, "enqueue $row->{id}";
+	}
+	elsif ($kind eq 'claim')
+	{
+		my $q = pick('m', 'm', 'k');
+		my ($row, $err) = call(q{SELECT c.task_id, c.fence, (extract(epoch FROM now()) * 1000000)::bigint AS now
+			FROM durable_claim(?, 'w') c RIGHT JOIN (SELECT) x ON true}, $q);
+		return problem("claim failed: $err") if $err;
+		my $now = $row->{now};
+		my @may = grep { $T{$_}{queue} eq $q && run_at($T{$_}) <= $now } keys %T;
+		push @trace, "claim $q -> " . ($row->{task_id} // 'nothing');
+		if (!defined $row->{task_id})
+		{
+			# a task whose time had surely come was not handed out
+			my @sure = grep { run_at($T{$_}) < $now - 50_000 } @may;
+			problem("claim of $q returned nothing, but @sure could be claimed") if @sure;
+			return;
+		}
+		my $c = $T{ $row->{task_id} } or return problem("claim handed out unknown task $row->{task_id}");
+		problem("claim handed out $row->{task_id}, which the model holds $c->{state} until " . run_at($c))
+		  unless run_at($c) <= $now + 50_000;
+		$c->{state} = 'running';
+		$c->{fence}++;
+		expect("fence of $row->{task_id} after the claim", $row->{fence}, $c->{fence});
+	}
+	elsif ($kind eq 'sleep' || $kind eq 'await' || $kind eq 'join' || $kind eq 'spawn' || $kind eq 'replay')
+	{
+		return unless $t;
+		my $name;
+		my %w;
+		if ($kind eq 'replay')
+		{
+			my @names = sort keys %{ $t->{waits} } or return;
+			$name = pick(@names);
+			%w = %{ $t->{waits}{$name} };
+			$kind = $w{kind};
+		}
+		else
+		{
+			$name = pick(qw(w1 w2 w3 w4 w5));
+			%w = (kind => $kind);
+			%w = (%w, secs => pick(0.05, 0.2, 0.5, 3600)) if $kind eq 'sleep';
+			%w = (%w, event => pick(sort keys %EVENTS), timeout => pick(undef, 0.2, 0.6, 3600)) if $kind eq 'await';
+			%w = (%w, payload => pick(@PAYLOADS)) if $kind eq 'spawn';
+			%w = (%w, names => undef) if $kind eq 'join';
+		}
+		my $old = $t->{waits}{$name};
+		my $same = $old && $old->{kind} eq $w{kind} && join(',', map { $_ // '' } @{$old}{qw(secs event timeout payload)})
+		  eq join(',', map { $_ // '' } @w{qw(secs event timeout payload)});
+		my ($sql, @b);
+		if ($kind eq 'sleep')
+		{
+			($sql, @b) = (q{SELECT durable_sleep(?, ?, ?, duration => ?::interval) AS status}, $w{secs} . ' seconds');
+		}
+		elsif ($kind eq 'await')
+		{
+			($sql, @b) = (q{SELECT status, payload::text FROM durable_await(?, ?, ?, ?, ?::interval)},
+				$w{event}, defined $w{timeout} ? "$w{timeout} seconds" : undef);
+		}
+		elsif ($kind eq 'join')
+		{
+			($sql, @b) = (q{SELECT status, children::text FROM durable_join(?, ?, ?)});
+		}
+		else
+		{
+			($sql, @b) = (q{SELECT durable_spawn(?, ?, ?, 'k', ?::jsonb) AS child}, $w{payload});
+		}
+		$sql =~ s/^SELECT /SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, /;
+		my ($row, $err) = call($sql, $tid, $t->{fence}, $name, @b);
+		push @trace, "$kind $tid/$t->{fence} $name " . join(' ', map { $_ // 'NULL' } @b) . ' -> '
+		  . ($err // join(' ', map { "$_=" . ($row->{$_} // 'NULL') } sort grep { $_ ne 'now' } keys %$row));
+		if ($old && !$same)
+		{
+			expect("$kind $name with other arguments", $err, '55U03');
+			return;
+		}
+		return problem("$kind $name failed: $err") if $err;
+		my $now = $row->{now};
+		if ($kind eq 'spawn')
+		{
+			if ($old)
+			{
+				expect("replayed spawn $name", $row->{child}, $old->{child});
+				return;
+			}
+			$T{ $row->{child} } = { state => 'ready', fence => 0, waits => {}, queue => 'k', parent => $tid };
+			$t->{waits}{$name} = { %w, child => $row->{child}, status => 'spawned' };
+			return;
+		}
+		my $status;
+		if ($old && $old->{status} !~ /^(sleeping|waiting)$/)
+		{
+			$status = $old->{status};
+		}
+		elsif ($kind eq 'sleep')
+		{
+			my $until = $old ? $old->{until} : $now + $w{secs} * 1_000_000;
+			$status = $now >= $until ? 'elapsed' : 'sleeping';
+			$t->{waits}{$name} = { %w, until => $until, status => $status };
+		}
+		elsif ($kind eq 'await')
+		{
+			my $until = $old ? $old->{until}
+			  : defined $w{timeout} ? $now + $w{timeout} * 1_000_000 : undef;
+			my $e = $E{ $w{event} };
+			if ($old && defined $old->{woken})
+			{
+				$status = 'received';
+			}
+			elsif (!$old && $e)
+			{
+				$status = 'received';
+			}
+			elsif (defined $until && $now >= $until)
+			{
+				$status = 'timed_out';
+			}
+			else
+			{
+				$status = 'waiting';
+			}
+			$t->{waits}{$name} = { %w, until => $until, status => $status,
+				$status eq 'received' ? (payload => $e->{payload}) : () };
+			expect("payload of $name", $row->{payload}, $e->{payload}) if $status eq 'received';
+		}
+		else
+		{
+			my @kids = children_of($t);
+			$status = (grep { !finished($T{$_}) } @kids) ? 'waiting' : 'done';
+			$t->{waits}{$name} = { %w, status => $status };
+			if ($status eq 'done')
+			{
+				my $n = () = ($row->{children} // '') =~ /"task_id"/g;
+				expect("children reported by $name", $n, scalar @kids);
+			}
+		}
+		# a status the server may decide differently within a few
+		# milliseconds of a deadline: take the server's
+		if (($row->{status} // '') ne $status)
+		{
+			my $w = $t->{waits}{$name};
+			my $edge = defined $w->{until} && abs($now - $w->{until}) < 20_000;
+			if ($edge)
+			{
+				$status = $row->{status};
+				$w->{status} = $status;
+			}
+		}
+		expect("$kind $name of $tid", $row->{status}, $status);
+		$outcomes{"$kind $status"}++;
+		park($t, $name) if $status eq 'sleeping' || $status eq 'waiting';
+	}
+	elsif ($kind eq 'emit')
+	{
+		my $ev = pick(sort keys %EVENTS);
+		my $p = pick(@PAYLOADS);
+		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
+			durable_emit(?, ?::jsonb)::text AS first}, $ev, $p);
+		push @trace, "emit $ev $p -> " . ($err // $row->{first});
+		if ($E{$ev})
+		{
+			expect("emit $ev again", $err // $row->{first}, $E{$ev}{payload} eq $p ? 'false' : '55U03');
+			return;
+		}
+		return problem("emit $ev failed: $err") if $err;
+		expect("first emit of $ev", $row->{first}, 'true');
+		$E{$ev} = { payload => $p, at => $row->{now} };
+		for my $w (map { $_->{waits}{ $_->{parked} // '' } // () } grep { $_->{state} =~ /waiting|running/ } values %T)
+		{
+			next unless $w->{kind} eq 'await' && $w->{event} eq $ev && $w->{status} eq 'waiting';
+			next if defined $w->{until} && $w->{until} <= $row->{now};
+			$w->{woken} = $row->{now};
+			$w->{status} = 'received';
+			$w->{payload} = $p;
+		}
+	}
+	elsif ($kind eq 'commit')
+	{
+		return unless $t;
+		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, durable_commit(?, ?)}, $tid, $t->{fence});
+		push @trace, "commit $tid/$t->{fence} -> " . ($err // 'ok');
+		return problem("commit of $tid failed: $err") if $err;
+		$t->{state} = 'completed';
+		child_finished($t, $row->{now});
+	}
+	elsif ($kind eq 'cancel')
+	{
+		my @live = grep { !finished($T{$_}) } sort keys %T or return;
+		my $id = pick(@live);
+		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, durable_cancel(?, 'model')}, $id);
+		push @trace, "cancel $id -> " . ($err // 'ok');
+		return problem("cancel of $id failed: $err") if $err;
+		cancel_model($T{$id}, $row->{now});
+	}
+	elsif ($kind eq 'stale')
+	{
+		# a fence that is not current: every wait call refuses it
+		my @any = sort keys %T or return;
+		my $id = pick(@any);
+		my $c = $T{$id};
+		my $f = $c->{fence} + pick(1, 2);
+		my ($row, $err) = call(q{SELECT durable_sleep(?, ?, 'x', duration => '1 second') AS s}, $id, $f);
+		push @trace, "sleep $id/$f (stale) -> " . ($err // $row->{s});
+		expect("a wait under fence $f of $id ($c->{state} under $c->{fence})", $err, '55U01');
+	}
+	else
+	{
+		sleep 0.1 + r(4) / 10;
+		push @trace, 'pause';
+	}
+}
+
+# every task as the server has it, against the model
+sub compare
+{
+	my $rows = $dbh->selectall_arrayref(q{SELECT task_id, state::text, fence FROM durable.tasks
+		WHERE queue_name IN ('m', 'k')}, { Slice => {} });
+	my %db = map { $_->{task_id} => $_ } @$rows;
+	for my $id (sort keys %T)
+	{
+		my $d = $db{$id} or return problem("task $id is gone");
+		my $t = $T{$id};
+		my $want = $t->{state} eq 'ready' ? 'ready' : $t->{state};
+		# a ready task and a waiting one are both claimable work
+		my $got = $d->{state};
+		problem("task $id is $got under fence $d->{fence}, the model says $want under $t->{fence}")
+		  unless ($got eq $want || ($want eq 'ready' && $got eq 'waiting')) && $d->{fence} == $t->{fence};
+	}
+	my $bad = $dbh->selectall_arrayref('SELECT task_id, problem FROM durable_verify()');
+	problem('durable_verify(): ' . join('; ', map { "@$_" } @$bad)) if @$bad;
+}
+
+$dbh->do(q{SELECT durable_create_queue('m', lease => '1 hour')});
+$dbh->do(q{SELECT durable_create_queue('k', lease => '1 hour')});
+for my $seq (1 .. $NSEQ)
+{
+	my $seed = $SEED + $seq - 1;
+	# a small generator of our own, so that a seed gives the same sequence anywhere
+	my $x = $seed % 2147483647 || 1;
+	$M_rand = sub { $x = ($x * 48271) % 2147483647; return $x / 2147483647 };
+	%T = ();
+	%E = ();
+	%outcomes = ();
+	@trace = ();
+	@problems = ();
+	$dbh->do(q{TRUNCATE durable.live_tasks, durable.task_history, durable.event_log,
+		durable.live_steps, durable.step_history, durable.event_waits, durable.emitted_events});
+	for my $i (1 .. $NOPS)
+	{
+		step();
+		compare() unless @problems;
+		last if @problems;
+	}
+	my %states;
+	$states{ $_->{state} }++ for values %T;
+	my $waited = grep { %{ $_->{waits} } } values %T;
+	ok(!@problems, "sequence $seq (seed $seed): $NOPS operations, "
+		  . join(', ', map { "$states{$_} $_" } sort keys %states) . ", $waited tasks with waits; "
+		  . join(', ', map { "$outcomes{$_} $_" } sort keys %outcomes))
+	  or diag(join("\n", @problems));
+}
+
+$node->stop;
+done_testing();
