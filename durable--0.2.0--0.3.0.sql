@@ -60,6 +60,8 @@ CREATE TABLE durable.event_waits (
     PRIMARY KEY (partition_key, event, task_id, name)
 );
 COMMENT ON TABLE durable.event_waits IS 'the awaits registered for an event not yet emitted; its emit wakes them';
+-- a task that finishes drops the awaits it registered
+CREATE INDEX event_waits_task ON durable.event_waits (task_id);
 
 -- Schedules: the reconciler enqueues each occurrence once, with an
 -- idempotency key made of the schedule's name and the occurrence's time.
@@ -512,6 +514,11 @@ AS $$
     WHERE t.state = 'waiting' AND t.run_at = 'infinity' AND t.steps_in_doubt = 0
       AND NOT EXISTS (SELECT FROM jsonb_each(coalesce(t.waits, '{}')) w
                       WHERE w.value ->> 'status' = 'waiting')
+    UNION ALL
+    SELECT ew.task_id, format('an await of event %s is registered for a task that is not live', ew.event)
+    FROM durable.event_waits ew
+    WHERE NOT EXISTS (SELECT FROM durable.live_tasks t
+                      WHERE t.partition_key = (ew.task_id & 32767)::int AND t.task_id = ew.task_id)
     UNION ALL
     SELECT c.task_id, format('child of task %s, which does not list it', c.parent_id)
     FROM durable.tasks c JOIN durable.tasks p

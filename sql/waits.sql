@@ -134,6 +134,15 @@ SELECT durable_cancel(:t5, 'order withdrawn');
 SELECT task_id = :c5 AS kid, task_id = :g5 AS grandkid, state, stop_code
 FROM durable.tasks WHERE task_id IN (:t5, :c5, :g5, :d5) ORDER BY task_id;
 SELECT durable_commit(:c5, :fc5, '{}');
+-- a task cancelled while it awaits an event leaves no registration behind
+SELECT durable_enqueue('flow', '{"order": 6}') AS t6 \gset
+SELECT fence AS f6 FROM durable_claim('flow', 'w') \gset
+SELECT status FROM durable_await(:t6, :f6, 'never', 'never:6');
+SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t6;
+SELECT durable_cancel(:t6, 'gave up');
+SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t6;
+SELECT durable_emit('never:6');
+SELECT state FROM durable.tasks WHERE task_id = :t6;
 SELECT * FROM durable_verify();
 
 -- Batch enqueue

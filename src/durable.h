@@ -233,6 +233,8 @@ typedef enum DurableStmt
 	STMT_EVENT_WAIT_INSERT,
 	STMT_EVENT_WAIT_DELETE,
 	STMT_EVENT_WAKE,
+	STMT_EVENT_WAITS_DROP,
+	STMT_RETAIN_EVENTS,
 	STMT_SCHEDULE_UPSERT,
 	STMT_SCHEDULE_DELETE,
 	STMT_SCHEDULES_DUE,
@@ -327,6 +329,7 @@ extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task)
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now, DurableMoved *moved);
 extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
+extern void DurableAnnounceWoken(uint64 rows);
 extern void DurableMoveLockedTask(const DurableTask *task,
 								  const DurableMove *move, TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
@@ -442,6 +445,9 @@ extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 
 /* ---- enqueue.c ---- */
+/* the channel on which durable announces ready work; the payload is the queue */
+#define DURABLE_READY_CHANNEL "durable_ready"
+
 typedef struct DurableEnqueueRequest
 {
 	const char *queue;

@@ -20,9 +20,6 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* the channel on which durable announces ready work; the payload is the queue */
-#define DURABLE_READY_CHANNEL "durable_ready"
-
 /* idempotency keys and concurrency keys are names, not documents */
 #define DURABLE_MAX_KEY_LEN 255
 

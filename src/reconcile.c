@@ -262,7 +262,8 @@ seconds_before(TimestampTz t, int seconds)
  *		Make the coming days of history and remove what is older than
  *		durable.retention (durable.maintain_history): whole days of finished
  *		tasks, and up to batch tasks kept outside them; then up to batch
- *		each of inbox entries and published outbox messages older than
+ *		each of events emitted (or only awaited) before that, of inbox
+ *		entries and published outbox messages older than
  *		durable.inbox_retention and of expired idempotency keys.  Returns
  *		the largest of those counts.
  */
@@ -286,6 +287,16 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 		Datum		id = DurableResultDatum(row, 1, &isnull);
 
 		callback(isnull ? 0 : DatumGetInt64(id), DurableResultText(row, 2), arg);
+	}
+
+	/* the events awaited or emitted before retention's horizon */
+	if (durable_retention >= 0)
+	{
+		Datum		events[2];
+
+		events[0] = TimestampTzGetDatum(seconds_before(now, durable_retention));
+		events[1] = Int32GetDatum(batch);
+		others = DurableExecute(STMT_RETAIN_EVENTS, events, NULL, SPI_OK_DELETE, 0);
 	}
 
 	args[0] = TimestampTzGetDatum(durable_inbox_retention >= 0 ?

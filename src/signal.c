@@ -86,7 +86,8 @@ durable_emit(PG_FUNCTION_ARGS)
 		char		wake_nulls[5] = {' ', ' ', nulls[2], ' ', ' '};
 
 		/* a statement of its own: its snapshot sees the awaits we waited for */
-		DurableExecute(STMT_EVENT_WAKE, wake, wake_nulls, SPI_OK_INSERT, 0);
+		DurableAnnounceWoken(DurableExecute(STMT_EVENT_WAKE, wake, wake_nulls,
+											SPI_OK_SELECT, 0));
 	}
 	else
 	{

@@ -135,6 +135,11 @@ typedef struct DurableStmtDef
 	"CASE WHEN " param "::pg_catalog.jsonb IS NULL THEN '{}'::pg_catalog.jsonb" \
 	" ELSE pg_catalog.jsonb_build_object('payload', " param "::pg_catalog.jsonb) END"
 
+/* the queues of the tasks u woke whose queue announces ready work */
+#define WOKEN_QUEUES \
+	" SELECT DISTINCT u.queue_name FROM u" \
+	" JOIN durable.queues q ON q.queue_name = u.queue_name WHERE q.notify"
+
 /* where a wait's deadline is kept in its entry of a task's waits */
 #define WAIT_UNTIL(entry) "(" entry " ->> 'until')::pg_catalog.timestamptz"
 
@@ -449,13 +454,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		MOVE_RETURNING("durable.task_history") ", parent_id,"
 		"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
 		"   FROM pg_catalog.jsonb_each(waits) w"
-		"   WHERE w.value ->> 'kind' = 'spawn') AS children),"
+		"   WHERE w.value ->> 'kind' = 'spawn') AS children,"
+		"  waits IS NOT NULL AS waited),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		"  SELECT s.*, $11 FROM s)"
-		" SELECT version, queue_name, owner, restricted, parent_id, children FROM u",
+		" SELECT version, queue_name, owner, restricted, parent_id, children, waited FROM u",
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_REVIVE] = {
@@ -895,11 +901,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"    OR j.value -> 'args' -> 'children' ? s.key))),"
 		" u AS (UPDATE durable.live_tasks t SET run_at = $3, version = t.version + 1"
 		"  FROM p WHERE t.partition_key = p.partition_key AND t.task_id = p.task_id"
-		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence, p.name)"
-		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, role)"
-		" SELECT partition_key, task_id, version, state, fence, $3, 'woken', $5,"
-		" pg_catalog.jsonb_build_object('wait', name, 'child', $4), $5 FROM u",
+		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+		"  t.queue_name, p.name),"
+		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, detail, role)"
+		"  SELECT partition_key, task_id, version, state, fence, $3, 'woken', $5,"
+		"  pg_catalog.jsonb_build_object('wait', name, 'child', $4), $5 FROM u)"
+		WOKEN_QUEUES,
 		5, {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID}
 	},
 	[STMT_EVENT_PLACE] = {
@@ -962,12 +970,30 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND t.waits -> w.name ->> 'status' = 'waiting'"
 		"  AND (t.waits -> w.name ->> 'until' IS NULL"
 		"   OR " WAIT_UNTIL("t.waits -> w.name") " > $4)"
-		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence, w.name)"
-		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, role)"
-		" SELECT partition_key, task_id, version, state, fence, $4, 'woken', $5,"
-		" pg_catalog.jsonb_build_object('wait', name, 'event', $2), $5 FROM u",
+		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+		"  t.queue_name, w.name),"
+		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, detail, role)"
+		"  SELECT partition_key, task_id, version, state, fence, $4, 'woken', $5,"
+		"  pg_catalog.jsonb_build_object('wait', name, 'event', $2), $5 FROM u)"
+		WOKEN_QUEUES,
 		5, {INT4OID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[STMT_EVENT_WAITS_DROP] = {
+		"event_waits_drop",
+		"DELETE FROM durable.event_waits WHERE task_id = $1",
+		1, {INT8OID}
+	},
+	[STMT_RETAIN_EVENTS] = {
+		"retain_events",
+		/* emitted before the cutoff, or awaited then and no more */
+		"DELETE FROM durable.emitted_events WHERE ctid = ANY (ARRAY("
+		" SELECT e.ctid FROM durable.emitted_events e"
+		" WHERE COALESCE(e.emitted_at, e.created_at) < $1"
+		" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
+		"  WHERE w.partition_key = e.partition_key AND w.event = e.event))"
+		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {TIMESTAMPTZOID, INT4OID}
 	},
 	[STMT_SCHEDULE_UPSERT] = {
 		"schedule_upsert",

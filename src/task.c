@@ -16,6 +16,7 @@
 #include "durable.h"
 
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -294,7 +295,8 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
  * finished
  *		What a task that has just finished (the row of STMT_FINISH) owes its
  *		family: a parent waiting for it may wake, and a cancelled task's
- *		unfinished children are cancelled with it.
+ *		unfinished children are cancelled with it; and the awaits it had
+ *		registered go.
  */
 static void
 finished(int64 task_id, const DurableMove *move, TimestampTz now)
@@ -312,6 +314,13 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
 						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 						  &children, NULL, &nchildren);
+	/* an await it gave up on waits for nothing now */
+	if (DatumGetBool(DurableResultDatum(0, 7, &isnull)))
+	{
+		Datum		id = Int64GetDatum(task_id);
+
+		DurableExecute(STMT_EVENT_WAITS_DROP, &id, NULL, SPI_OK_DELETE, 0);
+	}
 	if (parent_id != 0)
 		DurableWakeParent(parent_id, task_id, now);
 	for (int i = 0; i < nchildren; i++)
@@ -376,7 +385,21 @@ DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
 	args[2] = TimestampTzGetDatum(now);
 	args[3] = Int64GetDatum(child_id);
 	args[4] = CStringGetTextDatum(DurableCallerName());
-	DurableExecute(STMT_PARENT_WAKE, args, NULL, SPI_OK_INSERT, 0);
+	DurableAnnounceWoken(DurableExecute(STMT_PARENT_WAKE, args, NULL,
+										SPI_OK_SELECT, 0));
+}
+
+/*
+ * DurableAnnounceWoken
+ *		Tasks were woken: NOTIFY the queues of the rows of the statement
+ *		that woke them (a queue each), at commit, as an enqueue of ready
+ *		work does.  A wake-up only: claims decide.
+ */
+void
+DurableAnnounceWoken(uint64 rows)
+{
+	for (uint64 r = 0; r < rows; r++)
+		Async_Notify(DURABLE_READY_CHANNEL, DurableResultText(r, 1));
 }
 
 /*
