@@ -27,11 +27,9 @@ COMMENT ON COLUMN durable.live_tasks.waits IS 'the task''s named waits and spawn
 
 -- a claim in a queue with a concurrency limit counts a key's running
 -- tasks, and those ahead in claim order that could be claimed now
-CREATE INDEX tasks_concurrency ON durable.live_tasks (partition_key, queue_name, concurrency_key)
-    WHERE state = 'running' AND concurrency_key IS NOT NULL;
-CREATE INDEX tasks_concurrency_ready ON durable.live_tasks
+CREATE INDEX tasks_concurrency ON durable.live_tasks
     (partition_key, queue_name, concurrency_key, priority DESC, run_at, task_id)
-    WHERE state IN ('ready', 'waiting') AND concurrency_key IS NOT NULL;
+    WHERE state IN ('ready', 'waiting', 'running') AND concurrency_key IS NOT NULL;
 
 ALTER TABLE durable.queues ADD COLUMN concurrency_limit int CHECK (concurrency_limit > 0);
 COMMENT ON COLUMN durable.queues.concurrency_limit IS 'the most running tasks of one concurrency key; NULL: no limit';

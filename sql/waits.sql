@@ -119,6 +119,15 @@ SELECT status, jsonb_path_query_array(children, '$[*].name') AS names,
 FROM durable_join(:t4, :f4, 'labels', timeout => '1 day');
 SELECT status FROM durable_join(:t4, :f4, 'labels', timeout => '2 days');
 SELECT status, jsonb_array_length(children) FROM durable_join(:t4, :f4, 'just-a', ARRAY['label-a']);
+-- a join that times out: the children as they were, for ever
+SELECT durable_spawn(:t4, :f4, 'slow', 'labels', '{"box": "slow"}') AS cs \gset
+SELECT status FROM durable_join(:t4, :f4, 'late', ARRAY['slow'], timeout => '1 second');
+SELECT pg_sleep(1.2);
+SELECT fence AS f4 FROM durable_claim('flow', 'w') \gset
+SELECT status, children -> 0 ->> 'state' AS slow FROM durable_join(:t4, :f4, 'late', ARRAY['slow'], timeout => '1 second');
+SELECT fence AS fcs FROM durable_claim('labels', 'l') WHERE task_id = :cs \gset
+SELECT durable_commit(:cs, :fcs, '{}');
+SELECT status, children -> 0 ->> 'state' AS slow FROM durable_join(:t4, :f4, 'late', ARRAY['slow'], timeout => '1 second');
 SELECT durable_commit(:t4, :f4, '{}');
 -- cancelling a parent cancels its unfinished children, and theirs
 SELECT durable_enqueue('flow', '{"order": 5}') AS t5 \gset

@@ -95,23 +95,19 @@ typedef struct DurableStmtDef
  * A claim in a queue with a concurrency limit ($10) takes a task c of a key
  * only while the key's running tasks and its tasks ahead of c in claim
  * order that could be claimed now are fewer than the limit, counted in all
- * partitions of the queue ($9).  No lock is needed: every snapshot sees a
- * task of the key that another claim is taking either as running or, as
- * it was, ahead in claim order; and a task ahead goes first.  Both counts
- * stop at the limit.
+ * partitions of the queue ($9), in one probe that stops at the limit.  No
+ * lock is needed: every snapshot sees a task of the key that another claim
+ * is taking either as running or, as it was, ahead in claim order; and a
+ * task ahead goes first.
  */
-#define KEY_RUNNING \
-	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
-	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
-	" AND k.concurrency_key = c.concurrency_key AND k.state = 'running'" \
-	" LIMIT $10) k)"
-#define KEY_AHEAD \
+#define KEY_BUSY \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
 	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
 	" AND k.concurrency_key = c.concurrency_key" \
-	" AND k.state IN ('ready', 'waiting') AND k.run_at <= $3" \
-	" AND (k.priority > c.priority OR (k.priority = c.priority" \
-	"  AND (k.run_at, k.task_id) < (c.run_at, c.task_id)))" \
+	" AND k.state IN ('ready', 'waiting', 'running')" \
+	" AND (k.state = 'running' OR k.run_at <= $3" \
+	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
+	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
 	" LIMIT $10) k)"
 
 /* the event of an enqueue, from the inserted task t */
@@ -364,7 +360,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"   WHERE partition_key = $1 AND queue_name = $2"
 		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
 		"   AND (concurrency_key IS NULL"
-		"    OR " KEY_RUNNING " + " KEY_AHEAD " < $10)"
+		"    OR " KEY_BUSY " < $10)"
 		"   ORDER BY priority DESC, run_at, task_id"
 		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
 		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"

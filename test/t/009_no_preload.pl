@@ -6,7 +6,8 @@
 # step is left in doubt), and with no worker left to claim anything, the
 # durable_reconcile() that pg_cron runs settles every expired lease: its
 # events carry the role of the cron job, and cron.job_run_details has its
-# runs.  A VACUUM scheduled the same way runs too.  Fresh workers then
+# runs.  A VACUUM scheduled the same way runs too, and so does a durable
+# schedule that came due.  Fresh workers then
 # finish everything: nothing lost, no effect twice, durable_verify() empty.
 #
 # The schedules are the README's: on pg_cron 1.5 and later '5 seconds',
@@ -81,6 +82,14 @@ $node->safe_psql('postgres', qq{
 	    'VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.live_tasks', 'app');
 });
 
+# a durable schedule that came due while nobody reconciled: pg_cron's
+# durable_reconcile() enqueues its occurrence, once
+$node->safe_psql('app', q{
+	SELECT durable_create_queue('exports');
+	SELECT durable_schedule('export', '0 0 1 1 *', 'exports') > now();
+	UPDATE durable.schedules SET next_run = now() - interval '1 minute';
+});
+
 my $tasks = 30;
 $node->safe_psql('app', qq{
 	SELECT durable_create_queue('orders', lease => '2 s', retry_base => 1, retry_cap => 1);
@@ -146,11 +155,18 @@ ok($node->poll_query_until('app', q{
 	SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass}),
 	'durable.live_tasks was vacuumed');
 
+is($node->safe_psql('app', q{
+	SELECT count(*) || '|' || count(*) FILTER (WHERE idempotency_key LIKE 'schedule:export:%')
+	|| '|' || (SELECT next_run > now() FROM durable.schedules)
+	FROM durable.tasks WHERE queue_name = 'exports'}),
+	'1|1|true', 'the cron job enqueued the schedule\'s occurrence once and moved it on');
+
 # fresh workers finish everything, the step in doubt looked up
 my @finishers = map { start_worker("f$_", '--idle-exit', '3000') } 1 .. 2;
 $_->{h}->finish for @finishers;
 is($node->safe_psql('app', q{
-	SELECT count(*) FILTER (WHERE state = 'completed') || '|' || count(*) FROM durable.tasks}),
+	SELECT count(*) FILTER (WHERE state = 'completed') || '|' || count(*) FROM durable.tasks
+	WHERE queue_name = 'orders'}),
 	"$tasks|$tasks", 'nothing lost: every task completed');
 is($node->safe_psql('service', q{
 	SELECT count(DISTINCT key) || '|' || count(*) FILTER (WHERE n > 1)
