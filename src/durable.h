@@ -328,6 +328,8 @@ extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
 extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now, DurableMoved *moved);
+extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
+									int64 parent_id, TimestampTz now);
 extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
 extern void DurableAnnounceWoken(uint64 rows);
 extern void DurableMoveLockedTask(const DurableTask *task,

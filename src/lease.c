@@ -703,9 +703,9 @@ durable_fail(PG_FUNCTION_ARGS)
  * durable_cancel(task_id bigint, reason text) RETURNS void
  *
  * Cancels an unfinished task; a running one loses its lease, so its fence
- * is incremented and its worker's next write is rejected.  Raises 55U04
- * for a finished task or one in review (which only durable_resolve
- * leaves).
+ * is incremented and its worker's next write is rejected.  Its unfinished
+ * children are cancelled with it.  Raises 55U04 for a finished task or one
+ * in review (which only durable_resolve leaves).
  */
 PG_FUNCTION_INFO_V1(durable_cancel);
 Datum
@@ -713,9 +713,6 @@ durable_cancel(PG_FUNCTION_ARGS)
 {
 	int64		task_id = DurableTaskIdArg(fcinfo, 0);
 	DurableTask task;
-	DurableMove move = {0};
-	DurableDetail detail;
-
 	char	   *reason;
 
 	DurableRequireArg(fcinfo, 1, "reason");
@@ -732,18 +729,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 				strcmp(task.state, "needs_review") == 0 ?
 				errhint("A task in review is settled with durable_resolve().") : 0);
 
-	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "reason", reason);
-	DurableDetailText(&detail, "previous_state", task.state);
-	move.from_state = task.state;
-	move.fence = task.fence;
-	move.to_state = "cancelled";
-	move.revoke = strcmp(task.state, "running") == 0;
-	move.allow_doubt = true;
-	move.kind = "cancelled";
-	move.actor = DurableCallerName();
-	move.detail = DurableDetailFinish(&detail);
-	DurableMoveLockedTask(&task, &move, GetCurrentTransactionStartTimestamp());
+	DurableCancelLockedTask(&task, reason, 0, GetCurrentTransactionStartTimestamp());
 	SPI_finish();
 	PG_RETURN_VOID();
 }

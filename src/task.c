@@ -337,26 +337,42 @@ static void
 cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
 {
 	DurableTask child;
-	DurableMove move = {0};
-	DurableDetail detail;
 
 	if (!DurableTaskFetch(child_id, true, &child) ||
 		DurableTaskIsTerminal(child.state) ||
 		strcmp(child.state, "needs_review") == 0)
 		return;
+	DurableCancelLockedTask(&child, "its parent was cancelled", parent_id, now);
+}
+
+/*
+ * DurableCancelLockedTask
+ *		Cancel an unfinished task the caller has read under its row lock
+ *		(not in review); a running one loses its lease.  parent_id names
+ *		the parent whose cancellation this is, or is 0.  Its unfinished
+ *		children go with it.
+ */
+void
+DurableCancelLockedTask(const DurableTask *task, const char *reason,
+						int64 parent_id, TimestampTz now)
+{
+	DurableMove move = {0};
+	DurableDetail detail;
+
 	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "reason", "its parent was cancelled");
-	DurableDetailInt(&detail, "parent", parent_id);
-	DurableDetailText(&detail, "previous_state", child.state);
-	move.from_state = child.state;
-	move.fence = child.fence;
+	DurableDetailText(&detail, "reason", reason);
+	if (parent_id != 0)
+		DurableDetailInt(&detail, "parent", parent_id);
+	DurableDetailText(&detail, "previous_state", task->state);
+	move.from_state = task->state;
+	move.fence = task->fence;
 	move.to_state = "cancelled";
-	move.revoke = strcmp(child.state, "running") == 0;
+	move.revoke = strcmp(task->state, "running") == 0;
 	move.allow_doubt = true;
 	move.kind = "cancelled";
 	move.actor = DurableCallerName();
 	move.detail = DurableDetailFinish(&detail);
-	DurableMoveLockedTask(&child, &move, now);
+	DurableMoveLockedTask(task, &move, now);
 }
 
 /*
