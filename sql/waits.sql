@@ -129,6 +129,16 @@ SELECT fence AS fcs FROM durable_claim('labels', 'l') WHERE task_id = :cs \gset
 SELECT durable_commit(:cs, :fcs, '{}');
 SELECT status, children -> 0 ->> 'state' AS slow FROM durable_join(:t4, :f4, 'late', ARRAY['slow'], timeout => '1 second');
 SELECT durable_commit(:t4, :f4, '{}');
+-- a child that retention has removed had finished: the join is done
+SELECT durable_enqueue('flow', '{"order": 7}') AS t7 \gset
+SELECT fence AS f7 FROM durable_claim('flow', 'w') \gset
+SELECT durable_spawn(:t7, :f7, 'old', 'labels', '{"box": "old"}') AS c7 \gset
+SELECT fence AS fc7 FROM durable_claim('labels', 'l') WHERE task_id = :c7 \gset
+SELECT durable_commit(:c7, :fc7, '{}');
+DELETE FROM durable.event_log WHERE task_id = :c7;   -- as retention removes a day
+DELETE FROM durable.task_history WHERE task_id = :c7;
+SELECT status, children -> 0 -> 'state' AS state FROM durable_join(:t7, :f7, 'old-one');
+SELECT durable_commit(:t7, :f7, '{}');
 -- cancelling a parent cancels its unfinished children, and theirs
 SELECT durable_enqueue('flow', '{"order": 5}') AS t5 \gset
 SELECT fence AS f5 FROM durable_claim('flow', 'w') \gset

@@ -143,8 +143,8 @@ joined(Jsonb *args, const char *name)
  * children_report
  *		The state of the children a join names, as
  *		[{name, task_id, state, result, error}, ...] in the order they were
- *		spawned.  Sets *all_finished.  Raises 22023 for a name the task never
- *		spawned.
+ *		spawned (state null for a child that retention has removed).  Sets
+ *		*all_finished.  Raises 22023 for a name the task never spawned.
  */
 static Jsonb *
 children_report(DurableTask *task, Jsonb *args, ArrayType *names,
@@ -229,7 +229,8 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 				state = DurableResultText(r, 2);
 				break;
 			}
-		if (state == NULL || !DurableTaskIsTerminal(state))
+		/* a child retention has removed had finished */
+		if (state != NULL && !DurableTaskIsTerminal(state))
 			*all_finished = false;
 		if (i > 0)
 			appendStringInfoString(&buf, ", ");
@@ -238,7 +239,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		appendStringInfo(&buf, ", \"task_id\": " INT64_FORMAT ", \"state\": ",
 						 child_ids[i]);
 		if (state == NULL)
-			appendStringInfoString(&buf, "null");	/* removed by retention */
+			appendStringInfoString(&buf, "null");
 		else
 			escape_json(&buf, state);
 		for (int col = 3; col <= 4; col++)
