@@ -275,7 +275,7 @@ sub step
 				$status = 'waiting';
 			}
 			$t->{waits}{$name} = { %w, until => $until, status => $status,
-				$status eq 'received' ? (payload => $e->{payload}) : () };
+				$status eq 'received' ? (got => $e->{payload}) : () };
 			expect("payload of $name", $row->{payload}, $e->{payload}) if $status eq 'received';
 		}
 		else
@@ -326,7 +326,7 @@ sub step
 			next if defined $w->{until} && $w->{until} <= $row->{now};
 			$w->{woken} = $row->{now};
 			$w->{status} = 'received';
-			$w->{payload} = $p;
+			$w->{got} = $p;    # what it received; its arguments stay apart
 		}
 	}
 	elsif ($kind eq 'commit')
