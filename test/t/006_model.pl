@@ -1328,22 +1328,10 @@ sub execute
 		}
 		$desc = "$sid resolve " . T($tid) . " ($t->{state}" . (@doubt ? ', in doubt: ' . join(',', @doubt) : '')
 		  . ") $decision" . (defined $step ? " step '$step'" : '');
-		@alts = sub {
-			my ($w) = @_;
-			# the reconciler may have sent a running task whose lease ran
-			# out after the last observation to review
-			if ($t->{state} eq 'running' && DurableModel::expired($t, $t->{lease_until}, $w->[1]) != 0)
-			{
-				my ($action, $rt) = DurableModel::recover($M, $t, $t->{lease_until}, $w->[1]);
-				if (!ref $rt->{state} && $rt->{state} eq 'needs_review')
-				{
-					$rt->{fence} = $rt->{fence}{min} if ref $rt->{fence};
-					$t = $rt;
-					@doubt = DurableModel::steps_in_doubt($t);
-					$stats{implicit}++;
-					$stats{decisions}++;
-				}
-			}
+		# what the resolve may answer for the task as it is
+		my $judge = sub {
+			my ($t) = @_;
+			my @doubt = DurableModel::steps_in_doubt($t);
 			return err_alt('55U04', "task is $t->{state}") unless $t->{state} eq 'needs_review';
 			my $f = $t->{fence};
 			my $resume = sub { $_[0]{state} = [ 'ready', 'waiting' ]; $_[0]{run_at} = { max => time + 60 } };
@@ -1393,6 +1381,22 @@ sub execute
 					}
 					return { $tid => \@c };
 				});
+		};
+		@alts = sub {
+			my ($w) = @_;
+			my @a = $judge->($t);
+			# the reconciler may have sent a running task whose lease ran
+			# out after the last observation to review
+			if ($t->{state} eq 'running' && DurableModel::expired($t, $t->{lease_until}, $w->[1]) != 0)
+			{
+				my ($action, $rt) = DurableModel::recover($M, $t, $t->{lease_until}, $w->[1]);
+				if (!ref $rt->{state} && $rt->{state} eq 'needs_review')
+				{
+					$rt->{fence} = $rt->{fence}{min} if ref $rt->{fence};
+					push @a, $judge->($rt);
+				}
+			}
+			return @a;
 		};
 	}
 	elsif ($kind eq 'cancel')
