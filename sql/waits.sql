@@ -92,6 +92,15 @@ SELECT * FROM durable_await(:t3, :f3, 'x', 'e', timeout => '0 seconds');
 SELECT durable_commit(:t3, :f3, '{}');
 SELECT kind, detail - 'until' AS detail FROM durable.events WHERE task_id = :t3 ORDER BY seq;
 
+-- events go with durable.retention: emitted ones, and awaited ones that
+-- nobody awaits any more; a recent one stays
+SELECT durable_emit('old:1', '{"v": 1}');
+INSERT INTO durable.emitted_events (partition_key, event, created_at)
+VALUES (1, 'lonely', now() - interval '8 days');
+UPDATE durable.emitted_events SET emitted_at = now() - interval '8 days',
+       created_at = now() - interval '8 days' WHERE event IN ('old:1');
+SELECT count(*) >= 0 AS reconciled FROM durable_reconcile();
+SELECT event FROM durable.emitted_events WHERE event IN ('old:1', 'lonely', 'review:3') ORDER BY event;
 -- Children
 SELECT durable_enqueue('flow', '{"order": 4}') AS t4 \gset
 SELECT fence AS f4 FROM durable_claim('flow', 'w') \gset

@@ -448,9 +448,11 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  parent_id, concurrency_key, waits"
 		"  FROM d"
 		MOVE_RETURNING("durable.task_history") ", parent_id,"
+		/* a task without waits, as most are, has no children to look for */
+		"  CASE WHEN waits IS NOT NULL THEN"
 		"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
 		"   FROM pg_catalog.jsonb_each(waits) w"
-		"   WHERE w.value ->> 'kind' = 'spawn') AS children,"
+		"   WHERE w.value ->> 'kind' = 'spawn') END AS children,"
 		"  waits IS NOT NULL AS waited),"
 		" s AS (DELETE FROM durable.live_steps s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
