@@ -66,6 +66,7 @@ durable_spawn(PG_FUNCTION_ARGS)
 	args = DurableDetailFinish(&detail);
 
 	SPI_connect();
+	DurableRequireSingleServer("durable_spawn()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (DurableWaitFetch(&task, name, &wait))
 	{
@@ -304,6 +305,7 @@ durable_join(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
+	DurableRequireSingleServer("durable_join()");
 	DurableTaskHeld(task_id, fence, &task);
 	known = DurableWaitFetch(&task, name, &wait);
 	if (known)

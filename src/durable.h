@@ -178,6 +178,7 @@ typedef enum DurableStmt
 	STMT_QUEUE_TOKENS_SET,
 	STMT_TASK_DEFER,
 	STMT_PARTITIONS,
+	STMT_PARTITIONS_LOCAL,
 	STMT_ENQUEUE,
 	STMT_ENQUEUE_KEYED,
 	STMT_ENQUEUE_EXISTING,
@@ -201,6 +202,8 @@ typedef enum DurableStmt
 	STMT_INBOX_GET,
 	STMT_OUTBOX_INSERT,
 	STMT_OUTBOX_CLAIM,
+	STMT_OUTBOX_CANDIDATES,
+	STMT_OUTBOX_CLAIM_ONE,
 	STMT_OUTBOX_FENCE,
 	STMT_OUTBOX_ACK,
 	STMT_IDEMPOTENT_INSERT,
@@ -212,11 +215,13 @@ typedef enum DurableStmt
 	STMT_TASK_LOCK,
 	STMT_EXPIRED,
 	STMT_DEAD_LETTERS,
+	STMT_DEAD_LETTERS_ONE,
 	STMT_COMMIT_BATCH,
 	STMT_STUCK,
 	STMT_STUCK_MARK,
 	STMT_MAINTAIN_HISTORY,
 	STMT_RETAIN_OTHERS,
+	STMT_RETAIN_OTHERS_ALL,
 	STMT_TASK_IDS,
 	STMT_ENQUEUE_BATCH,
 	STMT_WAIT_GET,
@@ -243,6 +248,10 @@ typedef enum DurableStmt
 } DurableStmt;
 
 extern SPIPlanPtr DurablePlan(DurableStmt id);
+extern bool DurableDistributed(void);
+extern void DurableRequireSingleServer(const char *what);
+extern int32 DurableNodeId(void);
+extern bool DurableCitusWorker(void);
 extern uint64 DurableExecute(DurableStmt id, Datum *values, const char *nulls,
 							 int expected, long tcount);
 extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);

@@ -130,7 +130,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(partition);
-	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, durable_node_id));
+	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
 	args[2] = CStringGetTextDatum(req->class);
 	args[3] = Int32GetDatum(req->priority);
 	args[4] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
@@ -354,7 +354,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 				check_key(TextDatumGetCString(ckeys[i]), "concurrency key");
 			partitions[i] = Int32GetDatum(task_partition(&settings, key));
 			result[i] = DurableResultInt64(i, 1) << DURABLE_ID_SHIFT |
-				DURABLE_TASK_ID_SUFFIX(DatumGetInt32(partitions[i]), durable_node_id);
+				DURABLE_TASK_ID_SUFFIX(DatumGetInt32(partitions[i]), DurableNodeId());
 			ids[i] = Int64GetDatum(result[i]);
 		}
 	}

@@ -63,6 +63,7 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 	/* in a queue with a concurrency limit, each key's running tasks count */
 	if (ready_work && settings.concurrency_limit > 0)
 	{
+		DurableRequireSingleServer("a claim in a queue with a concurrency limit");
 		stmt = STMT_CLAIM_LIMITED;
 		args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 		args[9] = Int32GetDatum(settings.concurrency_limit);
@@ -178,7 +179,7 @@ durable_heartbeat(PG_FUNCTION_ARGS)
 	args[5] = Int64GetDatum(fence);
 
 	SPI_connect();
-	if (DurableExecute(STMT_HEARTBEAT, args, nulls, SPI_OK_UPDATE_RETURNING, 0) == 0)
+	if (DurableExecute(STMT_HEARTBEAT, args, nulls, SPI_OK_SELECT, 0) == 0)
 		DurableReportRefusal(task_id, fence);
 	lease_until = DatumGetTimestampTz(DurableResultDatum(0, 1, &isnull));
 	DurableCheckRestrictedQueue(DurableResultText(0, 2),

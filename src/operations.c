@@ -233,13 +233,34 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	actor = DurableCallerName();
 	SPI_connect();
 	DurableQueueGetShared(queue, &settings);
-	args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 	args[1] = CStringGetTextDatum(queue);
-	args[2] = Int32GetDatum(batch);
-	n = DurableExecute(STMT_DEAD_LETTERS, args, NULL, SPI_OK_SELECT, 0);
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-		ids[i] = DurableResultInt64(i, 1);
+	ids = palloc(sizeof(int64) * batch);
+	n = 0;
+	if (!DurableDistributed())
+	{
+		args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		args[2] = Int32GetDatum(batch);
+		n = DurableExecute(STMT_DEAD_LETTERS, args, NULL, SPI_OK_SELECT, 0);
+		for (uint64 i = 0; i < n; i++)
+			ids[i] = DurableResultInt64(i, 1);
+	}
+	else
+	{
+		/*
+		 * Citus locks rows (SKIP LOCKED) only in a statement on one shard:
+		 * one partition at a time, each the oldest of its own.
+		 */
+		for (int p = 0; p < settings.partitions && n < (uint64) batch; p++)
+		{
+			uint64		found;
+
+			args[0] = Int32GetDatum(DurableQueuePartition(&settings, p));
+			args[2] = Int32GetDatum(batch - (int32) n);
+			found = DurableExecute(STMT_DEAD_LETTERS_ONE, args, NULL, SPI_OK_SELECT, 0);
+			for (uint64 i = 0; i < found; i++)
+				ids[n++] = DurableResultInt64(i, 1);
+		}
+	}
 
 	for (uint64 i = 0; i < n; i++)
 	{

@@ -52,20 +52,48 @@ durable_outbox_emit(PG_FUNCTION_ARGS)
 		key = DurableTextArgCString(fcinfo, 2, "key");
 	partition = DurableKeyPartition(topic, key ? key : "");
 
+	SPI_connect();
 	args[0] = Int32GetDatum(partition);
-	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, durable_node_id));
+	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[3] = CStringGetTextDatum(topic);
 	args[4] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[4] = key ? ' ' : 'n';
 	args[5] = JsonbPGetDatum(payload);
-
-	SPI_connect();
 	DurableExecute(STMT_OUTBOX_INSERT, args, nulls, SPI_OK_INSERT_RETURNING, 0);
 	message_id = DurableResultInt64(0, 1);
 	SPI_finish();
 	Async_Notify(DURABLE_OUTBOX_CHANNEL, topic);
 	PG_RETURN_INT64(message_id);
+}
+
+/*
+ * claim_each
+ *		durable_outbox_claim on Citus: each candidate by a statement on its
+ *		own shard (see STMT_OUTBOX_CANDIDATES).  A candidate another
+ *		publisher took meanwhile is passed over, as SKIP LOCKED would.
+ */
+static void
+claim_each(ReturnSetInfo *rsinfo, Datum *claim_args)
+{
+	Datum		args[6];
+	Datum		candidate_args[2] = {claim_args[0], claim_args[3]};
+	uint64		n;
+	SPITupleTable *candidates;
+
+	n = DurableExecute(STMT_OUTBOX_CANDIDATES, candidate_args, NULL, SPI_OK_SELECT, 0);
+	candidates = SPI_tuptable;
+	memcpy(args, claim_args, sizeof(Datum) * 5);
+	for (uint64 row = 0; row < n; row++)
+	{
+		bool		isnull;
+
+		args[5] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 1, &isnull);
+		args[3] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 2, &isnull);
+		if (DurableExecute(STMT_OUTBOX_CLAIM_ONE, args, NULL,
+						   SPI_OK_UPDATE_RETURNING, 0) == 1)
+			tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[0]);
+	}
 }
 
 /*
@@ -86,6 +114,7 @@ durable_outbox_claim(PG_FUNCTION_ARGS)
 	int32		batch = DurableBatchArg(fcinfo, 1);
 	Interval   *lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
 	Datum		args[5];
+	int64		fence;
 	uint64		n;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -97,10 +126,19 @@ durable_outbox_claim(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableExecute(STMT_OUTBOX_FENCE, NULL, NULL, SPI_OK_SELECT, 0);
-	args[4] = Int64GetDatum(DurableResultInt64(0, 1));
-	n = DurableExecute(STMT_OUTBOX_CLAIM, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
-	for (uint64 row = 0; row < n; row++)
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+	fence = DurableResultInt64(0, 1);
+	/* each node has its own sequence: on Citus a fence carries its node */
+	if (DurableDistributed())
+		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
+	args[4] = Int64GetDatum(fence);
+	if (!DurableDistributed())
+	{
+		n = DurableExecute(STMT_OUTBOX_CLAIM, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+		for (uint64 row = 0; row < n; row++)
+			tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+	}
+	else
+		claim_each(rsinfo, args);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -28,6 +28,7 @@
 #include "access/xact.h"
 #include "commands/async.h"
 #include "funcapi.h"
+#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -181,7 +182,9 @@ partitions_in_use(uint64 *count)
 {
 	int32	   *partitions;
 
-	*count = DurableExecute(STMT_PARTITIONS, NULL, NULL, SPI_OK_SELECT, 0);
+	/* on Citus, each node's reconciler works on the shards it holds */
+	*count = DurableExecute(DurableDistributed() ? STMT_PARTITIONS_LOCAL : STMT_PARTITIONS,
+							NULL, NULL, SPI_OK_SELECT, 0);
 	partitions = palloc(sizeof(int32) * Max(*count, 1));
 	for (uint64 i = 0; i < *count; i++)
 		partitions[i] = (int32) DurableResultInt64(i, 1);
@@ -276,6 +279,28 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
 
+	/*
+	 * On Citus, the coordinator removes expired inbox entries, outbox
+	 * messages and request keys by statements on every shard.  History is
+	 * not maintained there yet: its days are made by DDL, which only the
+	 * coordinator may run, and its retention locks rows in statements on
+	 * many shards, which Citus refuses.  Finished tasks stay in the default
+	 * partitions.
+	 */
+	if (DurableCitusWorker())
+		return 0;
+	if (DurableDistributed())
+	{
+		args[0] = TimestampTzGetDatum(durable_inbox_retention >= 0 ?
+									  seconds_before(now, durable_inbox_retention) :
+									  DT_NOBEGIN);
+		args[1] = TimestampTzGetDatum(now);
+		DurableExecute(STMT_RETAIN_OTHERS_ALL, args, NULL, SPI_OK_SELECT, 1);
+		for (int col = 1; col <= 3; col++)
+			others = Max(others, (uint64) DurableResultInt64(0, col));
+		return others;
+	}
+
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = Int32GetDatum(durable_retention);
 	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
@@ -311,6 +336,54 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 }
 
 /*
+ * reconcile_partition
+ *		DurableReconcilePartition in a subtransaction, so that a partition
+ *		that fails (on Citus: its shard's node is down) does not stop the
+ *		others: the failure is logged and the partition is tried again at
+ *		the next tick.  Only on Citus: on one server a partition fails only
+ *		with the whole database, and the tick's retries owe their tokens to
+ *		its end in its own (sub)transaction (budget.c), which on Citus they
+ *		take at once instead.
+ */
+static uint64
+reconcile_partition(int32 partition, TimestampTz now, int batch,
+					DurableSettledCallback callback, void *arg)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile uint64 settled = 0;
+
+	if (!DurableDistributed())
+		return DurableReconcilePartition(partition, now, batch, callback, arg);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		settled = DurableReconcilePartition(partition, now, batch, callback, arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		ereport(WARNING,
+				errcode(edata->sqlerrcode),
+				errmsg("could not reconcile partition %d: %s", partition, edata->message));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return settled;
+}
+
+/*
  * DurableReconcileTick
  *		One tick of reconciliation: expired leases, stuck alarms, retention,
  *		the schedules that are due, each at most batch rows.  Returns the largest count, so that a caller
@@ -333,14 +406,15 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	 */
 	DurableBeginRetryTokens();
 	for (uint64 i = 0; i < npartitions && settled < (uint64) batch; i++)
-		settled += DurableReconcilePartition(partitions[i], now,
-											 batch - (int) settled,
-											 callback, arg);
+		settled += reconcile_partition(partitions[i], now, batch - (int) settled,
+									   callback, arg);
 	for (uint64 i = 0; i < npartitions && alarms < (uint64) batch; i++)
 		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
 									 callback, arg);
 	removed = apply_retention(now, batch, callback, arg);
-	scheduled = DurableRunSchedules(now, batch, callback, arg);
+	/* on Citus, the coordinator enqueues what the schedules owe */
+	scheduled = DurableCitusWorker() ? 0 :
+		DurableRunSchedules(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
 	return Max(Max(settled, alarms), Max(removed, scheduled));

@@ -150,7 +150,11 @@ run_tick(bool *vacuum)
 	if (extension_ready())
 	{
 		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
-		*vacuum = DurableTasksNeedVacuum();
+		/*
+		 * On Citus the node's shards are other relations than the table
+		 * whose statistics vacuum.c reads: autovacuum looks after them.
+		 */
+		*vacuum = !DurableDistributed() && DurableTasksNeedVacuum();
 	}
 
 	SPI_finish();

@@ -78,6 +78,7 @@ durable_emit(PG_FUNCTION_ARGS)
 	args[5] = CStringGetTextDatum(DurableCallerName());
 
 	SPI_connect();
+	DurableRequireSingleServer("durable_emit()");
 	first = DurableExecute(STMT_EVENT_EMIT, args, nulls,
 						   SPI_OK_INSERT_RETURNING, 0) == 1;
 	if (first)
@@ -155,6 +156,7 @@ durable_await(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
+	DurableRequireSingleServer("durable_await()");
 	DurableTaskHeld(task_id, fence, &task);
 	values[0] = Int32GetDatum(event_partition(event));
 	values[1] = CStringGetTextDatum(event);

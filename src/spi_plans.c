@@ -81,10 +81,15 @@ typedef struct DurableStmtDef
 	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
 	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
 
-#define MOVE_RETURNING(table) \
-	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name," \
-	" (SELECT q.restricted FROM durable.queues q" \
-	"  WHERE q.queue_name = " table ".queue_name) AS restricted"
+/*
+ * What a move returns.  Whether the task's queue is restricted is read by
+ * joining durable.queues in the statement's last SELECT, not in RETURNING:
+ * on Citus, RETURNING runs on the shard, where no other table may be read.
+ */
+#define MOVE_RETURNING \
+	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name"
+
+#define QUEUE_OF_U " LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
 
 #define TRANSITION_ARGTYPES \
 	{INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, \
@@ -109,6 +114,17 @@ typedef struct DurableStmtDef
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
 	" LIMIT $10) k)"
+
+/* failed tasks of a queue ($2) that may be replayed, in the partitions given */
+#define DEAD_LETTERS(partitions) \
+	"SELECT t.task_id FROM durable.task_history t" \
+	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
+	" AND t.state = 'failed'" \
+	" AND t.steps_in_doubt = 0" \
+	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
+	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
+	"  AND s.state = 'failed')" \
+	" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED"
 
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
@@ -287,6 +303,18 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" FROM durable.queues q, pg_catalog.generate_series(0, q.partitions - 1) i",
 		0, {InvalidOid}
 	},
+	/* on Citus: those of the partitions whose shards this node holds */
+	[STMT_PARTITIONS_LOCAL] = {
+		"partitions_local",
+		"SELECT p FROM (SELECT DISTINCT (q.partition_base + i)"
+		"  % " CppAsString2(DURABLE_PARTITION_SPACE)
+		"  FROM durable.queues q, pg_catalog.generate_series(0, q.partitions - 1) i) x(p)"
+		" WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
+		"  WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column("
+		"   'durable.live_tasks'::pg_catalog.regclass, x.p)"
+		"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+		0, {InvalidOid}
+	},
 	[STMT_ENQUEUE] = {
 		"enqueue",
 		"WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
@@ -372,7 +400,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_HEARTBEAT] = {
 		"heartbeat",
-		"UPDATE durable.live_tasks SET"
+		"WITH u AS (UPDATE durable.live_tasks SET"
 		" lease = COALESCE($4, lease),"
 		" lease_until = $3 + COALESCE($4, lease),"
 		" heartbeat_at = $3,"
@@ -382,9 +410,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE partition_key = $1"
 		" AND task_id = $2"
 		" AND fence = $6 AND state = 'running'"
-		" RETURNING lease_until, queue_name,"
-		" (SELECT q.restricted FROM durable.queues q"
-		"  WHERE q.queue_name = durable.live_tasks.queue_name)",
+		" RETURNING lease_until, queue_name)"
+		" SELECT u.lease_until, u.queue_name, q.restricted FROM u" QUEUE_OF_U,
 		6, {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID}
 	},
 	[STMT_HEARTBEAT_BATCH] = {
@@ -417,18 +444,19 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  attempt = " MOVED_ATTEMPT ","
 		"  lease = NULL, lease_until = NULL"
 		MOVE_WHERE
-		MOVE_RETURNING("durable.live_tasks") ","
-		"  claimed_at, claim_seq, claim_kind, claim_role)"
-		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
-		" lease_kind, lease_actor, lease_role)"
-		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		" COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
-		" " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
-		" " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
-		" " ENDS_LEASE("claim_role") " FROM u"
-		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
-		" (SELECT restricted FROM u)",
+		MOVE_RETURNING ","
+		"  claimed_at, claim_seq, claim_kind, claim_role),"
+		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+		"  lease_kind, lease_actor, lease_role)"
+		"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
+		"  COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
+		"  " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
+		"  " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
+		"  " ENDS_LEASE("claim_role") " FROM u"
+		"  RETURNING seq)"
+		" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
+		QUEUE_OF_U,
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_FINISH] = {
@@ -447,7 +475,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14,"
 		"  parent_id, concurrency_key, waits"
 		"  FROM d"
-		MOVE_RETURNING("durable.task_history") ", parent_id,"
+		MOVE_RETURNING ", parent_id,"
 		/* a task without waits, as most are, has no children to look for */
 		"  CASE WHEN waits IS NOT NULL THEN"
 		"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
@@ -459,7 +487,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  RETURNING s.*),"
 		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		"  SELECT s.*, $11 FROM s)"
-		" SELECT version, queue_name, owner, restricted, parent_id, children, waited FROM u",
+		" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
+		" u.children, u.waited FROM u" QUEUE_OF_U,
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_REVIVE] = {
@@ -483,18 +512,19 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  checkpoint_version, steps_in_doubt, metadata,"
 		"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
 		"  parent_id, concurrency_key, waits FROM d"
-		MOVE_RETURNING("durable.live_tasks") "),"
+		MOVE_RETURNING "),"
 		" s AS (DELETE FROM durable.step_history s USING d"
 		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 		"  RETURNING s.*),"
 		" l AS (INSERT INTO durable.live_steps (" STEP_TABLE_COLUMNS ")"
-		"  SELECT " STEP_TABLE_COLUMNS " FROM s)"
-		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, role)"
-		" SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		" COALESCE($13, owner), $14, $17 FROM u"
-		" RETURNING seq, (SELECT queue_name FROM u), (SELECT owner FROM u),"
-		" (SELECT restricted FROM u)",
+		"  SELECT " STEP_TABLE_COLUMNS " FROM s),"
+		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+		"  fence, at, kind, actor, detail, role)"
+		"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
+		"  COALESCE($13, owner), $14, $17 FROM u"
+		"  RETURNING seq)"
+		" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
+		QUEUE_OF_U,
 		18, TRANSITION_ARGTYPES
 	},
 	[STMT_COMMIT_BATCH] = {
@@ -528,15 +558,14 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
-		"SELECT t.task_id FROM durable.task_history t"
-		" WHERE t.partition_key = ANY ($1) AND t.queue_name = $2"
-		" AND t.state = 'failed'"
-		" AND t.steps_in_doubt = 0"
-		" AND NOT EXISTS (SELECT FROM durable.step_history s"
-		"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id"
-		"  AND s.state = 'failed')"
-		" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED",
+		DEAD_LETTERS("= ANY ($1)"),
 		3, {INT4ARRAYOID, TEXTOID, INT4OID}
+	},
+	/* on Citus, which locks rows only in a statement on one shard */
+	[STMT_DEAD_LETTERS_ONE] = {
+		"dead_letters_one",
+		DEAD_LETTERS("= $1"),
+		3, {INT4OID, TEXTOID, INT4OID}
 	},
 	[STMT_EVENT_APPEND] = {
 		"event_append",
@@ -705,6 +734,20 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" (SELECT count(*) FROM k)",
 		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID}
 	},
+	/*
+	 * On Citus, where rows are locked (SKIP LOCKED) only in a statement on
+	 * one shard: each table in one statement on all shards, without a
+	 * batch limit, run by the coordinator's reconciler alone.
+	 */
+	[STMT_RETAIN_OTHERS_ALL] = {
+		"retain_others_all",
+		"WITH i AS (DELETE FROM durable.inbox WHERE received_at < $1 RETURNING 1),"
+		" o AS (DELETE FROM durable.outbox WHERE published_at < $1 RETURNING 1),"
+		" k AS (DELETE FROM durable.idempotency_keys WHERE expires_at < $2 RETURNING 1)"
+		" SELECT (SELECT count(*) FROM i), (SELECT count(*) FROM o),"
+		" (SELECT count(*) FROM k)",
+		2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
 	[STMT_INBOX_INSERT] = {
 		"inbox_insert",
 		"INSERT INTO durable.inbox (partition_key, consumer, message_id,"
@@ -740,6 +783,29 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" AND o.published_at IS NULL"
 		" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
 		5, {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID}
+	},
+	/*
+	 * On Citus, where a statement on many shards cannot lock rows with
+	 * SKIP LOCKED: the candidates are read first, then taken one by one by
+	 * an update that checks again that each is free.
+	 */
+	[STMT_OUTBOX_CANDIDATES] = {
+		"outbox_candidates",
+		"SELECT partition_key, message_id FROM durable.outbox"
+		" WHERE published_at IS NULL"
+		" AND (lease_until IS NULL OR lease_until < $1)"
+		" ORDER BY message_id LIMIT $2",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_OUTBOX_CLAIM_ONE] = {
+		"outbox_claim_one",
+		"UPDATE durable.outbox o SET"
+		" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
+		" WHERE o.partition_key = $6 AND o.message_id = $4"
+		" AND o.published_at IS NULL"
+		" AND (o.lease_until IS NULL OR o.lease_until < $1)"
+		" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
+		6, {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID}
 	},
 	[STMT_OUTBOX_FENCE] = {
 		"outbox_fence",
@@ -1045,6 +1111,13 @@ static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
 static bool durable_version_checked = false;
 static Oid	durable_tasks_relid = InvalidOid;
 
+/*
+ * Whether durable's tables are distributed by Citus (durable_enable_citus),
+ * and this node's Citus group, as last read: see check_extension_version.
+ */
+static bool durable_distributed = false;
+static int32 durable_citus_group = -1;
+
 /* a DROP, CREATE or ALTER EXTENSION invalidates durable.live_tasks: check again */
 static void
 forget_version_check(Datum arg, Oid relid)
@@ -1054,25 +1127,44 @@ forget_version_check(Datum arg, Oid relid)
 }
 
 /*
+ * forget_plans
+ *		Free every kept plan, to be prepared again on its next use.
+ */
+static void
+forget_plans(void)
+{
+	for (int i = 0; i < DURABLE_NUM_STMTS; i++)
+	{
+		if (durable_plans[i] != NULL)
+			SPI_freeplan(durable_plans[i]);
+		durable_plans[i] = NULL;
+	}
+}
+
+/*
  * check_extension_version
  *		The statements are written for the tables of this library's version.
  *		After the library is upgraded and before ALTER EXTENSION durable
  *		UPDATE has run, they would fail with errors about columns nobody
  *		asked for: say what is wrong instead.  Checked again whenever
  *		durable.live_tasks is invalidated, as any change of the extension
- *		does.
+ *		does, and as distributing it does: the plans of distributed tables
+ *		are prepared differently (DurablePlan), so a change there drops
+ *		them all.
  */
 static void
 check_extension_version(void)
 {
 	static bool callback_registered = false;
+	bool		distributed = false;
 
 	if (!callback_registered)
 	{
 		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
 		callback_registered = true;
 	}
-	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid"
+	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid,"
+					" pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
 					" FROM pg_catalog.pg_extension"
 					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
 					true, 1) != SPI_OK_SELECT)
@@ -1082,6 +1174,7 @@ check_extension_version(void)
 		char	   *installed = SPI_getvalue(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1);
 		bool		isnull;
+		bool		citus;
 
 		if (strcmp(installed, DURABLE_VERSION) != 0)
 			ereport(ERROR,
@@ -1094,8 +1187,97 @@ check_extension_version(void)
 															 2, &isnull));
 		if (isnull)
 			durable_tasks_relid = InvalidOid;
+		citus = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 3, &isnull));
+		if (citus && OidIsValid(durable_tasks_relid))
+		{
+			if (SPI_execute("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
+							"  WHERE logicalrelid OPERATOR(pg_catalog.=) 'durable.live_tasks'::pg_catalog.regclass),"
+							" (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+							true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "could not read the Citus metadata of durable.live_tasks");
+			distributed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+			durable_citus_group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+															  SPI_tuptable->tupdesc, 2, &isnull));
+			if (isnull)
+				durable_citus_group = -1;
+		}
 	}
+	if (distributed != durable_distributed)
+		forget_plans();
+	durable_distributed = distributed;
 	durable_version_checked = true;
+}
+
+/*
+ * DurableDistributed
+ *		Whether durable's tables are distributed by Citus.
+ */
+bool
+DurableDistributed(void)
+{
+	if (!durable_version_checked)
+		check_extension_version();
+	return durable_distributed;
+}
+
+/*
+ * DurableRequireSingleServer
+ *		Refuse what does not run on Citus yet: the calls whose statements
+ *		read or change the tasks of many partitions at once (an event's
+ *		awaits, a parent and its children, a concurrency key's count).
+ */
+void
+DurableRequireSingleServer(const char *what)
+{
+	if (DurableDistributed())
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("%s is not supported on a Citus cluster yet", what),
+				errdetail("It reads or changes tasks of several partitions in one statement."));
+}
+
+/*
+ * DurableNodeId
+ *		The node bits of the ids this backend makes.  On a single server,
+ *		durable.node_id; on Citus, this node's group, which the cluster
+ *		hands out once per node, so two nodes never make the same id.  A
+ *		durable.node_id set to anything else is refused rather than used.
+ */
+int32
+DurableNodeId(void)
+{
+	if (!DurableDistributed())
+		return durable_node_id;
+	if (durable_citus_group < 0 || durable_citus_group >= (1 << DURABLE_NODE_BITS))
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("Citus group %d of this node does not fit in a durable node id",
+					   durable_citus_group),
+				errdetail("Node ids are %d bits long.", DURABLE_NODE_BITS));
+	if (durable_node_id != 0 && durable_node_id != durable_citus_group)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("durable.node_id is %d, but this node is Citus group %d",
+					   durable_node_id, durable_citus_group),
+				errdetail("On a Citus cluster the node id is the node's group."),
+				errhint("Remove durable.node_id from this node's configuration."));
+	return durable_citus_group;
+}
+
+/*
+ * DurableCitusWorker
+ *		Whether this node is a Citus node other than the coordinator: one
+ *		that must not change durable's tables' definitions (Citus runs DDL
+ *		from the coordinator) and that holds shards rather than tables.
+ */
+bool
+DurableCitusWorker(void)
+{
+	if (!durable_version_checked)
+		check_extension_version();
+	return durable_citus_group > 0;
 }
 
 /*
@@ -1120,8 +1302,13 @@ DurablePlan(DurableStmt id)
 		 * Plan once: a custom plan per call would cost more than most of
 		 * these statements take to run.  The statements are written so that
 		 * their generic plans use the right indexes whatever the values.
+		 * Citus, though, routes a statement to its shard by the values of
+		 * its parameters, and has no generic plan for most of them: on
+		 * distributed tables each call plans for its values (Citus's fast
+		 * path keeps that cheap for the single-table ones).
 		 */
 		plan = SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->argtypes,
+								  durable_distributed ? CURSOR_OPT_CUSTOM_PLAN :
 								  CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)

@@ -273,10 +273,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		stmt = STMT_REVIVE;
 	else
 		stmt = STMT_TRANSITION;
-	/* a finished task's last event is its row in history: no insert ends it */
-	if (DurableExecute(stmt, args, nulls,
-					   stmt == STMT_FINISH ? SPI_OK_SELECT : SPI_OK_INSERT_RETURNING,
-					   0) != 1)
+	if (DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0) != 1)
 		return false;
 	if (moved != NULL)
 	{

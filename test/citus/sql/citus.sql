@@ -1,0 +1,93 @@
+--
+-- durable on a Citus cluster (tools/citus): a coordinator and two workers,
+-- durable created on the coordinator and distributed here.
+--
+SET client_min_messages = warning;
+
+-- bad input first, while nothing is distributed
+\set VERBOSITY terse
+SELECT durable_enable_citus(0);
+SELECT durable_enable_citus(NULL);
+\set VERBOSITY default
+
+-- distribute; a second time is refused
+SELECT durable_enable_citus();
+\set VERBOSITY terse
+SELECT durable_enable_citus();
+\set VERBOSITY default
+
+-- every table by partition_key in one colocation group, the settings as
+-- reference tables
+SELECT logicalrelid::text AS table_name, partmethod,
+       colocationid = (SELECT colocationid FROM pg_dist_partition
+                       WHERE logicalrelid = 'durable.live_tasks'::regclass) AS with_tasks
+FROM pg_dist_partition
+WHERE logicalrelid::text LIKE 'durable.%' AND logicalrelid::text NOT LIKE '%\_p2%'
+ORDER BY 1;
+
+-- the lifecycle of a task, its steps, a retry and a replay
+SELECT durable_create_queue('jobs', lease => '1 minute', retry_base => 1, retry_cap => 1,
+                            partitions => 4);
+SELECT durable_enqueue('jobs', '{"n": 1}') AS t1 \gset
+SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') AS t2 \gset
+SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') = :t2 AS same_task;
+\set VERBOSITY terse
+SELECT durable_enqueue('jobs', '{"n": 3}', idempotency_key => 'k-2');
+\set VERBOSITY default
+-- ids carry their partition, and the node that made them (the coordinator, group 0)
+SELECT bool_and(task_id & 32767 = partition_key) AS id_has_partition,
+       bool_and((task_id >> 15) & 255 = 0) AS made_on_group_0
+FROM durable.tasks;
+SELECT count(*) AS claimed FROM durable_claim('jobs', 'w1', batch => 2);
+SELECT fence AS f1 FROM durable.tasks WHERE task_id = :t1 \gset
+SELECT fence AS f2 FROM durable.tasks WHERE task_id = :t2 \gset
+SELECT durable_heartbeat(:t1, :f1, 'phase 1') > now() AS renewed;
+SELECT state FROM durable_step(:t1, :f1, 'charge', 'queryable', '{"amount": 5}');
+SELECT durable_step_start(:t1, :f1, 'charge', 1) AS v \gset
+SELECT durable_commit(:t1, :f1, '{"charged": 5}', step => 'charge', expected_version => :v);
+SELECT state, result FROM durable_step(:t1, :f1, 'charge', 'queryable', '{"amount": 5}');
+SELECT durable_commit(:t1, :f1, '{"done": 1}');
+-- a stale writer loses: 55U01
+\set VERBOSITY sqlstate
+SELECT durable_commit(:t1, :f1);
+SELECT durable_heartbeat(:t2, :f2 + 1);
+\set VERBOSITY default
+SELECT durable_fail(:t2, :f2, 'permanent', '{"reason": "bad"}');
+SELECT task_id = :t2 AS is_t2, action FROM durable_replay_dead_letters('jobs');
+SELECT task_id = :t1 AS is_t1, state, attempt FROM durable.tasks WHERE task_id IN (:t1, :t2) ORDER BY 1 DESC;
+SELECT fence AS f2 FROM durable_claim('jobs', 'w2') WHERE task_id = :t2 \gset
+SELECT durable_release(:t2, :f2);
+SELECT count(*) AS reclaimed FROM durable_claim('jobs', 'w3');
+
+-- request keys and the inbox
+SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}') \gset b_
+SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}');
+SELECT durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS first,
+       durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS again;
+
+-- the outbox: a claim across shards, an ack under its fence, a stale ack
+SELECT count(durable_outbox_emit('orders', jsonb_build_object('n', i), 'key-' || i))
+FROM generate_series(1, 6) i;
+SELECT count(*) AS held, count(DISTINCT fence) AS fences
+FROM durable_outbox_claim('p1', batch => 4);
+SELECT count(*) AS held_by_p2 FROM durable_outbox_claim('p2', batch => 10);
+SELECT durable_outbox_ack(array_agg(message_id), max(fence)) AS acked
+FROM durable.outbox WHERE publisher = 'p1' AND published_at IS NULL;
+\set VERBOSITY sqlstate
+SELECT durable_outbox_ack(array_agg(message_id), max(fence) + 1)
+FROM durable.outbox WHERE publisher = 'p2' AND published_at IS NULL;
+\set VERBOSITY default
+-- fences carry their node
+SELECT bool_and(fence & 255 = 0) AS fenced_on_group_0 FROM durable.outbox;
+
+-- what runs across partitions is refused, not half done
+\set VERBOSITY sqlstate
+SELECT durable_emit('payment:1');
+SELECT durable_spawn(:t1, 1, 'kids', 'jobs', '{}');
+\set VERBOSITY default
+
+-- the operators' views answer on the cluster
+SELECT queue_name, ready, running, completed, failed FROM durable.queue_stats
+WHERE queue_name = 'jobs';
+SELECT queue_name, tasks FROM durable.metrics WHERE queue_name = 'jobs';
+SELECT count(*) AS problems FROM durable_verify();
