@@ -22,7 +22,7 @@
 --
 CREATE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -91,6 +91,10 @@ BEGIN
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
+    -- Enqueues lock their queue's row through this key, on the node of the
+    -- task's shard only (DurableQueueGetShared locks it everywhere else).
+    ALTER TABLE durable.live_tasks ADD CONSTRAINT live_tasks_queue_name_fkey
+        FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.durable_enable_citus(int) IS 'distribute durable''s tables by partition_key on a Citus cluster (once, on the coordinator)';

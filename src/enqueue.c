@@ -260,6 +260,29 @@ array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
 	return n;
 }
 
+/* 22004 for a null payload of a batch, 54000 for one too large */
+static void
+check_batch_element(int i, Datum *payloads, bool *payload_nulls)
+{
+	if (payload_nulls[i])
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("payload %d of the batch is null", i + 1));
+	DurableCheckPayloadSize(VARSIZE_ANY(DatumGetPointer(payloads[i])), "payload");
+}
+
+/* the ids of a batch, as the array it returns */
+static ArrayType *
+id_array(const int64 *result, int n)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(result[i]);
+	return construct_array(ids, n, INT8OID, sizeof(int64),
+						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+}
+
 /*
  * durable_enqueue_batch(queue text, payloads jsonb[], idempotency_keys
  *		text[] = NULL, run_at timestamptz = NULL, priority int = 0,
@@ -328,6 +351,24 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 	SPI_connect();
 	DurableQueueGetShared(req.queue, &settings);
 	DurableCheckRestrictedQueue(req.queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	if (DurableDistributed())
+	{
+		/* on Citus, task by task, each on its own shard */
+		for (int i = 0; i < n; i++)
+		{
+			DurableEnqueueRequest one = req;
+
+			check_batch_element(i, payloads, payload_nulls);
+			one.payload = DatumGetJsonbP(payloads[i]);
+			one.idempotency_key = keys && !key_nulls[i] ?
+				TextDatumGetCString(keys[i]) : NULL;
+			one.concurrency_key = ckeys && !ckey_nulls[i] ?
+				TextDatumGetCString(ckeys[i]) : NULL;
+			result[i] = DurableEnqueue(&one, &settings, now);
+		}
+		SPI_finish();
+		PG_RETURN_ARRAYTYPE_P(id_array(result, n));
+	}
 	if (n > 0)
 	{
 		Datum		count = Int32GetDatum(n);
@@ -337,12 +378,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 		{
 			char	   *key = NULL;
 
-			if (payload_nulls[i])
-				ereport(ERROR,
-						errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("payload %d of the batch is null", i + 1));
-			DurableCheckPayloadSize(VARSIZE_ANY(DatumGetPointer(payloads[i])),
-									"payload");
+			check_batch_element(i, payloads, payload_nulls);
 			if (keys && !key_nulls[i])
 			{
 				key = TextDatumGetCString(keys[i]);
@@ -419,9 +455,5 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 	if (n > 0 && settings.notify && (req.run_at == 0 || req.run_at <= now))
 		Async_Notify(DURABLE_READY_CHANNEL, req.queue);
 	SPI_finish();
-
-	for (int i = 0; i < n; i++)
-		ids[i] = Int64GetDatum(result[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(ids, n, INT8OID, sizeof(int64),
-										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	PG_RETURN_ARRAYTYPE_P(id_array(result, n));
 }

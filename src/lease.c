@@ -83,14 +83,36 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 		int			wanted = batch - claimed;
 		uint64		n;
 
+		bool		expired = true;
+
 		args[0] = Int32GetDatum(partition);
 		args[3] = Int32GetDatum(wanted);
+
+		/*
+		 * On Citus a statement that locks rows makes its node a participant
+		 * of the transaction even where it takes none, and two participants
+		 * commit in two phases: a partition is first read, and locked only
+		 * when it has work.
+		 */
+		if (ready_work && DurableDistributed())
+		{
+			bool		isnull;
+
+			DurableExecute(STMT_CLAIM_PROBE, args, NULL, SPI_OK_SELECT, 0);
+			expired = DatumGetBool(DurableResultDatum(0, 2, &isnull));
+			if (!DatumGetBool(DurableResultDatum(0, 1, &isnull)))
+			{
+				if (expired)
+					DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+				continue;
+			}
+		}
 		n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
 		for (uint64 row = 0; row < n; row++)
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 		claimed += (int) n;
 
-		if (ready_work && (int) n < wanted)
+		if (ready_work && (int) n < wanted && expired)
 			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
 	}
 	return claimed;
@@ -521,6 +543,63 @@ batch_children(uint64 rows, uint64 *count)
 	return pairs;
 }
 
+static int
+compare_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * commit_each
+ *		durable_commit_batch on Citus: each task as durable_commit commits
+ *		it, so that each runs on its own shard (one statement on many would
+ *		run on every shard); a refusal rolls back the whole batch as there.
+ */
+static void
+commit_each(ArrayType *ids, ArrayType *fences, ArrayType *results)
+{
+	Datum	   *id_values;
+	Datum	   *fence_values;
+	Datum	   *result_values = NULL;
+	bool	   *result_nulls = NULL;
+	int64	   *sorted;
+	int			n;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+
+	deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+					  &id_values, NULL, &n);
+	deconstruct_array(fences, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+					  &fence_values, NULL, &n);
+	if (results != NULL)
+		deconstruct_array(results, JSONBOID, -1, false, TYPALIGN_INT,
+						  &result_values, &result_nulls, &n);
+	sorted = palloc(sizeof(int64) * n);
+	for (int i = 0; i < n; i++)
+		sorted[i] = DatumGetInt64(id_values[i]);
+	qsort(sorted, n, sizeof(int64), compare_int64);
+	for (int i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1])
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("a task appears more than once in task_ids"));
+
+	for (int i = 0; i < n; i++)
+	{
+		DurableMove move = {0};
+
+		move.fence = DatumGetInt64(fence_values[i]);
+		move.result = result_values && !result_nulls[i] ?
+			DatumGetJsonbP(result_values[i]) : NULL;
+		move.from_state = "running";
+		move.to_state = "completed";
+		move.kind = "completed";
+		DurableMoveTaskFenced(DatumGetInt64(id_values[i]), &move, now);
+	}
+}
+
 /*
  * durable_commit_batch(task_ids bigint[], fences bigint[],
  *						results jsonb[] = NULL) RETURNS int
@@ -574,6 +653,12 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 	args[4] = CStringGetTextDatum(DurableCallerName());
 
 	SPI_connect();
+	if (DurableDistributed())
+	{
+		commit_each(ids, fences, PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2));
+		SPI_finish();
+		PG_RETURN_INT32(n);
+	}
 	done = DurableExecute(STMT_COMMIT_BATCH, args, nulls, SPI_OK_SELECT, 0);
 	if (done != (uint64) n)
 	{

@@ -95,7 +95,15 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 void
 DurableQueueGetShared(const char *queue, DurableQueue *result)
 {
-	queue_get(STMT_QUEUE_GET_SHARE, queue, result);
+	/*
+	 * On Citus a lock on a row of a reference table is taken on every node,
+	 * and makes each call a distributed transaction.  There the foreign key
+	 * from durable.live_tasks to durable.queues (durable_enable_citus) takes
+	 * the same lock where it matters: on the node of the task's shard, whose
+	 * copy of the queue's row a drop also locks.
+	 */
+	queue_get(DurableDistributed() ? STMT_QUEUE_GET : STMT_QUEUE_GET_SHARE,
+			  queue, result);
 }
 
 /* the partition key of a queue's index-th partition */

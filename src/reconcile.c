@@ -336,30 +336,57 @@ apply_retention(TimestampTz now, int batch, DurableSettledCallback callback,
 }
 
 /*
- * reconcile_partition
- *		DurableReconcilePartition in a subtransaction, so that a partition
- *		that fails (on Citus: its shard's node is down) does not stop the
- *		others: the failure is logged and the partition is tried again at
- *		the next tick.  Only on Citus: on one server a partition fails only
- *		with the whole database, and the tick's retries owe their tokens to
- *		its end in its own (sub)transaction (budget.c), which on Citus they
- *		take at once instead.
+ * What a tick does on Citus in a subtransaction of its own (on_citus).
+ */
+typedef struct CitusWork
+{
+	int32		partition;		/* or one of these: */
+#define CITUS_WORK_RETENTION (-1)
+#define CITUS_WORK_SCHEDULES (-2)
+	TimestampTz now;
+	int			batch;
+	DurableSettledCallback callback;
+	void	   *arg;
+} CitusWork;
+
+static uint64
+do_citus_work(const CitusWork *work)
+{
+	if (work->partition == CITUS_WORK_RETENTION)
+		return apply_retention(work->now, work->batch, work->callback, work->arg);
+	if (work->partition == CITUS_WORK_SCHEDULES)
+		return DurableRunSchedules(work->now, work->batch, work->callback, work->arg);
+	return DurableReconcilePartition(work->partition, work->now, work->batch,
+									 work->callback, work->arg);
+}
+
+/*
+ * on_citus
+ *		A part of the tick in a subtransaction, so that a part that fails
+ *		does not stop the others: a partition whose shard's node is down,
+ *		retention or the schedules while any node is.  The part is tried again at the next
+ *		tick.  A node that cannot be reached (SQLSTATE class 08) is waited
+ *		for quietly, at DEBUG1; anything else is a WARNING.
+ *
+ *		Only on Citus: on one server a part fails only with the whole
+ *		database, and the tick's retries owe their tokens to its end in its
+ *		own (sub)transaction (budget.c), which on Citus they take at once
+ *		instead.
  */
 static uint64
-reconcile_partition(int32 partition, TimestampTz now, int batch,
-					DurableSettledCallback callback, void *arg)
+on_citus(const CitusWork *work)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	volatile uint64 settled = 0;
+	volatile uint64 done = 0;
 
 	if (!DurableDistributed())
-		return DurableReconcilePartition(partition, now, batch, callback, arg);
+		return do_citus_work(work);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(context);
 	PG_TRY();
 	{
-		settled = DurableReconcilePartition(partition, now, batch, callback, arg);
+		done = do_citus_work(work);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(context);
 		CurrentResourceOwner = owner;
@@ -374,13 +401,19 @@ reconcile_partition(int32 partition, TimestampTz now, int batch,
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(context);
 		CurrentResourceOwner = owner;
-		ereport(WARNING,
+		ereport(ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ?
+				DEBUG1 : WARNING,
 				errcode(edata->sqlerrcode),
-				errmsg("could not reconcile partition %d: %s", partition, edata->message));
+				work->partition >= 0 ?
+				errmsg("could not reconcile partition %d: %s", work->partition,
+					   edata->message) :
+				work->partition == CITUS_WORK_RETENTION ?
+				errmsg("could not apply retention: %s", edata->message) :
+				errmsg("could not run the schedules: %s", edata->message));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	return settled;
+	return done;
 }
 
 /*
@@ -406,15 +439,28 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	 */
 	DurableBeginRetryTokens();
 	for (uint64 i = 0; i < npartitions && settled < (uint64) batch; i++)
-		settled += reconcile_partition(partitions[i], now, batch - (int) settled,
-									   callback, arg);
+	{
+		CitusWork	work = {partitions[i], now, batch - (int) settled, callback, arg};
+
+		settled += on_citus(&work);
+	}
 	for (uint64 i = 0; i < npartitions && alarms < (uint64) batch; i++)
 		alarms += raise_stuck_alarms(partitions[i], now, batch - (int) alarms,
 									 callback, arg);
-	removed = apply_retention(now, batch, callback, arg);
+	{
+		CitusWork	work = {CITUS_WORK_RETENTION, now, batch, callback, arg};
+
+		removed = on_citus(&work);
+	}
 	/* on Citus, the coordinator enqueues what the schedules owe */
-	scheduled = DurableCitusWorker() ? 0 :
-		DurableRunSchedules(now, batch, callback, arg);
+	if (DurableCitusWorker())
+		scheduled = 0;
+	else
+	{
+		CitusWork	work = {CITUS_WORK_SCHEDULES, now, batch, callback, arg};
+
+		scheduled = on_citus(&work);
+	}
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
 	return Max(Max(settled, alarms), Max(removed, scheduled));

@@ -376,6 +376,16 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
 		TIMESTAMPTZOID, TEXTOID}
 	},
+	/* on Citus: whether a partition has work to claim, and expired leases */
+	[STMT_CLAIM_PROBE] = {
+		"claim_probe",
+		"SELECT EXISTS (SELECT FROM durable.live_tasks"
+		"  WHERE partition_key = $1 AND queue_name = $2"
+		"  AND state IN ('ready', 'waiting') AND run_at <= $3),"
+		" EXISTS (SELECT FROM durable.live_tasks"
+		"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3)",
+		3, {INT4OID, TEXTOID, TIMESTAMPTZOID}
+	},
 	[STMT_CLAIM_LIMITED] = {
 		"claim_limited",
 		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
@@ -1102,12 +1112,174 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 };
 
+/*
+ * Citus runs a statement whose modifying CTEs feed one another as a chain
+ * of intermediate results, shipped to every node and committed with two
+ * phases, even when every row is on one shard.  On distributed tables the
+ * statements below run as splits instead: one statement per table, each
+ * routed by its partition_key to the task's shard, so that a call on a
+ * task of one node is a one-phase commit on that node.
+ *
+ * A step's parameters are the caller's, followed by the columns of one row
+ * of its input step ("$*" in its text stands for all of those); it runs
+ * once per row of its input, or once when it has none.  A required step
+ * that finds no row ends the split with no rows (the task was not there,
+ * or not under that fence).  The last step returns what the statement
+ * returns, in the same columns.
+ */
+#define SPLIT_MAX_STEPS 5
+#define SPLIT_NO_INPUT (-1)
+
+typedef struct DurableSplitStep
+{
+	const char *sql;
+	int			input;			/* an earlier step, or SPLIT_NO_INPUT */
+	bool		required;
+} DurableSplitStep;
+
+typedef struct DurableSplitDef
+{
+	int			nsteps;
+	DurableSplitStep steps[SPLIT_MAX_STEPS];
+} DurableSplitDef;
+
+/* the event of an enqueue, from the task's row given as $18..$21 */
+#define ENQUEUE_EVENT_SPLIT \
+	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15)" \
+	" RETURNING task_id"
+
+#define ENQUEUE_COLUMNS \
+	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
+	" created_at, deadline, queue_name, idempotency_key, request_hash," \
+	" workflow_version, payload, metadata, parent_id, concurrency_key"
+
+/* the changes of a move (STMT_TRANSITION's parameters) */
+#define MOVE_SET \
+	" state = $5::durable.task_state, fence = fence + $6, version = version + 1," \
+	" run_at = COALESCE($7, run_at), stop_code = $8," \
+	" last_error = COALESCE($9, last_error), result = COALESCE($10, result)," \
+	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL"
+
+/* a lease's column given as a parameter, when the move ends the lease */
+#define ENDS_LEASE_PARAM(param) "CASE WHEN $4 = 'running' THEN " param " END"
+
+/*
+ * A finished state from its name, without the enum's input function: Citus
+ * allows no function in RETURNING that is not immutable.
+ */
+#define FINISHED_STATE(name) \
+	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
+	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
+	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
+
+/* queue, owner and whether the queue is restricted, after a move */
+#define MOVED_QUEUE(seq, queue, owner) \
+	"SELECT " seq ", " queue "::text AS queue_name, " owner "::text AS owner," \
+	" q.restricted FROM (SELECT) x" \
+	" LEFT JOIN durable.queues q ON q.queue_name = " queue
+
+static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
+	[STMT_ENQUEUE] = {2, {
+		{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
+			" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+			" << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
+			" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
+			" $11, $12, $13, $14, $16, $17)"
+			" RETURNING partition_key, task_id, version, fence",
+		SPLIT_NO_INPUT, true},
+		{ENQUEUE_EVENT_SPLIT, 0, true}}
+	},
+	[STMT_ENQUEUE_KEYED] = {3, {
+		{"INSERT INTO durable.task_keys (partition_key, queue_name,"
+			" idempotency_key, task_id, request_hash, created_at)"
+			" VALUES ($1, $9, $10,"
+			" pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+			" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+			" ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+			" RETURNING task_id",
+		SPLIT_NO_INPUT, true},
+		{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
+			" VALUES ($1, $18, 'ready', $3::durable.activity_class, $4, $5, $6,"
+			" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17)"
+			" RETURNING partition_key, task_id, version, fence",
+		0, true},
+		{ENQUEUE_EVENT_SPLIT, 1, true}}
+	},
+	[STMT_EVENT_APPEND] = {2, {
+		{"UPDATE durable.live_tasks SET version = version + 1,"
+			" steps_in_doubt = steps_in_doubt + $8"
+			" WHERE partition_key = $1 AND task_id = $2"
+			" RETURNING partition_key, task_id, version, fence, state, owner",
+		SPLIT_NO_INPUT, true},
+		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+			" at, kind, actor, detail, step, role)"
+			" VALUES ($10, $11, $12, $14, $13, $3, $4, COALESCE($5, $15), $6, $7, $9)"
+			" RETURNING seq",
+		0, true}}
+	},
+	[STMT_TRANSITION] = {3, {
+		/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
+		 * claimed_at, claim_seq, claim_kind, claim_role */
+		{"UPDATE durable.live_tasks SET" MOVE_SET MOVE_WHERE
+			" RETURNING partition_key, task_id, version, fence, state, owner,"
+			" queue_name, claimed_at, claim_seq, claim_kind, claim_role",
+		SPLIT_NO_INPUT, true},
+		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+			" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+			" lease_kind, lease_actor, lease_role)"
+			" VALUES ($19, $20, $21, $23, $22, $11, $12, COALESCE($13, $24), $14, $17,"
+			" " ENDS_LEASE_PARAM("$27") ", " ENDS_LEASE_PARAM("$22 - $6") ","
+			" " ENDS_LEASE_PARAM("$26") ", " ENDS_LEASE_PARAM("$28") ","
+			" " ENDS_LEASE_PARAM("$24") ", " ENDS_LEASE_PARAM("$29") ")"
+			" RETURNING seq, $25::text, $24::text",
+		0, true},
+		{MOVED_QUEUE("$19", "$20", "$21"), 1, true}}
+	},
+	[STMT_FINISH] = {5, {
+		/* the task's row in history, as STMT_FINISH makes it */
+		{"DELETE FROM durable.live_tasks" MOVE_WHERE
+			" RETURNING partition_key, task_id, " FINISHED_STATE("$5") ", class, priority,"
+			" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
+			" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at,"
+			" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name,"
+			" owner, progress, $8, idempotency_key, request_hash, workflow_version,"
+			" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
+			" checkpoint_version, steps_in_doubt, metadata,"
+			" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") ","
+			" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") ","
+			" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14,"
+			" parent_id, concurrency_key, waits",
+		SPLIT_NO_INPUT, true},
+		{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
+			" RETURNING version, queue_name, owner, parent_id, waits",
+		0, true},
+		{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
+			" RETURNING " STEP_TABLE_COLUMNS,
+		SPLIT_NO_INPUT, false},
+		{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+			" VALUES ($*, $11)",
+		2, false},
+		{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
+			" q.restricted, $22::int8 AS parent_id,"
+			" CASE WHEN $23 IS NOT NULL THEN"
+			" (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
+			"  FROM pg_catalog.jsonb_each($23) w"
+			"  WHERE w.value ->> 'kind' = 'spawn') END AS children,"
+			" $23 IS NOT NULL AS waited"
+			" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
+		1, true}}
+	},
+};
+
 StaticAssertDecl(DURABLE_ID_SHIFT == DURABLE_PARTITION_BITS + DURABLE_NODE_BITS,
 				 "task id layout does not add up");
 StaticAssertDecl(DURABLE_PARTITION_MASK == DURABLE_PARTITION_SPACE - 1,
 				 "partition mask does not match the partition space");
 
 static SPIPlanPtr durable_plans[DURABLE_NUM_STMTS];
+static SPIPlanPtr durable_split_plans[DURABLE_NUM_STMTS][SPLIT_MAX_STEPS];
 static bool durable_version_checked = false;
 static Oid	durable_tasks_relid = InvalidOid;
 
@@ -1138,6 +1310,12 @@ forget_plans(void)
 		if (durable_plans[i] != NULL)
 			SPI_freeplan(durable_plans[i]);
 		durable_plans[i] = NULL;
+		for (int k = 0; k < SPLIT_MAX_STEPS; k++)
+		{
+			if (durable_split_plans[i][k] != NULL)
+				SPI_freeplan(durable_split_plans[i][k]);
+			durable_split_plans[i][k] = NULL;
+		}
 	}
 }
 
@@ -1321,12 +1499,120 @@ DurablePlan(DurableStmt id)
 	return durable_plans[id];
 }
 
+/* the most parameters of a split's step: the caller's and its input's */
+#define SPLIT_MAX_ARGS (MAX_ARGS + 64)
+
+/*
+ * split_plan
+ *		The kept plan of step k of a statement's split, prepared on its first
+ *		use, when the columns of its input are known.
+ */
+static SPIPlanPtr
+split_plan(DurableStmt id, int k, TupleDesc input)
+{
+	const DurableStmtDef *def = &durable_stmts[id];
+	const char *sql = durable_splits[id].steps[k].sql;
+	Oid			argtypes[SPLIT_MAX_ARGS];
+	int			ninput = input ? input->natts : 0;
+	StringInfoData buf;
+	const char *star;
+	SPIPlanPtr	plan;
+
+	if (durable_split_plans[id][k] != NULL)
+		return durable_split_plans[id][k];
+	if (def->nargs + ninput > SPLIT_MAX_ARGS)
+		elog(ERROR, "step %d of \"%s\" has too many parameters", k, def->name);
+	memcpy(argtypes, def->argtypes, sizeof(Oid) * def->nargs);
+	for (int c = 0; c < ninput; c++)
+		argtypes[def->nargs + c] = SPI_gettypeid(input, c + 1);
+
+	/* "$*": the input's columns, numbered after the caller's parameters */
+	initStringInfo(&buf);
+	star = strstr(sql, "$*");
+	if (star != NULL)
+	{
+		appendBinaryStringInfo(&buf, sql, star - sql);
+		for (int c = 0; c < ninput; c++)
+			appendStringInfo(&buf, "%s$%d", c > 0 ? ", " : "", def->nargs + c + 1);
+		appendStringInfoString(&buf, star + 2);
+	}
+	else
+		appendStringInfoString(&buf, sql);
+
+	plan = SPI_prepare_cursor(buf.data, def->nargs + ninput, argtypes,
+							  CURSOR_OPT_CUSTOM_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare step %d of \"%s\": %s",
+			 k, def->name, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not keep plan for step %d of \"%s\"", k, def->name);
+	pfree(buf.data);
+	durable_split_plans[id][k] = plan;
+	return plan;
+}
+
+/*
+ * execute_split
+ *		DurableExecute for a statement that runs as a split (see
+ *		durable_splits).
+ */
+static uint64
+execute_split(DurableStmt id, Datum *values, const char *nulls, int expected)
+{
+	const DurableStmtDef *def = &durable_stmts[id];
+	const DurableSplitDef *split = &durable_splits[id];
+	SPITupleTable *results[SPLIT_MAX_STEPS] = {0};
+	uint64		last_rows[SPLIT_MAX_STEPS] = {0};
+	Datum		args[SPLIT_MAX_ARGS];
+	char		argnulls[SPLIT_MAX_ARGS];
+	int			rc = SPI_OK_SELECT;
+
+	memcpy(args, values, sizeof(Datum) * def->nargs);
+	for (int i = 0; i < def->nargs; i++)
+		argnulls[i] = nulls ? nulls[i] : ' ';
+
+	for (int k = 0; k < split->nsteps; k++)
+	{
+		const DurableSplitStep *step = &split->steps[k];
+		SPITupleTable *input = step->input == SPLIT_NO_INPUT ? NULL : results[step->input];
+		uint64		rows = input ? last_rows[step->input] : 1;
+		SPIPlanPtr	plan = split_plan(id, k, input ? input->tupdesc : NULL);
+		uint64		found = 0;
+
+		for (uint64 r = 0; r < rows; r++)
+		{
+			for (int c = 0; input && c < input->tupdesc->natts; c++)
+			{
+				bool		isnull;
+
+				args[def->nargs + c] = SPI_getbinval(input->vals[r], input->tupdesc,
+													 c + 1, &isnull);
+				argnulls[def->nargs + c] = isnull ? 'n' : ' ';
+			}
+			rc = SPI_execute_plan(plan, args, argnulls, false, 0);
+			if (rc < 0)
+				elog(ERROR, "step %d of \"%s\" failed: %s",
+					 k, def->name, SPI_result_code_string(rc));
+			found += SPI_processed;
+			results[k] = SPI_tuptable;
+			last_rows[k] = SPI_processed;
+		}
+		if (step->required && found == 0)
+			return 0;
+	}
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result for \"%s\": %s",
+			 def->name, SPI_result_code_string(rc));
+	return last_rows[split->nsteps - 1];
+}
+
 /*
  * DurableExecute
  *		Run a statement with the given parameters and check that SPI
  *		returned what the caller expects.  nulls follows SPI's convention
  *		(' ' not null, 'n' null) and may be NULL when no value is null.
- *		Returns SPI_processed.
+ *		Returns SPI_processed.  On distributed tables a statement that has
+ *		a split runs as its split.
  */
 uint64
 DurableExecute(DurableStmt id, Datum *values, const char *nulls,
@@ -1334,6 +1620,10 @@ DurableExecute(DurableStmt id, Datum *values, const char *nulls,
 {
 	int			rc;
 
+	if (!durable_version_checked)
+		check_extension_version();
+	if (durable_distributed && durable_splits[id].nsteps > 0)
+		return execute_split(id, values, nulls, expected);
 	rc = SPI_execute_plan(DurablePlan(id), values, nulls, false, tcount);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",

@@ -25,9 +25,16 @@ FROM pg_dist_partition
 WHERE logicalrelid::text LIKE 'durable.%' AND logicalrelid::text NOT LIKE '%\_p2%'
 ORDER BY 1;
 
+-- Citus records each transaction it commits in two phases (tools/citus
+-- keeps the records): a call on a task of one node commits in one
+SELECT count(*) AS before FROM pg_dist_transaction \gset
+
 -- the lifecycle of a task, its steps, a retry and a replay
 SELECT durable_create_queue('jobs', lease => '1 minute', retry_base => 1, retry_cap => 1,
                             partitions => 4);
+-- (a queue is written on every node: in two phases)
+SELECT count(*) > :before AS queue_in_two_phases FROM pg_dist_transaction;
+SELECT count(*) AS before FROM pg_dist_transaction \gset
 SELECT durable_enqueue('jobs', '{"n": 1}') AS t1 \gset
 SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') AS t2 \gset
 SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') = :t2 AS same_task;
@@ -38,7 +45,8 @@ SELECT durable_enqueue('jobs', '{"n": 3}', idempotency_key => 'k-2');
 SELECT bool_and(task_id & 32767 = partition_key) AS id_has_partition,
        bool_and((task_id >> 15) & 255 = 0) AS made_on_group_0
 FROM durable.tasks;
-SELECT count(*) AS claimed FROM durable_claim('jobs', 'w1', batch => 2);
+SELECT count(*) AS claimed FROM durable_claim('jobs', 'w1');
+SELECT count(*) AS claimed FROM durable_claim('jobs', 'w1');
 SELECT fence AS f1 FROM durable.tasks WHERE task_id = :t1 \gset
 SELECT fence AS f2 FROM durable.tasks WHERE task_id = :t2 \gset
 SELECT durable_heartbeat(:t1, :f1, 'phase 1') > now() AS renewed;
@@ -47,6 +55,9 @@ SELECT durable_step_start(:t1, :f1, 'charge', 1) AS v \gset
 SELECT durable_commit(:t1, :f1, '{"charged": 5}', step => 'charge', expected_version => :v);
 SELECT state, result FROM durable_step(:t1, :f1, 'charge', 'queryable', '{"amount": 5}');
 SELECT durable_commit(:t1, :f1, '{"done": 1}');
+-- enqueue, claim, heartbeat, step and commit, each on the task's node only
+SELECT count(*) - :before AS two_phase_commits FROM pg_dist_transaction;
+
 -- a stale writer loses: 55U01
 \set VERBOSITY sqlstate
 SELECT durable_commit(:t1, :f1);
@@ -58,6 +69,30 @@ SELECT task_id = :t1 AS is_t1, state, attempt FROM durable.tasks WHERE task_id I
 SELECT fence AS f2 FROM durable_claim('jobs', 'w2') WHERE task_id = :t2 \gset
 SELECT durable_release(:t2, :f2);
 SELECT count(*) AS reclaimed FROM durable_claim('jobs', 'w3');
+SELECT fence AS f2 FROM durable.tasks WHERE task_id = :t2 \gset
+
+-- batches, task by task on Citus, all or none
+SELECT count(*) AS tasks FROM durable.tasks \gset
+\set VERBOSITY terse
+SELECT durable_enqueue_batch('jobs', ARRAY['{"b": 1}', '{"b": 2}']::jsonb[],
+                             idempotency_keys => ARRAY['b-1', 'k-2']);
+\set VERBOSITY default
+SELECT count(*) - :tasks AS enqueued_by_the_refused_batch FROM durable.tasks;
+SELECT (durable_enqueue_batch('jobs', ARRAY['{"b": 1}', '{"b": 2}', '{"n": 2}']::jsonb[],
+                              idempotency_keys => ARRAY['b-1', NULL, 'k-2']))[3] = :t2 AS third_is_t2;
+SELECT count(*) AS claimed FROM durable_claim('jobs', 'w4', batch => 10);
+\set VERBOSITY sqlstate
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence + 1))
+FROM durable.tasks WHERE queue_name = 'jobs' AND state = 'running' AND task_id <> :t2;
+SELECT durable_commit_batch(array_agg(task_id) || array_agg(task_id), array_agg(fence) || array_agg(fence))
+FROM durable.tasks WHERE queue_name = 'jobs' AND state = 'running' AND task_id <> :t2;
+\set VERBOSITY default
+SELECT count(*) AS still_running FROM durable.tasks WHERE queue_name = 'jobs' AND state = 'running';
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence), array_agg('{"batch": true}'::jsonb))
+FROM durable.tasks WHERE queue_name = 'jobs' AND state = 'running' AND task_id <> :t2;
+SELECT state, count(*), count(*) FILTER (WHERE result = '{"batch": true}') AS batch_results
+FROM durable.tasks WHERE queue_name = 'jobs' GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS claimed_next FROM durable_commit_and_claim(:t2, :f2, '{"last": true}');
 
 -- request keys and the inbox
 SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}') \gset b_
