@@ -11,6 +11,8 @@
  */
 #include "durable.h"
 
+#include "utils/guc.h"
+
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -349,6 +351,15 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 				errhint("Drop queues in a READ COMMITTED transaction."));
 
 	SPI_connect();
+	/*
+	 * On Citus the queue's row is locked on every node, and the drop then
+	 * deletes on every shard: Citus can do both in one transaction only
+	 * over one connection per node.
+	 */
+	if (DurableDistributed())
+		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
 	queue_get(STMT_QUEUE_GET_FOR_DROP, queue, &settings);
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));

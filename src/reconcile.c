@@ -28,6 +28,7 @@
 #include "access/xact.h"
 #include "commands/async.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -182,8 +183,12 @@ partitions_in_use(uint64 *count)
 {
 	int32	   *partitions;
 
-	/* on Citus, each node's reconciler works on the shards it holds */
-	*count = DurableExecute(DurableDistributed() ? STMT_PARTITIONS_LOCAL : STMT_PARTITIONS,
+	/*
+	 * On Citus, each node's reconciler works on the shards it holds; a call
+	 * of durable_reconcile() works on all of them, wherever it runs.
+	 */
+	*count = DurableExecute(DurableDistributed() && IsBackgroundWorker ?
+							STMT_PARTITIONS_LOCAL : STMT_PARTITIONS,
 							NULL, NULL, SPI_OK_SELECT, 0);
 	partitions = palloc(sizeof(int32) * Max(*count, 1));
 	for (uint64 i = 0; i < *count; i++)

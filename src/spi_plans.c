@@ -1180,7 +1180,33 @@ typedef struct DurableSplitDef
 	" q.restricted FROM (SELECT) x" \
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
+/* what of a queue's ($1, in its partitions $2) goes with it, by table */
+#define QUEUE_TASKS(table) \
+	" USING " table " t WHERE x.partition_key = t.partition_key" \
+	" AND x.task_id = t.task_id AND t.partition_key = ANY ($2)" \
+	" AND t.queue_name = $1"
+
 static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
+	/* each table on all its shards, joined on partition_key where needed */
+	[STMT_QUEUE_DROP] = {5, {
+		{"WITH a AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+			" b AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+		SPLIT_NO_INPUT, false},
+		{"WITH a AS (DELETE FROM durable.live_steps x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+			" b AS (DELETE FROM durable.step_history x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+		SPLIT_NO_INPUT, false},
+		{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($2)"
+			"  AND queue_name = $1 RETURNING 1),"
+			" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($2)"
+			"  AND queue_name = $1 RETURNING 1)"
+			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+		SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+		SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.queues WHERE queue_name = $1", SPLIT_NO_INPUT, false}}
+	},
 	[STMT_ENQUEUE] = {2, {
 		{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
 			" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"

@@ -121,6 +121,22 @@ SELECT durable_emit('payment:1');
 SELECT durable_spawn(:t1, 1, 'kids', 'jobs', '{}');
 \set VERBOSITY default
 
+-- an expired lease: durable_reconcile() on the coordinator settles it, if
+-- the reconciler of the task's node has not yet
+SELECT durable_create_queue('short', lease => '1 ms', retry_base => 1, retry_cap => 1);
+SELECT durable_enqueue('short', '{}') AS t3 \gset
+SELECT fence AS f3 FROM durable_claim('short', 'w5') \gset
+SELECT pg_sleep(0.01);
+SELECT count(*) <= 1 AS at_most_one FROM durable_reconcile();
+SELECT state, attempt FROM durable.tasks WHERE task_id = :t3;
+SELECT durable_recovery_package(:t3) -> 'task' ->> 'state' AS package_state;
+
+-- a queue is dropped with its finished tasks, on every shard
+SELECT durable_cancel(:t3, 'done with it');
+SELECT durable_drop_queue('short');
+SELECT count(*) AS left_of_short FROM durable.tasks WHERE queue_name = 'short';
+SELECT count(*) AS events_left FROM durable.events WHERE task_id = :t3;
+
 -- the operators' views answer on the cluster
 SELECT queue_name, ready, running, completed, failed FROM durable.queue_stats
 WHERE queue_name = 'jobs';
