@@ -76,24 +76,35 @@ durable_outbox_emit(PG_FUNCTION_ARGS)
 static void
 claim_each(ReturnSetInfo *rsinfo, Datum *claim_args)
 {
+	int32		batch = DatumGetInt32(claim_args[3]);
+	int32		claimed = 0;
 	Datum		args[6];
-	Datum		candidate_args[2] = {claim_args[0], claim_args[3]};
+	Datum		candidate_args[3] = {claim_args[0], claim_args[3], Int64GetDatum(0)};
 	uint64		n;
-	SPITupleTable *candidates;
 
-	n = DurableExecute(STMT_OUTBOX_CANDIDATES, candidate_args, NULL, SPI_OK_SELECT, 0);
-	candidates = SPI_tuptable;
 	memcpy(args, claim_args, sizeof(Datum) * 5);
-	for (uint64 row = 0; row < n; row++)
+	do
 	{
-		bool		isnull;
+		SPITupleTable *candidates;
 
-		args[5] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 1, &isnull);
-		args[3] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 2, &isnull);
-		if (DurableExecute(STMT_OUTBOX_CLAIM_ONE, args, NULL,
-						   SPI_OK_UPDATE_RETURNING, 0) == 1)
-			tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[0]);
-	}
+		/* the next candidates after the last one looked at, in id order */
+		n = DurableExecute(STMT_OUTBOX_CANDIDATES, candidate_args, NULL, SPI_OK_SELECT, 0);
+		candidates = SPI_tuptable;
+		for (uint64 row = 0; row < n && claimed < batch; row++)
+		{
+			bool		isnull;
+
+			args[5] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 1, &isnull);
+			args[3] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 2, &isnull);
+			candidate_args[2] = args[3];
+			if (DurableExecute(STMT_OUTBOX_CLAIM_ONE, args, NULL,
+							   SPI_OK_UPDATE_RETURNING, 0) == 1)
+			{
+				tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[0]);
+				claimed++;
+			}
+		}
+	} while (n > 0 && claimed < batch);
 }
 
 /*

@@ -352,9 +352,12 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	/*
-	 * On Citus the queue's row is locked on every node, and the drop then
-	 * deletes on every shard: Citus can do both in one transaction only
-	 * over one connection per node.
+	 * On Citus the drop locks the queue's row on every node and then
+	 * deletes on every shard, which Citus does in one transaction only over
+	 * one connection per node.  An enqueue there takes no lock of the row
+	 * on every node (DurableQueueGetShared): one racing the drop fails on
+	 * the foreign key from durable.live_tasks instead (23503), on whichever
+	 * side comes second, and no task is left without its queue.
 	 */
 	if (DurableDistributed())
 		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",

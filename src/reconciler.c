@@ -128,6 +128,56 @@ extension_ready(void)
 	return ready;
 }
 
+/* whether the last tick found durable's tables distributed by Citus */
+static bool distributed = false;
+
+static uint64 run_tick(bool *vacuum);
+
+/*
+ * run_citus_tick
+ *		run_tick on Citus, where a node that goes away fails a tick at any
+ *		statement, and even at its commit (a connection Citus holds to be
+ *		essential): the tick is given up and the next one tries again, as
+ *		on_citus does for each part of a tick.  What a node's going away
+ *		raises (SQLSTATE class 08, or Citus's failures on connections, which
+ *		carry no SQLSTATE of their own) is logged at LOG, anything else as a
+ *		WARNING.  Returns 0 for a tick given up.
+ */
+static uint64
+run_citus_tick(MemoryContext loop_context, bool *vacuum)
+{
+	MemoryContext tick_context = CurrentMemoryContext;
+	volatile uint64 work = 0;
+
+	PG_TRY();
+	{
+		work = run_tick(vacuum);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		unreachable;
+
+		MemoryContextSwitchTo(loop_context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(tick_context);
+		unreachable = ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ||
+			strncmp(edata->message, "failure on connection", 21) == 0 ||
+			strncmp(edata->message, "connection to the remote node", 29) == 0;
+		ereport(unreachable ? LOG : WARNING,
+				errmsg("durable reconciler gave up a tick: %s", edata->message),
+				errdetail("The next tick tries again."));
+		FreeErrorData(edata);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		*vacuum = false;
+		work = 0;
+	}
+	PG_END_TRY();
+	return work;
+}
+
 /*
  * run_tick
  *		One transaction: a tick of reconciliation if the extension is ready
@@ -149,6 +199,7 @@ run_tick(bool *vacuum)
 	*vacuum = false;
 	if (extension_ready())
 	{
+		distributed = DurableDistributed();
 		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
 		/*
 		 * On Citus the node's shards are other relations than the table
@@ -206,8 +257,8 @@ durable_reconciler_main(Datum main_arg)
 		if (durable_reconciler_enabled && now >= next_tick)
 		{
 			MemoryContext old = MemoryContextSwitchTo(tick_context);
-			bool		vacuum;
-			uint64		work = run_tick(&vacuum);
+			bool		vacuum = false;
+			uint64		work = distributed ? run_citus_tick(old, &vacuum) : run_tick(&vacuum);
 
 			if (vacuum)
 				DurableVacuumTasks();

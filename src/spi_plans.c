@@ -796,24 +796,30 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	/*
 	 * On Citus, where a statement on many shards cannot lock rows with
-	 * SKIP LOCKED: the candidates are read first, then taken one by one by
-	 * an update that checks again that each is free.
+	 * SKIP LOCKED: the candidates are read first, then taken one by one,
+	 * each by a statement on its shard that skips it if another publisher
+	 * holds it, and checks again that it is free.
 	 */
 	[STMT_OUTBOX_CANDIDATES] = {
 		"outbox_candidates",
 		"SELECT partition_key, message_id FROM durable.outbox"
 		" WHERE published_at IS NULL"
 		" AND (lease_until IS NULL OR lease_until < $1)"
+		" AND message_id > $3"
 		" ORDER BY message_id LIMIT $2",
-		2, {TIMESTAMPTZOID, INT4OID}
+		3, {TIMESTAMPTZOID, INT4OID, INT8OID}
 	},
 	[STMT_OUTBOX_CLAIM_ONE] = {
 		"outbox_claim_one",
 		"UPDATE durable.outbox o SET"
 		" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
-		" WHERE o.partition_key = $6 AND o.message_id = $4"
+		" WHERE o.partition_key = $6 AND o.message_id = ANY (ARRAY("
+		"  SELECT message_id FROM durable.outbox"
+		"  WHERE partition_key = $6 AND message_id = $4"
+		"  AND published_at IS NULL"
+		"  AND (lease_until IS NULL OR lease_until < $1)"
+		"  FOR UPDATE SKIP LOCKED))"
 		" AND o.published_at IS NULL"
-		" AND (o.lease_until IS NULL OR o.lease_until < $1)"
 		" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
 		6, {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID}
 	},
