@@ -201,11 +201,7 @@ run_tick(bool *vacuum)
 	{
 		distributed = DurableDistributed();
 		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
-		/*
-		 * On Citus the node's shards are other relations than the table
-		 * whose statistics vacuum.c reads: autovacuum looks after them.
-		 */
-		*vacuum = !DurableDistributed() && DurableTasksNeedVacuum();
+		*vacuum = DurableTasksNeedVacuum();
 	}
 
 	SPI_finish();

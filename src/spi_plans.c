@@ -315,6 +315,16 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
 		0, {InvalidOid}
 	},
+	/* on Citus: this node's shards of durable.live_tasks, by name */
+	[STMT_LOCAL_TASK_SHARDS] = {
+		"local_task_shards",
+		"SELECT 'live_tasks_' || s.shardid FROM pg_catalog.pg_dist_shard s"
+		" JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid"
+		" WHERE s.logicalrelid = 'durable.live_tasks'::pg_catalog.regclass"
+		" AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+		" ORDER BY s.shardid",
+		0, {InvalidOid}
+	},
 	[STMT_ENQUEUE] = {
 		"enqueue",
 		"WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"

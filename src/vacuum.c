@@ -33,17 +33,30 @@
 	"VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) durable.live_tasks"
 
 /*
- * Dead row versions the last vacuum could not remove: an old snapshot pins
- * them, and vacuuming again cannot help until as many more have died.
- * Read right after each vacuum, in a transaction of its own: read at the
+ * On one server the table is durable.live_tasks; on Citus the shards of it
+ * that this node holds, each a table of its own whose statistics count its
+ * dead rows (the distributed table itself holds none).  Each keeps what
+ * the last vacuum could not remove: dead row versions an old snapshot pins,
+ * which vacuuming again cannot help until as many more have died.  That is
+ * read right after each vacuum, in a transaction of its own: read at the
  * next tick instead, it would count the row versions that died in between
  * as left by the vacuum, and the next vacuum would come that much later.
  */
-static int64 dead_left = 0;
+#define DURABLE_MAX_VACUUMED 1024	/* durable_enable_citus's most shards */
 
-/* the dead row versions of durable.live_tasks the statistics count, or -1 */
+typedef struct VacuumedTable
+{
+	char		name[NAMEDATALEN];	/* in schema durable */
+	int64		dead_left;
+	bool		due;
+} VacuumedTable;
+
+static VacuumedTable vacuumed[DURABLE_MAX_VACUUMED];
+static int	nvacuumed = 0;
+
+/* the dead row versions of a table of durable the statistics count, or -1 */
 static int64
-tasks_dead_tuples(void)
+dead_tuples(const char *name)
 {
 	Oid			schema;
 	Oid			relid;
@@ -52,7 +65,7 @@ tasks_dead_tuples(void)
 	schema = get_namespace_oid("durable", true);
 	if (!OidIsValid(schema))
 		return -1;
-	relid = get_relname_relid("live_tasks", schema);
+	relid = get_relname_relid(name, schema);
 	if (!OidIsValid(relid))
 		return -1;
 	stats = pgstat_fetch_stat_tabentry(relid);
@@ -62,30 +75,77 @@ tasks_dead_tuples(void)
 }
 
 /*
+ * find_tables
+ *		The tables to look at: durable.live_tasks, or on Citus this node's
+ *		shards of it (STMT_LOCAL_TASK_SHARDS, SPI connected), keeping what is
+ *		known of those already looked at.
+ */
+static void
+find_tables(void)
+{
+	VacuumedTable found[DURABLE_MAX_VACUUMED];
+	int			nfound = 0;
+
+	if (!DurableDistributed())
+	{
+		strlcpy(found[nfound++].name, "live_tasks", NAMEDATALEN);
+	}
+	else
+	{
+		uint64		n = DurableExecute(STMT_LOCAL_TASK_SHARDS, NULL, NULL,
+									   SPI_OK_SELECT, 0);
+
+		for (uint64 row = 0; row < n && nfound < DURABLE_MAX_VACUUMED; row++)
+			strlcpy(found[nfound++].name, DurableResultText(row, 1), NAMEDATALEN);
+	}
+	for (int i = 0; i < nfound; i++)
+	{
+		found[i].dead_left = 0;
+		found[i].due = false;
+		for (int j = 0; j < nvacuumed; j++)
+			if (strcmp(vacuumed[j].name, found[i].name) == 0)
+				found[i].dead_left = vacuumed[j].dead_left;
+	}
+	memcpy(vacuumed, found, sizeof(VacuumedTable) * nfound);
+	nvacuumed = nfound;
+}
+
+/*
  * DurableTasksNeedVacuum
- *		Whether durable.live_tasks has at least durable.vacuum_threshold more dead
- *		row versions than the last vacuum left, as the cumulative statistics
- *		count them.  Call inside a transaction.
+ *		Whether durable.live_tasks (on Citus: one of this node's shards of
+ *		it) has at least durable.vacuum_threshold more dead row versions
+ *		than the last vacuum left, as the cumulative statistics count them.
+ *		Call inside a transaction, SPI connected.
  */
 bool
 DurableTasksNeedVacuum(void)
 {
-	int64		dead;
+	bool		any = false;
 
 	if (durable_vacuum_threshold <= 0)
 		return false;
-	dead = tasks_dead_tuples();
-	if (dead < 0)
-		return false;
-	dead_left = Min(dead_left, dead);	/* autovacuum may have done better */
-	return dead - dead_left >= durable_vacuum_threshold;
+	find_tables();
+	for (int i = 0; i < nvacuumed; i++)
+	{
+		int64		dead = dead_tuples(vacuumed[i].name);
+
+		if (dead < 0)
+			continue;
+		/* autovacuum may have done better */
+		vacuumed[i].dead_left = Min(vacuumed[i].dead_left, dead);
+		vacuumed[i].due = dead - vacuumed[i].dead_left >= durable_vacuum_threshold;
+		any |= vacuumed[i].due;
+	}
+	return any;
 }
 
 /*
  * DurableVacuumTasks
- *		Run the VACUUM above, as a top-level command of its own; call outside
- *		any transaction.  SKIP_LOCKED leaves the table alone while autovacuum
- *		or anyone else vacuums it.
+ *		Vacuum what DurableTasksNeedVacuum found due, as a top-level command
+ *		of its own; call outside any transaction.  SKIP_LOCKED leaves a
+ *		table alone while autovacuum or anyone else vacuums it.  On Citus
+ *		the shards are vacuumed here, on their node, not through the
+ *		distributed table (which would vacuum every node's).
  */
 void
 DurableVacuumTasks(void)
@@ -93,6 +153,7 @@ DurableVacuumTasks(void)
 	MemoryContext caller_context = CurrentMemoryContext;
 	MemoryContext portal_context;
 	VacuumStmt *stmt;
+	List	   *rels = NIL;
 
 	/*
 	 * VACUUM runs several transactions and keeps what outlives them under
@@ -102,12 +163,22 @@ DurableVacuumTasks(void)
 										   "durable vacuum",
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(portal_context);
+	for (int i = 0; i < nvacuumed; i++)
+		if (vacuumed[i].due)
+			rels = lappend(rels, makeVacuumRelation(makeRangeVar("durable",
+																 vacuumed[i].name, -1),
+													InvalidOid, NIL));
+	if (rels == NIL)
+	{
+		MemoryContextSwitchTo(caller_context);
+		MemoryContextDelete(portal_context);
+		return;
+	}
 	stmt = makeNode(VacuumStmt);
 	stmt->options = list_make2(makeDefElem("skip_locked", NULL, -1),
 							   makeDefElem("index_cleanup",
 										   (Node *) makeString("on"), -1));
-	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("durable", "live_tasks", -1),
-											   InvalidOid, NIL));
+	stmt->rels = rels;
 	stmt->is_vacuumcmd = true;
 	PortalContext = portal_context;
 
@@ -126,6 +197,11 @@ DurableVacuumTasks(void)
 	/* the vacuum reported what it left to the statistics as it ended */
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	dead_left = Max(tasks_dead_tuples(), 0);
+	for (int i = 0; i < nvacuumed; i++)
+		if (vacuumed[i].due)
+		{
+			vacuumed[i].dead_left = Max(dead_tuples(vacuumed[i].name), 0);
+			vacuumed[i].due = false;
+		}
 	CommitTransactionCommand();
 }

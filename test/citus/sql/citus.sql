@@ -94,15 +94,19 @@ SELECT state, count(*), count(*) FILTER (WHERE result = '{"batch": true}') AS ba
 FROM durable.tasks WHERE queue_name = 'jobs' GROUP BY 1 ORDER BY 1;
 SELECT count(*) AS claimed_next FROM durable_commit_and_claim(:t2, :f2, '{"last": true}');
 
--- request keys and the inbox
+-- request keys, the inbox and an outbox message, each on its key's node
+SELECT count(*) AS before FROM pg_dist_transaction \gset
 SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}') \gset b_
 SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}');
 SELECT durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS first,
        durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS again;
 
+SELECT durable_outbox_emit('orders', '{"n": 0}', 'key-0') > 0 AS emitted;
+SELECT count(*) - :before AS two_phase_commits FROM pg_dist_transaction;
+
 -- the outbox: a claim across shards, an ack under its fence, a stale ack
 SELECT count(durable_outbox_emit('orders', jsonb_build_object('n', i), 'key-' || i))
-FROM generate_series(1, 6) i;
+FROM generate_series(1, 5) i;
 SELECT count(*) AS held, count(DISTINCT fence) AS fences
 FROM durable_outbox_claim('p1', batch => 4);
 SELECT count(*) AS held_by_p2 FROM durable_outbox_claim('p2', batch => 10);
