@@ -76,6 +76,33 @@ typedef struct DurableStmtDef
  */
 #define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
 
+/*
+ * A finished state from its name, without the enum's input function: Citus
+ * allows no function in RETURNING that is not immutable.
+ */
+#define FINISHED_STATE(name) \
+	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
+	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
+	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
+
+/*
+ * A finished task's row in history, from its live row and the parameters
+ * of STMT_TRANSITION: in the SELECT of STMT_FINISH, in the RETURNING of
+ * its split.
+ */
+#define FINISHED_TASK_ROW \
+	"partition_key, task_id, " FINISHED_STATE("$5") ", class, priority," \
+	" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6," \
+	" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at," \
+	" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name," \
+	" owner, progress, $8, idempotency_key, request_hash, workflow_version," \
+	" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint," \
+	" checkpoint_version, steps_in_doubt, metadata," \
+	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
+	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
+	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
+	" parent_id, concurrency_key, waits"
+
 /* the row a move takes, by the parameters of STMT_TRANSITION */
 #define MOVE_WHERE \
 	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
@@ -483,18 +510,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"finish",
 		"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
 		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-		"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
-		"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
-		"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
-		"  stuck_alarm_at, $11, NULL, deadline, queue_name, owner, progress, $8,"
-		"  idempotency_key, request_hash, workflow_version, payload,"
-		"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
-		"  checkpoint_version, steps_in_doubt, metadata,"
-		"  " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") ","
-		"  " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") ","
-		"  " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14,"
-		"  parent_id, concurrency_key, waits"
-		"  FROM d"
+		"  SELECT " FINISHED_TASK_ROW " FROM d"
 		MOVE_RETURNING ", parent_id,"
 		/* a task without waits, as most are, has no children to look for */
 		"  CASE WHEN waits IS NOT NULL THEN"
@@ -1181,15 +1197,6 @@ typedef struct DurableSplitDef
 /* a lease's column given as a parameter, when the move ends the lease */
 #define ENDS_LEASE_PARAM(param) "CASE WHEN $4 = 'running' THEN " param " END"
 
-/*
- * A finished state from its name, without the enum's input function: Citus
- * allows no function in RETURNING that is not immutable.
- */
-#define FINISHED_STATE(name) \
-	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
-	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
-	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
-
 /* queue, owner and whether the queue is restricted, after a move */
 #define MOVED_QUEUE(seq, queue, owner) \
 	"SELECT " seq ", " queue "::text AS queue_name, " owner "::text AS owner," \
@@ -1282,17 +1289,7 @@ static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
 	[STMT_FINISH] = {5, {
 		/* the task's row in history, as STMT_FINISH makes it */
 		{"DELETE FROM durable.live_tasks" MOVE_WHERE
-			" RETURNING partition_key, task_id, " FINISHED_STATE("$5") ", class, priority,"
-			" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
-			" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at,"
-			" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name,"
-			" owner, progress, $8, idempotency_key, request_hash, workflow_version,"
-			" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
-			" checkpoint_version, steps_in_doubt, metadata,"
-			" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") ","
-			" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") ","
-			" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14,"
-			" parent_id, concurrency_key, waits",
+			" RETURNING " FINISHED_TASK_ROW,
 		SPLIT_NO_INPUT, true},
 		{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
 			" RETURNING version, queue_name, owner, parent_id, waits",
