@@ -582,6 +582,7 @@ extern void DurableWorkerSpec(struct BackgroundWorker *worker,
 #define DURABLE_STUCK_CHANNEL "durable_stuck"
 typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
 										void *arg);
+extern bool DurableNodeUnreachable(const ErrorData *edata);
 extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
 								   void *arg);
 extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,

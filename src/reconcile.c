@@ -29,8 +29,8 @@
 #include "commands/async.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/resowner.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -366,12 +366,26 @@ do_citus_work(const CitusWork *work)
 }
 
 /*
+ * DurableNodeUnreachable
+ *		Whether an error says that a Citus node could not be reached: SQLSTATE
+ *		class 08, or one of Citus's failures on its connections, which carry
+ *		no SQLSTATE of their own.
+ */
+bool
+DurableNodeUnreachable(const ErrorData *edata)
+{
+	return ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ||
+		strncmp(edata->message, "failure on connection", 21) == 0 ||
+		strncmp(edata->message, "connection to the remote node", 29) == 0;
+}
+
+/*
  * on_citus
  *		A part of the tick in a subtransaction, so that a part that fails
  *		does not stop the others: a partition whose shard's node is down,
- *		retention or the schedules while any node is.  The part is tried again at the next
- *		tick.  A node that cannot be reached (SQLSTATE class 08) is waited
- *		for quietly, at DEBUG1; anything else is a WARNING.
+ *		retention or the schedules while any node is.  The part is tried
+ *		again at the next tick.  A node that cannot be reached is waited for
+ *		quietly, at DEBUG1; anything else is a WARNING.
  *
  *		Only on Citus: on one server a part fails only with the whole
  *		database, and the tick's retries owe their tokens to its end in its
@@ -406,8 +420,7 @@ on_citus(const CitusWork *work)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(context);
 		CurrentResourceOwner = owner;
-		ereport(ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ?
-				DEBUG1 : WARNING,
+		ereport(DurableNodeUnreachable(edata) ? DEBUG1 : WARNING,
 				errcode(edata->sqlerrcode),
 				work->partition >= 0 ?
 				errmsg("could not reconcile partition %d: %s", work->partition,

@@ -138,9 +138,8 @@ static uint64 run_tick(bool *vacuum);
  *		run_tick on Citus, where a node that goes away fails a tick at any
  *		statement, and even at its commit (a connection Citus holds to be
  *		essential): the tick is given up and the next one tries again, as
- *		on_citus does for each part of a tick.  What a node's going away
- *		raises (SQLSTATE class 08, or Citus's failures on connections, which
- *		carry no SQLSTATE of their own) is logged at LOG, anything else as a
+ *		reconcile.c does for each part of a tick.  A node's going away
+ *		(DurableNodeUnreachable) is logged at LOG, anything else as a
  *		WARNING.  Returns 0 for a tick given up.
  */
 static uint64
@@ -156,17 +155,13 @@ run_citus_tick(MemoryContext loop_context, bool *vacuum)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		bool		unreachable;
 
 		MemoryContextSwitchTo(loop_context);
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
 		MemoryContextSwitchTo(tick_context);
-		unreachable = ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ||
-			strncmp(edata->message, "failure on connection", 21) == 0 ||
-			strncmp(edata->message, "connection to the remote node", 29) == 0;
-		ereport(unreachable ? LOG : WARNING,
+		ereport(DurableNodeUnreachable(edata) ? LOG : WARNING,
 				errmsg("durable reconciler gave up a tick: %s", edata->message),
 				errdetail("The next tick tries again."));
 		FreeErrorData(edata);

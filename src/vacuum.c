@@ -83,7 +83,7 @@ dead_tuples(const char *name)
 static void
 find_tables(void)
 {
-	VacuumedTable found[DURABLE_MAX_VACUUMED];
+	VacuumedTable *found = palloc(sizeof(VacuumedTable) * DURABLE_MAX_VACUUMED);
 	int			nfound = 0;
 
 	if (!DurableDistributed())
@@ -108,6 +108,7 @@ find_tables(void)
 	}
 	memcpy(vacuumed, found, sizeof(VacuumedTable) * nfound);
 	nvacuumed = nfound;
+	pfree(found);
 }
 
 /*
