@@ -187,7 +187,7 @@ partitions_in_use(uint64 *count)
 	 * On Citus, each node's reconciler works on the shards it holds; a call
 	 * of durable_reconcile() works on all of them, wherever it runs.
 	 */
-	*count = DurableExecute(DurableDistributed() && IsBackgroundWorker ?
+	*count = DurableExecute(DurableDistributed() && MyBackendType == B_BG_WORKER ?
 							STMT_PARTITIONS_LOCAL : STMT_PARTITIONS,
 							NULL, NULL, SPI_OK_SELECT, 0);
 	partitions = palloc(sizeof(int32) * Max(*count, 1));
