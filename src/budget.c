@@ -23,7 +23,8 @@
  * of the tick the owed tokens of each queue are taken in one go, in the
  * order the retries were scheduled, and a retry whose token comes later
  * than its delay is deferred then, with an event that says so.  The bucket
- * is then locked only from the end of the tick to its commit.
+ * is then locked only from the end of the tick to its commit.  Each queue
+ * is a part of the tick of its own (part.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -165,12 +166,16 @@ typedef struct OwedToken
 	int64		task_id;
 	char	   *queue;
 	TimestampTz run_at;			/* when the retry starts without a deferral */
+	SubTransactionId subxid;	/* the subtransaction that scheduled it */
 } OwedToken;
 
 /*
- * The retries of the tick under way, valid only in the (sub)transaction
- * that began it: one that failed in between, even with its error caught,
- * leaves nothing owing behind.
+ * The retries of the tick under way, valid only in the transaction that
+ * began it and while the subtransaction that began it lives.  Each part of
+ * a tick runs in a subtransaction of its own (part.c): the retries a part
+ * scheduled go when it is rolled back, as its moves of their tasks do, and
+ * a tick that failed in between, even with its error caught, leaves
+ * nothing owing behind.
  */
 static List *owed_tokens = NIL;
 static LocalTransactionId owed_lxid = InvalidLocalTransactionId;
@@ -181,29 +186,125 @@ owing_tokens(void)
 {
 	return owed_lxid != InvalidLocalTransactionId &&
 		owed_lxid == DURABLE_MY_LXID &&
-		owed_subxid == GetCurrentSubTransactionId();
+		owed_subxid != InvalidSubTransactionId;
+}
+
+/* what a subtransaction's end does to the tokens owed */
+static void
+owed_tokens_subxact(SubXactEvent event, SubTransactionId subxid,
+					SubTransactionId parent, void *arg)
+{
+	ListCell   *lc;
+
+	if (!owing_tokens())
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, owed_tokens)
+		{
+			OwedToken  *t = (OwedToken *) lfirst(lc);
+
+			if (t->subxid == subxid)
+				t->subxid = parent;
+		}
+		if (owed_subxid == subxid)
+			owed_subxid = parent;
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(lc, owed_tokens)
+		{
+			OwedToken  *t = (OwedToken *) lfirst(lc);
+
+			if (t->subxid == subxid)
+				owed_tokens = foreach_delete_current(owed_tokens, lc);
+		}
+		if (owed_subxid == subxid)
+			owed_subxid = InvalidSubTransactionId;
+	}
 }
 
 /*
  * DurableBeginRetryTokens
- *		From now to DurableTakeOwedTokens, in this (sub)transaction, retries
- *		owe their tokens instead of taking them.
+ *		From now to DurableTakeOwedTokens, in this (sub)transaction and the
+ *		subtransactions it begins, retries owe their tokens instead of
+ *		taking them.
  */
 void
 DurableBeginRetryTokens(void)
 {
+	static bool registered = false;
+
+	if (!registered)
+	{
+		RegisterSubXactCallback(owed_tokens_subxact, NULL);
+		registered = true;
+	}
 	owed_tokens = NIL;
 	owed_lxid = DURABLE_MY_LXID;
 	owed_subxid = GetCurrentSubTransactionId();
 }
 
+/* the retries of one queue that owe their tokens */
+typedef struct QueueTokens
+{
+	const char *queue;
+	OwedToken **owed;
+	int64	   *task_ids;
+	int			n;
+	TimestampTz now;
+} QueueTokens;
+
+/*
+ * take_queue_tokens
+ *		Take the tokens the retries of one queue owe, in the order they were
+ *		scheduled, and defer each retry whose token comes after its own
+ *		delay: its run_at moves on, and an event ("retry_deferred") records
+ *		until when and why.  The tasks are still locked by this
+ *		transaction, which moved them.
+ */
+static uint64
+take_queue_tokens(void *arg)
+{
+	QueueTokens *q = (QueueTokens *) arg;
+	TimestampTz *times = palloc(sizeof(TimestampTz) * q->n);
+	uint64		deferred = 0;
+
+	if (!take_tokens(q->queue, q->now, q->n, q->task_ids, times))
+		return 0;
+	for (int i = 0; i < q->n; i++)
+	{
+		DurableTask task = {0};
+		DurableDetail detail;
+		Datum		args[3];
+
+		if (times[i] <= q->owed[i]->run_at)
+			continue;
+		task.task_id = q->owed[i]->task_id;
+		args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
+		args[1] = Int64GetDatum(task.task_id);
+		args[2] = TimestampTzGetDatum(times[i]);
+		if (DurableExecute(STMT_TASK_DEFER, args, NULL, SPI_OK_UPDATE, 0) != 1)
+			continue;			/* no longer waiting: nothing to defer */
+		DurableDetailInit(&detail);
+		DurableDetailTime(&detail, "deferred_until", times[i]);
+		DurableDetailText(&detail, "deferral_reason",
+						  "the queue's retry-token bucket is empty");
+		DurableDetailTime(&detail, "run_at", times[i]);
+		(void) DurableAppendEvent(&task, q->now, "retry_deferred", NULL,
+								  DurableDetailFinish(&detail), NULL, 0);
+		deferred++;
+	}
+	pfree(times);
+	return deferred;
+}
+
 /*
  * DurableTakeOwedTokens
- *		Take the tokens the retries since DurableBeginRetryTokens owe, queue
- *		by queue in the order they were scheduled, and defer each retry whose
- *		token comes after its own delay: its run_at moves on, and an event
- *		("retry_deferred") records until when and why.  The tasks are still
- *		locked by this transaction, which moved them.
+ *		Take the tokens the retries since DurableBeginRetryTokens owe, each
+ *		queue a part of the tick of its own (part.c): a queue whose bucket
+ *		cannot be brought up to date (a deficit past the timestamp range)
+ *		is skipped and shown, and its retries start at their own delays.
  */
 void
 DurableTakeOwedTokens(TimestampTz now)
@@ -216,61 +317,39 @@ DurableTakeOwedTokens(TimestampTz now)
 	owed = owed_tokens;
 	owed_tokens = NIL;
 	owed_lxid = InvalidLocalTransactionId;
+	owed_subxid = InvalidSubTransactionId;
 
 	foreach(lc, owed)
 	{
 		OwedToken  *first = (OwedToken *) lfirst(lc);
-		int			n = 0;
-		OwedToken **same;
-		int64	   *ids;
-		TimestampTz *times;
+		QueueTokens q;
 		ListCell   *lc2;
+		char	   *part;
 
 		if (first->queue == NULL)
 			continue;			/* taken with an earlier queue */
-		same = palloc(sizeof(OwedToken *) * list_length(owed));
-		ids = palloc(sizeof(int64) * list_length(owed));
-		times = palloc(sizeof(TimestampTz) * list_length(owed));
+		q.queue = first->queue;
+		q.owed = palloc(sizeof(OwedToken *) * list_length(owed));
+		q.task_ids = palloc(sizeof(int64) * list_length(owed));
+		q.n = 0;
+		q.now = now;
 		for_each_cell(lc2, owed, lc)
 		{
 			OwedToken  *t = (OwedToken *) lfirst(lc2);
 
 			if (t->queue != NULL && strcmp(t->queue, first->queue) == 0)
 			{
-				ids[n] = t->task_id;
-				same[n++] = t;
+				q.task_ids[q.n] = t->task_id;
+				q.owed[q.n++] = t;
 			}
 		}
-		if (take_tokens(first->queue, now, n, ids, times))
-		{
-			for (int i = 0; i < n; i++)
-			{
-				DurableTask task = {0};
-				DurableDetail detail;
-				Datum		args[3];
-
-				if (times[i] <= same[i]->run_at)
-					continue;
-				task.task_id = same[i]->task_id;
-				args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
-				args[1] = Int64GetDatum(task.task_id);
-				args[2] = TimestampTzGetDatum(times[i]);
-				if (DurableExecute(STMT_TASK_DEFER, args, NULL, SPI_OK_UPDATE, 0) != 1)
-					continue;	/* no longer waiting: nothing to defer */
-				DurableDetailInit(&detail);
-				DurableDetailTime(&detail, "deferred_until", times[i]);
-				DurableDetailText(&detail, "deferral_reason",
-								  "the queue's retry-token bucket is empty");
-				DurableDetailTime(&detail, "run_at", times[i]);
-				(void) DurableAppendEvent(&task, now, "retry_deferred", NULL,
-										  DurableDetailFinish(&detail), NULL, 0);
-			}
-		}
-		for (int i = 0; i < n; i++)
-			same[i]->queue = NULL;
-		pfree(same);
-		pfree(ids);
-		pfree(times);
+		part = psprintf("retry tokens: %s", q.queue);
+		(void) DurableRunPart(part, take_queue_tokens, &q, NULL);
+		for (int i = 0; i < q.n; i++)
+			q.owed[i]->queue = NULL;
+		pfree(part);
+		pfree(q.owed);
+		pfree(q.task_ids);
 	}
 	list_free_deep(owed);
 }
@@ -304,6 +383,7 @@ DurableScheduleRetry(const DurableTask *task, TimestampTz now, int64 wait,
 		owed->task_id = task->task_id;
 		owed->queue = pstrdup(task->queue);
 		owed->run_at = run_at;
+		owed->subxid = GetCurrentSubTransactionId();
 		owed_tokens = lappend(owed_tokens, owed);
 		MemoryContextSwitchTo(old);
 		DurableDetailText(detail, "retry_token", "owed until the end of the tick");

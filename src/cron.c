@@ -13,7 +13,8 @@
  * either does.
  *
  * Nothing here knows about time zones: DurableCronNextWall advances a
- * wall-clock time to the next one the expression matches.  schedule.c
+ * wall-clock time to the next one the expression matches, and
+ * DurableCronPrevWall takes it back to the latest one before it.  schedule.c
  * reads those in a time zone.  This file needs nothing of the server but
  * ereport, so that tools/fuzz can run it outside.
  *
@@ -347,6 +348,79 @@ DurableCronNextWall(const DurableCron *cron, DurableWallTime *t)
 			t->minute = 0;
 			if (++t->hour > 23)
 				next_day(t);
+			continue;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* to the last minute of the day before t's */
+static void
+prev_day(DurableWallTime *t)
+{
+	t->hour = 23;
+	t->minute = 59;
+	if (--t->day < 1)
+	{
+		if (--t->month < 1)
+		{
+			t->month = 12;
+			t->year--;
+		}
+		t->day = days_in_month(t->year, t->month);
+	}
+}
+
+/*
+ * DurableCronPrevWall
+ *		Move t back to the latest wall-clock minute before it (or, when
+ *		inclusive, at or before it) that the expression matches; false if
+ *		there is none after year 1.  As
+ *		DurableCronNextWall forward, it skips whole months and days, so
+ *		the cost does not grow with how far back t is from now: at most
+ *		the eight years that a February 29 asks for.
+ */
+bool
+DurableCronPrevWall(const DurableCron *cron, DurableWallTime *t, bool inclusive)
+{
+	/* one minute back */
+	if (!inclusive && --t->minute < 0)
+	{
+		t->minute = 59;
+		if (--t->hour < 0)
+			prev_day(t);
+	}
+	while (t->year > 1)
+	{
+		if (!(cron->months & (1 << t->month)))
+		{
+			t->day = 1;
+			prev_day(t);
+			continue;
+		}
+		if (!DurableCronMatchesDay(cron, t->year, t->month, t->day))
+		{
+			prev_day(t);
+			continue;
+		}
+		while (t->hour >= 0 && !(cron->hours & (1u << t->hour)))
+		{
+			t->hour--;
+			t->minute = 59;
+		}
+		if (t->hour < 0)
+		{
+			prev_day(t);
+			continue;
+		}
+		while (t->minute >= 0 && !(cron->minutes & (UINT64CONST(1) << t->minute)))
+			t->minute--;
+		if (t->minute < 0)
+		{
+			t->minute = 59;
+			if (--t->hour < 0)
+				prev_day(t);
 			continue;
 		}
 		return true;

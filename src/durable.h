@@ -222,8 +222,12 @@ typedef enum DurableStmt
 	STMT_STUCK,
 	STMT_STUCK_MARK,
 	STMT_MAINTAIN_HISTORY,
-	STMT_RETAIN_OTHERS,
-	STMT_RETAIN_OTHERS_ALL,
+	STMT_RETAIN_INBOX,
+	STMT_RETAIN_OUTBOX,
+	STMT_RETAIN_KEYS,
+	STMT_RETAIN_INBOX_ALL,
+	STMT_RETAIN_OUTBOX_ALL,
+	STMT_RETAIN_KEYS_ALL,
 	STMT_TASK_IDS,
 	STMT_ENQUEUE_BATCH,
 	STMT_WAIT_GET,
@@ -246,6 +250,11 @@ typedef enum DurableStmt
 	STMT_SCHEDULE_DELETE,
 	STMT_SCHEDULES_DUE,
 	STMT_SCHEDULE_ADVANCE,
+	STMT_SCHEDULE_LOCK,
+	STMT_SCHEDULE_SKIP,
+	STMT_TICK_FAILURES,
+	STMT_TICK_FAILURE_SET,
+	STMT_TICK_FAILURE_CLEAR,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -419,6 +428,8 @@ extern void DurableCronParse(const char *cron, DurableCron *result);
 extern bool DurableCronMatchesDay(const DurableCron *cron, int year, int month,
 								  int day);
 extern bool DurableCronNextWall(const DurableCron *cron, DurableWallTime *t);
+extern bool DurableCronPrevWall(const DurableCron *cron, DurableWallTime *t,
+								bool inclusive);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
@@ -578,17 +589,40 @@ extern void DurableWorkerSpec(struct BackgroundWorker *worker,
 							  const char *function, const char *name,
 							  int restart_seconds);
 
+/* ---- part.c ---- */
+typedef uint64 (*DurablePartFunction) (void *arg);
+extern void DurablePartsBegin(TimestampTz now);
+extern char **DurableFailingParts(const char *prefix, uint64 *count);
+extern void DurablePartFailedWith(const char *part, const char *sqlstate,
+								  const char *message, bool unreachable);
+extern void DurablePartFailed(const char *part, const ErrorData *edata);
+extern void DurablePartSucceeded(const char *part);
+extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
+					   ErrorData **error);
+extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
+						   uint64 *done);
+extern bool DurableNodeUnreachable(const ErrorData *edata);
+
 /* ---- reconcile.c ---- */
 #define DURABLE_STUCK_CHANNEL "durable_stuck"
 typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
 										void *arg);
-extern bool DurableNodeUnreachable(const ErrorData *edata);
-extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
-								   void *arg);
 extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
 										int batch,
 										DurableSettledCallback callback,
 										void *arg);
+extern uint64 DurableRaiseStuckAlarms(int32 partition, TimestampTz now,
+									  int batch,
+									  DurableSettledCallback callback,
+									  void *arg);
+
+/* ---- retention.c ---- */
+extern uint64 DurableApplyRetention(TimestampTz now, int batch,
+									DurableSettledCallback callback, void *arg);
+
+/* ---- tick.c ---- */
+extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
+								   void *arg);
 
 /* ---- vacuum.c ---- */
 extern bool DurableTasksNeedVacuum(void);

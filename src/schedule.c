@@ -42,6 +42,41 @@ time_zone(const char *name)
 	return tz;
 }
 
+/* the wall-clock minute of an instant in tz */
+static void
+wall_time(TimestampTz at, pg_tz *tz, DurableWallTime *wall)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			offset;
+
+	if (timestamp2tm(at, &offset, &tm, &fsec, NULL, tz) != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				errmsg("timestamp out of range"));
+	wall->year = tm.tm_year;
+	wall->month = tm.tm_mon;
+	wall->day = tm.tm_mday;
+	wall->hour = tm.tm_hour;
+	wall->minute = tm.tm_min;
+}
+
+/* the instant a wall-clock minute in tz stands for; false out of range */
+static bool
+wall_instant(const DurableWallTime *wall, pg_tz *tz, TimestampTz *result)
+{
+	struct pg_tm tm = {0};
+	int			offset;
+
+	tm.tm_year = wall->year;
+	tm.tm_mon = wall->month;
+	tm.tm_mday = wall->day;
+	tm.tm_hour = wall->hour;
+	tm.tm_min = wall->minute;
+	offset = DetermineTimeZoneOffset(&tm, tz);
+	return tm2timestamp(&tm, 0, &offset, result) == 0;
+}
+
 /*
  * cron_next
  *		The first time after "after" at which the expression fires in tz;
@@ -50,42 +85,45 @@ time_zone(const char *name)
 static TimestampTz
 cron_next(const DurableCron *cron, TimestampTz after, pg_tz *tz)
 {
-	struct pg_tm tm;
-	fsec_t		fsec;
-	int			offset;
 	DurableWallTime wall;
-
-	if (timestamp2tm(after, &offset, &tm, &fsec, NULL, tz) != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				errmsg("timestamp out of range"));
-	wall.year = tm.tm_year;
-	wall.month = tm.tm_mon;
-	wall.day = tm.tm_mday;
-	wall.hour = tm.tm_hour;
-	wall.minute = tm.tm_min;
+	TimestampTz result;
 
 	/*
 	 * Local times map to instants in order, except around a DST change:
 	 * skip a candidate that maps to "after" or before it.
 	 */
-	while (DurableCronNextWall(cron, &wall))
+	wall_time(after, tz, &wall);
+	while (DurableCronNextWall(cron, &wall) && wall_instant(&wall, tz, &result))
 	{
-		TimestampTz result;
-
-		memset(&tm, 0, sizeof(tm));
-		tm.tm_year = wall.year;
-		tm.tm_mon = wall.month;
-		tm.tm_mday = wall.day;
-		tm.tm_hour = wall.hour;
-		tm.tm_min = wall.minute;
-		offset = DetermineTimeZoneOffset(&tm, tz);
-		if (tm2timestamp(&tm, 0, &offset, &result) != 0)
-			break;
 		if (result > after)
 			return result;
 	}
 	return DT_NOEND;
+}
+
+/*
+ * cron_latest
+ *		The latest time at or before "at" at which the expression fires in
+ *		tz; DT_NOBEGIN when there is none.  It walks back from "at", not
+ *		forward from some earlier time, so that it costs the same after an
+ *		hour or a century of downtime.
+ */
+static TimestampTz
+cron_latest(const DurableCron *cron, TimestampTz at, pg_tz *tz)
+{
+	DurableWallTime wall;
+	TimestampTz result;
+
+	/* around a DST change, skip a candidate that maps after "at" */
+	wall_time(at, tz, &wall);
+	for (bool first = true;
+		 DurableCronPrevWall(cron, &wall, first) && wall_instant(&wall, tz, &result);
+		 first = false)
+	{
+		if (result <= at)
+			return result;
+	}
+	return DT_NOBEGIN;
 }
 
 static char *
@@ -131,7 +169,8 @@ durable_cron_next(PG_FUNCTION_ARGS)
  *		timezone text = 'UTC', backfill boolean = false) RETURNS timestamptz
  *
  * Creates the schedule, or replaces the one of that name (its next run is
- * then counted from now); returns its next run.  Raises 22023 for a bad
+ * then counted from the later of now and its last run); returns its next
+ * run.  Raises 22023 for a bad
  * expression or zone, 42704 for an unknown queue, 42501 for a queue the
  * caller may not enqueue into.
  */
@@ -145,24 +184,45 @@ durable_schedule(PG_FUNCTION_ARGS)
 	Jsonb	   *payload;
 	char	   *zone = required_text(fcinfo, 4, "timezone");
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	TimestampTz after = now;
 	DurableCron cron;
+	pg_tz	   *tz;
 	DurableQueue settings;
 	TimestampTz next;
+	Datum		arg;
 	Datum		args[9];
 
 	DurableRequireArg(fcinfo, 3, "payload");
 	payload = DurableJsonbArg(fcinfo, 3, "payload");
 	DurableRequireArg(fcinfo, 5, "backfill");
 	DurableCronParse(text, &cron);
-	next = cron_next(&cron, now, time_zone(zone));
-	if (TIMESTAMP_NOT_FINITE(next))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("cron expression \"%s\" never fires after now", text));
+	tz = time_zone(zone);
 
 	SPI_connect();
 	DurableQueueGetShared(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+
+	/*
+	 * A schedule replaced runs on from the later of now and its last run:
+	 * a reconciler may have enqueued an occurrence after this transaction
+	 * began, and that one must not come again (with the new payload, its
+	 * key would be taken by another request).  Its row lock, waited for,
+	 * shows the last run committed.
+	 */
+	arg = CStringGetTextDatum(name);
+	if (DurableExecute(STMT_SCHEDULE_LOCK, &arg, NULL, SPI_OK_SELECT, 1) == 1)
+	{
+		bool		isnull;
+		Datum		last_run = DurableResultDatum(0, 1, &isnull);
+
+		if (!isnull)
+			after = Max(after, DatumGetTimestampTz(last_run));
+	}
+	next = cron_next(&cron, after, tz);
+	if (TIMESTAMP_NOT_FINITE(next))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("cron expression \"%s\" never fires after now", text));
 	args[0] = CStringGetTextDatum(name);
 	args[1] = CStringGetTextDatum(text);
 	args[2] = CStringGetTextDatum(zone);
@@ -218,12 +278,19 @@ typedef struct DueSchedule
 	Jsonb	   *payload;
 	bool		backfill;
 	TimestampTz next_run;
+
+	/* what running it does */
+	TimestampTz now;
+	DurableSettledCallback callback;
+	void	   *arg;
+	TimestampTz attempting;		/* the occurrence being enqueued */
+	TimestampTz skip;			/* skip this occurrence, or 0 */
+	const char *error;			/* why it is skipped */
 } DueSchedule;
 
 /* enqueue one occurrence of a schedule */
 static int64
-enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence,
-				   TimestampTz now)
+enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence)
 {
 	DurableEnqueueRequest req = {0};
 	DurableQueue settings;
@@ -239,14 +306,74 @@ enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence,
 	DurableDetailText(&metadata, "schedule", due->name);
 	DurableDetailTime(&metadata, "occurrence", occurrence);
 	req.metadata = DurableDetailFinish(&metadata);
-	return DurableEnqueue(&req, &settings, now);
+	return DurableEnqueue(&req, &settings, due->now);
+}
+
+/*
+ * run_schedule
+ *		Enqueue what one due schedule owes and move its next run on: every
+ *		occurrence missed (at most DURABLE_BACKFILL_PER_TICK a tick) when it
+ *		backfills, else the latest one only, found from now backwards.  An
+ *		occurrence equal to due->skip is not enqueued: the schedule's next
+ *		run moves past it, and last_error says why.
+ */
+static uint64
+run_schedule(void *arg)
+{
+	DueSchedule *due = (DueSchedule *) arg;
+	DurableCron cron;
+	pg_tz	   *tz = time_zone(due->timezone);
+	TimestampTz occurrence = due->next_run;
+	TimestampTz next;
+	int64		task_id = 0;
+	uint64		enqueued = 0;
+	Datum		advance[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	DurableCronParse(due->cron, &cron);
+	if (!due->backfill)
+		occurrence = Max(occurrence, cron_latest(&cron, due->now, tz));
+	for (int i = 0; i < DURABLE_BACKFILL_PER_TICK; i++)
+	{
+		next = cron_next(&cron, occurrence, tz);
+		if (due->skip != 0 && occurrence >= due->skip)
+		{
+			advance[0] = CStringGetTextDatum(due->name);
+			advance[1] = TimestampTzGetDatum(next);
+			advance[2] = CStringGetTextDatum(due->error);
+			advance[3] = TimestampTzGetDatum(due->now);
+			DurableExecute(STMT_SCHEDULE_SKIP, advance, NULL, SPI_OK_UPDATE, 0);
+			return enqueued;
+		}
+		due->attempting = occurrence;
+		task_id = enqueue_occurrence(due, occurrence);
+		if (due->callback)
+			due->callback(task_id, "scheduled", due->arg);
+		enqueued++;
+		if (!due->backfill || next > due->now)
+			break;
+		occurrence = next;
+	}
+	advance[0] = CStringGetTextDatum(due->name);
+	advance[1] = TimestampTzGetDatum(next);
+	advance[2] = TimestampTzGetDatum(occurrence);
+	advance[3] = Int64GetDatum(task_id);
+	nulls[3] = task_id != 0 ? ' ' : 'n';
+	DurableExecute(STMT_SCHEDULE_ADVANCE, advance, nulls, SPI_OK_UPDATE, 0);
+	return enqueued;
 }
 
 /*
  * DurableRunSchedules
  *		Enqueue the occurrences of up to batch schedules that are due, and
- *		move each schedule's next run on.  Reports each task enqueued as
- *		'scheduled'.  Returns how many.
+ *		move each schedule's next run on; each schedule is a part of the
+ *		tick of its own ("schedule: <name>").  An occurrence that cannot be
+ *		enqueued (its key taken by another request, its payload over a
+ *		lowered size limit, its queue paused for drop ...) is skipped: run
+ *		again with it skipped, the schedule's occurrences before it are
+ *		enqueued, its next run moves past it, and its last_error and
+ *		durable.status say why.  Reports each task enqueued as 'scheduled'.
+ *		Returns how many.
  */
 uint64
 DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
@@ -262,7 +389,7 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 	n = DurableExecute(STMT_SCHEDULES_DUE, args, NULL, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
-	due = palloc(sizeof(DueSchedule) * n);
+	due = palloc0(sizeof(DueSchedule) * n);
 	for (uint64 r = 0; r < n; r++)
 	{
 		bool		isnull;
@@ -274,53 +401,39 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 		due[r].payload = DatumGetJsonbPCopy(DurableResultDatum(r, DUE_PAYLOAD, &isnull));
 		due[r].backfill = DatumGetBool(DurableResultDatum(r, DUE_BACKFILL, &isnull));
 		due[r].next_run = DatumGetTimestampTz(DurableResultDatum(r, DUE_NEXT_RUN, &isnull));
+		due[r].now = now;
+		due[r].callback = callback;
+		due[r].arg = arg;
 	}
 
 	for (uint64 r = 0; r < n; r++)
 	{
-		DurableCron cron;
-		pg_tz	   *tz = time_zone(due[r].timezone);
-		TimestampTz occurrence = due[r].next_run;
-		TimestampTz next;
-		int64		task_id = 0;
-		Datum		advance[4];
-		char		nulls[4] = {' ', ' ', ' ', ' '};
+		char	   *part = psprintf("schedule: %s", due[r].name);
+		ErrorData  *failure;
+		ErrorData  *again;
+		uint64		done;
 
-		DurableCronParse(due[r].cron, &cron);
-		next = cron_next(&cron, occurrence, tz);
-		if (due[r].backfill)
+		if (DurableTry(run_schedule, &due[r], &done, &failure))
 		{
-			for (int i = 0; i < DURABLE_BACKFILL_PER_TICK; i++)
-			{
-				task_id = enqueue_occurrence(&due[r], occurrence, now);
-				if (callback)
-					callback(task_id, "scheduled", arg);
-				enqueued++;
-				if (next > now || i == DURABLE_BACKFILL_PER_TICK - 1)
-					break;
-				occurrence = next;
-				next = cron_next(&cron, occurrence, tz);
-			}
+			DurablePartSucceeded(part);
+			enqueued += done;
+			continue;
+		}
+		due[r].skip = due[r].attempting != 0 ? due[r].attempting : due[r].next_run;
+		due[r].error = psprintf("%s (SQLSTATE %s)", failure->message,
+								unpack_sql_state(failure->sqlerrcode));
+		if (DurableTry(run_schedule, &due[r], &done, &again))
+		{
+			enqueued += done;
+			DurablePartFailed(part, failure);
 		}
 		else
 		{
-			/* the latest occurrence missed, not a storm of them */
-			while (next <= now)
-			{
-				occurrence = next;
-				next = cron_next(&cron, occurrence, tz);
-			}
-			task_id = enqueue_occurrence(&due[r], occurrence, now);
-			if (callback)
-				callback(task_id, "scheduled", arg);
-			enqueued++;
+			/* not even skipping works: the schedule stays due */
+			DurablePartFailed(part, again);
+			FreeErrorData(again);
 		}
-		advance[0] = CStringGetTextDatum(due[r].name);
-		advance[1] = TimestampTzGetDatum(next);
-		advance[2] = TimestampTzGetDatum(occurrence);
-		advance[3] = Int64GetDatum(task_id);
-		nulls[3] = task_id != 0 ? ' ' : 'n';
-		DurableExecute(STMT_SCHEDULE_ADVANCE, advance, nulls, SPI_OK_UPDATE, 0);
+		FreeErrorData(failure);
 	}
 	return enqueued;
 }

@@ -751,38 +751,52 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_MAINTAIN_HISTORY] = {
 		"maintain_history",
-		"SELECT task_id, action FROM durable.maintain_history($1,"
+		"SELECT task_id, action, part, error_code, error_message"
+		" FROM durable.maintain_history($1,"
 		" pg_catalog.make_interval(secs => $2), $3)",
 		3, {TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
-	[STMT_RETAIN_OTHERS] = {
-		"retain_others",
-		"WITH i AS (DELETE FROM durable.inbox WHERE ctid = ANY (ARRAY("
-		"  SELECT ctid FROM durable.inbox WHERE received_at < $1"
-		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1),"
-		" o AS (DELETE FROM durable.outbox WHERE ctid = ANY (ARRAY("
-		"  SELECT ctid FROM durable.outbox WHERE published_at < $1"
-		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1),"
-		" k AS (DELETE FROM durable.idempotency_keys WHERE ctid = ANY (ARRAY("
-		"  SELECT ctid FROM durable.idempotency_keys WHERE expires_at < $2"
-		"  LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
-		" SELECT (SELECT count(*) FROM i), (SELECT count(*) FROM o),"
-		" (SELECT count(*) FROM k)",
-		3, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID}
+	/* retention of one table each, a part of the tick apiece (retention.c) */
+	[STMT_RETAIN_INBOX] = {
+		"retain_inbox",
+		"DELETE FROM durable.inbox WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM durable.inbox WHERE received_at < $1"
+		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_RETAIN_OUTBOX] = {
+		"retain_outbox",
+		"DELETE FROM durable.outbox WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM durable.outbox WHERE published_at < $1"
+		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_RETAIN_KEYS] = {
+		"retain_keys",
+		"DELETE FROM durable.idempotency_keys WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM durable.idempotency_keys WHERE expires_at < $1"
+		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {TIMESTAMPTZOID, INT4OID}
 	},
 	/*
 	 * On Citus, where rows are locked (SKIP LOCKED) only in a statement on
 	 * one shard: each table in one statement on all shards, without a
-	 * batch limit, run by the coordinator's reconciler alone.
+	 * batch limit, run by the coordinator's reconciler alone ($2 unused).
 	 */
-	[STMT_RETAIN_OTHERS_ALL] = {
-		"retain_others_all",
-		"WITH i AS (DELETE FROM durable.inbox WHERE received_at < $1 RETURNING 1),"
-		" o AS (DELETE FROM durable.outbox WHERE published_at < $1 RETURNING 1),"
-		" k AS (DELETE FROM durable.idempotency_keys WHERE expires_at < $2 RETURNING 1)"
-		" SELECT (SELECT count(*) FROM i), (SELECT count(*) FROM o),"
-		" (SELECT count(*) FROM k)",
-		2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+	[STMT_RETAIN_INBOX_ALL] = {
+		"retain_inbox_all",
+		"DELETE FROM durable.inbox WHERE received_at < $1 AND $2 IS NOT NULL",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_RETAIN_OUTBOX_ALL] = {
+		"retain_outbox_all",
+		"DELETE FROM durable.outbox WHERE published_at < $1 AND $2 IS NOT NULL",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_RETAIN_KEYS_ALL] = {
+		"retain_keys_all",
+		"DELETE FROM durable.idempotency_keys WHERE expires_at < $1 AND $2 IS NOT NULL",
+		2, {TIMESTAMPTZOID, INT4OID}
 	},
 	[STMT_INBOX_INSERT] = {
 		"inbox_insert",
@@ -1132,7 +1146,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	[STMT_SCHEDULE_ADVANCE] = {
 		"schedule_advance",
 		"UPDATE durable.schedules SET next_run = $2, last_run = $3,"
-		" last_task_id = COALESCE($4, last_task_id)"
+		" last_task_id = COALESCE($4, last_task_id),"
+		" last_error = NULL, last_error_at = NULL"
 		" WHERE schedule_name = $1",
 		4, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
@@ -1141,6 +1156,38 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"SELECT installation_id::text FROM durable.installation"
 		" ORDER BY installed_at DESC, installation_id DESC LIMIT 1",
 		0, {InvalidOid}
+	},
+	[STMT_SCHEDULE_LOCK] = {
+		"schedule_lock",
+		"SELECT last_run FROM durable.schedules WHERE schedule_name = $1 FOR UPDATE",
+		1, {TEXTOID}
+	},
+	/* an occurrence that could not be enqueued is skipped, with why */
+	[STMT_SCHEDULE_SKIP] = {
+		"schedule_skip",
+		"UPDATE durable.schedules SET next_run = $2, last_error = $3,"
+		" last_error_at = COALESCE(last_error_at, $4)"
+		" WHERE schedule_name = $1",
+		4, {TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[STMT_TICK_FAILURES] = {
+		"tick_failures",
+		"SELECT part FROM durable.tick_failures",
+		0, {InvalidOid}
+	},
+	[STMT_TICK_FAILURE_SET] = {
+		"tick_failure_set",
+		"INSERT INTO durable.tick_failures AS f (part, sqlstate, error,"
+		" failing_since, last_failed_at, failures) VALUES ($1, $2, $3, $4, $4, 1)"
+		" ON CONFLICT (part) DO UPDATE SET sqlstate = EXCLUDED.sqlstate,"
+		" error = EXCLUDED.error, last_failed_at = EXCLUDED.last_failed_at,"
+		" failures = f.failures + 1",
+		4, {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[STMT_TICK_FAILURE_CLEAR] = {
+		"tick_failure_clear",
+		"DELETE FROM durable.tick_failures WHERE part = $1",
+		1, {TEXTOID}
 	},
 };
 
