@@ -68,15 +68,19 @@ RESET durable.retention;
 -- schedules: one whose payload is over a lowered size limit, one whose
 -- occurrence key another request took; each is skipped with its error,
 -- the other schedules and the leases go on
-SELECT durable_schedule('iso_big', '* * * * *', 'iso_a', jsonb_build_object('blob', repeat('x', 2000))) IS NOT NULL AS big;
-SELECT durable_schedule('iso_taken', '* * * * *', 'iso_a', '{"n": 1}') IS NOT NULL AS taken;
-SELECT durable_schedule('iso_fine', '* * * * *', 'iso_b', '{"n": 2}') IS NOT NULL AS fine;
-UPDATE durable.schedules SET next_run = date_trunc('minute', now()) - interval '1 minute'
+-- (yearly, due since this New Year: the occurrence due stays the same
+-- whatever the minute the test runs in)
+SELECT durable_schedule('iso_big', '0 0 1 1 *', 'iso_a', jsonb_build_object('blob', repeat('x', 2000))) IS NOT NULL AS big;
+SELECT durable_schedule('iso_taken', '0 0 1 1 *', 'iso_a', '{"n": 1}') IS NOT NULL AS taken;
+SELECT durable_schedule('iso_fine', '0 0 1 1 *', 'iso_b', '{"n": 2}') IS NOT NULL AS fine;
+SELECT durable_schedule('iso_gone', '0 0 1 1 *', 'iso_b', '{"n": 4}') IS NOT NULL AS gone;
+UPDATE durable.schedules SET next_run = date_trunc('year', now(), 'UTC')
 WHERE schedule_name LIKE 'iso_%';
--- the key of iso_taken's occurrence, taken by another request
-SELECT durable_enqueue('iso_a', '{"someone": "else"}',
-                       idempotency_key => 'schedule:iso_taken:' ||
-                           extract(epoch FROM date_trunc('minute', now()))::bigint) IS NOT NULL AS key_taken;
+-- the keys of iso_taken's and iso_gone's occurrence, taken by other requests
+SELECT durable_enqueue(q, '{"someone": "else"}',
+                       idempotency_key => 'schedule:' || s || ':' ||
+                           extract(epoch FROM date_trunc('year', now(), 'UTC'))::bigint) IS NOT NULL AS key_taken
+FROM (VALUES ('iso_a', 'iso_taken'), ('iso_b', 'iso_gone')) v(q, s);
 SELECT durable_create_queue('iso_c', lease => '1 hour');
 SELECT durable_enqueue('iso_c', '{}') AS te \gset
 SELECT fence AS fe FROM durable_claim('iso_c', 'w') \gset
@@ -92,6 +96,9 @@ SELECT schedule_name, regexp_replace(last_error, '[0-9]{6,}', 'N') AS error,
        last_task_id IS NOT NULL AS enqueued
 FROM durable.schedule_list WHERE schedule_name LIKE 'iso_%' ORDER BY 1;
 SELECT * FROM pg_temp.failing();
+-- a schedule removed takes its failure with it
+SELECT durable_unschedule('iso_gone');
+SELECT * FROM pg_temp.failing();
 -- the next occurrence enqueues again: the error goes
 UPDATE durable.schedules SET next_run = now() WHERE schedule_name LIKE 'iso_%';
 SELECT count(*) AS scheduled FROM durable_reconcile() WHERE action = 'scheduled';
@@ -102,10 +109,8 @@ SELECT failing_parts FROM durable.status;
 -- a schedule replaced in a transaction that began before an occurrence
 -- the reconciler enqueued: it runs on from that last run, never again
 -- over it (its key would be taken by another request for ever)
-UPDATE durable.schedules SET last_run = date_trunc('minute', now()) + interval '5 minutes'
-WHERE schedule_name = 'iso_fine';
-SELECT durable_schedule('iso_fine', '* * * * *', 'iso_b', '{"n": 3}')
-       = date_trunc('minute', now()) + interval '6 minutes' AS after_last_run;
+UPDATE durable.schedules SET last_run = '2999-01-01 00:00:00+00' WHERE schedule_name = 'iso_fine';
+SELECT durable_schedule('iso_fine', '* * * * *', 'iso_b', '{"n": 3}') AS next_run;
 
 -- a schedule far behind, without backfill: the latest occurrence missed
 -- only, found from now backwards (a walk forward from the year 1000 would

@@ -126,6 +126,18 @@ cron_latest(const DurableCron *cron, TimestampTz at, pg_tz *tz)
 	return DT_NOBEGIN;
 }
 
+/*
+ * A schedule replaced or removed is no longer the one that failed: its
+ * failure leaves durable.status (tick_failures) with it.
+ */
+static void
+forget_failure(const char *name)
+{
+	Datum		part = CStringGetTextDatum(psprintf("schedule: %s", name));
+
+	DurableExecute(STMT_TICK_FAILURE_CLEAR, &part, NULL, SPI_OK_DELETE, 0);
+}
+
 static char *
 required_text(FunctionCallInfo fcinfo, int argno, const char *name)
 {
@@ -233,6 +245,7 @@ durable_schedule(PG_FUNCTION_ARGS)
 	args[7] = TimestampTzGetDatum(now);
 	args[8] = CStringGetTextDatum(DurableCallerName());
 	DurableExecute(STMT_SCHEDULE_UPSERT, args, NULL, SPI_OK_INSERT, 0);
+	forget_failure(name);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(next);
 }
@@ -253,6 +266,7 @@ durable_unschedule(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	removed = DurableExecute(STMT_SCHEDULE_DELETE, &arg, NULL, SPI_OK_DELETE, 0) > 0;
+	forget_failure(name);
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
 }

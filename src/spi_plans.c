@@ -1123,7 +1123,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ON CONFLICT (schedule_name) DO UPDATE SET cron = EXCLUDED.cron,"
 		" timezone = EXCLUDED.timezone, queue_name = EXCLUDED.queue_name,"
 		" payload = EXCLUDED.payload, backfill = EXCLUDED.backfill,"
-		" next_run = EXCLUDED.next_run, role = EXCLUDED.role",
+		" next_run = EXCLUDED.next_run, role = EXCLUDED.role,"
+		" last_error = NULL, last_error_at = NULL",
 		9, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
