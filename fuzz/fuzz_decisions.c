@@ -382,7 +382,8 @@ wall_step(DurableWallTime *t)
  * Parse any text as a cron expression (an ERROR is a fine answer); for one
  * that parses, the next occurrence after a random wall-clock time must be
  * later, must match, and no minute in between may match (checked minute by
- * minute for the first three days).
+ * minute for the first three days); the previous one before that next
+ * occurrence must be at or before the start, match, and lead to it again.
  */
 static void
 fuzz_cron(Input *in)
@@ -428,6 +429,28 @@ fuzz_cron(Input *in)
 		if (cron_matches(&cron, &walk))
 			abort();
 	}
+
+	/*
+	 * Back from the next occurrence: the latest one before it is at or
+	 * before the start, matches, and the next after it is that next one
+	 * again; inclusive, the next occurrence itself.
+	 */
+	walk = next;
+	if (!DurableCronPrevWall(&cron, &walk, true) || wall_compare(&walk, &next) != 0)
+		abort();
+	if (DurableCronPrevWall(&cron, &walk, false))
+	{
+		DurableWallTime again = walk;
+
+		if (wall_compare(&walk, &start) > 0 || !cron_matches(&cron, &walk) ||
+			walk.day > fuzz_days_in_month(walk.year, walk.month) ||
+			walk.month < 1 || walk.hour < 0 || walk.minute < 0)
+			abort();
+		if (!DurableCronNextWall(&cron, &again) || wall_compare(&again, &next) != 0)
+			abort();
+	}
+	else if (start.year > 10)
+		abort();				/* only a leap day can be years back */
 }
 
 int			LLVMFuzzerTestOneInput(const uint8 *data, size_t size);
