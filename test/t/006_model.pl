@@ -82,6 +82,7 @@ my $GRANTS = $node->safe_psql('postgres',
 if ($GRANTS)
 {
 	$node->safe_psql('postgres', q{
+		CREATE SCHEMA model_hostile;
 		CREATE ROLE model_app; CREATE ROLE model_foreign;
 		GRANT durable_worker, durable_producer TO model_app, model_foreign;});
 }
@@ -110,6 +111,7 @@ sub connect_db
 my @S;       # worker sessions
 my $OBS;     # the observer's connection
 my $M;       # the model
+my $RECONCILER_OFF = 0;    # while a failure is shrunk without the reconciler
 my %stats = (sequences => 0, ops => 0, skipped => 0, implicit => 0, claims => 0,
 	handed_out => 0, empty_claims_with_work => 0, timeouts => 0, kills => 0,
 	crashes => 0, restarts => 0, stale_rejected => 0, decisions => 0);
@@ -201,6 +203,12 @@ sub reset_state
 		sleep 0.2;
 	}
 	die 'reset failed: ' . $OBS->errstr unless $done;
+	# the settings operations of the last sequence are undone
+	$OBS->do('ALTER DATABASE postgres RESET ALL');
+	$OBS->do('ALTER SYSTEM RESET durable.reconcile_batch');
+	$OBS->do('ALTER SYSTEM RESET durable.reconcile_interval');
+	$OBS->do('ALTER SYSTEM SET durable.reconciler_enabled = ' . ($RECONCILER_OFF ? 'off' : 'on'));
+	$OBS->do('SELECT pg_reload_conf()');
 	$M = DurableModel::new_model();
 	for my $q (@QUEUES)
 	{
@@ -501,7 +509,18 @@ my @KINDS = (
 	[ replay => 2 ], [ pause => 0.5 ], [ resume => 1 ], [ outbox_emit => 2 ],
 	[ outbox_claim => 2 ], [ outbox_ack => 2 ], [ key_begin => 3 ], [ key_advance => 2 ],
 	[ key_finish => 2 ], [ inbox => 1 ], [ decide => 2 ], [ bad_input => 1 ], [ foreign => 1.5 ], [ sleep => 4 ],
-	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ]);
+	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ],
+	[ settings => 1.5 ], [ alter_queue => 0.7 ], [ reconciler_settings => 0.3 ],
+	[ database_settings => 0.2 ]);
+
+# Settings a session, a role or a database owner may choose, none of which
+# may change what durable computes (DESIGN section 7).  extra_float_digits
+# stays positive: the driver reads epochs as floats.
+my @DATESTYLES = ('ISO, MDY', 'SQL, DMY', 'SQL, MDY', 'Postgres, DMY', 'German', 'ISO, DMY');
+my @TIMEZONES = ('UTC', 'Europe/Lisbon', 'Asia/Kolkata', 'Asia/Shanghai', 'Europe/Dublin',
+	'America/St_Johns', 'XYZ-3', 'Pacific/Chatham');
+my @INTERVALSTYLES = qw(postgres sql_standard iso_8601 postgres_verbose);
+my @SEARCH_PATHS = ('"$user", public', 'model_hostile, public', 'public, pg_catalog');
 my $WSUM = 0;
 $WSUM += $_->[1] for @KINDS;
 
@@ -680,6 +699,38 @@ sub execute
 		$stats{kills}++;
 		session_lost($s);
 		$desc = "$sid killed (its backend terminated" . ($tx ? ', transaction open)' : ')');
+		observe($desc);
+		return $desc;
+	}
+	if ($kind eq 'reconciler_settings' || $kind eq 'database_settings')
+	{
+		# an operator reloads the reconciler's settings, or a database owner
+		# sets hostile defaults for the database and the reconciler starts
+		# again under them: nothing the model allows changes
+		if ($kind eq 'reconciler_settings')
+		{
+			my $batch = pick([ 1, 3, 1000 ], $r[0]);
+			my $interval = pick([ '50ms', '1s', '3s' ], $r[1]);
+			my $enabled = $r[2] % 4 && !$RECONCILER_OFF ? 'on' : 'off';
+			$OBS->do("ALTER SYSTEM SET durable.reconcile_batch = $batch");
+			$OBS->do("ALTER SYSTEM SET durable.reconcile_interval = '$interval'");
+			$OBS->do("ALTER SYSTEM SET durable.reconciler_enabled = $enabled");
+			$OBS->do('SELECT pg_reload_conf()');
+			$desc = "reconciler batch $batch, interval $interval, enabled $enabled";
+		}
+		else
+		{
+			my $ds = pick(\@DATESTYLES, $r[0]);
+			my $tz = pick(\@TIMEZONES, $r[1]);
+			my $is = pick(\@INTERVALSTYLES, $r[2]);
+			$OBS->do("ALTER DATABASE postgres SET DateStyle = '$ds'");
+			$OBS->do("ALTER DATABASE postgres SET TimeZone = '$tz'");
+			$OBS->do("ALTER DATABASE postgres SET IntervalStyle = '$is'");
+			$OBS->do(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			           WHERE backend_type = 'durable reconciler'});
+			$desc = "database settings DateStyle '$ds', TimeZone '$tz', IntervalStyle '$is'; reconciler restarted";
+		}
+		$stats{settings}++;
 		observe($desc);
 		return $desc;
 	}
@@ -1500,6 +1551,33 @@ sub execute
 			return ok_alt(desc => $kind, apply => sub { $M->{queues}{$queue}{paused} = $kind eq 'pause' ? 1 : 0; return {} });
 		};
 	}
+	elsif ($kind eq 'settings')
+	{
+		my @set = (pick(\@DATESTYLES, $r[0]), pick(\@TIMEZONES, $r[1]),
+			pick(\@INTERVALSTYLES, $r[2]), 1 + $r[3] % 3, pick(\@SEARCH_PATHS, $r[4]));
+		$sql = "SELECT extract(epoch FROM now())::float8 AS now,
+		        set_config('DateStyle', ?, false) || set_config('TimeZone', ?, false)
+		        || set_config('IntervalStyle', ?, false) || set_config('extra_float_digits', ?, false)
+		        || set_config('search_path', ?, false) AS v";
+		@binds = @set;
+		$desc = "$sid settings " . join(' / ', @set);
+		@alts = sub { return ok_alt(desc => 'settings', apply => sub { return {} }) };
+	}
+	elsif ($kind eq 'alter_queue')
+	{
+		# an operator changes a queue mid-run: tasks keep the attempts they
+		# were enqueued with, later ones get the new budget
+		my $queue = pick([qw(q1 q2)], $r[0]);
+		my $max = 1 + $r[1] % 4;
+		my $lease = (5 + $r[2] % 20) / 10;
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
+		        durable_alter_queue(?, lease => ?::interval, max_attempts => ?)::text AS v';
+		@binds = ($queue, interval($lease), $max);
+		$desc = "$sid alter_queue $queue max_attempts $max lease $lease s";
+		@alts = sub {
+			return ok_alt(desc => 'altered', apply => sub { $M->{queues}{$queue}{max_attempts} = $max; return {} });
+		};
+	}
 	elsif ($kind eq 'outbox_emit')
 	{
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_outbox_emit(?, ?::jsonb, ?) AS v';
@@ -1954,6 +2032,7 @@ sub run_sequence
 sub reconciler
 {
 	my ($on) = @_;
+	$RECONCILER_OFF = !$on;
 	$OBS->do("ALTER SYSTEM SET durable.reconciler_enabled = " . ($on ? 'on' : 'off'));
 	$OBS->do('SELECT pg_reload_conf()');
 	sleep 0.5;
