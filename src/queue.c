@@ -325,7 +325,8 @@ durable_alter_queue(PG_FUNCTION_ARGS)
  * replays under way in the queue and keeps new ones out (they lock the row
  * FOR KEY SHARE), and nothing else: other queues go on, and of two drops of
  * one queue the second waits and then finds no queue.  Then the queue goes
- * with its finished tasks, their steps and events.  Raises 55006 while any
+ * with its finished tasks, their steps and events, and the events emitted
+ * into it (durable_emit).  Raises 55006 while any
  * of its tasks is unfinished.
  */
 PG_FUNCTION_INFO_V1(durable_drop_queue);
@@ -378,6 +379,8 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 								 unfinished, (long long) unfinished),
 				errhint("Cancel them with durable_cancel() or let them finish."));
 	DurableExecute(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
+	/* its events go too: a new queue of that name starts with none */
+	DurableExecute(STMT_QUEUE_DROP_EVENTS, args, NULL, SPI_OK_DELETE, 0);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
