@@ -123,6 +123,20 @@ SELECT * FROM durable_await(:t3, :f3, 'review', 'review:3', timeout => '1 second
 SELECT durable_emit('flow', 'review:3', '"late"');
 SELECT * FROM durable_await(:t3, :f3, 'review', 'review:3', timeout => '1 second');
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
+-- a queue dropped while a task of another queue awaits its event takes the
+-- await with it: a new queue of that name wakes nobody, and the wait
+-- times out as any other
+SELECT durable_create_queue('gone');
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
+SELECT durable_drop_queue('gone');
+SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
+SELECT durable_create_queue('gone');
+SELECT durable_emit('gone', 'g:1');
+SELECT durable_drop_queue('gone');
+SELECT state, waits -> 'gone' ->> 'status' AS wait FROM durable.live_tasks WHERE task_id = :t3;
+SELECT pg_sleep(1.2);
+SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
 SELECT * FROM durable_await(:t3, :f3, 'x', NULL);
 SELECT * FROM durable_await(:t3, :f3, 'x', 'e', timeout => '0 seconds');
 SELECT durable_commit(:t3, :f3, '{}');

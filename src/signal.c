@@ -244,9 +244,8 @@ durable_await(PG_FUNCTION_ARGS)
 		}
 		else if (wait.until != 0 && now >= wait.until)
 		{
-			DurableQueueGet(queue, &settings);
-			values[0] = Int32GetDatum(DurableQueueKeyPartition(&settings, event));
-			DurableExecute(STMT_EVENT_WAIT_DELETE, values, NULL, SPI_OK_DELETE, 0);
+			DurableExecute(STMT_EVENT_WAIT_DELETE, values + 3, NULL,
+						   SPI_OK_DELETE, 0);
 			DurableWaitResolve(&task, name, "timed_out", NULL, now);
 			status = "timed_out";
 		}

@@ -1057,10 +1057,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_EVENT_WAIT_DELETE] = {
 		"event_wait_delete",
-		"DELETE FROM durable.event_waits"
-		" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
-		" AND task_id = $4 AND name = $5",
-		5, {INT4OID, TEXTOID, TEXTOID, INT8OID, TEXTOID}
+		/* by the task's wait: the event's queue may be gone (dropped) */
+		"DELETE FROM durable.event_waits WHERE task_id = $1 AND name = $2",
+		2, {INT8OID, TEXTOID}
 	},
 	[STMT_EVENT_WAKE] = {
 		"event_wake",
@@ -1109,7 +1108,9 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_QUEUE_DROP_EVENTS] = {
 		"queue_drop_events",
-		"DELETE FROM durable.emitted_events"
+		"WITH w AS (DELETE FROM durable.event_waits"
+		"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+		" DELETE FROM durable.emitted_events"
 		" WHERE partition_key = ANY ($2) AND queue_name = $1",
 		2, {TEXTOID, INT4ARRAYOID}
 	},
