@@ -298,6 +298,350 @@ REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int) 
 --
 -- 3. Events belong to a queue.
 --
+--
+-- (queue, event) names an event now, so that one application's names never
+-- meet another's (DESIGN sections 9 and 12): durable_emit(queue, event,
+-- payload) needs the queue's enqueue grant where it is restricted, and
+-- durable_await(..., queue => ...) the work grant of the queue it names.
+-- An event's rows live in one of its queue's partitions, the one
+-- DurableQueueKeyPartition (enqueue.c) gives its name: the first four bytes
+-- of the SHA-256 of the name, modulo the queue's partitions, from the
+-- queue's base.  On Citus the event tables so distribute by the queue's
+-- partitioning as its tasks do; durable_enable_citus() distributes them by
+-- partition_key as before and needs no change.
+--
+-- The rows of 0.4.0 move as follows (0.4.0 refused events on Citus, so
+-- there these tables are empty and nothing moves):
+-- * an await registered for an event not yet emitted belongs to the
+--   awaiting task's queue (a registration of a task that is no longer live
+--   is dropped: durable_verify() reported it, and no emit could wake it);
+-- * an event already emitted is copied into each queue that its emitter
+--   could emit it into now: every open queue, and every restricted queue
+--   whose enqueue grant the emitter's role holds (directly, through a
+--   role it is a member of, by a grant to public, or as a superuser).
+--   Nothing an application could legitimately have emitted for its own
+--   queue is lost to an await after the update; an event another
+--   application's role forged before it does not enter a restricted queue
+--   (that is what this section closes).  An event whose emitter's role no
+--   longer exists is copied into the open queues only.
+-- * an event's row that only an await made (emitted_at NULL) is made again
+--   for each queue that awaits it; one that nobody awaits any more goes.
+-- Waits kept in a task's row (live_tasks.waits, task_history) are left as
+-- they are: an await recorded without a queue replays as an await of the
+-- task's own queue (signal.c), as it was.
+--
+ALTER TABLE durable.event_waits ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.event_waits DROP CONSTRAINT event_waits_pkey;
+INSERT INTO durable.event_waits (partition_key, queue_name, event, task_id, name)
+SELECT DISTINCT
+       (q.partition_base
+        OPERATOR(pg_catalog.+) (((pg_catalog.get_byte(h.digest, 0)::bigint OPERATOR(pg_catalog.<<) 24)
+             OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 1)::bigint OPERATOR(pg_catalog.<<) 16)
+             OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 2)::bigint OPERATOR(pg_catalog.<<) 8)
+             OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 3)::bigint)
+            OPERATOR(pg_catalog.%) q.partitions))
+       OPERATOR(pg_catalog.%) 32768,
+       q.queue_name, w.event, w.task_id, w.name
+FROM durable.event_waits w
+JOIN durable.live_tasks t
+  ON t.partition_key OPERATOR(pg_catalog.=) (w.task_id OPERATOR(pg_catalog.&) 32767)::int
+ AND t.task_id OPERATOR(pg_catalog.=) w.task_id
+JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) t.queue_name,
+LATERAL (SELECT pg_catalog.sha256(pg_catalog.convert_to(w.event, pg_catalog.getdatabaseencoding()))
+         AS digest) h
+WHERE w.queue_name IS NULL;
+DELETE FROM durable.event_waits WHERE queue_name IS NULL;
+ALTER TABLE durable.event_waits ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.event_waits ADD PRIMARY KEY (partition_key, queue_name, event, task_id, name);
+COMMENT ON COLUMN durable.event_waits.queue_name IS 'the queue of the awaited event (the awaiting task''s own, or the queue its await named)';
+
+ALTER TABLE durable.emitted_events ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.emitted_events DROP CONSTRAINT emitted_events_pkey;
+INSERT INTO durable.emitted_events (partition_key, queue_name, event, payload, payload_hash,
+                                    emitted_at, role, created_at)
+SELECT (q.partition_base
+        OPERATOR(pg_catalog.+) (((pg_catalog.get_byte(h.digest, 0)::bigint OPERATOR(pg_catalog.<<) 24)
+             OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 1)::bigint OPERATOR(pg_catalog.<<) 16)
+             OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 2)::bigint OPERATOR(pg_catalog.<<) 8)
+             OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 3)::bigint)
+            OPERATOR(pg_catalog.%) q.partitions))
+       OPERATOR(pg_catalog.%) 32768,
+       q.queue_name, e.event, e.payload, e.payload_hash, e.emitted_at, e.role, e.created_at
+FROM durable.emitted_events e
+CROSS JOIN durable.queues q
+LEFT JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) e.role,
+LATERAL (SELECT pg_catalog.sha256(pg_catalog.convert_to(e.event, pg_catalog.getdatabaseencoding()))
+         AS digest) h
+WHERE e.queue_name IS NULL AND e.emitted_at IS NOT NULL
+  AND (NOT q.restricted
+       OR r.rolsuper
+       OR EXISTS (SELECT FROM durable.queue_grants g
+                  WHERE g.queue_name OPERATOR(pg_catalog.=) q.queue_name
+                    AND g.privilege OPERATOR(pg_catalog.=) 'enqueue'
+                    AND (g.grantee OPERATOR(pg_catalog.=) 0
+                         OR pg_catalog.pg_has_role(r.oid, g.grantee, 'USAGE'))));
+INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)
+SELECT w.partition_key, w.queue_name, w.event,
+       coalesce(pg_catalog.min(e.created_at), pg_catalog.now())
+FROM durable.event_waits w
+LEFT JOIN durable.emitted_events e
+  ON e.queue_name IS NULL AND e.event OPERATOR(pg_catalog.=) w.event
+WHERE NOT EXISTS (SELECT FROM durable.emitted_events c
+                  WHERE c.queue_name OPERATOR(pg_catalog.=) w.queue_name
+                    AND c.event OPERATOR(pg_catalog.=) w.event)
+GROUP BY w.partition_key, w.queue_name, w.event;
+DELETE FROM durable.emitted_events WHERE queue_name IS NULL;
+ALTER TABLE durable.emitted_events ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.emitted_events ADD PRIMARY KEY (partition_key, queue_name, event);
+COMMENT ON COLUMN durable.emitted_events.queue_name IS 'the queue the event belongs to; partition_key is one of the queue''s partitions';
+COMMENT ON TABLE durable.emitted_events IS 'events emitted into a queue with durable_emit (first emit wins), and those awaited before anybody emitted them (emitted_at NULL)';
+COMMENT ON TABLE durable.event_waits IS 'the awaits registered for an event of a queue not yet emitted; its emit into that queue wakes them';
+
+-- the 0.3.0 emit without a queue goes (the library refuses it until now)
+DROP FUNCTION @extschema@.durable_emit(text, jsonb);
+CREATE FUNCTION @extschema@.durable_emit(queue text, event text, payload jsonb DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'durable_emit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_emit(text, text, jsonb) IS
+  'emit an event of a queue in the caller''s transaction and wake its awaits: true the first time, false for the same payload again, 55U03 for another; needs the queue''s enqueue grant where it is restricted';
+
+DROP FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interval);
+CREATE FUNCTION @extschema@.durable_await(task_id bigint, fence bigint, name text, event text,
+                                          timeout interval DEFAULT NULL, queue text DEFAULT NULL)
+RETURNS TABLE (status text, payload jsonb)
+AS 'MODULE_PATHNAME', 'durable_await'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interval, text) IS
+  'a named wait for an event of the task''s queue (or of queue, with its work grant): (''received'', payload) once emitted, else (''waiting'', NULL) and the task waits; (''timed_out'', NULL) for ever after the timeout';
+
+REVOKE EXECUTE ON FUNCTION
+    @extschema@.durable_emit(text, text, jsonb),
+    @extschema@.durable_await(bigint, bigint, text, text, interval, text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_emit(text, text, jsonb)
+TO durable_producer, durable_worker;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interval, text)
+TO durable_worker;
+
+-- what a task waits for shows the event's queue
+CREATE OR REPLACE VIEW durable.waiting_tasks AS
+SELECT t.task_id, t.queue_name, w.key AS wait_name, w.value ->> 'kind' AS kind,
+       (w.value ->> 'at')::timestamptz AS since,
+       (w.value ->> 'until')::timestamptz AS until,
+       w.value -> 'args' ->> 'event' AS event,
+       t.run_at,
+       CASE WHEN w.value ->> 'kind' = 'event'
+            THEN coalesce(w.value -> 'args' ->> 'queue', t.queue_name) END AS event_queue
+FROM durable.live_tasks t, LATERAL jsonb_each(t.waits) w
+WHERE t.state = 'waiting' AND t.waits IS NOT NULL
+  AND w.value ->> 'status' IN ('sleeping', 'waiting');
+COMMENT ON VIEW durable.waiting_tasks IS 'every task parked on a wait (a sleep, an event, its children), what it waits for (an event with its queue), since when and until when';
+
+-- the recovery package names the event's queue in the emit that wakes it
+CREATE OR REPLACE FUNCTION @extschema@.durable_recovery_package(task_id bigint)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t durable.tasks;
+    doubt text;
+    in_doubt bigint;
+    package jsonb;
+    recommended jsonb;
+    pending record;
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'task_id must not be null' USING ERRCODE = '22004';
+    END IF;
+    SELECT * INTO t FROM durable.tasks x
+    WHERE x.partition_key = ($1 & 32767)::int AND x.task_id = $1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'task % does not exist', $1 USING ERRCODE = '42704';
+    END IF;
+    SELECT string_agg(format('%s step %s (idempotency key %s)', s.class, s.step, s.idempotency_key),
+                      ', ' ORDER BY s.ordinal DESC),
+           count(*)
+    INTO doubt, in_doubt
+    FROM durable.steps s
+    WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+      AND s.state IN ('started', 'unknown');
+
+    SELECT w.key AS name, w.value ->> 'kind' AS kind, w.value ->> 'until' AS until,
+           w.value -> 'args' ->> 'event' AS event,
+           coalesce(w.value -> 'args' ->> 'queue', t.queue_name) AS event_queue
+    INTO pending
+    FROM jsonb_each(coalesce(t.waits, '{}')) w
+    WHERE w.value ->> 'status' IN ('sleeping', 'waiting');
+
+    recommended := CASE
+        WHEN t.state = 'needs_review' AND in_doubt = 1 THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the outcome of %s is unknown: ask the external system about it, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ...)',
+                             doubt, t.task_id))
+        WHEN t.state = 'needs_review' AND in_doubt > 1 THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the outcomes of %s are unknown: ask the external systems about each, then durable_resolve(%s, ''mark_committed'' or ''mark_not_executed'', ..., step => ...) for each',
+                             doubt, t.task_id))
+        WHEN t.state = 'needs_review' THEN jsonb_build_object(
+            'action', 'resolve',
+            'reason', format('the %s task cannot be recovered automatically: durable_resolve(%s, ''retry'', ''cancel'' or a mark, ...)',
+                             t.class, t.task_id))
+        WHEN t.state = 'running' THEN jsonb_build_object(
+            'action', durable.recovery_action_of(t.task_id),
+            'reason', CASE WHEN t.lease_until < now() THEN 'the lease has expired' ELSE 'the lease is live' END)
+        WHEN t.state = 'failed' THEN jsonb_build_object(
+            'action', 'replay or leave',
+            'reason', format('the task failed (%s); durable_replay_dead_letters() gives it a new run', t.stop_code))
+        WHEN t.state = 'waiting' AND pending.name IS NOT NULL THEN jsonb_build_object(
+            'action', 'wait',
+            'reason', format('the task waits (%s %s)%s: %s', pending.kind, pending.name,
+                             coalesce(' until ' || pending.until, ''),
+                             CASE pending.kind
+                                 WHEN 'sleep' THEN 'its timer wakes it'
+                                 WHEN 'event' THEN format('durable_emit(%L, %L, ...) wakes it',
+                                                          pending.event_queue, pending.event)
+                                 ELSE 'the last of its children to finish wakes it' END))
+        WHEN t.state = 'waiting' AND t.run_at = 'infinity' AND in_doubt > 0 THEN jsonb_build_object(
+            'action', 'reconcile',
+            'reason', format('a reconcile handler is to look up the outcome of %s (durable_claim_reconcile)', doubt))
+        ELSE jsonb_build_object('action', 'none', 'reason', format('the task is %s', t.state))
+    END;
+
+    SELECT jsonb_build_object(
+        'task', to_jsonb(t) - 'checkpoint',
+        'checkpoint', jsonb_build_object('version', t.checkpoint_version, 'value', t.checkpoint),
+        'events', coalesce((SELECT jsonb_agg(to_jsonb(e) - 'partition_key' - 'task_id' ORDER BY e.seq)
+                            FROM durable.events e
+                            WHERE e.partition_key = t.partition_key AND e.task_id = t.task_id), '[]'),
+        'operation_ids', coalesce((SELECT jsonb_agg(DISTINCT s.effect_id)
+                                   FROM durable.steps s
+                                   WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                     AND s.effect_id IS NOT NULL), '[]'),
+        'idempotency_keys', coalesce((SELECT jsonb_object_agg(s.step, s.idempotency_key)
+                                      FROM durable.steps s
+                                      WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id), '{}'),
+        'confirmed_side_effects', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                                'step', s.step, 'state', s.state, 'effect_id', s.effect_id,
+                                                'receipt', s.receipt, 'result', s.result) ORDER BY s.ordinal)
+                                            FROM durable.steps s
+                                            WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                              AND s.state IN ('committed', 'compensated')), '[]'),
+        'unknown_side_effects', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                              'step', s.step, 'state', s.state, 'class', s.class,
+                                              'idempotency_key', s.idempotency_key, 'attempt', s.attempt,
+                                              'receipt', s.receipt, 'request', s.request) ORDER BY s.ordinal)
+                                          FROM durable.steps s
+                                          WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
+                                            AND s.state IN ('started', 'unknown')), '[]'),
+        'recommended_action', recommended)
+    INTO package;
+    RETURN package;
+END
+$$;
+
+
+-- durable_verify() matches an await with its event in the event's queue
+CREATE OR REPLACE FUNCTION @extschema@.durable_verify()
+RETURNS TABLE (task_id bigint, problem text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH history AS (
+        SELECT e.partition_key, e.task_id, count(*) AS events, max(e.seq) AS last_seq,
+               max(e.at) AS last_at,
+               (array_agg(e.state ORDER BY e.seq DESC))[1] AS state,
+               (array_agg(e.fence ORDER BY e.seq DESC))[1] AS fence
+        FROM durable.events e GROUP BY e.partition_key, e.task_id
+    ), step_history AS (
+        SELECT e.partition_key, e.task_id, e.step,
+               (array_agg(coalesce(e.detail->>'to', 'planned') ORDER BY e.seq DESC))[1] AS state
+        FROM durable.events e WHERE e.step IS NOT NULL
+        GROUP BY e.partition_key, e.task_id, e.step
+    ),
+    -- What is checked across partitions is gathered first: on Citus a
+    -- join that is not on partition_key runs on what these collect.
+    awaited AS MATERIALIZED (
+        SELECT t.task_id, w.key AS name, w.value -> 'args' ->> 'event' AS event,
+               coalesce(w.value -> 'args' ->> 'queue', t.queue_name) AS queue_name
+        FROM durable.live_tasks t, LATERAL jsonb_each(t.waits) w
+        WHERE t.state = 'waiting' AND w.value ->> 'kind' = 'event' AND w.value ->> 'status' = 'waiting'
+    ), registered AS MATERIALIZED (
+        SELECT ew.task_id, ew.name, ew.queue_name, ew.event FROM durable.event_waits ew
+    ), emitted AS MATERIALIZED (
+        SELECT ee.queue_name, ee.event FROM durable.emitted_events ee WHERE ee.emitted_at IS NOT NULL
+    ), live AS MATERIALIZED (
+        SELECT l.task_id FROM durable.live_tasks l
+        WHERE l.task_id IN (SELECT r.task_id FROM registered r)
+    ), children AS MATERIALIZED (
+        SELECT c.task_id, c.parent_id FROM durable.tasks c WHERE c.parent_id IS NOT NULL
+    ), parents AS MATERIALIZED (
+        SELECT p.task_id, p.waits FROM durable.tasks p
+        WHERE p.task_id IN (SELECT c.parent_id FROM children c)
+    )
+    SELECT t.task_id, format('row says %s with fence %s, events say %s with fence %s',
+                             t.state, t.fence, coalesce(h.state::text, 'nothing'), h.fence)
+    FROM durable.tasks t LEFT JOIN history h USING (partition_key, task_id)
+    WHERE h.state IS DISTINCT FROM t.state OR h.fence IS DISTINCT FROM t.fence
+    UNION ALL
+    SELECT t.task_id, format('version %s, but %s events up to seq %s', t.version, h.events, h.last_seq)
+    FROM durable.tasks t JOIN history h USING (partition_key, task_id)
+    WHERE h.events <> t.version OR h.last_seq <> t.version
+    UNION ALL
+    SELECT s.task_id, format('step %s is %s, its events say %s', s.step, s.state, coalesce(sh.state, 'nothing'))
+    FROM durable.steps s LEFT JOIN step_history sh USING (partition_key, task_id, step)
+    WHERE sh.state IS DISTINCT FROM s.state::text
+    UNION ALL
+    SELECT t.task_id, format('%s steps in doubt counted, %s found', t.steps_in_doubt, count(s.step))
+    FROM durable.tasks t
+    LEFT JOIN durable.steps s ON s.partition_key = t.partition_key AND s.task_id = t.task_id
+                             AND s.state IN ('started', 'unknown')
+    GROUP BY t.partition_key, t.task_id, t.steps_in_doubt
+    HAVING count(s.step) <> t.steps_in_doubt
+    UNION ALL
+    SELECT l.task_id, format('task is %s but kept among the live tasks', l.state)
+    FROM durable.live_tasks l WHERE l.state IN ('completed', 'failed', 'cancelled')
+    UNION ALL
+    SELECT a.task_id, format('task is %s but kept in history', a.state)
+    FROM durable.task_history a WHERE a.state NOT IN ('completed', 'failed', 'cancelled')
+    UNION ALL
+    SELECT h.task_id, 'events of a task that does not exist'
+    FROM history h LEFT JOIN durable.tasks t USING (partition_key, task_id)
+    WHERE t.task_id IS NULL
+      AND h.last_at >= coalesce((SELECT removed_before FROM durable.history_horizon), '-infinity')
+    UNION ALL
+    -- a wait that nothing would end
+    SELECT a.task_id, format('awaits event %s of queue %s but no emit of it would wake the task',
+                             a.event, a.queue_name)
+    FROM awaited a
+    WHERE NOT EXISTS (SELECT FROM registered r
+                      WHERE r.task_id = a.task_id AND r.name = a.name
+                        AND r.queue_name = a.queue_name AND r.event = a.event)
+      AND NOT EXISTS (SELECT FROM emitted ee
+                      WHERE ee.queue_name = a.queue_name AND ee.event = a.event)
+    UNION ALL
+    SELECT t.task_id, 'waits with nothing to wake it: no timer, no wait, no step in doubt'
+    FROM durable.live_tasks t
+    WHERE t.state = 'waiting' AND t.run_at = 'infinity' AND t.steps_in_doubt = 0
+      AND NOT EXISTS (SELECT FROM jsonb_each(coalesce(t.waits, '{}')) w
+                      WHERE w.value ->> 'status' = 'waiting')
+    UNION ALL
+    SELECT r.task_id, format('an await of event %s of queue %s is registered for a task that is not live',
+                             r.event, r.queue_name)
+    FROM registered r
+    WHERE NOT EXISTS (SELECT FROM live l WHERE l.task_id = r.task_id)
+    UNION ALL
+    SELECT c.task_id, format('child of task %s, which does not list it', c.parent_id)
+    FROM children c JOIN parents p ON p.task_id = c.parent_id
+    WHERE NOT EXISTS (SELECT FROM jsonb_each(coalesce(p.waits, '{}')) w
+                      WHERE w.value ->> 'kind' = 'spawn' AND (w.value ->> 'task_id')::bigint = c.task_id)
+    ORDER BY 1, 2
+$$;
+
 
 --
 -- 4. pg_monitor reads aggregates only; a queue's schedules go with it;

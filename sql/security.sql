@@ -91,6 +91,70 @@ SELECT task_id = :t2 AS claimed, fence AS f2 FROM durable_claim('billing', 'a-1'
 SELECT :'claimed' AS claimed, durable_commit(:t2, :f2);
 RESET ROLE;
 
+-- Events belong to a queue (DESIGN sections 9 and 12): emitting into a
+-- restricted queue needs its enqueue grant, awaiting another queue's event
+-- its work grant, and a refusal tells nothing about the event
+SELECT durable_create_queue('payments', lease => '1 minute');
+SELECT durable_create_queue('shipping', lease => '1 minute');
+SET ROLE regress_ops;
+SELECT durable_grant_queue('payments', 'regress_a_worker', 'all');
+RESET ROLE;
+SET ROLE regress_a_worker;
+SELECT durable_enqueue('payments', '{"order": 1}') AS tp \gset
+SELECT task_id = :tp AS claimed, fence AS fp FROM durable_claim('payments', 'a-1') \gset
+SELECT status FROM durable_await(:tp, :fp, 'paid', 'paid:1');
+RESET ROLE;
+-- a role without the grant cannot wake the task with a forged payload: the
+-- same refusal for an event awaited, emitted or unknown
+SET ROLE regress_app_b;
+SELECT durable_emit('payments', 'paid:1', '{"forged": true}');
+SELECT durable_emit('payments', 'never-heard-of');
+RESET ROLE;
+SELECT state, waits -> 'paid' ->> 'status' AS wait FROM durable.live_tasks WHERE task_id = :tp;
+-- the real emit is the first one, and the task receives it
+SET ROLE regress_a_worker;
+SELECT durable_emit('payments', 'paid:1', '{"amount": 10}');
+SELECT fence AS fp FROM durable_claim('payments', 'a-1') \gset
+SELECT * FROM durable_await(:tp, :fp, 'paid', 'paid:1');
+SELECT durable_commit(:tp, :fp);
+RESET ROLE;
+-- nor can it read the payload from a task of its own queue: awaiting the
+-- name there waits for its own queue's event, naming the other queue is
+-- refused before anything about the event is told
+SET ROLE regress_app_b;
+SELECT durable_enqueue('shipping', '{"parcel": 1}') AS tb \gset
+SELECT task_id = :tb AS claimed, fence AS fb FROM durable_claim('shipping', 'b-1') \gset
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1', queue => 'payments');
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'never-heard-of', queue => 'payments');
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1');
+RESET ROLE;
+SELECT task_id = :tb AS same, event_queue, event FROM durable.waiting_tasks WHERE wait_name = 'peek';
+-- the same name in its own queue is its own event: both first emits
+SET ROLE regress_app_b;
+SELECT durable_emit('shipping', 'paid:1', '{"parcel": "paid"}');
+SELECT fence AS fb FROM durable_claim('shipping', 'b-1') \gset
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1');
+RESET ROLE;
+SELECT queue_name, payload, role FROM durable.emitted_events WHERE event = 'paid:1' ORDER BY 1;
+-- the enqueue grant lets a role emit, not await; the work grant awaits
+SET ROLE regress_ops;
+SELECT durable_grant_queue('payments', 'regress_app_b', 'enqueue');
+RESET ROLE;
+SET ROLE regress_app_b;
+SELECT durable_emit('payments', 'refund:1', '{"amount": 10}');
+SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'payments');
+RESET ROLE;
+SET ROLE regress_ops;
+SELECT durable_grant_queue('payments', 'regress_app_b', 'work');
+RESET ROLE;
+SET ROLE regress_app_b;
+SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'payments');
+SELECT durable_commit(:tb, :fb);
+RESET ROLE;
+-- a queue's events go with it: a new queue of that name starts with none
+SELECT durable_drop_queue('payments');
+SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 'payments';
+
 -- dropping a queue takes its grants with it
 SELECT durable_drop_queue('billing');
 SELECT count(*) AS grants_left FROM durable.queue_grants WHERE queue_name = 'billing';

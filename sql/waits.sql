@@ -51,42 +51,92 @@ SELECT durable_sleep(:t2, :f2, 'later', duration => '1 second');
 SELECT durable_commit(:t2, :f2, '{"id": "ch_1"}', step => 'charge', expected_version => 2);
 SELECT durable_commit(:t2, :f2, '{}');
 
--- Events
-SELECT durable_emit('paid:3', '{"amount": 30}');
-SELECT durable_emit('paid:3', '{"amount": 30}');
-SELECT durable_emit('paid:3', '{"amount": 31}');
-SELECT durable_emit('paid:3');
-SELECT durable_emit(NULL);
-SELECT durable_emit('');
-SELECT durable_emit('signal');
-SELECT durable_emit('signal');
-SELECT durable_emit('signal', '{}');
--- emitted before the await: nothing is lost, the lease stays
+-- Events: each belongs to a queue
+SELECT durable_emit('flow', 'paid:3', '{"amount": 30}');
+SELECT durable_emit('flow', 'paid:3', '{"amount": 30}');
+SELECT durable_emit('flow', 'paid:3', '{"amount": 31}');
+SELECT durable_emit('flow', 'paid:3');
+SELECT durable_emit('flow', NULL);
+SELECT durable_emit('flow', '');
+SELECT durable_emit(NULL, 'signal');
+SELECT durable_emit('nowhere', 'signal');
+SELECT durable_emit('flow', 'signal');
+SELECT durable_emit('flow', 'signal');
+SELECT durable_emit('flow', 'signal', '{}');
+-- the same name in another queue is another event: its own first emit
+SELECT durable_emit('labels', 'paid:3', '{"amount": 99}');
+SELECT durable_emit('labels', 'paid:3', '{"amount": 99}');
+SELECT queue_name, payload FROM durable.emitted_events WHERE event = 'paid:3' ORDER BY 1;
+-- the 0.3.0 form without a queue is gone
+SELECT durable_emit('paid:3', '{"amount": 30}'::jsonb);
+-- emitted before the await: nothing is lost, the lease stays; the task's
+-- own queue's event, unless the await names another queue
 SELECT durable_enqueue('flow', '{"order": 3}') AS t3 \gset
 SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
 SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3');
 SELECT state FROM durable.live_tasks WHERE task_id = :t3;
 SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3');
+SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3', queue => 'flow');
 SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:4');
--- emitted while it waits: the emit wakes it
+SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3', queue => 'labels');
+SELECT * FROM durable_await(:t3, :f3, 'labels-payment', 'paid:3', queue => 'labels');
+SELECT * FROM durable_await(:t3, :f3, 'elsewhere', 'paid:3', queue => 'nowhere');
+SELECT * FROM durable_await(:t3, :f3, 'elsewhere', 'paid:3', queue => '');
+SELECT waits -> 'payment' -> 'args' AS own_args, waits -> 'labels-payment' -> 'args' AS other_args
+FROM durable.live_tasks WHERE task_id = :t3;
+-- an await recorded by 0.4.0 names no queue: it replays as one of the
+-- task's own queue, as it was
+UPDATE durable.live_tasks SET waits = jsonb_set(waits, '{payment,args}', (waits -> 'payment' -> 'args') - 'queue')
+WHERE task_id = :t3;
+SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3');
+SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3', queue => 'flow');
+SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3', queue => 'labels');
+-- emitted while it waits: the emit into its queue wakes it, the same name
+-- in another queue does not
 SELECT * FROM durable_await(:t3, :f3, 'shipped', 'shipped:3', timeout => '3 days');
 SELECT state, run_at > now() + '2 days' AS until_timeout FROM durable.live_tasks WHERE task_id = :t3;
-SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
-SELECT durable_emit('shipped:3', '{"carrier": "dhl"}');
+SELECT queue_name, event FROM durable.event_waits WHERE task_id = :t3;
+SELECT durable_emit('labels', 'shipped:3', '{"carrier": "ups"}');
+SELECT state, run_at > now() + '2 days' AS still_waiting FROM durable.live_tasks WHERE task_id = :t3;
+SELECT task_id = :t3 AS same, event, event_queue FROM durable.waiting_tasks WHERE task_id = :t3;
+SELECT substring(durable_recovery_package(:t3) -> 'recommended_action' ->> 'reason' FROM ': (.*)$') AS wakes_it;
+SELECT durable_emit('flow', 'shipped:3', '{"carrier": "dhl"}');
 SELECT state, run_at <= now() AS woken FROM durable.live_tasks WHERE task_id = :t3;
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
 SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
 SELECT * FROM durable_await(:t3, :f3, 'payment', 'paid:3');
 SELECT * FROM durable_await(:t3, :f3, 'shipped', 'shipped:3', timeout => '3 days');
 SELECT * FROM durable_await(:t3, :f3, 'shipped', 'shipped:3');
+-- awaiting another queue's event: its emit there wakes the task
+SELECT * FROM durable_await(:t3, :f3, 'label', 'label:3', queue => 'labels');
+SELECT queue_name, event FROM durable.event_waits WHERE task_id = :t3;
+SELECT durable_emit('flow', 'label:3', '"not this one"');
+SELECT state FROM durable.live_tasks WHERE task_id = :t3;
+SELECT durable_emit('labels', 'label:3', '"printed"');
+SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
+SELECT * FROM durable_await(:t3, :f3, 'label', 'label:3', queue => 'labels');
 -- a timeout, for ever: the event that comes later changes nothing
 SELECT * FROM durable_await(:t3, :f3, 'review', 'review:3', timeout => '1 second');
 SELECT pg_sleep(1.2);
 SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
 SELECT * FROM durable_await(:t3, :f3, 'review', 'review:3', timeout => '1 second');
-SELECT durable_emit('review:3', '"late"');
+SELECT durable_emit('flow', 'review:3', '"late"');
 SELECT * FROM durable_await(:t3, :f3, 'review', 'review:3', timeout => '1 second');
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
+-- a queue dropped while a task of another queue awaits its event takes the
+-- await with it: a new queue of that name wakes nobody, and the wait
+-- times out as any other
+SELECT durable_create_queue('gone');
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
+SELECT durable_drop_queue('gone');
+SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
+SELECT durable_create_queue('gone');
+SELECT durable_emit('gone', 'g:1');
+SELECT durable_drop_queue('gone');
+SELECT state, waits -> 'gone' ->> 'status' AS wait FROM durable.live_tasks WHERE task_id = :t3;
+SELECT pg_sleep(1.2);
+SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
 SELECT * FROM durable_await(:t3, :f3, 'x', NULL);
 SELECT * FROM durable_await(:t3, :f3, 'x', 'e', timeout => '0 seconds');
 SELECT durable_commit(:t3, :f3, '{}');
@@ -94,9 +144,9 @@ SELECT kind, detail - 'until' AS detail FROM durable.events WHERE task_id = :t3 
 
 -- events go with durable.retention: emitted ones, and awaited ones that
 -- nobody awaits any more; a recent one stays
-SELECT durable_emit('old:1', '{"v": 1}');
-INSERT INTO durable.emitted_events (partition_key, event, created_at)
-VALUES (1, 'lonely', now() - interval '8 days');
+SELECT durable_emit('flow', 'old:1', '{"v": 1}');
+INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)
+VALUES (1, 'flow', 'lonely', now() - interval '8 days');
 UPDATE durable.emitted_events SET emitted_at = now() - interval '8 days',
        created_at = now() - interval '8 days' WHERE event IN ('old:1');
 SELECT count(*) >= 0 AS reconciled FROM durable_reconcile();
@@ -169,7 +219,7 @@ SELECT status FROM durable_await(:t6, :f6, 'never', 'never:6');
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t6;
 SELECT durable_cancel(:t6, 'gave up');
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t6;
-SELECT durable_emit('never:6');
+SELECT durable_emit('flow', 'never:6');
 SELECT state FROM durable.tasks WHERE task_id = :t6;
 SELECT * FROM durable_verify();
 

@@ -16,10 +16,10 @@ SELECT durable_step_start(:order_id, :fence, 'charge', :version) AS version \gse
 SELECT durable_commit(:order_id, :fence, '{"charge": "ch_7"}', step => 'charge', expected_version => :version);
 SELECT status FROM durable_await(:order_id, :fence, 'paid', 'payment:ch_7', timeout => '3 days');
 -- the lease is over: the task waits, holding nothing
-SELECT wait_name, kind, event, until - since AS timeout FROM durable.waiting_tasks WHERE task_id = :order_id;
+SELECT wait_name, kind, event_queue, event, until - since AS timeout FROM durable.waiting_tasks WHERE task_id = :order_id;
 
 -- the payment provider's webhook, in the web handler's own transaction
-SELECT durable_emit('payment:ch_7', '{"status": "succeeded"}');
+SELECT durable_emit('shop', 'payment:ch_7', '{"status": "succeeded"}');
 
 -- pass 2: the charge is done, the webhook is in; fan out the labels
 SELECT fence FROM durable_claim('shop', 'worker-2') \gset

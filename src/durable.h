@@ -246,6 +246,7 @@ typedef enum DurableStmt
 	STMT_EVENT_WAKE,
 	STMT_EVENT_WAITS_DROP,
 	STMT_RETAIN_EVENTS,
+	STMT_QUEUE_DROP_EVENTS,
 	STMT_SCHEDULE_UPSERT,
 	STMT_SCHEDULE_DELETE,
 	STMT_SCHEDULES_DUE,
@@ -495,6 +496,8 @@ extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
 extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 								   const char *key, bytea *request_hash,
 								   Jsonb *payload);
+extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
+									  const char *key);
 
 /* ---- access.c: which roles may use a queue ---- */
 typedef enum DurableQueuePrivilege

@@ -51,6 +51,20 @@ task_partition(const DurableQueue *settings, const char *key)
 								 (int) (next_partition_index++ % (uint32) settings->partitions));
 }
 
+/*
+ * DurableQueueKeyPartition
+ *		The partition of the queue that a name within it (an event's) goes
+ *		to: one of the queue's own, so that on Citus its rows distribute by
+ *		the queue's partitioning as the queue's tasks do.  Stable, since a
+ *		queue's partition count is fixed when it is created.
+ */
+int32
+DurableQueueKeyPartition(const DurableQueue *settings, const char *key)
+{
+	return DurableQueuePartition(settings,
+								 key_partition_index(key, settings->partitions));
+}
+
 static void
 check_key(const char *key, const char *what)
 {

@@ -325,7 +325,8 @@ durable_alter_queue(PG_FUNCTION_ARGS)
  * replays under way in the queue and keeps new ones out (they lock the row
  * FOR KEY SHARE), and nothing else: other queues go on, and of two drops of
  * one queue the second waits and then finds no queue.  Then the queue goes
- * with its finished tasks, their steps and events.  Raises 55006 while any
+ * with its finished tasks, their steps and events, and the events emitted
+ * into it (durable_emit) with the awaits of them.  Raises 55006 while any
  * of its tasks is unfinished.
  */
 PG_FUNCTION_INFO_V1(durable_drop_queue);
@@ -378,6 +379,12 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 								 unfinished, (long long) unfinished),
 				errhint("Cancel them with durable_cancel() or let them finish."));
 	DurableExecute(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
+	/*
+	 * Its events go too, and the awaits of them that tasks of other queues
+	 * registered: a new queue of that name starts with none, and its
+	 * emits wake nobody who awaited the old one's.
+	 */
+	DurableExecute(STMT_QUEUE_DROP_EVENTS, args, NULL, SPI_OK_DELETE, 0);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

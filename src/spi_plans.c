@@ -1032,72 +1032,76 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_EVENT_PLACE] = {
 		"event_place",
-		"INSERT INTO durable.emitted_events (partition_key, event, created_at)"
-		" VALUES ($1, $2, $3)"
-		" ON CONFLICT (partition_key, event) DO NOTHING",
-		3, {INT4OID, TEXTOID, TIMESTAMPTZOID}
+		"INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)"
+		" VALUES ($1, $2, $3, $4)"
+		" ON CONFLICT (partition_key, queue_name, event) DO NOTHING",
+		4, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
 	},
 	[STMT_EVENT_LOCK] = {
 		"event_lock",
 		"SELECT emitted_at IS NOT NULL, payload FROM durable.emitted_events"
-		" WHERE partition_key = $1 AND event = $2"
+		" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
 		" FOR SHARE",
-		2, {INT4OID, TEXTOID}
+		3, {INT4OID, TEXTOID, TEXTOID}
 	},
 	[STMT_EVENT_EMIT] = {
 		"event_emit",
-		"INSERT INTO durable.emitted_events AS e (partition_key, event, payload,"
-		" payload_hash, emitted_at, role, created_at)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $5)"
-		" ON CONFLICT (partition_key, event) DO UPDATE SET"
+		"INSERT INTO durable.emitted_events AS e (partition_key, queue_name, event,"
+		" payload, payload_hash, emitted_at, role, created_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $6)"
+		" ON CONFLICT (partition_key, queue_name, event) DO UPDATE SET"
 		" payload = EXCLUDED.payload, payload_hash = EXCLUDED.payload_hash,"
 		" emitted_at = EXCLUDED.emitted_at, role = EXCLUDED.role"
 		" WHERE e.emitted_at IS NULL"
 		" RETURNING 1",
-		6, {INT4OID, TEXTOID, JSONBOID, BYTEAOID, TIMESTAMPTZOID, TEXTOID}
+		7, {INT4OID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_EVENT_GET] = {
 		"event_get",
 		"SELECT payload_hash, payload FROM durable.emitted_events"
-		" WHERE partition_key = $1 AND event = $2 AND emitted_at IS NOT NULL",
-		2, {INT4OID, TEXTOID}
+		" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+		" AND emitted_at IS NOT NULL",
+		3, {INT4OID, TEXTOID, TEXTOID}
 	},
 	[STMT_EVENT_WAIT_INSERT] = {
 		"event_wait_insert",
-		"INSERT INTO durable.event_waits (partition_key, event, task_id, name)"
-		" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-		4, {INT4OID, TEXTOID, INT8OID, TEXTOID}
+		"INSERT INTO durable.event_waits (partition_key, queue_name, event, task_id, name)"
+		" VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+		5, {INT4OID, TEXTOID, TEXTOID, INT8OID, TEXTOID}
 	},
 	[STMT_EVENT_WAIT_DELETE] = {
 		"event_wait_delete",
-		"DELETE FROM durable.event_waits"
-		" WHERE partition_key = $1 AND event = $2 AND task_id = $3 AND name = $4",
-		4, {INT4OID, TEXTOID, INT8OID, TEXTOID}
+		/* by the task's wait: the event's queue may be gone (dropped) */
+		"DELETE FROM durable.event_waits WHERE task_id = $1 AND name = $2",
+		2, {INT8OID, TEXTOID}
 	},
 	[STMT_EVENT_WAKE] = {
 		"event_wake",
+		/* the awaits of this event of this queue only */
 		"WITH w AS (DELETE FROM durable.event_waits"
-		"  WHERE partition_key = $1 AND event = $2 RETURNING task_id, name),"
+		"  WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+		"  RETURNING task_id, name),"
 		" u AS (UPDATE durable.live_tasks t SET"
 		"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
 		"   (t.waits -> w.name) || pg_catalog.jsonb_build_object('status', 'received',"
-		"   'resolved_at', $4::pg_catalog.timestamptz) || " WAIT_PAYLOAD("$3") "),"
-		"  run_at = CASE WHEN t.state = 'waiting' THEN $4 ELSE t.run_at END,"
+		"   'resolved_at', $5::pg_catalog.timestamptz) || " WAIT_PAYLOAD("$4") "),"
+		"  run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END,"
 		"  version = t.version + 1"
 		"  FROM w WHERE t.partition_key = (w.task_id"
 		"   & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 		"  AND t.task_id = w.task_id"
 		"  AND t.waits -> w.name ->> 'status' = 'waiting'"
 		"  AND (t.waits -> w.name ->> 'until' IS NULL"
-		"   OR " WAIT_UNTIL("t.waits -> w.name") " > $4)"
+		"   OR " WAIT_UNTIL("t.waits -> w.name") " > $5)"
 		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
 		"  t.queue_name, w.name),"
 		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 		"  fence, at, kind, actor, detail, role)"
-		"  SELECT partition_key, task_id, version, state, fence, $4, 'woken', $5,"
-		"  pg_catalog.jsonb_build_object('wait', name, 'event', $2), $5 FROM u)"
+		"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
+		"  pg_catalog.jsonb_build_object('wait', name, 'queue', $2, 'event', $3), $6"
+		"  FROM u)"
 		WOKEN_QUEUES,
-		5, {INT4OID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
+		6, {INT4OID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_EVENT_WAITS_DROP] = {
 		"event_waits_drop",
@@ -1111,9 +1115,18 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" SELECT e.ctid FROM durable.emitted_events e"
 		" WHERE COALESCE(e.emitted_at, e.created_at) < $1"
 		" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
-		"  WHERE w.partition_key = e.partition_key AND w.event = e.event))"
+		"  WHERE w.partition_key = e.partition_key AND w.queue_name = e.queue_name"
+		"  AND w.event = e.event))"
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[STMT_QUEUE_DROP_EVENTS] = {
+		"queue_drop_events",
+		"WITH w AS (DELETE FROM durable.event_waits"
+		"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+		" DELETE FROM durable.emitted_events"
+		" WHERE partition_key = ANY ($2) AND queue_name = $1",
+		2, {TEXTOID, INT4ARRAYOID}
 	},
 	[STMT_SCHEDULE_UPSERT] = {
 		"schedule_upsert",

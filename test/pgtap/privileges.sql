@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(89);
+SELECT plan(92);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -53,9 +53,9 @@ SELECT function_privs_are('public', f, args, r,
        CASE WHEN r = ANY (who) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::text[] END)
 FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with time zone'], ARRAY['durable_worker']),
              ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'interval'], ARRAY['durable_worker']),
-             ('durable_await', ARRAY['bigint', 'bigint', 'text', 'text', 'interval'], ARRAY['durable_worker']),
+             ('durable_await', ARRAY['bigint', 'bigint', 'text', 'text', 'interval', 'text'], ARRAY['durable_worker']),
              ('durable_join', ARRAY['bigint', 'bigint', 'text', 'text[]', 'interval'], ARRAY['durable_worker']),
-             ('durable_emit', ARRAY['text', 'jsonb'], ARRAY['durable_worker', 'durable_producer']),
+             ('durable_emit', ARRAY['text', 'text', 'jsonb'], ARRAY['durable_worker', 'durable_producer']),
              ('durable_enqueue_batch', ARRAY['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer',
                                              'text', 'integer', 'interval', 'text', 'jsonb', 'text[]'],
               ARRAY['durable_producer']),
@@ -63,8 +63,16 @@ FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with
              ('durable_unschedule', ARRAY['text'], ARRAY['durable_operator'])) AS v(f, args, who),
      unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;
 
+-- events belong to a queue: the forms of 0.3.0 without one are gone
+SELECT hasnt_function('public', 'durable_emit', ARRAY['text', 'jsonb'],
+                      'durable_emit(event, payload) is gone');
+SELECT hasnt_function('public', 'durable_await', ARRAY['bigint', 'bigint', 'text', 'text', 'interval'],
+                      'durable_await without a queue argument is gone');
+
 -- the refusals, for real
 SELECT durable_create_queue('priv');
+SELECT durable_create_queue('priv_events');
+SELECT durable_grant_queue('priv_events', 'durable_operator', 'all');
 SET LOCAL ROLE durable_worker;
 SELECT throws_ok($$UPDATE durable.tasks SET state = 'completed'$$, '42501', NULL,
                  'a worker cannot update tasks directly');
@@ -74,6 +82,10 @@ SELECT throws_ok($$INSERT INTO durable.events (partition_key, task_id, seq, stat
 SELECT throws_ok($$SELECT durable_enqueue('priv', '{}')$$, '42501', NULL,
                  'a worker cannot enqueue');
 SELECT throws_ok($$SELECT durable_pause('priv')$$, '42501', NULL, 'a worker cannot pause a queue');
+RESET ROLE;
+SET LOCAL ROLE durable_producer;
+SELECT throws_ok($$SELECT durable_emit('priv_events', 'paid:1', '{"forged": true}')$$, '42501', NULL,
+                 'a producer without the queue''s enqueue grant cannot emit its events');
 RESET ROLE;
 
 -- and the calls each role is there for

@@ -1,7 +1,8 @@
 # ALTER EXTENSION durable UPDATE from 0.1.0 keeps every row: tasks in every
 # state, their steps and events, a queue; afterwards durable_verify() is
 # empty and the API works on the old rows.  Before the update the new
-# library says what is wrong instead of failing on missing columns.
+# library says what is wrong instead of failing on missing columns.  From
+# 0.4.0, events and waits move into their queues.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -106,6 +107,103 @@ is($node->safe_psql('old', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() is still empty');
 is($node->safe_psql('old', "SELECT count(*) > 0 AND count(*) = count(role) FROM durable.events WHERE actor IS DISTINCT FROM 'w-old'"),
 	't', 'every new event records the session role');
+
+# From 0.4.0, with events and waits: events belong to a queue from 0.5.0
+# on.  An await registered before moves to the awaiting task's queue, an
+# event emitted before into every queue its emitter may emit into now,
+# and a wait recorded in a task's row without a queue replays as one of
+# the task's own queue.
+$node->safe_psql('postgres', 'CREATE DATABASE ev');
+$node->safe_psql('ev', "CREATE EXTENSION durable VERSION '0.4.0'");
+$node->safe_psql('ev', q{
+	CREATE ROLE vault_app IN ROLE durable_producer;
+	CREATE ROLE intruder IN ROLE durable_producer;
+	INSERT INTO durable.queues (queue_name, partition_base, partitions, lease,
+		max_attempts, retry_base, retry_cap, retry_refill_rate, retry_tokens,
+		retry_tokens_at, notify, created_at, restricted)
+	VALUES ('shop', 7, 1, '1 hour', 3, 1, 1, 10, 0, now(), false, now(), false),
+	       ('other', 100, 4, '1 hour', 3, 1, 1, 10, 0, now(), false, now(), false),
+	       ('vault', 32766, 3, '1 hour', 3, 1, 1, 10, 0, now(), false, now(), true);
+	INSERT INTO durable.queue_grants VALUES ('vault', 'vault_app'::regrole, 'enqueue');
+	INSERT INTO durable.live_tasks (partition_key, task_id, priority, max_attempts, class,
+		created_at, queue_name, payload, run_at, state, attempt, version, fence,
+		lease_until, heartbeat_at, progress_at, lease, owner, waits)
+	VALUES (7, (1::bigint << 23) | 7, 0, 3, 'idempotent', now(), 'shop', '{}', 'infinity',
+	        'waiting', 0, 3, 2, NULL, NULL, NULL, NULL, 'w',
+	        jsonb_build_object('pay', jsonb_build_object('kind', 'event', 'status', 'waiting',
+	            'args', jsonb_build_object('event', 'paid:1', 'timeout', NULL), 'at', now()))),
+	       (7, (2::bigint << 23) | 7, 0, 3, 'idempotent', now(), 'shop', '{}', now(),
+	        'running', 1, 3, 1, now() + interval '1 hour', now(), now(), '1 hour', 'w',
+	        jsonb_build_object('ship', jsonb_build_object('kind', 'event', 'status', 'received',
+	            'args', jsonb_build_object('event', 'shipped:1', 'timeout', NULL), 'at', now(),
+	            'payload', '{"carrier": "dhl"}'::jsonb)));
+	INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence, at, kind, actor)
+	SELECT t.partition_key, t.task_id, s, t.state, t.fence, now(), 'imported', 'w-old'
+	FROM durable.live_tasks t, generate_series(1, 3) s;
+	-- partitions as 0.4.0 gave them, from a hash of the name alone
+	INSERT INTO durable.event_waits (partition_key, event, task_id, name)
+	VALUES (4242, 'paid:1', (1::bigint << 23) | 7, 'pay');
+	INSERT INTO durable.emitted_events (partition_key, event, payload, payload_hash,
+		emitted_at, role, created_at)
+	VALUES (4242, 'paid:1', NULL, NULL, NULL, NULL, now()),
+	       (17, 'shipped:1', '{"carrier": "dhl"}', durable_request_hash('{"carrier": "dhl"}'),
+	        now(), 'vault_app', now()),
+	       (18, 'forged:1', '{"x": 1}', durable_request_hash('{"x": 1}'), now(), 'intruder', now()),
+	       (19, 'orphan:1', NULL, NULL, NULL, NULL, now());
+});
+is($node->safe_psql('ev', 'SELECT count(*) FROM durable_verify()'), '0',
+	'the events and waits written as 0.4.0 would have are consistent');
+
+# before the update the new library refuses the 0.3.0 emit, saying why
+($rc, $out, $err) = $node->psql('ev', q{SELECT durable_emit('paid:1', '{}')});
+isnt($rc, 0, 'the emit without a queue is refused before the update');
+like($err, qr/durable_emit\(event, payload\) without a queue is no longer supported/, 'and says why');
+like($err, qr/ALTER EXTENSION durable UPDATE/, 'and what to do');
+
+$node->safe_psql('ev', 'ALTER EXTENSION durable UPDATE');
+is($node->safe_psql('ev', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() is empty after the update');
+is($node->safe_psql('ev', q{SELECT string_agg(queue_name || ':' || event, ',' ORDER BY event, queue_name)
+	FROM durable.emitted_events WHERE emitted_at IS NOT NULL}),
+	'other:forged:1,shop:forged:1,other:shipped:1,shop:shipped:1,vault:shipped:1',
+	'emitted events are in every queue their emitter may emit into, not in a restricted one it may not');
+is($node->safe_psql('ev', q{SELECT string_agg(queue_name || ':' || event, ',')
+	FROM durable.emitted_events WHERE emitted_at IS NULL}),
+	'shop:paid:1', 'an awaited event is in the awaiting task\'s queue; one nobody awaits is gone');
+is($node->safe_psql('ev', q{SELECT queue_name || ':' || event || ':' || name FROM durable.event_waits}),
+	'shop:paid:1:pay', 'the registered await is the awaiting task\'s queue\'s');
+is($node->safe_psql('ev', q{SELECT count(*) FROM durable.emitted_events e JOIN durable.queues q USING (queue_name)
+	WHERE e.partition_key - q.partition_base NOT BETWEEN 0 AND q.partitions - 1
+	  AND e.partition_key + 32768 - q.partition_base NOT BETWEEN 0 AND q.partitions - 1}),
+	'0', 'each event is in one of its queue\'s partitions');
+
+# the emit into the task's queue finds the moved registration and wakes it
+my $tw = (1 << 23) | 7;
+my $tr = (2 << 23) | 7;
+is($node->safe_psql('ev', q{SELECT durable_emit('other', 'paid:1', '{"amount": 1}')}), 't',
+	'another queue\'s event of that name is its own');
+is($node->safe_psql('ev', "SELECT state || ':' || (run_at <= now()) FROM durable.live_tasks WHERE task_id = $tw"),
+	'waiting:false', 'and does not wake the task');
+is($node->safe_psql('ev', q{SELECT durable_emit('shop', 'paid:1', '{"amount": 10}')}), 't',
+	'the emit into the task\'s queue is the first one');
+is($node->safe_psql('ev', "SELECT (run_at <= now()) || ':' || (waits -> 'pay' ->> 'status') FROM durable.live_tasks WHERE task_id = $tw"),
+	'true:received', 'and wakes the task that awaited it before the update');
+# an emitted event is as it was: the same payload is no news, another 55U03
+is($node->safe_psql('ev', q{SELECT durable_emit('shop', 'shipped:1', '{"carrier": "dhl"}')}), 'f',
+	'an event emitted before the update is known with its payload');
+($rc, $out, $err) = $node->psql('ev', q{SELECT durable_emit('vault', 'shipped:1', '{"carrier": "ups"}')});
+like($err, qr/already emitted with another payload/, 'also in the restricted queue its emitter may emit into');
+# the recorded wait replays as before; the queue is one of its arguments
+is($node->safe_psql('ev', "SELECT status || ':' || payload FROM durable_await($tr, 1, 'ship', 'shipped:1')"),
+	'received:{"carrier": "dhl"}', 'a wait recorded by 0.4.0 replays as an await of the task\'s queue');
+is($node->safe_psql('ev', "SELECT status FROM durable_await($tr, 1, 'ship', 'shipped:1', queue => 'shop')"),
+	'received', 'also when the replay names that queue');
+($rc, $out, $err) = $node->psql('ev', "SELECT status FROM durable_await($tr, 1, 'ship', 'shipped:1', queue => 'other')");
+like($err, qr/was started with other arguments/, 'and is another wait in another queue');
+is($node->safe_psql('ev', "SELECT status || ':' || payload FROM durable_await($tr, 1, 'again', 'shipped:1')"),
+	'received:{"carrier": "dhl"}', 'an await after the update finds the event emitted before it');
+is($node->safe_psql('ev', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() is still empty');
 
 $node->stop;
 done_testing();

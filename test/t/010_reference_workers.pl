@@ -238,7 +238,7 @@ for my $lang (sort keys %workers)
 	my $waiter = run_worker($w, $queue, "$lang-waiter", {}, '--idle-exit', '1');
 	like($waiter->{err}, qr/left_waiting [1-9]/, "$lang: the others left their tasks waiting");
 	$node->safe_psql('postgres',
-		"SELECT count(durable_emit('pay:$lang:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n");
+		"SELECT count(durable_emit('$queue', 'pay:$lang:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n");
 	for my $round (1 .. 20)
 	{
 		last if tasks_of($queue, "count(*) FILTER (WHERE state <> 'completed')") eq '0';

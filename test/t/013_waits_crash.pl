@@ -81,7 +81,7 @@ is(sql("SELECT count(*) FROM durable.event_waits WHERE task_id = $awaiter"), '1'
 	'the await is still registered');
 
 # an event emitted and committed just before the server goes down
-sql(q{SELECT durable_emit('hook:3', '{"ok": true}')});
+sql(q{SELECT durable_emit('wf', 'hook:3', '{"ok": true}')});
 $node->stop('immediate');
 $node->start;
 ok(sql("SELECT run_at <= now() AND waits -> 'hook' ->> 'status' = 'received' FROM durable.live_tasks WHERE task_id = $awaiter") eq 't',
@@ -89,13 +89,13 @@ ok(sql("SELECT run_at <= now() AND waits -> 'hook' ->> 'status' = 'received' FRO
 # one emitted in a transaction the crash ends: as if never emitted
 my $s3 = $node->background_psql('postgres', on_error_stop => 0);
 $s3->query_safe('BEGIN');
-$s3->query_safe(q{SELECT durable_emit('hook:4', '{"lost": true}')});
+$s3->query_safe(q{SELECT durable_emit('wf', 'hook:4', '{"lost": true}')});
 $node->stop('immediate');
 eval { $s3->quit };
 $node->start;
 is(sql(q{SELECT count(*) FROM durable.emitted_events WHERE event = 'hook:4'}), '0',
 	'an emit the crash interrupted is not there');
-is(sql(q{SELECT durable_emit('hook:4', '{"lost": false}')}), 't',
+is(sql(q{SELECT durable_emit('wf', 'hook:4', '{"lost": false}')}), 't',
 	'and the event can be emitted after the restart');
 
 # the child finishes after the restart: the parent wakes once
@@ -180,7 +180,7 @@ SKIP:
 	like($out, qr/killed at after_wait/, 'the worker was killed right after its await began');
 	# the others run up to their awaits; the webhooks come; workers go on
 	run_log([ $bin, @db, '--queue', 'orders_wf', '--name', 'w1', '--idle-exit', '300' ]);
-	sql(q{SELECT count(durable_emit('payment:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n});
+	sql(q{SELECT count(durable_emit('orders_wf', 'payment:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n});
 	for my $round (1 .. 30)
 	{
 		last if sql(q{SELECT count(*) FROM durable.live_tasks WHERE queue_name IN ('orders_wf', 'labels_wf')}) eq '0';

@@ -13,7 +13,7 @@
 # with nothing held 55U01; a waiting task is handed out only once its wait
 # may end; cancelling a parent cancels its unfinished children.  After each
 # operation every task's state and fence are compared, and durable_verify()
-# must be empty.
+# must be empty.  The events are queue m's, which every await names.
 #
 # Environment: WAITS_MODEL_SEED (random by default), WAITS_MODEL_OPS (400),
 # WAITS_MODEL_SEQUENCES (3).
@@ -209,7 +209,7 @@ sub step
 		}
 		elsif ($kind eq 'await')
 		{
-			($sql, @b) = (q{SELECT status, payload::text FROM durable_await(?, ?, ?, ?, ?::interval)},
+			($sql, @b) = (q{SELECT status, payload::text FROM durable_await(?, ?, ?, ?, ?::interval, 'm')},
 				$w{event}, defined $w{timeout} ? "$w{timeout} seconds" : undef);
 		}
 		elsif ($kind eq 'join')
@@ -310,7 +310,7 @@ sub step
 		my $ev = pick(sort keys %EVENTS);
 		my $p = pick(@PAYLOADS);
 		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
-			durable_emit(?, ?::jsonb)::text AS first}, $ev, $p);
+			durable_emit('m', ?, ?::jsonb)::text AS first}, $ev, $p);
 		push @trace, "emit $ev $p -> " . ($err // $row->{first});
 		if ($E{$ev})
 		{

@@ -121,7 +121,7 @@ SELECT bool_and(fence & 255 = 0) AS fenced_on_group_0 FROM durable.outbox;
 
 -- what runs across partitions is refused, not half done
 \set VERBOSITY sqlstate
-SELECT durable_emit('payment:1');
+SELECT durable_emit('jobs', 'payment:1');
 SELECT durable_spawn(:t1, 1, 'kids', 'jobs', '{}');
 \set VERBOSITY default
 
