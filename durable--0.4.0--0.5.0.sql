@@ -27,3 +27,22 @@
 --    a cascading cancel leaves doubt to a person; spawn replays compare
 --    every option; request-key fences never restart.
 --
+
+-- pg_monitor reads aggregates only (DESIGN section 9): counts and ages per
+-- queue, never a payload, a result, an error text, an event name or a
+-- list of task ids.  The views that list tasks or schedules stay the
+-- operator's; queue_stats counts what review_queue and stuck_tasks list,
+-- wait_stats what waiting_tasks lists, and schedule_stats what
+-- schedule_list lists.  (durable.status is decided with the tick's parts.)
+REVOKE SELECT ON durable.review_queue, durable.stuck_tasks, durable.waiting_tasks,
+                 durable.schedule_list
+    FROM pg_monitor;
+
+CREATE VIEW durable.schedule_stats AS
+SELECT queue_name, count(*) AS schedules,
+       count(*) FILTER (WHERE next_run <= now()) AS due,
+       now() - min(next_run) FILTER (WHERE next_run <= now()) AS oldest_due_age
+FROM durable.schedules
+GROUP BY queue_name;
+COMMENT ON VIEW durable.schedule_stats IS 'per queue: its schedules, how many are due and not yet enqueued, and the oldest due occurrence''s age';
+GRANT SELECT ON durable.schedule_stats TO durable_operator, pg_monitor;
