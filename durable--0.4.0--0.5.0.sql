@@ -46,3 +46,36 @@ FROM durable.schedules
 GROUP BY queue_name;
 COMMENT ON VIEW durable.schedule_stats IS 'per queue: its schedules, how many are due and not yet enqueued, and the oldest due occurrence''s age';
 GRANT SELECT ON durable.schedule_stats TO durable_operator, pg_monitor;
+
+-- A queue's schedules go with it (DESIGN section 12): durable_drop_queue
+-- refuses while schedules target the queue (2BP01), cascade => true drops
+-- them too.  The new signature gets the old one's grants, whoever was
+-- given them (the same C symbol serves both until this update).
+CREATE FUNCTION @extschema@.durable_drop_queue(queue text, cascade boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_drop_queue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_drop_queue(text, boolean) IS
+  'drop a queue with its finished tasks and their events; refused while any task is unfinished, and while schedules target it unless cascade drops them too';
+REVOKE EXECUTE ON FUNCTION @extschema@.durable_drop_queue(text, boolean) FROM PUBLIC;
+DO $$
+DECLARE
+    old regprocedure := pg_catalog.to_regprocedure('@extschema@.durable_drop_queue(text)');
+    g record;
+BEGIN
+    FOR g IN
+        SELECT a.grantee, a.is_grantable
+        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) old
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_queue(text, boolean) TO %s%s',
+                                  CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE g.grantee::pg_catalog.regrole::text END,
+                                  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP FUNCTION @extschema@.durable_drop_queue(text);

@@ -316,6 +316,17 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE queue_name = $1",
 		3, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID}
 	},
+	[STMT_QUEUE_SCHEDULES] = {
+		"queue_schedules",
+		"SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
+		" ORDER BY schedule_name",
+		1, {TEXTOID}
+	},
+	[STMT_QUEUE_DROP_SCHEDULES] = {
+		"queue_drop_schedules",
+		"DELETE FROM durable.schedules WHERE queue_name = $1",
+		1, {TEXTOID}
+	},
 	[STMT_TASK_DEFER] = {
 		"task_defer",
 		"UPDATE durable.live_tasks SET run_at = $3"

@@ -1,6 +1,6 @@
 -- SQLSTATE contracts of the edges: NULL arguments, what pg_monitor may read.
 BEGIN;
-SELECT plan(17);
+SELECT plan(19);
 
 SELECT throws_ok($$SELECT durable_pause(NULL)$$, '22004', NULL, 'durable_pause(NULL) is 22004');
 SELECT throws_ok($$SELECT durable_resume(NULL)$$, '22004', NULL, 'durable_resume(NULL) is 22004');
@@ -21,6 +21,14 @@ SELECT throws_ok($$SELECT count(*) FROM durable.waiting_tasks$$, '42501', NULL, 
 SELECT throws_ok($$SELECT count(*) FROM durable.schedule_list$$, '42501', NULL, 'pg_monitor does not read durable.schedule_list');
 SELECT throws_ok($$SELECT count(*) FROM durable.tasks$$, '42501', NULL, 'pg_monitor does not read durable.tasks');
 RESET ROLE;
+
+-- a queue's schedules go with it: 2BP01 while they target it, cascade drops them
+SELECT durable_create_queue('scheduled');
+SELECT durable_schedule('scheduled_nightly', '0 3 * * *', 'scheduled');
+SELECT throws_ok($$SELECT durable_drop_queue('scheduled')$$, '2BP01', NULL,
+                 'durable_drop_queue of a queue with schedules is 2BP01');
+SELECT lives_ok($$SELECT durable_drop_queue('scheduled', cascade => true)$$,
+                'durable_drop_queue(cascade => true) drops the queue with its schedules');
 
 -- a mixed-sign lease is refused, a refill rate out of range too
 SELECT throws_ok($$SELECT durable_create_queue('m', lease => '-10 mon 300 days 1 second')$$, '22023', NULL,

@@ -94,7 +94,7 @@ FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_resume', ARRAY['text']),
              ('durable_cancel', ARRAY['bigint', 'text']),
              ('durable_reconcile', ARRAY['integer']),
-             ('durable_drop_queue', ARRAY['text'])) AS v(f, args);
+             ('durable_drop_queue', ARRAY['text', 'boolean'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
 FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_cancel', ARRAY['bigint', 'text']),
