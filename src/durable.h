@@ -235,6 +235,7 @@ typedef enum DurableStmt
 	STMT_CHILDREN_STATES,
 	STMT_PARENT_LOCK,
 	STMT_PARENT_WAKE,
+	STMT_TASK_PARENT,
 	STMT_EVENT_PLACE,
 	STMT_EVENT_LOCK,
 	STMT_EVENT_EMIT,
@@ -395,6 +396,9 @@ extern TimestampTz DurableTimeAfter(TimestampTz now, const Interval *span,
 									const char *what);
 extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
 							  Jsonb *payload);
+
+/* ---- child.c: children ---- */
+extern int64 DurableCancelledParent(const DurableTask *task);
 
 /* ---- cron.c: cron expressions on wall-clock time ---- */
 typedef struct DurableCron

@@ -1027,6 +1027,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		WOKEN_QUEUES,
 		5, {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID}
 	},
+	[STMT_TASK_PARENT] = {
+		"task_parent",
+		"SELECT parent_id FROM durable.live_tasks"
+		" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
+		2, {INT4OID, INT8OID}
+	},
+
 	[STMT_EVENT_PLACE] = {
 		"event_place",
 		"INSERT INTO durable.emitted_events (partition_key, event, created_at)"
