@@ -79,3 +79,20 @@ BEGIN
 END
 $$;
 DROP FUNCTION @extschema@.durable_drop_queue(text);
+
+-- Request-key fences never restart (DESIGN section 6): like the outbox's,
+-- they come from a sequence that every installation starts from the clock
+-- (microseconds since 2025-01-01 UTC), so that after DROP and CREATE
+-- EXTENSION a key begun again never hands out a fence that a handler of
+-- the earlier installation still holds.  It starts past every fence stored
+-- too (those of 0.4.0 counted from 1 per key).
+CREATE SEQUENCE durable.request_fence_seq AS bigint;
+COMMENT ON SEQUENCE durable.request_fence_seq IS 'the fences durable_idempotent_begin hands out; starts from the clock at every installation';
+SELECT pg_catalog.pg_extension_config_dump('durable.request_fence_seq', '');
+REVOKE ALL ON SEQUENCE durable.request_fence_seq FROM PUBLIC;
+SELECT pg_catalog.setval('durable.request_fence_seq',
+           GREATEST(c.us, (SELECT pg_catalog.max(fence) FROM durable.idempotency_keys)))
+FROM (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
+                 pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
+                 '2025-01-01 00:00:00+00'::pg_catalog.timestamptz)
+             OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS us) c;
