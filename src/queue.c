@@ -319,9 +319,9 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 }
 
 /*
- * The schedules of a list (one statement's result, column 1), one a line,
- * as PostgreSQL's DROP lists dependent objects: the first hundred, then
- * how many more.
+ * The schedules in the last statement's result (column 1), one a line, as
+ * PostgreSQL's DROP lists dependent objects: the first hundred, then how
+ * many more.
  */
 #define MAX_REPORTED_SCHEDULES 100
 
