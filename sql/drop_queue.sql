@@ -23,3 +23,35 @@ SELECT durable_drop_queue('gone');
 ROLLBACK;
 SELECT durable_drop_queue('gone');
 SELECT durable_drop_queue('gone');
+
+--
+-- A queue's schedules go with it (DESIGN section 12): while a schedule
+-- targets the queue the drop is refused (2BP01, naming the schedules), so
+-- that no schedule fires later into a new queue of the same name;
+-- cascade => true removes them with the queue, in one transaction.
+--
+SELECT durable_create_queue('timed');
+SELECT durable_schedule('timed_b', '0 * * * *', 'timed', '{"secret": 1}') > now() AS scheduled;
+SELECT durable_schedule('timed_a', '0 3 * * *', 'timed') > now() AS scheduled;
+SELECT durable_create_queue('elsewhere');
+SELECT durable_schedule('timed_other', '0 3 * * *', 'elsewhere') > now() AS scheduled;
+SELECT durable_drop_queue('timed');
+SELECT durable_drop_queue('timed', cascade => false);
+SELECT count(*) AS queues FROM durable.queues WHERE queue_name = 'timed';
+-- a cascade that fails later leaves the schedules where they were
+SELECT durable_enqueue('timed', '{}') AS t \gset
+SELECT durable_drop_queue('timed', cascade => true);
+SELECT schedule_name FROM durable.schedules ORDER BY 1;
+SELECT durable_cancel(:t, 'ops');
+SELECT durable_drop_queue('timed', cascade => true);
+SELECT schedule_name FROM durable.schedules ORDER BY 1;
+-- a new queue of the same name gets none of the old occurrences
+SELECT durable_create_queue('timed');
+UPDATE durable.schedules SET next_run = now() - interval '1 hour' WHERE queue_name = 'timed';
+SELECT count(*) AS scheduled FROM durable_reconcile() WHERE action = 'scheduled';
+SELECT count(*) AS tasks FROM durable.tasks WHERE queue_name = 'timed';
+SELECT durable_drop_queue('timed');
+SELECT durable_unschedule('timed_other');
+SELECT durable_drop_queue('elsewhere', NULL);
+SELECT durable_drop_queue('elsewhere', true);
+SELECT count(*) AS disagreements FROM durable_verify();

@@ -20,7 +20,78 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/json.h"
+
+/* a jsonb's SHA-256 in hex, or NULL for none */
+static char *
+jsonb_sha256_hex(Jsonb *value)
+{
+	if (value == NULL)
+		return NULL;
+	return TextDatumGetCString(DirectFunctionCall2(binary_encode,
+												   PointerGetDatum(DurableJsonbHash(value)),
+												   CStringGetTextDatum("hex")));
+}
+
+/*
+ * spawn_args
+ *		What a spawn asked, as its wait records it: the queue, the payload's
+ *		hash and, unless legacy, every option under "options", so that a
+ *		replay with any other argument is 55U03 rather than the first child
+ *		handed back as if it were the one asked for.  Times are in UTC and
+ *		intervals their fields, never a text form that DateStyle, TimeZone
+ *		or IntervalStyle could change between two sessions.  The
+ *		legacy form (queue and payload only) is what 0.4.0 recorded: a spawn
+ *		made then still replays against what it was made with.
+ */
+static Jsonb *
+spawn_args(const DurableEnqueueRequest *req, bool legacy)
+{
+	DurableDetail detail;
+	DurableDetail options;
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "queue", req->queue);
+	DurableDetailText(&detail, "payload_sha256", jsonb_sha256_hex(req->payload));
+	if (legacy)
+		return DurableDetailFinish(&detail);
+
+	DurableDetailInit(&options);
+	if (req->run_at == 0)
+		DurableDetailText(&options, "run_at", NULL);
+	else
+	{
+		char		buf[MAXDATELEN + 1];
+		int			utc = 0;
+
+		DurableDetailText(&options, "run_at",
+						  JsonEncodeDateTime(buf, TimestampTzGetDatum(req->run_at),
+											 TIMESTAMPTZOID, &utc));
+	}
+	DurableDetailInt(&options, "priority", req->priority);
+	DurableDetailText(&options, "class", req->class);
+	if (req->max_attempts == 0)
+		DurableDetailText(&options, "max_attempts", NULL);
+	else
+		DurableDetailInt(&options, "max_attempts", req->max_attempts);
+	DurableIntervalDetail(&options, "deadline", req->deadline);
+	DurableDetailText(&options, "workflow_version",
+					  req->workflow_version ? text_to_cstring(req->workflow_version) : NULL);
+	DurableDetailText(&options, "metadata_sha256", jsonb_sha256_hex(req->metadata));
+	DurableDetailText(&options, "concurrency_key", req->concurrency_key);
+	DurableDetailJsonb(&detail, "options", DurableDetailFinish(&options));
+	return DurableDetailFinish(&detail);
+}
+
+/* whether a spawn's wait records its options (0.5.0 and later) */
+static bool
+spawn_recorded_with_options(const DurableWait *wait)
+{
+	return wait->args != NULL && strcmp(wait->kind, "spawn") == 0 &&
+		DatumGetBool(DirectFunctionCall2(jsonb_exists, JsonbPGetDatum(wait->args),
+										 CStringGetTextDatum("options")));
+}
 
 /*
  * durable_spawn(task_id bigint, fence bigint, name text, queue text,
@@ -31,8 +102,8 @@
  *
  * Enqueues a child task once per (parent, name); a replay returns the same
  * id, and keeps the parent's lease.  Raises 55U01 for a stale fence, 55U03
- * for a name used with another queue or payload, 42704 for an unknown
- * queue, 42501 for a queue the caller may not enqueue into.
+ * for a name used with any other argument, 42704 for an unknown queue,
+ * 42501 for a queue the caller may not enqueue into.
  */
 PG_FUNCTION_INFO_V1(durable_spawn);
 Datum
@@ -56,21 +127,17 @@ durable_spawn(PG_FUNCTION_ARGS)
 	DurableEnqueueArgs(fcinfo, 5, 12, &req);
 	req.parent_id = task_id;
 
-	/* the request, by its hash: a replay must spawn the same child */
-	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "queue", req.queue);
-	DurableDetailText(&detail, "payload_sha256",
-					  TextDatumGetCString(DirectFunctionCall2(binary_encode,
-															  PointerGetDatum(DurableJsonbHash(req.payload)),
-															  CStringGetTextDatum("hex"))));
-	args = DurableDetailFinish(&detail);
+	/* the request, by its hashes: a replay must spawn the same child */
+	args = spawn_args(&req, false);
 
 	SPI_connect();
 	DurableRequireSingleServer("durable_spawn()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (DurableWaitFetch(&task, name, &wait))
 	{
-		DurableWaitCheck(&task, name, &wait, "spawn", args);
+		DurableWaitCheck(&task, name, &wait, "spawn",
+						 spawn_recorded_with_options(&wait) ? args :
+						 spawn_args(&req, true));
 		child_id = wait.child_id;
 	}
 	else
@@ -90,6 +157,37 @@ durable_spawn(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_INT64(child_id);
+}
+
+/*
+ * DurableCancelledParent
+ *		The parent of a live task when that parent was cancelled, else 0.
+ *		A child whose steps were in doubt when its parent was cancelled
+ *		went to review instead (task.c); once nothing of it is in doubt it
+ *		follows its parent rather than resume for nobody.
+ */
+int64
+DurableCancelledParent(const DurableTask *task)
+{
+	Datum		args[2];
+	int64		parent_id;
+	Datum		parent[2];
+
+	args[0] = Int32GetDatum(task->partition);
+	args[1] = Int64GetDatum(task->task_id);
+	if (DurableExecute(STMT_TASK_PARENT, args, NULL, SPI_OK_SELECT, 0) == 0)
+		return 0;
+	parent_id = DurableResultInt64(0, 1);
+	/* its state wherever it is, live or in history (one task of each array) */
+	args[0] = Int64GetDatum(parent_id);
+	args[1] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	parent[0] = PointerGetDatum(construct_array(&args[0], 1, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	parent[1] = PointerGetDatum(construct_array(&args[1], 1, INT4OID, sizeof(int32),
+												true, TYPALIGN_INT));
+	if (DurableExecute(STMT_CHILDREN_STATES, parent, NULL, SPI_OK_SELECT, 0) == 0)
+		return 0;				/* retention has removed it */
+	return strcmp(DurableResultText(0, 2), "cancelled") == 0 ? parent_id : 0;
 }
 
 /* a join's arguments */

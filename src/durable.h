@@ -176,6 +176,8 @@ typedef enum DurableStmt
 	STMT_QUEUE_REVOKE,
 	STMT_QUEUE_TOKENS_LOCK,
 	STMT_QUEUE_TOKENS_SET,
+	STMT_QUEUE_SCHEDULES,
+	STMT_QUEUE_DROP_SCHEDULES,
 	STMT_TASK_DEFER,
 	STMT_PARTITIONS,
 	STMT_PARTITIONS_LOCAL,
@@ -212,6 +214,7 @@ typedef enum DurableStmt
 	STMT_IDEMPOTENT_LOCK,
 	STMT_IDEMPOTENT_RESTART,
 	STMT_IDEMPOTENT_UPDATE,
+	STMT_IDEMPOTENT_FENCE,
 	STMT_INSTALLATION_ID,
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
@@ -237,6 +240,7 @@ typedef enum DurableStmt
 	STMT_CHILDREN_STATES,
 	STMT_PARENT_LOCK,
 	STMT_PARENT_WAKE,
+	STMT_TASK_PARENT,
 	STMT_EVENT_PLACE,
 	STMT_EVENT_LOCK,
 	STMT_EVENT_EMIT,
@@ -403,6 +407,9 @@ extern TimestampTz DurableTimeAfter(TimestampTz now, const Interval *span,
 									const char *what);
 extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
 							  Jsonb *payload);
+
+/* ---- child.c: children ---- */
+extern int64 DurableCancelledParent(const DurableTask *task);
 
 /* ---- cron.c: cron expressions on wall-clock time ---- */
 typedef struct DurableCron

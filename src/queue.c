@@ -319,7 +319,29 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 }
 
 /*
- * durable_drop_queue(queue text) RETURNS void
+ * The schedules in the last statement's result (column 1), one a line, as
+ * PostgreSQL's DROP lists dependent objects: the first hundred, then how
+ * many more.
+ */
+#define MAX_REPORTED_SCHEDULES 100
+
+static char *
+schedule_list_text(const char *queue, uint64 n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (uint64 r = 0; r < n && r < MAX_REPORTED_SCHEDULES; r++)
+		appendStringInfo(&buf, "%sschedule \"%s\" targets queue \"%s\"",
+						 r > 0 ? "\n" : "", DurableResultText(r, 1), queue);
+	if (n > MAX_REPORTED_SCHEDULES)
+		appendStringInfo(&buf, "\nand %llu other schedules",
+						 (unsigned long long) (n - MAX_REPORTED_SCHEDULES));
+	return buf.data;
+}
+
+/*
+ * durable_drop_queue(queue text, cascade boolean = false) RETURNS void
  *
  * Locks the queue's row FOR UPDATE, which waits for the enqueues and
  * replays under way in the queue and keeps new ones out (they lock the row
@@ -328,15 +350,31 @@ durable_alter_queue(PG_FUNCTION_ARGS)
  * with its finished tasks, their steps and events, and the events emitted
  * into it (durable_emit) with the awaits of them.  Raises 55006 while any
  * of its tasks is unfinished.
+ *
+ * A schedule left behind would fire into any later queue of the same name,
+ * perhaps one restricted to other roles: while schedules target the queue
+ * the drop is refused (2BP01, naming them), unless cascade is true, which
+ * removes them in the same transaction.  durable_schedule locks the queue's
+ * row FOR KEY SHARE too, so no schedule comes to target the queue while the
+ * drop holds it.  The 0.4.0 definition has no cascade (PG_NARGS() 1).
  */
 PG_FUNCTION_INFO_V1(durable_drop_queue);
 Datum
 durable_drop_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	bool		cascade = false;
 	DurableQueue settings;
 	Datum		args[2];
 	int64		unfinished;
+	uint64		schedules;
+	char	   *schedule_names = NULL;
+
+	if (PG_NARGS() > 1)
+	{
+		DurableRequireArg(fcinfo, 1, "cascade");
+		cascade = PG_GETARG_BOOL(1);
+	}
 
 	/*
 	 * Under a transaction snapshot a task enqueued by a transaction that
@@ -378,6 +416,16 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 								 "%lld tasks are not completed, failed or cancelled.",
 								 unfinished, (long long) unfinished),
 				errhint("Cancel them with durable_cancel() or let them finish."));
+	schedules = DurableExecute(STMT_QUEUE_SCHEDULES, args, NULL, SPI_OK_SELECT, 0);
+	if (schedules > 0)
+		schedule_names = schedule_list_text(queue, schedules);
+	if (schedules > 0 && !cascade)
+		ereport(ERROR,
+				errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				errmsg("cannot drop queue \"%s\" because schedules target it",
+					   queue),
+				errdetail("%s", schedule_names),
+				errhint("Use durable_drop_queue(..., cascade => true) to drop the schedules too, or durable_unschedule() them first."));
 	DurableExecute(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
 	/*
 	 * Its events go too, and the awaits of them that tasks of other queues
@@ -385,6 +433,15 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	 * emits wake nobody who awaited the old one's.
 	 */
 	DurableExecute(STMT_QUEUE_DROP_EVENTS, args, NULL, SPI_OK_DELETE, 0);
+	if (schedules > 0)
+	{
+		DurableExecute(STMT_QUEUE_DROP_SCHEDULES, args, NULL, SPI_OK_DELETE, 0);
+		ereport(NOTICE,
+				errmsg_plural("drop cascades to %llu schedule",
+							  "drop cascades to %llu schedules",
+							  schedules, (unsigned long long) schedules),
+				errdetail("%s", schedule_names));
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }

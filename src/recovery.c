@@ -215,7 +215,8 @@ DurableVerdictMove(const DurableTask *task, const DurableVerdict *verdict,
  * DurableReleaseMove
  *		Where a task goes once nothing of it is in doubt any more, after a
  *		reconcile handler's receipt or an operator's decision: READY to
- *		resume, or FAILED when recovery failed one of its steps meanwhile.
+ *		resume, or FAILED when recovery failed one of its steps meanwhile,
+ *		or CANCELLED when its parent was cancelled meanwhile.
  *		Returns false, filling in nothing, while a step is still in doubt.
  */
 bool
@@ -223,9 +224,19 @@ DurableReleaseMove(DurableTask *task, const char *actor, TimestampTz now,
 				   DurableDetail *detail, DurableMove *move)
 {
 	DurableVerdict verdict;
+	int64		parent_id;
 
 	if (task->steps_in_doubt > 0)
 		return false;
+	/* a cancelled parent's cascade, held back by the doubt, goes on now */
+	parent_id = DurableCancelledParent(task);
+	if (parent_id != 0)
+	{
+		move->to_state = "cancelled";
+		DurableDetailText(detail, "reason", "its parent was cancelled");
+		DurableDetailInt(detail, "parent", parent_id);
+		return true;
+	}
 	if (!DurableJudgeSteps(task, NULL, false, actor, now, NULL, &verdict))
 		verdict.action = DURABLE_RECOVERY_RECORD_COMPLETION;
 	DurableVerdictMove(task, &verdict, now, detail, move);

@@ -11,9 +11,10 @@
  * only until its lock interval ends; the next begin takes it over at the
  * recovery point it reached.
  *
- * Ownership is fenced like a task's lease: every 'started' hands out a new
- * fence (1 for a new key, one more for each takeover or restart), and
- * advance and finish write only under the key's current fence.  A handler
+ * Ownership is fenced like a task's lease: every 'started' (a new key, a
+ * takeover, a restart) hands out a new fence from a sequence that starts
+ * past anything an earlier installation issued, and advance and finish
+ * write only under the key's current fence.  A handler
  * that was slow rather than dead, and was taken over, gets 55U01 and
  * writes nothing, so it cannot move the new owner's recovery point back or
  * finish the request with its own answer.  A fence that is still current is
@@ -111,6 +112,34 @@ put_status(FunctionCallInfo fcinfo, const char *status, const char *point,
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/*
+ * new_fence
+ *		The fence of a new owner, from durable.request_fence_seq, which
+ *		starts from the clock at every installation (as the outbox's fences
+ *		do): after DROP and CREATE EXTENSION a key begun again never hands
+ *		out a fence that a handler of the earlier installation still holds.
+ *		Each node has its own sequence, so on Citus a fence carries its
+ *		node.  Under SQL older than 0.5.0 there is no sequence yet: NULL,
+ *		and the statements number fences as they did (1, then one more).
+ */
+static void
+new_fence(Datum *value, char *null)
+{
+	int64		fence;
+
+	if (DurableExecute(STMT_IDEMPOTENT_FENCE, NULL, NULL, SPI_OK_SELECT, 0) == 0)
+	{
+		*value = (Datum) 0;
+		*null = 'n';
+		return;
+	}
+	fence = DurableResultInt64(0, 1);
+	if (DurableDistributed())
+		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
+	*value = Int64GetDatum(fence);
+	*null = ' ';
+}
+
 /* lock an existing key, or raise 42704 */
 static void
 lock_key(const RequestKey *rk)
@@ -146,7 +175,8 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
 	bytea	   *hash;
-	Datum		args[7];
+	Datum		args[8];
+	char		args_nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	Datum		response;
 	bool		response_null;
@@ -168,9 +198,12 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 	args[6] = TimestampTzGetDatum(plus_interval(now, &retention));
 
 	SPI_connect();
-	if (DurableExecute(STMT_IDEMPOTENT_INSERT, args, NULL, SPI_OK_INSERT, 0) == 1)
+	new_fence(&args[7], &args_nulls[7]);
+	if (DurableExecute(STMT_IDEMPOTENT_INSERT, args, args_nulls, SPI_OK_INSERT, 0) == 1)
 	{
-		put_status(fcinfo, "started", "started", 1, (Datum) 0, true);
+		put_status(fcinfo, "started", "started",
+				   args_nulls[7] == 'n' ? 1 : DatumGetInt64(args[7]),
+				   (Datum) 0, true);
 		SPI_finish();
 		return (Datum) 0;
 	}
@@ -182,7 +215,7 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 		 * Forgotten after its retention window: a new request, under a new
 		 * fence, so that a handler of the old one still cannot write.
 		 */
-		DurableExecute(STMT_IDEMPOTENT_RESTART, args, NULL,
+		DurableExecute(STMT_IDEMPOTENT_RESTART, args, args_nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
 		put_status(fcinfo, "started", "started", DurableResultInt64(0, 1),
 				   (Datum) 0, true);
@@ -207,8 +240,8 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 		put_status(fcinfo, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
-		Datum		update[9];
-		char		nulls[9] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' '};
+		Datum		update[10];
+		char		nulls[10] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' ', ' '};
 
 		/*
 		 * The last owner's lock ran out: take over at its recovery point,
@@ -218,6 +251,8 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 		update[3] = args[5];
 		update[5] = BoolGetDatum(false);
 		update[8] = Int64GetDatum(1);
+		update[9] = args[7];
+		nulls[9] = args_nulls[7];
 		DurableExecute(STMT_IDEMPOTENT_UPDATE, update, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
 		fence = DurableResultInt64(0, 1);
@@ -280,8 +315,8 @@ durable_idempotent_advance(PG_FUNCTION_ARGS)
 {
 	RequestKey	rk;
 	int64		fence;
-	Datum		update[9];
-	char		nulls[9] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' '};
+	Datum		update[10];
+	char		nulls[10] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' ', 'n'};
 
 	if (PG_NARGS() != 5)
 		refuse_unfenced("durable_idempotent_advance");
@@ -322,8 +357,8 @@ durable_idempotent_finish(PG_FUNCTION_ARGS)
 {
 	RequestKey	rk;
 	int64		fence;
-	Datum		update[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		update[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 'n'};
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
 	if (PG_NARGS() != 5)

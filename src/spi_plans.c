@@ -316,6 +316,17 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE queue_name = $1",
 		3, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID}
 	},
+	[STMT_QUEUE_SCHEDULES] = {
+		"queue_schedules",
+		"SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
+		" ORDER BY schedule_name",
+		1, {TEXTOID}
+	},
+	[STMT_QUEUE_DROP_SCHEDULES] = {
+		"queue_drop_schedules",
+		"DELETE FROM durable.schedules WHERE queue_name = $1",
+		1, {TEXTOID}
+	},
 	[STMT_TASK_DEFER] = {
 		"task_defer",
 		"UPDATE durable.live_tasks SET run_at = $3"
@@ -880,10 +891,10 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
 		" request_hash, created_at, locked_until, expires_at, recovery_point,"
 		" fence)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', 1)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', COALESCE($8, 1))"
 		" ON CONFLICT (partition_key, scope, key) DO NOTHING",
-		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, TIMESTAMPTZOID}
+		8, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
 	[STMT_IDEMPOTENT_LOCK] = {
 		"idempotent_lock",
@@ -898,11 +909,12 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"idempotent_restart",
 		"UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
 		" created_at = $5, locked_until = $6, expires_at = $7,"
-		" recovery_point = 'started', response = NULL, fence = fence + 1"
+		" recovery_point = 'started', response = NULL,"
+		" fence = COALESCE($8, fence + 1)"
 		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
 		" RETURNING fence",
-		7, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, TIMESTAMPTZOID}
+		8, {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 	},
 	[STMT_IDEMPOTENT_UPDATE] = {
 		"idempotent_update",
@@ -911,11 +923,19 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" recovery_point = COALESCE($5, recovery_point),"
 		" completed = $6, response = COALESCE($7, response),"
 		" expires_at = COALESCE($8, expires_at),"
-		" fence = fence + $9"
+		" fence = COALESCE($10, fence + $9)"
 		" WHERE partition_key = $1 AND scope = $2 AND key = $3"
 		" RETURNING fence",
-		9, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
-		JSONBOID, TIMESTAMPTZOID, INT8OID}
+		10, {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, BOOLOID,
+		JSONBOID, TIMESTAMPTZOID, INT8OID, INT8OID}
+	},
+	[STMT_IDEMPOTENT_FENCE] = {
+		"idempotent_fence",
+		/* none before the 0.5.0 SQL, whose update makes the sequence */
+		"SELECT pg_catalog.nextval(s)"
+		" FROM pg_catalog.to_regclass('durable.request_fence_seq') s"
+		" WHERE s IS NOT NULL",
+		0, {InvalidOid}
 	},
 	[STMT_TASK_IDS] = {
 		"task_ids",
@@ -1030,6 +1050,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		WOKEN_QUEUES,
 		5, {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID}
 	},
+	[STMT_TASK_PARENT] = {
+		"task_parent",
+		"SELECT parent_id FROM durable.live_tasks"
+		" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
+		2, {INT4OID, INT8OID}
+	},
+
 	[STMT_EVENT_PLACE] = {
 		"event_place",
 		"INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)"

@@ -325,10 +325,68 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 }
 
 /*
+ * child_to_review
+ *		A child of a task just cancelled has a step started or unknown:
+ *		whether that step took effect nobody knows, and a cascade is no
+ *		person's decision, so the child goes to review instead of being
+ *		cancelled.  A running one loses its lease, as on expiry, so its
+ *		started steps are unknown now (their worker can no longer say).
+ *		The event names the parent and who cancelled it.  Once a person
+ *		has settled every step, the child is cancelled as its parent was
+ *		(DurableReleaseMove).
+ */
+static void
+child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
+{
+	const char *actor = DurableCallerName();
+	DurableMove move = {0};
+	DurableDetail detail;
+	Datum		key[2];
+	uint64		n;
+	char	  **names;
+
+	key[0] = Int32GetDatum(child->partition);
+	key[1] = Int64GetDatum(child->task_id);
+	n = DurableExecute(STMT_STEPS_UNSETTLED, key, NULL, SPI_OK_SELECT, 0);
+	/* the names outlive the result, which the next statement replaces */
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		names[i] = DurableResultText(i, 1);
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableStep step;
+
+		DurableStepFetchOrError(child, names[i], &step);
+		if (strcmp(step.state, "started") == 0)
+			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
+							  actor, NULL, NULL, now);
+	}
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", "its parent was cancelled");
+	DurableDetailInt(&detail, "parent", parent_id);
+	DurableDetailText(&detail, "cancelled_by", actor);
+	DurableDetailText(&detail, "previous_state", child->state);
+	DurableDetailInt(&detail, "steps_in_doubt", child->steps_in_doubt);
+	DurableDetailText(&detail, "action",
+					  DurableRecoveryActionName(DURABLE_RECOVERY_MANUAL_REVIEW));
+	move.from_state = child->state;
+	move.fence = child->fence;
+	move.to_state = "needs_review";
+	move.revoke = strcmp(child->state, "running") == 0;
+	move.allow_doubt = true;
+	move.kind = "parent_cancelled";
+	move.actor = actor;
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(child, &move, now);
+}
+
+/*
  * cancel_child
- *		Cancel a child of a task just cancelled, unless it has finished or
- *		waits in review for an operator, who alone may settle it.  Its own
- *		children go with it.
+ *		Cancel a child of a task just cancelled, unless it has finished,
+ *		waits in review for an operator, who alone may settle it, or has a
+ *		step in doubt, which sends it to review.  Its own children go with
+ *		it.
  */
 static void
 cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
@@ -339,7 +397,10 @@ cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
 		DurableTaskIsTerminal(child.state) ||
 		strcmp(child.state, "needs_review") == 0)
 		return;
-	DurableCancelLockedTask(&child, "its parent was cancelled", parent_id, now);
+	if (child.steps_in_doubt > 0)
+		child_to_review(&child, parent_id, now);
+	else
+		DurableCancelLockedTask(&child, "its parent was cancelled", parent_id, now);
 }
 
 /*

@@ -15,15 +15,17 @@ SELECT throws_ok($$SELECT durable_outbox_ack(array_agg(message_id), max(fence) +
 SELECT is((SELECT durable_outbox_ack(array_agg(message_id), max(fence)) FROM leased), 1,
           'an ack under the fence publishes');
 
-SELECT lives_ok($$SELECT durable_idempotent_begin('s', 'k', '{"x": 1}')$$, 'begin');
+-- fences come from a sequence that starts from the clock: the one handed out
+CREATE TEMP TABLE began AS SELECT * FROM durable_idempotent_begin('s', 'k', '{"x": 1}');
+SELECT is((SELECT status FROM began), 'started', 'begin');
 SELECT throws_ok($$SELECT durable_idempotent_begin('s', 'k', '{"x": 2}')$$, '55U03', NULL,
                  'another request under the key is 55U03');
-SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'k', 2, 'p')$$, '55U01', NULL,
+SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'k', fence + 1, 'p') FROM began$$, '55U01', NULL,
                  'an advance under another fence is 55U01');
 SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', 0, '{"ok": true}')$$, '55U01', NULL,
                  'a finish under another fence is 55U01');
-SELECT lives_ok($$SELECT durable_idempotent_finish('s', 'k', 1, '{"ok": true}')$$, 'finish');
-SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', 1, '{"ok": true}')$$, '55U04', NULL,
+SELECT lives_ok($$SELECT durable_idempotent_finish('s', 'k', fence, '{"ok": true}') FROM began$$, 'finish');
+SELECT throws_ok($$SELECT durable_idempotent_finish('s', 'k', fence, '{"ok": true}') FROM began$$, '55U04', NULL,
                  'finishing twice is 55U04');
 SELECT throws_ok($$SELECT durable_idempotent_advance('s', 'nope', 1, 'p')$$, '42704', NULL,
                  'an unknown key is 42704');

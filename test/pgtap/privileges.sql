@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(92);
+SELECT plan(94);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -16,6 +16,58 @@ SELECT table_privs_are('durable', t, 'durable_operator', ARRAY['SELECT'],
 FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idempotency_keys']) t;
 SELECT table_privs_are('durable', t, 'public', ARRAY[]::text[], 'PUBLIC has no privilege on durable.' || t)
 FROM unnest(ARRAY['queues', 'tasks', 'events', 'steps', 'inbox', 'outbox', 'idempotency_keys']) t;
+
+-- pg_monitor (and PUBLIC) read aggregates only: every column either can
+-- read in the extension's relations, wherever they live, taken from the
+-- catalog and compared with this list.  A view granted to pg_monitor later
+-- with a payload, a result, an error text, an event name or a task id in it
+-- fails here until someone decides it belongs on the list.
+SELECT set_eq(
+    $$SELECT c.oid::regclass::text || '.' || a.attname
+      FROM pg_depend d
+      JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE d.refclassid = 'pg_extension'::regclass
+        AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'durable')
+        AND d.deptype = 'e'
+        AND (has_column_privilege('pg_monitor', c.oid, a.attnum, 'SELECT')
+             OR has_column_privilege('public', c.oid, a.attnum, 'SELECT'))$$,
+    $$SELECT 'durable.' || v FROM unnest(ARRAY[
+        'queue_stats.queue_name', 'queue_stats.paused', 'queue_stats.ready', 'queue_stats.waiting',
+        'queue_stats.running', 'queue_stats.needs_review', 'queue_stats.completed', 'queue_stats.failed',
+        'queue_stats.cancelled', 'queue_stats.oldest_due_age', 'queue_stats.oldest_heartbeat_age',
+        'queue_stats.expired_leases', 'queue_stats.stuck',
+        'metrics.queue_name', 'metrics.tasks', 'metrics.duplicate_side_effects', 'metrics.recoveries',
+        'metrics.recovery_success_rate', 'metrics.mean_recovery_time', 'metrics.ambiguous_outcome_rate',
+        'metrics.human_escalation_rate', 'metrics.claims_per_task', 'metrics.reconciliation_lag',
+        'wait_stats.queue_name', 'wait_stats.kind', 'wait_stats.waiting', 'wait_stats.oldest_wait',
+        'wait_stats.with_timeout',
+        'schedule_stats.queue_name', 'schedule_stats.schedules', 'schedule_stats.due',
+        'schedule_stats.oldest_due_age',
+        -- how many parts of the tick fail and since when, not their errors
+        'status.preloaded', 'status.reconciler', 'status.reconciler_pid', 'status.reconciler_database',
+        'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,
+    'pg_monitor and PUBLIC read exactly the aggregate columns listed, in every relation of durable');
+
+-- and call only the pure functions and the two that tell the reconciler's
+-- state (durable.status reads them)
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text
+      FROM pg_depend d JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
+      WHERE d.refclassid = 'pg_extension'::regclass
+        AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'durable')
+        AND d.deptype = 'e'
+        AND (has_function_privilege('pg_monitor', p.oid, 'EXECUTE')
+             OR has_function_privilege('public', p.oid, 'EXECUTE'))$$,
+    ARRAY['durable_next_action(integer,integer,interval,interval,text,interval)',
+          'durable_recovery_action(boolean,text,boolean,integer,integer,boolean)',
+          'durable_idempotency_key(text[])',
+          'durable_retry_delay(text,integer,integer,integer)',
+          'durable_request_hash(jsonb)',
+          'durable_cron_next(text,timestamp with time zone,text)',
+          'durable.library_status()',
+          'durable.reconciler_pid()'],
+    'pg_monitor and PUBLIC call only the pure functions and the reconciler''s state');
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
@@ -42,7 +94,7 @@ FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_resume', ARRAY['text']),
              ('durable_cancel', ARRAY['bigint', 'text']),
              ('durable_reconcile', ARRAY['integer']),
-             ('durable_drop_queue', ARRAY['text'])) AS v(f, args);
+             ('durable_drop_queue', ARRAY['text', 'boolean'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
 FROM (VALUES ('durable_pause', ARRAY['text']),
              ('durable_cancel', ARRAY['bigint', 'text']),
