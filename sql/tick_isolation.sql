@@ -161,4 +161,7 @@ SET ROLE pg_monitor;
 SELECT failing_parts, failing_since IS NOT NULL AS since FROM durable.status;
 SELECT failures FROM durable.status;
 RESET ROLE;
-DELETE FROM durable.tick_failures;
+-- a queue dropped takes what the tick failed to do for it
+SELECT durable_cancel(:tf, 'the queue goes');
+SELECT durable_drop_queue('iso_deep');
+SELECT * FROM pg_temp.failing();

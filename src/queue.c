@@ -341,6 +341,24 @@ schedule_list_text(const char *queue, uint64 n)
 }
 
 /*
+ * The parts of the tick that are the queue's (tick.c): its retry tokens
+ * and its schedules, named from the n rows of STMT_QUEUE_SCHEDULES, as a
+ * text[] datum.
+ */
+static Datum
+queue_tick_parts(const char *queue, uint64 n)
+{
+	Datum	   *names = palloc(sizeof(Datum) * (n + 1));
+
+	names[0] = CStringGetTextDatum(psprintf("retry tokens: %s", queue));
+	for (uint64 r = 0; r < n; r++)
+		names[r + 1] = CStringGetTextDatum(psprintf("schedule: %s",
+													DurableResultText(r, 1)));
+	return PointerGetDatum(construct_array(names, (int) n + 1, TEXTOID, -1,
+										   false, TYPALIGN_INT));
+}
+
+/*
  * durable_drop_queue(queue text, cascade boolean = false) RETURNS void
  *
  * Locks the queue's row FOR UPDATE, which waits for the enqueues and
@@ -369,6 +387,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	int64		unfinished;
 	uint64		schedules;
 	char	   *schedule_names = NULL;
+	Datum		parts;
 
 	if (PG_NARGS() > 1)
 	{
@@ -419,6 +438,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	schedules = DurableExecute(STMT_QUEUE_SCHEDULES, args, NULL, SPI_OK_SELECT, 0);
 	if (schedules > 0)
 		schedule_names = schedule_list_text(queue, schedules);
+	parts = queue_tick_parts(queue, schedules);
 	if (schedules > 0 && !cascade)
 		ereport(ERROR,
 				errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -433,6 +453,8 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 	 * emits wake nobody who awaited the old one's.
 	 */
 	DurableExecute(STMT_QUEUE_DROP_EVENTS, args, NULL, SPI_OK_DELETE, 0);
+	/* what the tick failed to do for the queue is not shown any more */
+	DurableExecute(STMT_TICK_FAILURES_FORGET, &parts, NULL, SPI_OK_DELETE, 0);
 	if (schedules > 0)
 	{
 		DurableExecute(STMT_QUEUE_DROP_SCHEDULES, args, NULL, SPI_OK_DELETE, 0);

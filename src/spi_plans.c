@@ -1225,6 +1225,11 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" failures = f.failures + 1",
 		4, {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
 	},
+	[STMT_TICK_FAILURES_FORGET] = {
+		"tick_failures_forget",
+		"DELETE FROM durable.tick_failures WHERE part = ANY ($1)",
+		1, {TEXTARRAYOID}
+	},
 	[STMT_TICK_FAILURE_CLEAR] = {
 		"tick_failure_clear",
 		"DELETE FROM durable.tick_failures WHERE part = $1",
