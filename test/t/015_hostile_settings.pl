@@ -102,7 +102,7 @@ sub scenario
 		my $cond = {
 			a => q{'SELECT state <> ''running'' FROM durable.tasks WHERE task_id = ' || :a},
 			b => q{'SELECT state <> ''running'' FROM durable.tasks WHERE task_id = ' || :b},
-			f => q{'SELECT stuck_alarm_at IS NOT NULL FROM durable.live_tasks WHERE task_id = ' || :f},
+			f => q{'SELECT count(*) = 2 FROM durable.live_tasks WHERE stuck_alarm_at IS NOT NULL AND task_id IN (' || :f || ', ' || :m || ')'},
 			l => q{'SELECT state <> ''running'' FROM durable.tasks WHERE task_id = ' || :k},
 			j => q{'SELECT last_run IS NOT NULL FROM durable.schedules WHERE schedule_name OPERATOR(pg_catalog.=) ' || quote_literal(:'sn') || ' AND NOT EXISTS (SELECT FROM durable.idempotency_keys WHERE scope OPERATOR(pg_catalog.=) ' || quote_literal(:'q') || ')'},
 		}->{$what};
@@ -113,6 +113,7 @@ sub scenario
 	return <<"SQL";
 \\set q hq_${tag}
 \\set qs hq_${tag}_s
+\\set qv hq_${tag}_v
 \\set ev hev_${tag}
 \\set sn hsched_${tag}
 \\warn scenario $tag
@@ -147,6 +148,21 @@ BEGIN;
 SELECT fence AS ff FROM durable_claim(:'qs', 'w', '6 mons') \\gset
 SELECT durable_heartbeat(:f, :ff, 'p1', '6 mons');
 COMMIT;
+-- M: a progress_timeout of six months, across a change to summer time in
+-- some of the zones: no progress for half an hour longer than that on the
+-- UTC calendar is stuck, for the views as for the alarm
+SELECT durable_create_queue(:'qv', lease => '1 hour', progress_timeout => '6 mons');
+SELECT durable_enqueue(:'qv', '{"t": "m"}') AS m \\gset
+BEGIN;
+SELECT fence AS mf FROM durable_claim(:'qv', 'w') \\gset
+UPDATE durable.live_tasks SET progress_at = pg_catalog.timezone('UTC',
+    pg_catalog.timezone('UTC', pg_catalog.now()) OPERATOR(pg_catalog.-) '6 mons'::pg_catalog.interval)
+    OPERATOR(pg_catalog.-) '30 minutes'::pg_catalog.interval
+ WHERE task_id OPERATOR(pg_catalog.=) :m;
+COMMIT;
+INSERT INTO public.viewed
+SELECT :'q', (SELECT stuck FROM durable.queue_stats WHERE queue_name OPERATOR(pg_catalog.=) :'qv'),
+       (SELECT count(*) FROM durable.stuck_tasks WHERE queue_name OPERATOR(pg_catalog.=) :'qv');
 $tick{f}
 -- G: a failure retried after 1 s; H: a commit
 SELECT durable_enqueue(:'q', '{"t": "g"}', priority => 7) AS g \\gset
@@ -188,17 +204,18 @@ SET datestyle = 'ISO, MDY'; SET timezone = 'UTC'; SET intervalstyle = 'postgres'
 SET extra_float_digits = 1; SET search_path = pg_catalog, public;
 \\set q hq_${tag}
 \\set qs hq_${tag}_s
+\\set qv hq_${tag}_v
 WITH t AS (
   SELECT t.*, row_number() OVER (ORDER BY t.queue_name, t.task_id) AS i,
          (SELECT max(e.at) FROM durable.events e
            WHERE e.partition_key = t.partition_key AND e.task_id = t.task_id) AS last_at
-  FROM durable.tasks t WHERE t.queue_name IN (:'q', :'qs')),
+  FROM durable.tasks t WHERE t.queue_name IN (:'q', :'qs', :'qv')),
 e AS (SELECT e.*, t.i FROM durable.events e JOIN t USING (partition_key, task_id)),
 s AS (SELECT s.*, t.i FROM durable.steps s JOIN t USING (partition_key, task_id))
 SELECT line FROM (
   SELECT t.i, 0 AS o, 0 AS seq,
          format('%s|task %s: queue %s, %s, class %s, priority %s, attempt %s of %s, version %s, fence %s, stop %s, in doubt %s, checkpoint %s, keyed %s, run_at %s, deadline %s, lease_until %s, finished_at %s, lease %s, progress %s, payload %s, result %s, error %s, checkpoint %s, metadata %s, waits %s, child %s',
-                extract(epoch FROM t.last_at), t.i, CASE WHEN t.queue_name = :'qs' THEN 'stuck' ELSE 'main' END,
+                extract(epoch FROM t.last_at), t.i, CASE t.queue_name WHEN :'qs' THEN 'stuck' WHEN :'qv' THEN 'slow' ELSE 'main' END,
                 t.state, t.class, t.priority, t.attempt, t.max_attempts, t.version, t.fence,
                 t.stop_code, t.steps_in_doubt, t.checkpoint_version, t.idempotency_key IS NOT NULL,
                 to_jsonb(t.run_at), t.deadline, to_jsonb(t.lease_until), to_jsonb(t.finished_at),
@@ -232,6 +249,9 @@ SELECT line FROM (
   UNION ALL
   SELECT 1004, 0, 0, format('0|durable_verify() problems: %s', v.problems)
   FROM public.verified v WHERE v.q = :'q'
+  UNION ALL
+  SELECT 1005, 0, 0, format('0|viewed stuck: queue_stats %s, stuck_tasks %s', v.stuck, v.stuck_tasks)
+  FROM public.viewed v WHERE v.q = :'q'
 ) d ORDER BY i, o, seq, line;
 SQL
 }
@@ -333,6 +353,7 @@ sub same_outcome
 my $support = q{
 	CREATE TABLE public.packages (q text, task bigint, doc jsonb);
 	CREATE TABLE public.verified (q text, problems bigint);
+	CREATE TABLE public.viewed (q text, stuck bigint, stuck_tasks bigint);
 	-- what a test waits for, each look in a transaction of its own (a
 	-- SERIALIZABLE snapshot would see nothing change)
 	CREATE PROCEDURE public.wait_until(cond text) LANGUAGE plpgsql AS $$
