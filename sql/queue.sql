@@ -5,7 +5,8 @@
 SELECT setval('durable.task_seq', 5000) AS first_id_counter;
 SELECT durable_create_queue('mail');
 SELECT queue_name, partitions, lease, max_attempts, retry_base, retry_cap, deadline,
-       retry_capacity, retry_refill_rate, retry_tokens, progress_timeout, notify, paused
+       retry_capacity, retry_refill_rate::numeric AS retry_refill_rate,
+       retry_tokens::numeric AS retry_tokens, progress_timeout, notify, paused
 FROM durable.queues WHERE queue_name = 'mail';
 
 SELECT durable_create_queue('payments', lease => '2 minutes', max_attempts => 5,
@@ -13,7 +14,8 @@ SELECT durable_create_queue('payments', lease => '2 minutes', max_attempts => 5,
                             retry_capacity => 10, retry_refill_rate => 2,
                             progress_timeout => '5 minutes', partitions => 4, notify => false);
 SELECT queue_name, partitions, lease, max_attempts, retry_base, retry_cap, deadline,
-       retry_capacity, retry_refill_rate, retry_tokens, progress_timeout, notify
+       retry_capacity, retry_refill_rate::numeric AS retry_refill_rate,
+       retry_tokens::numeric AS retry_tokens, progress_timeout, notify
 FROM durable.queues WHERE queue_name = 'payments';
 
 -- the partitions of a queue are consecutive keys from a hash of its name
@@ -26,7 +28,7 @@ SELECT durable_alter_queue('payments', clear => ARRAY['deadline', 'retry_capacit
 SELECT lease, deadline, retry_capacity, progress_timeout, notify
 FROM durable.queues WHERE queue_name = 'payments';
 SELECT durable_alter_queue('mail', retry_capacity => 3);
-SELECT retry_capacity, retry_tokens FROM durable.queues WHERE queue_name = 'mail';
+SELECT retry_capacity, retry_tokens::numeric AS retry_tokens FROM durable.queues WHERE queue_name = 'mail';
 
 -- pause and resume
 SELECT durable_pause('mail');

@@ -13,7 +13,7 @@ SELECT durable_create_queue('r1', retry_capacity => 1, retry_refill_rate => 'Inf
 SELECT durable_create_queue('r1', retry_capacity => 1, retry_refill_rate => 0.000001);
 SELECT durable_alter_queue('r1', retry_refill_rate => 1e-300);
 SELECT durable_alter_queue('r1', retry_refill_rate => 1000000);
-SELECT retry_refill_rate FROM durable.queues WHERE queue_name = 'r1';
+SELECT retry_refill_rate::numeric AS retry_refill_rate FROM durable.queues WHERE queue_name = 'r1';
 -- a rate that bypasses the API is refused by the table
 \set VERBOSITY terse
 UPDATE durable.queues SET retry_refill_rate = 1e-300 WHERE queue_name = 'r1';
@@ -28,7 +28,7 @@ SELECT durable_enqueue('deep', '{}') AS t \gset
 SELECT fence AS f FROM durable_claim('deep', 'w') \gset
 SELECT durable_fail(:t, :f, 'transient', '{"e": 1}');
 SELECT state, fence, run_at < 'infinity' AS finite_run_at FROM durable.tasks WHERE task_id = :t;
-SELECT retry_tokens FROM durable.queues WHERE queue_name = 'deep';
+SELECT retry_tokens::numeric AS retry_tokens FROM durable.queues WHERE queue_name = 'deep';
 -- within the range, the retry is deferred to when its token will be there
 UPDATE durable.queues SET retry_tokens = -1e6 WHERE queue_name = 'deep';
 SELECT durable_fail(:t, :f, 'transient', '{"e": 1}');

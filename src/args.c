@@ -103,9 +103,26 @@ check_interval_range(Interval *span, const char *name)
 	context.arg = (void *) name;
 	context.previous = error_context_stack;
 	error_context_stack = &context;
-	(void) DirectFunctionCall2(timestamptz_pl_interval, now, IntervalPGetDatum(span));
-	(void) DirectFunctionCall2(timestamptz_mi_interval, now, IntervalPGetDatum(span));
+	/* on the UTC calendar, as DurableTimePlus adds */
+	(void) DirectFunctionCall2(timestamp_pl_interval, now, IntervalPGetDatum(span));
+	(void) DirectFunctionCall2(timestamp_mi_interval, now, IntervalPGetDatum(span));
 	error_context_stack = context.previous;
+}
+
+/*
+ * DurableTimePlus
+ *		t + span on the UTC calendar, whatever the session's TimeZone: what
+ *		timestamptz + interval is under TimeZone UTC (a day is 24 hours, a
+ *		month ends at the same UTC time of day).  A timestamptz counts from
+ *		midnight UTC, so timestamp without time zone's arithmetic on it is
+ *		exactly that.
+ */
+TimestampTz
+DurableTimePlus(TimestampTz t, const Interval *span)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamp_pl_interval,
+												   TimestampTzGetDatum(t),
+												   IntervalPGetDatum(span)));
 }
 
 /*

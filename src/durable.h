@@ -144,6 +144,7 @@ extern void DurableRequireArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
 extern char *DurableNameArg(FunctionCallInfo fcinfo, int argno,
 							const char *what);
+extern TimestampTz DurableTimePlus(TimestampTz t, const Interval *span);
 extern Interval *DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno,
 											const char *name);
 extern int32 DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno,

@@ -53,14 +53,19 @@ DurableDetailInt(DurableDetail *detail, const char *key, int64 value)
 	appendStringInfo(&detail->buf, INT64_FORMAT, value);
 }
 
+/*
+ * A time as JSON writes it, in UTC ("2026-01-01T00:00:00.5+00:00") whatever
+ * the session's TimeZone: what is stored, and compared, is one text.
+ */
 void
 DurableDetailTime(DurableDetail *detail, const char *key, TimestampTz value)
 {
 	char		buf[MAXDATELEN + 1];
+	int			utc = 0;
 
 	DurableDetailText(detail, key,
 					  JsonEncodeDateTime(buf, TimestampTzGetDatum(value),
-										 TIMESTAMPTZOID, NULL));
+										 TIMESTAMPTZOID, &utc));
 }
 
 void

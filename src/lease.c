@@ -73,7 +73,7 @@ DurableClaimInto(DurableStmt stmt, const char *queue, const char *worker,
 	args[2] = TimestampTzGetDatum(now);
 	args[4] = CStringGetTextDatum(worker);
 	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
-	args[6] = DirectFunctionCall2(timestamptz_pl_interval, args[2], args[5]);
+	args[6] = TimestampTzGetDatum(DurableTimePlus(now, lease ? lease : &settings.lease));
 	args[7] = CStringGetTextDatum(DurableCallerName());
 
 	for (int i = 0; i < settings.partitions && claimed < batch; i++)

@@ -131,8 +131,7 @@ durable_outbox_claim(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	args[0] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[1] = CStringGetTextDatum(publisher);
-	args[2] = DirectFunctionCall2(timestamptz_pl_interval, args[0],
-								  IntervalPGetDatum(lease));
+	args[2] = TimestampTzGetDatum(DurableTimePlus(DatumGetTimestampTz(args[0]), lease));
 	args[3] = Int32GetDatum(batch);
 
 	SPI_connect();

@@ -207,6 +207,47 @@ run_tick(bool *vacuum)
 	return work;
 }
 
+/*
+ * The settings the reconciler runs with, whatever its database or its role
+ * sets (ALTER DATABASE ... SET, ALTER ROLE ... SET, which a database owner
+ * may do): nothing set there changes what it computes or whether it runs
+ * (DESIGN section 7).  Every statement durable runs expects the built-in
+ * operators first; the texts of times, intervals and numbers it reads or
+ * writes are in one style; its ticks are READ COMMITTED (their statements
+ * re-check what a row they waited for became, and SKIP LOCKED lets two
+ * reconcilers share the work), writable, and limited by nothing but their
+ * own batches.  A function's own SET clause (maintain_history's
+ * lock_timeout) still applies inside it.
+ */
+static const struct
+{
+	const char *name;
+	const char *value;
+}			pinned_settings[] =
+{
+	{"search_path", "pg_catalog, pg_temp"},
+	{"DateStyle", "ISO, MDY"},
+	{"IntervalStyle", "postgres"},
+	{"TimeZone", "UTC"},
+	{"extra_float_digits", "1"},
+	{"default_transaction_isolation", "read committed"},
+	{"default_transaction_read_only", "off"},
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+#if PG_VERSION_NUM >= 170000
+	{"transaction_timeout", "0"},
+#endif
+};
+
+static void
+pin_settings(void)
+{
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 void
 durable_reconciler_main(Datum main_arg)
 {
@@ -219,9 +260,7 @@ durable_reconciler_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnection(durable_database, NULL, 0);
 	pgstat_report_appname("durable reconciler");
-	/* every statement durable runs expects the built-in operators first */
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET,
-					PGC_S_OVERRIDE);
+	pin_settings();
 
 	tick_context = AllocSetContextCreate(TopMemoryContext,
 										 "durable reconciler tick",

@@ -77,9 +77,7 @@ request_key_args(FunctionCallInfo fcinfo, RequestKey *rk)
 static TimestampTz
 plus_interval(TimestampTz t, Interval *span)
 {
-	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-												   TimestampTzGetDatum(t),
-												   IntervalPGetDatum(span)));
+	return DurableTimePlus(t, span);
 }
 
 /*

@@ -20,7 +20,11 @@
 #include "durable.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/datetime.h"
 #include "utils/inval.h"
+#include "utils/json.h"
+#include "utils/timestamp.h"
 
 #define MAX_ARGS 20
 
@@ -178,6 +182,23 @@ typedef struct DurableStmtDef
 #define WOKEN_QUEUES \
 	" SELECT DISTINCT u.queue_name FROM u" \
 	" JOIN durable.queues q ON q.queue_name = u.queue_name WHERE q.notify"
+
+/*
+ * A time as a jsonb string in the one form durable keeps times in jsonb
+ * (DurableDetailTime's: ISO 8601 in UTC, "+00:00"), whatever the session's
+ * TimeZone: to_jsonb of a time without zone, which JSON writes in ISO 8601
+ * whatever DateStyle, read in UTC.  The time must be finite.
+ */
+#define UTC_TIME_JSON(param) \
+	"((pg_catalog.to_jsonb(pg_catalog.timezone('UTC', " param "::pg_catalog.timestamptz))" \
+	" OPERATOR(pg_catalog.#>>) '{}') || '+00:00')"
+
+/*
+ * A time plus or minus an interval on the UTC calendar, whatever the
+ * session's TimeZone (as DurableTimePlus adds in C): a day is 24 hours.
+ */
+#define UTC_PLUS(time, op, span) \
+	"pg_catalog.timezone('UTC', pg_catalog.timezone('UTC', " time ") " op " " span ")"
 
 /* where a wait's deadline is kept in its entry of a task's waits */
 #define WAIT_UNTIL(entry) "(" entry " ->> 'until')::pg_catalog.timestamptz"
@@ -460,7 +481,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"heartbeat",
 		"WITH u AS (UPDATE durable.live_tasks SET"
 		" lease = COALESCE($4, lease),"
-		" lease_until = $3 + COALESCE($4, lease),"
+		" lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, lease)") ","
 		" heartbeat_at = $3,"
 		" progress_at = CASE WHEN $5::text IS NOT NULL"
 		"  AND $5::text IS DISTINCT FROM progress THEN $3 ELSE progress_at END,"
@@ -478,7 +499,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
 		" u AS (UPDATE durable.live_tasks t SET"
 		"  lease = COALESCE($4, t.lease),"
-		"  lease_until = $3 + COALESCE($4, t.lease),"
+		"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
 		"  heartbeat_at = $3"
 		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 		"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
@@ -743,12 +764,13 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 	},
 	[STMT_STUCK] = {
 		"stuck",
-		"SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout::text"
+		/* the timeout as DurableResultText writes it, whatever IntervalStyle */
+		"SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout"
 		" FROM durable.live_tasks t"
 		" JOIN durable.queues q ON q.queue_name = t.queue_name"
 		" WHERE t.partition_key = $1 AND t.state = 'running'"
 		" AND q.progress_timeout IS NOT NULL"
-		" AND t.progress_at < $2 - q.progress_timeout"
+		" AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
 		" AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)"
 		" ORDER BY t.lease_until LIMIT $3"
 		" FOR NO KEY UPDATE OF t SKIP LOCKED",
@@ -996,7 +1018,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"wait_resolve",
 		"UPDATE durable.live_tasks SET waits = pg_catalog.jsonb_set(waits,"
 		" ARRAY[$3::text], (waits -> $3::text) || pg_catalog.jsonb_build_object("
-		" 'status', $4::text, 'resolved_at', $6::pg_catalog.timestamptz)"
+		" 'status', $4::text, 'resolved_at', " UTC_TIME_JSON("$6") ")"
 		" || " WAIT_PAYLOAD("$5") ")"
 		" WHERE partition_key = $1 AND task_id = $2",
 		6, {INT4OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
@@ -1111,7 +1133,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" u AS (UPDATE durable.live_tasks t SET"
 		"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
 		"   (t.waits -> w.name) || pg_catalog.jsonb_build_object('status', 'received',"
-		"   'resolved_at', $5::pg_catalog.timestamptz) || " WAIT_PAYLOAD("$4") "),"
+		"   'resolved_at', " UTC_TIME_JSON("$5") ") || " WAIT_PAYLOAD("$4") "),"
 		"  run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END,"
 		"  version = t.version + 1"
 		"  FROM w WHERE t.partition_key = (w.task_id"
@@ -1786,14 +1808,45 @@ DurableResultInt64(uint64 row, int col)
 		DatumGetInt64(d) : (int64) DatumGetInt32(d);
 }
 
-/* a column as text (NULL for NULL), valid until SPI_finish */
+/*
+ * A column as text (NULL for NULL), valid until SPI_finish.  An interval
+ * or a time is written in one style whatever the session's IntervalStyle,
+ * DateStyle and TimeZone (an interval as IntervalStyle postgres writes it,
+ * a time as JSON does, in UTC): what durable keeps of it is one text.
+ */
 char *
 DurableResultText(uint64 row, int col)
 {
 	bool		isnull;
+	Datum		value = DurableResultDatum(row, col, &isnull);
+	char		buf[MAXDATELEN + 1];
 
-	(void) DurableResultDatum(row, col, &isnull);
 	if (isnull)
 		return NULL;
+	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col))
+	{
+		case INTERVALOID:
+			{
+				Interval   *span = DatumGetIntervalP(value);
+				struct pg_itm itm;
+
+#ifdef INTERVAL_NOT_FINITE
+				/* "infinity" and "-infinity" (PostgreSQL 17) have one style */
+				if (INTERVAL_NOT_FINITE(span))
+					break;
+#endif
+				interval2itm(*span, &itm);
+				EncodeInterval(&itm, INTSTYLE_POSTGRES, buf);
+				return pstrdup(buf);
+			}
+		case TIMESTAMPTZOID:
+			{
+				int			utc = 0;
+
+				return pstrdup(JsonEncodeDateTime(buf, value, TIMESTAMPTZOID, &utc));
+			}
+		default:
+			break;
+	}
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
 }

@@ -235,9 +235,7 @@ DurableTimeAfter(TimestampTz now, const Interval *span, const char *what)
 {
 	TimestampTz result;
 
-	result = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-													 TimestampTzGetDatum(now),
-													 IntervalPGetDatum(span)));
+	result = DurableTimePlus(now, span);
 	if (TIMESTAMP_NOT_FINITE(result))
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
