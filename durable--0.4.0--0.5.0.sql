@@ -298,26 +298,10 @@ REVOKE EXECUTE ON FUNCTION durable.maintain_history(timestamptz, interval, int) 
 -- value changes a text form it reads or writes: to_jsonb of a time or an
 -- interval (the recovery package), format() of one, a literal it parses.
 -- The C functions read and write no such text (their statements build
--- times in jsonb in UTC), so the hot path takes no SET clause.
--- durable.maintain_history is pinned where section 1 replaces it.  A
--- function created or replaced after this section (CREATE OR REPLACE drops
--- the settings of the one it replaces) must carry the same SET clauses:
--- test/t/015_hostile_settings.pl checks every one.
-ALTER FUNCTION @extschema@.durable_recovery_package(bigint)
-    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'
-    SET IntervalStyle = 'postgres' SET TimeZone = 'UTC' SET extra_float_digits = 1;
-ALTER FUNCTION @extschema@.durable_verify()
-    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'
-    SET IntervalStyle = 'postgres' SET TimeZone = 'UTC' SET extra_float_digits = 1;
-ALTER FUNCTION @extschema@.durable_enable_citus(int)
-    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'
-    SET IntervalStyle = 'postgres' SET TimeZone = 'UTC' SET extra_float_digits = 1;
-ALTER FUNCTION durable.reconciler_pid()
-    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'
-    SET IntervalStyle = 'postgres' SET TimeZone = 'UTC' SET extra_float_digits = 1;
-ALTER FUNCTION durable.index_history(text, text)
-    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'
-    SET IntervalStyle = 'postgres' SET TimeZone = 'UTC' SET extra_float_digits = 1;
+-- times in jsonb in UTC), so the hot path takes no SET clause.  The pins
+-- are set at the end of this script, for every such function at once:
+-- CREATE OR REPLACE drops the settings of the function it replaces, and
+-- the sections after this one replace some.
 
 -- A view has no SET clause: the two that count stuck tasks subtract the
 -- queue's progress_timeout on the UTC calendar, as the reconciler's stuck
@@ -785,3 +769,32 @@ FROM (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
                  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
                  '2025-01-01 00:00:00+00'::pg_catalog.timestamptz)
              OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS us) c;
+
+--
+-- Last: every function of the extension written in SQL or PL/pgSQL, those
+-- this script made included, pins the settings its text forms follow
+-- (section 2).  test/t/015_hostile_settings.pl checks every one.
+--
+DO $$
+DECLARE
+    f pg_catalog.regprocedure;
+BEGIN
+    FOR f IN
+        SELECT p.oid::pg_catalog.regprocedure
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+        JOIN pg_catalog.pg_depend d
+          ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+         AND d.objid OPERATOR(pg_catalog.=) p.oid
+         AND d.deptype OPERATOR(pg_catalog.=) 'e'
+         AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+        JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+        WHERE e.extname OPERATOR(pg_catalog.=) 'durable'
+          AND l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['sql', 'plpgsql'])
+    LOOP
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp'
+            ' SET DateStyle = ''ISO, MDY'' SET IntervalStyle = ''postgres'''
+            ' SET TimeZone = ''UTC'' SET extra_float_digits = 1', f);
+    END LOOP;
+END
+$$;
