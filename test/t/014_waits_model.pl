@@ -11,9 +11,16 @@
 # is done once its children have finished; a spawn is done once per name;
 # the same name with other arguments is 55U03, a stale fence 55U01, a wait
 # with nothing held 55U01; a waiting task is handed out only once its wait
-# may end; cancelling a parent cancels its unfinished children.  After each
-# operation every task's state and fence are compared, and durable_verify()
-# must be empty.  The events are queue m's, which every await names.
+# may end; cancelling a parent cancels its unfinished children, except one
+# with a step in doubt, which goes to review (and one in review stays).
+#
+# Events belong to a queue: two applications, each with a queue restricted
+# to its role (a, b), and the open queue m emit and await the same event
+# names; an emit or an await into a queue whose grant the role lacks is
+# 42501, and one queue's event never answers another's await.  Workers
+# start steps (in doubt until committed): a wait that would park is then
+# 55U04, as is a commit of the task.  After each operation every task's
+# state and fence are compared, and durable_verify() must be empty.  The events are queue m's, which every await names.
 #
 # Environment: WAITS_MODEL_SEED (random by default), WAITS_MODEL_OPS (400),
 # WAITS_MODEL_SEQUENCES (3).
@@ -51,6 +58,24 @@ sub call
 	my $rows = $dbh->selectall_arrayref($sql, { Slice => {} }, @binds);
 	return (undef, $dbh->state) unless $rows;
 	return ($rows->[0], undef);
+}
+
+# the same, as a role ('' for the superuser the test connects as)
+sub call_as
+{
+	my ($role, $sql, @binds) = @_;
+	$dbh->do("SET ROLE $role") if $role;
+	my @r = call($sql, @binds);
+	$dbh->do('RESET ROLE') if $role;
+	return @r;
+}
+
+# each application's queue is restricted to its role; m and k are open
+my %OWNER = (m => '', k => '', a => 'app_a', b => 'app_b');
+sub may
+{
+	my ($role, $queue) = @_;
+	return $role eq '' || $OWNER{$queue} eq '' || $OWNER{$queue} eq $role;
 }
 
 sub micros
@@ -117,16 +142,28 @@ sub children_of
 	return map { $p->{waits}{$_}{child} } grep { $p->{waits}{$_}{kind} eq 'spawn' } sort keys %{ $p->{waits} };
 }
 
+# a task cancelled; its unfinished children with it, but for one with a
+# step in doubt, which goes to review (a cascade decides nothing about an
+# effect nobody knows), and one in review, which stays there
 sub cancel_model
 {
 	my ($t, $now) = @_;
 	$t->{fence}++ if $t->{state} eq 'running';
 	$t->{state} = 'cancelled';
+	$t->{doubt} = {};
 	for my $w (values %{ $t->{waits} })
 	{
 		next unless $w->{kind} eq 'spawn';
 		my $c = $T{ $w->{child} };
-		cancel_model($c, $now) unless finished($c);
+		next if finished($c) || $c->{state} eq 'needs_review';
+		if (%{ $c->{doubt} })
+		{
+			$c->{fence}++ if $c->{state} eq 'running';
+			$c->{state} = 'needs_review';
+			$outcomes{'child to review'}++;
+			next;
+		}
+		cancel_model($c, $now);
 	}
 	child_finished($t, $now);
 }
@@ -144,21 +181,23 @@ sub expect
 sub step
 {
 	my $kind = pick(qw(enqueue enqueue claim claim claim claim sleep sleep await await await
-	  emit emit spawn spawn join join replay replay replay commit commit cancel stale pause));
+	  emit emit emit spawn spawn join join replay replay replay commit commit cancel cancel_parent stale pause
+	  step step step_commit));
 	my @held = held();
 	my $tid = @held ? pick(@held) : undef;
 	my $t = $tid ? $T{$tid} : undef;
 
 	if ($kind eq 'enqueue')
 	{
-		my ($row) = call(q{SELECT durable_enqueue('m', '{}') AS id});
-		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'm' };
-		push @trace, "enqueue $row->{id}";
+		my $q = pick('m', 'm', 'a', 'b');
+		my ($row) = call_as($OWNER{$q}, q{SELECT durable_enqueue(?, '{}') AS id}, $q);
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => $q, doubt => {} };
+		push @trace, "enqueue $q $row->{id}";
 	}
 	elsif ($kind eq 'claim')
 	{
-		my $q = pick('m', 'm', 'k');
-		my ($row, $err) = call(q{SELECT c.task_id, c.fence, (extract(epoch FROM now()) * 1000000)::bigint AS now
+		my $q = pick('m', 'm', 'k', 'k', 'a', 'b');
+		my ($row, $err) = call_as($OWNER{$q}, q{SELECT c.task_id, c.fence, (extract(epoch FROM now()) * 1000000)::bigint AS now
 			FROM durable_claim(?, 'w') c RIGHT JOIN (SELECT) x ON true}, $q);
 		return problem("claim failed: $err") if $err;
 		my $now = $row->{now};
@@ -195,13 +234,20 @@ sub step
 			$name = pick(qw(w1 w2 w3 w4 w5));
 			%w = (kind => $kind);
 			%w = (%w, secs => pick(0.05, 0.2, 0.5, 3600)) if $kind eq 'sleep';
-			%w = (%w, event => pick(sort keys %EVENTS), timeout => pick(undef, 0.2, 0.6, 3600)) if $kind eq 'await';
+			%w = (%w, event => pick(sort keys %EVENTS), timeout => pick(undef, 0.2, 0.6, 3600),
+				queue => pick(undef, undef, 'm', 'a', 'b')) if $kind eq 'await';
 			%w = (%w, payload => pick(@PAYLOADS)) if $kind eq 'spawn';
 			%w = (%w, names => undef) if $kind eq 'join';
 		}
 		my $old = $t->{waits}{$name};
+		my $role = $OWNER{ $t->{queue} };
+		# an await is of its task's own queue's event unless it names
+		# another, which needs that queue's work grant
+		my $equeue = $kind eq 'await' ? $w{queue} // $t->{queue} : undef;
+		my $denied = $kind eq 'await' && defined $w{queue} && $w{queue} ne $t->{queue} && !may($role, $w{queue});
 		my $same = $old && $old->{kind} eq $w{kind} && join(',', map { $_ // '' } @{$old}{qw(secs event timeout payload)})
-		  eq join(',', map { $_ // '' } @w{qw(secs event timeout payload)});
+		  eq join(',', map { $_ // '' } @w{qw(secs event timeout payload)})
+		  && ($old->{equeue} // '') eq ($equeue // '');
 		my ($sql, @b);
 		if ($kind eq 'sleep')
 		{
@@ -209,8 +255,8 @@ sub step
 		}
 		elsif ($kind eq 'await')
 		{
-			($sql, @b) = (q{SELECT status, payload::text FROM durable_await(?, ?, ?, ?, ?::interval, 'm')},
-				$w{event}, defined $w{timeout} ? "$w{timeout} seconds" : undef);
+			($sql, @b) = (q{SELECT status, payload::text FROM durable_await(?, ?, ?, ?, ?::interval, ?)},
+				$w{event}, defined $w{timeout} ? "$w{timeout} seconds" : undef, $w{queue});
 		}
 		elsif ($kind eq 'join')
 		{
@@ -221,15 +267,24 @@ sub step
 			($sql, @b) = (q{SELECT durable_spawn(?, ?, ?, 'k', ?::jsonb) AS child}, $w{payload});
 		}
 		$sql =~ s/^SELECT /SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, /;
-		my ($row, $err) = call($sql, $tid, $t->{fence}, $name, @b);
+		my ($row, $err) = call_as($role, $sql, $tid, $t->{fence}, $name, @b);
 		push @trace, "$kind $tid/$t->{fence} $name " . join(' ', map { $_ // 'NULL' } @b) . ' -> '
 		  . ($err // join(' ', map { "$_=" . ($row->{$_} // 'NULL') } sort grep { $_ ne 'now' } keys %$row));
+		if ($denied)
+		{
+			expect("$kind $name of queue $w{queue} as " . ($role || 'superuser'), $err, '42501');
+			$outcomes{"$kind denied"}++;
+			return;
+		}
 		if ($old && !$same)
 		{
 			expect("$kind $name with other arguments", $err, '55U03');
 			return;
 		}
-		return problem("$kind $name failed: $err") if $err;
+		# a wait that would end the lease while a step is in doubt is
+		# refused, and records nothing; one that ends at once is not (below)
+		my $refused = %{ $t->{doubt} } && $kind ne 'spawn' && ($err // '') eq '55U04';
+		return problem("$kind $name failed: $err") if $err && !$refused;
 		my $now = $row->{now};
 		if ($kind eq 'spawn')
 		{
@@ -238,7 +293,8 @@ sub step
 				expect("replayed spawn $name", $row->{child}, $old->{child});
 				return;
 			}
-			$T{ $row->{child} } = { state => 'ready', fence => 0, waits => {}, queue => 'k', parent => $tid };
+			$T{ $row->{child} } = { state => 'ready', fence => 0, waits => {}, queue => 'k', parent => $tid,
+				doubt => {} };
 			$t->{waits}{$name} = { %w, child => $row->{child}, status => 'spawned' };
 			return;
 		}
@@ -257,7 +313,7 @@ sub step
 		{
 			my $until = $old ? $old->{until}
 			  : defined $w{timeout} ? $now + $w{timeout} * 1_000_000 : undef;
-			my $e = $E{ $w{event} };
+			my $e = $E{"$equeue/$w{event}"};
 			if ($old && defined $old->{woken})
 			{
 				$status = 'received';
@@ -274,7 +330,7 @@ sub step
 			{
 				$status = 'waiting';
 			}
-			$t->{waits}{$name} = { %w, until => $until, status => $status,
+			$t->{waits}{$name} = { %w, equeue => $equeue, until => $until, status => $status,
 				$status eq 'received' ? (got => $e->{payload}) : () };
 			expect("payload of $name", $row->{payload}, $e->{payload}) if $status eq 'received';
 		}
@@ -291,15 +347,27 @@ sub step
 		}
 		# a status the server may decide differently within a few
 		# milliseconds of a deadline: take the server's
-		if (($row->{status} // '') ne $status)
+		my $w = $t->{waits}{$name};
+		my $edge = defined $w->{until} && abs($now - $w->{until}) < 20_000;
+		if ($edge && $refused)
 		{
-			my $w = $t->{waits}{$name};
-			my $edge = defined $w->{until} && abs($now - $w->{until}) < 20_000;
-			if ($edge)
-			{
-				$status = $row->{status};
-				$w->{status} = $status;
-			}
+			$status = 'waiting';
+		}
+		elsif ($edge && ($row->{status} // '') ne $status)
+		{
+			$status = $row->{status};
+			$w->{status} = $status;
+		}
+		my $parks = $status eq 'sleeping' || $status eq 'waiting';
+		return problem("$kind $name of $tid was refused (55U04), but it ends at once ($status)")
+		  if $refused && !$parks;
+		if (%{ $t->{doubt} } && $parks)
+		{
+			# it would have parked: refused, and the wait not recorded
+			expect("$kind $name of $tid with steps in doubt", $err // $row->{status}, '55U04');
+			if ($old) { $t->{waits}{$name} = $old } else { delete $t->{waits}{$name} }
+			$outcomes{"$kind refused in doubt"}++;
+			return;
 		}
 		expect("$kind $name of $tid", $row->{status}, $status);
 		$outcomes{"$kind $status"}++;
@@ -309,41 +377,94 @@ sub step
 	{
 		my $ev = pick(sort keys %EVENTS);
 		my $p = pick(@PAYLOADS);
-		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
-			durable_emit('m', ?, ?::jsonb)::text AS first}, $ev, $p);
-		push @trace, "emit $ev $p -> " . ($err // $row->{first});
-		if ($E{$ev})
+		my $q = pick('m', 'a', 'b');
+		my $role = pick('', 'app_a', 'app_b');
+		my ($row, $err) = call_as($role, q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
+			durable_emit(?, ?, ?::jsonb)::text AS first}, $q, $ev, $p);
+		push @trace, "emit $q/$ev $p as " . ($role || 'superuser') . ' -> ' . ($err // $row->{first});
+		# emitting into another application's queue: refused, nothing told
+		if (!may($role, $q))
 		{
-			expect("emit $ev again", $err // $row->{first}, $E{$ev}{payload} eq $p ? 'false' : '55U03');
+			expect("emit into $q as $role", $err, '42501');
+			$outcomes{'emit denied'}++;
 			return;
 		}
-		return problem("emit $ev failed: $err") if $err;
-		expect("first emit of $ev", $row->{first}, 'true');
-		$E{$ev} = { payload => $p, at => $row->{now} };
+		my $key = "$q/$ev";
+		if ($E{$key})
+		{
+			expect("emit $key again", $err // $row->{first}, $E{$key}{payload} eq $p ? 'false' : '55U03');
+			return;
+		}
+		return problem("emit $key failed: $err") if $err;
+		expect("first emit of $key", $row->{first}, 'true');
+		$E{$key} = { payload => $p, at => $row->{now} };
 		for my $w (map { $_->{waits}{ $_->{parked} // '' } // () } grep { $_->{state} =~ /waiting|running/ } values %T)
 		{
-			next unless $w->{kind} eq 'await' && $w->{event} eq $ev && $w->{status} eq 'waiting';
+			next unless $w->{kind} eq 'await' && $w->{event} eq $ev && $w->{equeue} eq $q
+			  && $w->{status} eq 'waiting';
 			next if defined $w->{until} && $w->{until} <= $row->{now};
 			$w->{woken} = $row->{now};
 			$w->{status} = 'received';
 			$w->{got} = $p;    # what it received; its arguments stay apart
 		}
 	}
+	elsif ($kind eq 'step')
+	{
+		# a worker starts a step: its outcome is in doubt until committed
+		return unless $t;
+		my $role = $OWNER{ $t->{queue} };
+		my $name = 's' . (1 + keys %{ $t->{doubt} }) . 'x' . r(1000);
+		my $class = pick('idempotent', 'unsafe');
+		my ($row, $err) = call_as($role, q{SELECT (durable_step(?, ?, ?, ?, '{}')).state AS planned}, $tid, $t->{fence}, $name, $class);
+		return problem("step $name of $tid failed: $err") if $err;
+		($row, $err) = call_as($role, q{SELECT durable_step_start(?, ?, ?, 1) AS version}, $tid, $t->{fence}, $name);
+		push @trace, "step $tid/$t->{fence} $name $class -> " . ($err // "started, version $row->{version}");
+		return problem("start of $name of $tid failed: $err") if $err;
+		$t->{doubt}{$name} = $row->{version};
+	}
+	elsif ($kind eq 'step_commit')
+	{
+		return unless $t && %{ $t->{doubt} };
+		my $name = pick(sort keys %{ $t->{doubt} });
+		my ($row, $err) = call_as($OWNER{ $t->{queue} },
+			q{SELECT durable_commit(?, ?, '{"ok": true}', step => ?, expected_version => ?)::text AS v},
+			$tid, $t->{fence}, $name, $t->{doubt}{$name});
+		push @trace, "commit step $tid/$t->{fence} $name -> " . ($err // 'ok');
+		return problem("commit of step $name of $tid failed: $err") if $err;
+		delete $t->{doubt}{$name};
+	}
 	elsif ($kind eq 'commit')
 	{
 		return unless $t;
-		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, durable_commit(?, ?)}, $tid, $t->{fence});
+		my ($row, $err) = call_as($OWNER{ $t->{queue} },
+			q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, durable_commit(?, ?)}, $tid, $t->{fence});
 		push @trace, "commit $tid/$t->{fence} -> " . ($err // 'ok');
+		if (%{ $t->{doubt} })
+		{
+			expect("commit of $tid with steps in doubt", $err, '55U04');
+			return;
+		}
 		return problem("commit of $tid failed: $err") if $err;
 		$t->{state} = 'completed';
 		child_finished($t, $row->{now});
 	}
-	elsif ($kind eq 'cancel')
+	elsif ($kind eq 'cancel' || $kind eq 'cancel_parent')
 	{
 		my @live = grep { !finished($T{$_}) } sort keys %T or return;
+		# mostly any unfinished task; sometimes the parent of a child whose
+		# step is in doubt, or of one in review
+		my @parents = grep { !finished($T{$_}) } map { $T{$_}{parent} // () }
+		  grep { %{ $T{$_}{doubt} } || $T{$_}{state} eq 'needs_review' } sort keys %T;
+		@live = @parents if $kind eq 'cancel_parent' && @parents;
 		my $id = pick(@live);
 		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now, durable_cancel(?, 'model')}, $id);
 		push @trace, "cancel $id -> " . ($err // 'ok');
+		# review is left through durable_resolve only
+		if ($T{$id}{state} eq 'needs_review')
+		{
+			expect("cancel of $id in review", $err, '55U04');
+			return;
+		}
 		return problem("cancel of $id failed: $err") if $err;
 		cancel_model($T{$id}, $row->{now});
 	}
@@ -369,7 +490,7 @@ sub step
 sub compare
 {
 	my $rows = $dbh->selectall_arrayref(q{SELECT task_id, state::text, fence FROM durable.tasks
-		WHERE queue_name IN ('m', 'k')}, { Slice => {} });
+		WHERE queue_name IN ('m', 'k', 'a', 'b')}, { Slice => {} });
 	my %db = map { $_->{task_id} => $_ } @$rows;
 	for my $id (sort keys %T)
 	{
@@ -387,6 +508,12 @@ sub compare
 
 $dbh->do(q{SELECT durable_create_queue('m', lease => '1 hour')});
 $dbh->do(q{SELECT durable_create_queue('k', lease => '1 hour')});
+for my $app ('a', 'b')
+{
+	$dbh->do(qq{CREATE ROLE app_$app IN ROLE durable_worker, durable_producer});
+	$dbh->do(qq{SELECT durable_create_queue('$app', lease => '1 hour')});
+	$dbh->do(qq{SELECT durable_grant_queue('$app', 'app_$app', 'all')});
+}
 for my $seq (1 .. $NSEQ)
 {
 	my $seed = $SEED + $seq - 1;
