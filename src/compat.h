@@ -49,4 +49,9 @@
 #define DURABLE_MY_LXID (MyProc->lxid)
 #endif
 
+/* PG 17 added transaction_timeout, which the reconciler pins too */
+#if PG_VERSION_NUM >= 170000
+#define DURABLE_HAVE_TRANSACTION_TIMEOUT 1
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

@@ -235,7 +235,7 @@ static const struct
 	{"statement_timeout", "0"},
 	{"lock_timeout", "0"},
 	{"idle_in_transaction_session_timeout", "0"},
-#if PG_VERSION_NUM >= 170000
+#ifdef DURABLE_HAVE_TRANSACTION_TIMEOUT
 	{"transaction_timeout", "0"},
 #endif
 };
