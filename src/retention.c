@@ -129,6 +129,21 @@ retain_table(void *arg)
 	return DurableExecute(work->stmt, args, NULL, SPI_OK_DELETE, 0);
 }
 
+/* the tables kept for a while to answer duplicates, a part of the tick each */
+typedef struct RetainedTable
+{
+	const char *part;
+	DurableStmt local;			/* a batch, SKIP LOCKED */
+	DurableStmt everywhere;		/* on Citus: every shard, no batch */
+	bool		by_inbox_retention; /* else until the row's own expiry */
+} RetainedTable;
+
+static const RetainedTable retained_tables[] = {
+	{"retention: durable.inbox", STMT_RETAIN_INBOX, STMT_RETAIN_INBOX_ALL, true},
+	{"retention: durable.outbox", STMT_RETAIN_OUTBOX, STMT_RETAIN_OUTBOX_ALL, true},
+	{"retention: durable.idempotency_keys", STMT_RETAIN_KEYS, STMT_RETAIN_KEYS_ALL, false},
+};
+
 /*
  * DurableApplyRetention
  *		Each part of retention in its own subtransaction: history, then a
@@ -169,16 +184,14 @@ DurableApplyRetention(TimestampTz now, int batch,
 		}
 	}
 
-	work.stmt = everywhere ? STMT_RETAIN_INBOX_ALL : STMT_RETAIN_INBOX;
-	work.cutoff = inbox_cutoff;
-	if (DurableRunPart("retention: durable.inbox", retain_table, &work, &n))
-		removed = Max(removed, n);
-	work.stmt = everywhere ? STMT_RETAIN_OUTBOX_ALL : STMT_RETAIN_OUTBOX;
-	if (DurableRunPart("retention: durable.outbox", retain_table, &work, &n))
-		removed = Max(removed, n);
-	work.stmt = everywhere ? STMT_RETAIN_KEYS_ALL : STMT_RETAIN_KEYS;
-	work.cutoff = now;
-	if (DurableRunPart("retention: durable.idempotency_keys", retain_table, &work, &n))
-		removed = Max(removed, n);
+	for (size_t i = 0; i < lengthof(retained_tables); i++)
+	{
+		const RetainedTable *t = &retained_tables[i];
+
+		work.stmt = everywhere ? t->everywhere : t->local;
+		work.cutoff = t->by_inbox_retention ? inbox_cutoff : now;
+		if (DurableRunPart(t->part, retain_table, &work, &n))
+			removed = Max(removed, n);
+	}
 	return removed;
 }
