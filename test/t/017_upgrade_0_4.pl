@@ -98,8 +98,12 @@ is(sql(q{SELECT count(*) FROM durable_outbox_claim('pub', 10)}), '1', 'its outbo
 # history retires: everything finished goes, nothing else
 sql(q{SELECT durable_commit(task_id, fence) FROM durable.tasks WHERE state = 'running'});
 $node->safe_psql('old', q{SET durable.retention = 0; SELECT count(*) FROM durable_reconcile()});
-is(sql(q{SELECT count(*) FROM durable.tasks WHERE state IN ('completed', 'failed', 'cancelled')}), '0',
-	'history retires every finished task');
+# (a task finished today may sit in today's day of history, which goes
+# whole once the day is past retention; those of 0.4.0 are in the default
+# partition, and go now)
+is(sql(q{SELECT count(*) FROM durable.tasks WHERE state IN ('completed', 'failed', 'cancelled')
+	AND (finished_at < date_trunc('day', now(), 'UTC') OR payload->>'case' IN ('done', 'failed', 'received'))}),
+	'0', 'history retires the finished tasks of 0.4.0, and all of the days before today');
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() is empty at the end');
 
 $node->stop;
