@@ -4,7 +4,7 @@ EXTENSION  = durable
 EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = durable
-OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
 DATA       = $(sort $(wildcard durable--*.sql))
 PGFILEDESC = "durable - recovery authority for durable execution"
 
@@ -21,7 +21,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 
 # The example worker program, on libpq (PGXS builds one program or one
 # module, so it has a rule of its own).

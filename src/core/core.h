@@ -1,0 +1,441 @@
+/*-------------------------------------------------------------------------
+ *
+ * core.h
+ *	  The core layer: tasks, steps, claims, recovery, budgets, queues,
+ *	  waits, children, events, schedules, history, inbox and outbox,
+ *	  request keys, access checks, the tick.  Connected to SPI by its
+ *	  caller; never sees fcinfo.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DURABLE_CORE_H
+#define DURABLE_CORE_H
+
+#include "store/store.h"
+
+#include "utils/tuplestore.h"
+
+/* ---- settings the core reads (process/durable.c defines them) ---- */
+extern int	durable_vacuum_threshold;
+extern int	durable_retention;
+extern int	durable_inbox_retention;
+
+/* ---- legacy.c: statements by number (transitional) ---- */
+typedef enum DurableStmt
+{
+	STMT_QUEUE_GET,
+	STMT_QUEUE_INSERT,
+	STMT_QUEUE_ALTER,
+	STMT_QUEUE_SET_PAUSED,
+	STMT_QUEUE_GET_SHARE,
+	STMT_QUEUE_GET_FOR_DROP,
+	STMT_QUEUE_UNFINISHED,
+	STMT_QUEUE_DROP,
+	STMT_QUEUE_ACCESS,
+	STMT_QUEUE_GRANT,
+	STMT_QUEUE_REVOKE,
+	STMT_QUEUE_TOKENS_LOCK,
+	STMT_QUEUE_TOKENS_SET,
+	STMT_QUEUE_SCHEDULES,
+	STMT_QUEUE_DROP_SCHEDULES,
+	STMT_TASK_DEFER,
+	STMT_PARTITIONS,
+	STMT_PARTITIONS_LOCAL,
+	STMT_LOCAL_TASK_SHARDS,
+	STMT_ENQUEUE,
+	STMT_ENQUEUE_KEYED,
+	STMT_ENQUEUE_EXISTING,
+	STMT_CLAIM,
+	STMT_CLAIM_PROBE,
+	STMT_CLAIM_LIMITED,
+	STMT_HEARTBEAT,
+	STMT_HEARTBEAT_BATCH,
+	STMT_TRANSITION,
+	STMT_FINISH,
+	STMT_REVIVE,
+	STMT_EVENT_APPEND,
+	STMT_CHECKPOINT,
+	STMT_STEP_GET,
+	STMT_STEP_INSERT,
+	STMT_STEP_UPDATE,
+	STMT_STEPS_IN_DOUBT,
+	STMT_STEPS_UNSETTLED,
+	STMT_STEPS_TO_COMPENSATE,
+	STMT_RECONCILE_CLAIM,
+	STMT_INBOX_INSERT,
+	STMT_INBOX_GET,
+	STMT_OUTBOX_INSERT,
+	STMT_OUTBOX_CLAIM,
+	STMT_OUTBOX_CANDIDATES,
+	STMT_OUTBOX_CLAIM_ONE,
+	STMT_OUTBOX_FENCE,
+	STMT_OUTBOX_ACK,
+	STMT_IDEMPOTENT_INSERT,
+	STMT_IDEMPOTENT_LOCK,
+	STMT_IDEMPOTENT_RESTART,
+	STMT_IDEMPOTENT_UPDATE,
+	STMT_IDEMPOTENT_FENCE,
+	STMT_INSTALLATION_ID,
+	STMT_TASK_GET,
+	STMT_TASK_LOCK,
+	STMT_EXPIRED,
+	STMT_DEAD_LETTERS,
+	STMT_DEAD_LETTERS_ONE,
+	STMT_COMMIT_BATCH,
+	STMT_STUCK,
+	STMT_STUCK_MARK,
+	STMT_MAINTAIN_HISTORY,
+	STMT_RETAIN_INBOX,
+	STMT_RETAIN_OUTBOX,
+	STMT_RETAIN_KEYS,
+	STMT_RETAIN_INBOX_ALL,
+	STMT_RETAIN_OUTBOX_ALL,
+	STMT_RETAIN_KEYS_ALL,
+	STMT_TASK_IDS,
+	STMT_ENQUEUE_BATCH,
+	STMT_WAIT_GET,
+	STMT_WAIT_SET,
+	STMT_WAIT_RESOLVE,
+	STMT_SPAWNED,
+	STMT_CHILDREN_STATES,
+	STMT_PARENT_LOCK,
+	STMT_PARENT_WAKE,
+	STMT_TASK_PARENT,
+	STMT_EVENT_PLACE,
+	STMT_EVENT_LOCK,
+	STMT_EVENT_EMIT,
+	STMT_EVENT_GET,
+	STMT_EVENT_WAIT_INSERT,
+	STMT_EVENT_WAIT_DELETE,
+	STMT_EVENT_WAKE,
+	STMT_EVENT_WAITS_DROP,
+	STMT_RETAIN_EVENTS,
+	STMT_QUEUE_DROP_EVENTS,
+	STMT_SCHEDULE_UPSERT,
+	STMT_SCHEDULE_DELETE,
+	STMT_SCHEDULES_DUE,
+	STMT_SCHEDULE_ADVANCE,
+	STMT_SCHEDULE_LOCK,
+	STMT_SCHEDULE_SKIP,
+	STMT_TICK_FAILURES,
+	STMT_TICK_FAILURE_SET,
+	STMT_TICK_FAILURE_CLEAR,
+	STMT_TICK_FAILURES_FORGET,
+	DURABLE_NUM_STMTS
+} DurableStmt;
+
+extern uint64 DurableExecuteStmt(DurableStmt id, Datum *values, const char *nulls,
+							 int expected, long tcount);
+extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);
+extern int64 DurableResultInt64(uint64 row, int col);
+extern char *DurableResultText(uint64 row, int col);
+
+/* ---- task.c: reading and moving one task ---- */
+typedef struct DurableTask
+{
+	int32		partition;
+	int64		task_id;
+	const char *state;
+	int64		fence;
+	int32		attempt;
+	int32		max_attempts;
+	TimestampTz created_at;
+	int64		deadline;		/* microseconds, or DURABLE_NO_DEADLINE */
+	const char *class;
+	const char *queue;
+	const char *owner;			/* NULL unless running */
+	TimestampTz lease_until;	/* 0 unless running */
+	int32		retry_base;
+	int32		retry_cap;
+	bool		retry_limited;	/* the queue has a retry-token bucket */
+	int32		version;		/* the task's event count */
+	TimestampTz run_at;
+	int32		steps_in_doubt; /* steps started or unknown */
+	int32		checkpoint_version;
+	bool		restricted;		/* its queue is restricted to roles */
+} DurableTask;
+
+/* run_at of a task parked until a reconcile handler looks its step up */
+#define DURABLE_AWAITING_RECONCILE DT_NOEND
+
+typedef struct DurableMove
+{
+	const char *from_state;		/* the state the task must still be in */
+	int64		fence;			/* the fence it must still carry */
+	const char *to_state;
+	bool		revoke;			/* increment the fence */
+	TimestampTz run_at;			/* 0 keeps run_at */
+	const char *stop_code;
+	Jsonb	   *error;			/* NULL keeps last_error */
+	Jsonb	   *result;			/* NULL keeps result */
+	const char *kind;			/* the event's kind */
+	const char *actor;
+	Jsonb	   *detail;
+	bool		allow_doubt;	/* move even with steps in doubt */
+	bool		reset_attempts; /* a replay starts counting again */
+	bool		give_back_attempt;	/* a release: the claim's attempt did not run */
+} DurableMove;
+
+/* what a move read of the task it moved */
+typedef struct DurableMoved
+{
+	const char *queue;
+	const char *owner;
+	bool		restricted;
+} DurableMoved;
+
+extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
+extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
+extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
+							TimestampTz now, DurableMoved *moved);
+extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
+									int64 parent_id, TimestampTz now);
+extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
+extern void DurableAnnounceWoken(uint64 rows);
+extern void DurableMoveLockedTask(const DurableTask *task,
+								  const DurableMove *move, TimestampTz now);
+extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
+								  TimestampTz now);
+DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
+extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
+extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
+								const char *kind, const char *actor,
+								Jsonb *detail, const char *step,
+								int32 doubt_delta);
+extern bool DurableTaskIsTerminal(const char *state);
+
+/* ---- lease.c ---- */
+extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
+extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
+							 const char *worker, Interval *lease, int batch,
+							 Tuplestorestate *store);
+
+/* ---- wait.c: named waits ---- */
+typedef struct DurableWait
+{
+	const char *kind;			/* sleep, event, spawn, join */
+	Jsonb	   *args;			/* what the first call asked */
+	const char *status;
+	TimestampTz until;			/* its deadline, or 0 */
+	Jsonb	   *payload;		/* what it ended with, or NULL */
+	int64		child_id;		/* a spawn's child */
+} DurableWait;
+
+extern bool DurableWaitFetch(const DurableTask *task, const char *name,
+							 DurableWait *wait);
+extern void DurableWaitCheck(const DurableTask *task, const char *name,
+							 const DurableWait *wait, const char *kind,
+							 Jsonb *args);
+extern void DurableWaitRecord(const DurableTask *task, const char *name,
+							  const char *kind, Jsonb *args,
+							  const char *status, TimestampTz until,
+							  Jsonb *payload, int64 child_id, TimestampTz now);
+extern void DurableWaitResolve(DurableTask *task, const char *name,
+							   const char *status, Jsonb *payload,
+							   TimestampTz now);
+extern void DurableWaitPark(DurableTask *task, const char *name,
+							const char *kind, TimestampTz until,
+							TimestampTz now);
+extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
+							  Jsonb *payload);
+
+/* ---- child.c: children ---- */
+extern int64 DurableCancelledParent(const DurableTask *task);
+
+/* ---- budget.c: the retry budget applied ---- */
+extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
+extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_id,
+								 int32 attempt, int64 retry_after);
+extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
+										 TimestampTz now);
+extern void DurableBeginRetryTokens(void);
+extern void DurableTakeOwedTokens(TimestampTz now);
+extern TimestampTz DurableScheduleRetry(const DurableTask *task,
+										TimestampTz now, int64 wait,
+										DurableDetail *detail);
+
+extern void DurableNextActionMove(const DurableTask *task,
+								  DurableNextAction action, TimestampTz now,
+								  int64 wait, DurableDetail *detail,
+								  DurableMove *move);
+
+/* ---- queue.c ---- */
+typedef struct DurableQueue
+{
+	int32		partition_base;
+	int32		partitions;
+	Interval	lease;
+	int32		max_attempts;
+	bool		has_deadline;
+	Interval	deadline;
+	bool		notify;
+	bool		paused;
+	bool		restricted;		/* to the roles of durable.queue_grants */
+	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
+} DurableQueue;
+
+extern void DurableQueueGet(const char *queue, DurableQueue *result);
+extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
+extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
+extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
+
+/* ---- enqueue.c ---- */
+/* the channel on which durable announces ready work; the payload is the queue */
+#define DURABLE_READY_CHANNEL "durable_ready"
+
+typedef struct DurableEnqueueRequest
+{
+	const char *queue;
+	Jsonb	   *payload;
+	const char *idempotency_key;	/* or NULL */
+	TimestampTz run_at;			/* 0: now */
+	int32		priority;
+	const char *class;
+	int32		max_attempts;	/* 0: the queue's */
+	Interval   *deadline;		/* NULL: the queue's */
+	text	   *workflow_version;
+	Jsonb	   *metadata;
+	const char *concurrency_key;	/* or NULL */
+	int64		parent_id;		/* 0: none */
+} DurableEnqueueRequest;
+
+extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
+							   int key_argno, DurableEnqueueRequest *req);
+extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
+							const DurableQueue *settings, TimestampTz now);
+extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
+								   const char *key, bytea *request_hash,
+								   Jsonb *payload);
+extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
+									  const char *key);
+
+/* ---- access.c: which roles may use a queue ---- */
+typedef enum DurableQueuePrivilege
+{
+	DURABLE_PRIV_ENQUEUE,
+	DURABLE_PRIV_WORK
+} DurableQueuePrivilege;
+
+extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what);
+extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
+										DurableQueuePrivilege what);
+
+/* ---- step.c ---- */
+typedef struct DurableStep
+{
+	const char *name;
+	const char *state;
+	const char *class;
+	int32		version;
+	int32		attempt;
+	int32		ordinal;
+	const char *idempotency_key;
+	bytea	   *request_hash;
+	Jsonb	   *result;
+	const char *receipt;
+	const char *compensates;
+} DurableStep;
+
+typedef struct DurableStepChange
+{
+	const char *to_state;
+	bool		evidence_only;	/* record evidence, keep the state */
+	bool		new_attempt;	/* attempt + 1 */
+	bool		clear_evidence; /* a new attempt forgets the old receipt */
+	Jsonb	   *result;
+	const char *receipt;
+	const char *effect_id;
+	Jsonb	   *evidence;
+	const char *error_class;
+	Jsonb	   *error;
+	const char *kind;			/* the event's kind */
+	const char *actor;
+	DurableDetail *detail;		/* extra detail, or NULL */
+} DurableStepChange;
+
+extern bool DurableStepFetch(const DurableTask *task, const char *name,
+							 DurableStep *step);
+extern void DurableStepFetchOrError(const DurableTask *task, const char *name,
+									DurableStep *step);
+extern bool DurableStepInDoubt(const DurableTask *task, DurableStep *step);
+extern void DurableStepChangeState(DurableTask *task, DurableStep *step,
+								   const DurableStepChange *change,
+								   TimestampTz now);
+extern bool DurableStepStateInDoubt(const char *state);
+extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
+									 DurableRecoveryAction action,
+									 const char *actor, const char *receipt,
+									 Jsonb *evidence, TimestampTz now);
+extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
+							  int32 expected, Jsonb *result);
+extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
+								   const char *error_class_name, Jsonb *error,
+								   int64 retry_after);
+
+/* ---- recovery.c: judging the steps in doubt of a task ---- */
+typedef struct DurableVerdict
+{
+	DurableRecoveryAction action;	/* the task's: the most cautious */
+	int			steps;			/* steps judged */
+	DurableStep deciding;		/* the step whose action is the task's */
+	int64		retry_wait;		/* microseconds before a retry */
+} DurableVerdict;
+
+extern bool DurableJudgeSteps(DurableTask *task, const char *except,
+							  bool apply, const char *actor, TimestampTz now,
+							  DurableDetail *detail, DurableVerdict *verdict);
+extern void DurableJudgeTask(const DurableTask *task, DurableVerdict *verdict);
+extern void DurableVerdictMove(const DurableTask *task,
+							   const DurableVerdict *verdict, TimestampTz now,
+							   DurableDetail *detail, DurableMove *move);
+extern bool DurableReleaseMove(DurableTask *task, const char *actor,
+							   TimestampTz now, DurableDetail *detail,
+							   DurableMove *move);
+
+/* ---- part.c ---- */
+typedef uint64 (*DurablePartFunction) (void *arg);
+extern void DurablePartsBegin(TimestampTz now);
+extern char **DurableFailingParts(const char *prefix, uint64 *count);
+extern void DurablePartFailedWith(const char *part, const char *sqlstate,
+								  const char *message, bool unreachable);
+extern void DurablePartFailed(const char *part, const ErrorData *edata);
+extern void DurablePartSucceeded(const char *part);
+extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
+					   ErrorData **error);
+extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
+						   uint64 *done);
+extern bool DurableNodeUnreachable(const ErrorData *edata);
+
+/* ---- reconcile.c ---- */
+#define DURABLE_STUCK_CHANNEL "durable_stuck"
+typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
+										void *arg);
+extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
+										int batch,
+										DurableSettledCallback callback,
+										void *arg);
+extern uint64 DurableRaiseStuckAlarms(int32 partition, TimestampTz now,
+									  int batch,
+									  DurableSettledCallback callback,
+									  void *arg);
+
+/* ---- retention.c ---- */
+extern uint64 DurableApplyRetention(TimestampTz now, int batch,
+									DurableSettledCallback callback, void *arg);
+
+/* ---- tick.c ---- */
+extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
+								   void *arg);
+
+/* ---- vacuum.c ---- */
+extern bool DurableTasksNeedVacuum(void);
+extern void DurableVacuumTasks(void);
+
+/* ---- keys of this installation ---- */
+extern char *DurableInstallationId(void);
+
+/* ---- schedule.c ---- */
+extern uint64 DurableRunSchedules(TimestampTz now, int batch,
+								  DurableSettledCallback callback, void *arg);
+
+#endif							/* DURABLE_CORE_H */

@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * installation.c
+ *	  The id of this installation, which the keys durable derives mix in.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+
+/*
+ * DurableInstallationId
+ *		The id of this installation of durable, as text: a random UUID made
+ *		by CREATE EXTENSION (or by the update to 0.2.0).  The keys durable
+ *		derives from task ids mix it in, so that a task id that a later
+ *		installation hands out again never yields an earlier installation's
+ *		key.  A restore runs CREATE EXTENSION before it copies the dumped
+ *		row in, so the newest row wins: a restored copy derives keys of its
+ *		own.  Read on every use, never cached: a DROP and CREATE EXTENSION
+ *		in the life of a backend must not leave it with the old id.
+ */
+char *
+DurableInstallationId(void)
+{
+	Oid			schema = get_namespace_oid(DURABLE_SCHEMA, true);
+
+	if (!OidIsValid(schema) ||
+		!OidIsValid(get_relname_relid("installation", schema)))
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("durable's installed SQL is older than its library"),
+				errdetail("Table \"%s.installation\" does not exist.",
+						  DURABLE_SCHEMA),
+				errhint("Run ALTER EXTENSION durable UPDATE."));
+	if (DurableExecuteStmt(STMT_INSTALLATION_ID, NULL, NULL, SPI_OK_SELECT, 1) != 1)
+		elog(ERROR, "durable.installation has no row");
+	return DurableResultText(0, 1);
+}

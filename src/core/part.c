@@ -1,0 +1,258 @@
+/*-------------------------------------------------------------------------
+ *
+ * part.c
+ *	  A part of a reconciler tick, isolated from the others.
+ *
+ * A tick is one transaction, and no single row, setting or partition may
+ * stop it: each of its parts (a partition's expired leases, a partition's
+ * stuck alarms, a day of history, retention of one table, a due schedule,
+ * one queue's retry tokens) runs in a subtransaction of its own.  A part
+ * that fails is rolled back and skipped for this tick; the others go on.
+ *
+ * A failing part is said once: durable.tick_failures keeps it from the
+ * tick in which it first failed to the one in which it next succeeds, and
+ * only those two ticks log it (WARNING, then LOG); the ticks in between
+ * update its row quietly.  durable.status shows the rows.  On Citus each
+ * node keeps the failures of its own reconciler (the table is not
+ * distributed).
+ *
+ * The parts failing when the tick began are read once per tick
+ * (DurablePartsBegin), so that a part that succeeds costs nothing more
+ * unless it was failing.
+ *
+ * A subtransaction that writes takes a transaction id of its own, and a
+ * backend keeps at most PGPROC_MAX_CACHED_SUBXIDS of them in shared memory
+ * before every snapshot on the server has to look further: parts are
+ * coarse (a partition, not a task) for that reason.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+/* the parts failing in this transaction's tick (names in TopTransactionContext) */
+static List *failing_parts = NIL;
+static LocalTransactionId failing_lxid = InvalidLocalTransactionId;
+static TimestampTz parts_now;
+
+static ListCell *
+failing_part(const char *part)
+{
+	ListCell   *lc;
+
+	if (failing_lxid != DURABLE_MY_LXID)
+		return NULL;
+	foreach(lc, failing_parts)
+	{
+		if (strcmp((const char *) lfirst(lc), part) == 0)
+			return lc;
+	}
+	return NULL;
+}
+
+/*
+ * DurablePartsBegin
+ *		Read the parts failing now, for the tick that begins.
+ */
+void
+DurablePartsBegin(TimestampTz now)
+{
+	MemoryContext old;
+	uint64		n;
+
+	n = DurableExecuteStmt(STMT_TICK_FAILURES, NULL, NULL, SPI_OK_SELECT, 0);
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	failing_parts = NIL;
+	for (uint64 row = 0; row < n; row++)
+		failing_parts = lappend(failing_parts, DurableResultText(row, 1));
+	MemoryContextSwitchTo(old);
+	failing_lxid = DURABLE_MY_LXID;
+	parts_now = now;
+}
+
+/*
+ * DurableFailingParts
+ *		The parts whose names begin with prefix that were failing when the
+ *		tick began, in a palloc'd array.
+ */
+char	  **
+DurableFailingParts(const char *prefix, uint64 *count)
+{
+	char	  **parts = palloc(sizeof(char *) * (list_length(failing_parts) + 1));
+	ListCell   *lc;
+
+	*count = 0;
+	if (failing_lxid != DURABLE_MY_LXID)
+		return parts;
+	foreach(lc, failing_parts)
+	{
+		char	   *part = (char *) lfirst(lc);
+
+		if (strncmp(part, prefix, strlen(prefix)) == 0)
+			parts[(*count)++] = pstrdup(part);
+	}
+	return parts;
+}
+
+/*
+ * DurablePartFailedWith
+ *		Record that a part failed in this tick, with the error it failed
+ *		with; the first failure of an episode is a WARNING in the log (LOG
+ *		for a Citus node that cannot be reached, which is waited for).
+ */
+void
+DurablePartFailedWith(const char *part, const char *sqlstate,
+					  const char *message, bool unreachable)
+{
+	Datum		args[4];
+
+	if (failing_part(part) == NULL)
+	{
+		MemoryContext old;
+
+		ereport(unreachable ? LOG : WARNING,
+				errmsg("durable reconciler could not run \"%s\": %s", part, message),
+				errdetail("SQLSTATE %s. The part is skipped until it succeeds; the rest of the tick goes on.",
+						  sqlstate),
+				errhint("durable.status shows the parts that fail and since when."));
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		if (failing_lxid != DURABLE_MY_LXID)
+		{
+			failing_parts = NIL;
+			failing_lxid = DURABLE_MY_LXID;
+			parts_now = GetCurrentTransactionStartTimestamp();
+		}
+		failing_parts = lappend(failing_parts, pstrdup(part));
+		MemoryContextSwitchTo(old);
+	}
+	args[0] = CStringGetTextDatum(part);
+	args[1] = CStringGetTextDatum(sqlstate);
+	args[2] = CStringGetTextDatum(message);
+	args[3] = TimestampTzGetDatum(parts_now);
+	DurableExecuteStmt(STMT_TICK_FAILURE_SET, args, NULL, SPI_OK_INSERT, 0);
+}
+
+/* the same, from the error a part raised */
+void
+DurablePartFailed(const char *part, const ErrorData *edata)
+{
+	/* unpack_sql_state's buffer is the next report's too: copy it */
+	char	   *sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
+
+	DurablePartFailedWith(part, sqlstate, edata->message,
+						  DurableNodeUnreachable(edata));
+	pfree(sqlstate);
+}
+
+/*
+ * DurablePartSucceeded
+ *		A part ran to its end: if it was failing, it has recovered.
+ */
+void
+DurablePartSucceeded(const char *part)
+{
+	ListCell   *lc = failing_part(part);
+	Datum		arg;
+
+	if (lc == NULL)
+		return;
+	failing_parts = list_delete_cell(failing_parts, lc);
+	arg = CStringGetTextDatum(part);
+	if (DurableExecuteStmt(STMT_TICK_FAILURE_CLEAR, &arg, NULL, SPI_OK_DELETE, 0) > 0)
+		ereport(LOG,
+				errmsg("durable reconciler runs \"%s\" again", part));
+}
+
+/*
+ * DurableTry
+ *		Run fn(arg) in a subtransaction of its own.  Returns whether it
+ *		succeeded; sets *done to what fn returned (0 when it failed), and,
+ *		when it failed and error is given, *error to the error it raised.
+ *		Whatever fn allocates stays in the caller's memory context.  A
+ *		cancel or a shutdown is not caught: it is the tick's, not the part's.
+ */
+bool
+DurableTry(DurablePartFunction fn, void *arg, uint64 *done, ErrorData **error)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile uint64 result = 0;
+	ErrorData  *volatile failure = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		result = fn(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		failure = edata;
+	}
+	PG_END_TRY();
+	if (done)
+		*done = failure == NULL ? result : 0;
+	if (failure != NULL && error != NULL)
+		*error = failure;
+	else if (failure != NULL)
+		FreeErrorData(failure);
+	return failure == NULL;
+}
+
+/*
+ * DurableRunPart
+ *		Run fn(arg) as the part of the tick named part, in a subtransaction
+ *		of its own: a failure is recorded and logged once (not raised), a
+ *		success ends a failure.  Returns whether it succeeded, and sets
+ *		*done to what fn returned (0 when it failed).
+ */
+bool
+DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
+			   uint64 *done)
+{
+	ErrorData  *edata;
+
+	if (!DurableTry(fn, arg, done, &edata))
+	{
+		DurablePartFailed(part, edata);
+		FreeErrorData(edata);
+		return false;
+	}
+	DurablePartSucceeded(part);
+	return true;
+}
+
+/*
+ * DurableNodeUnreachable
+ *		Whether an error says that a Citus node could not be reached: SQLSTATE
+ *		class 08, or one of Citus's failures on its connections, which carry
+ *		no SQLSTATE of their own.
+ */
+bool
+DurableNodeUnreachable(const ErrorData *edata)
+{
+	return ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION ||
+		strncmp(edata->message, "failure on connection", 21) == 0 ||
+		strncmp(edata->message, "connection to the remote node", 29) == 0;
+}

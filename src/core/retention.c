@@ -1,0 +1,201 @@
+/*-------------------------------------------------------------------------
+ *
+ * retention.c
+ *	  The reconciler's retention: history a day at a time, and the tables
+ *	  that keep what answers duplicates for a while.
+ *
+ * Finished tasks, with their steps and events, go a whole day of history
+ * at a time once it is older than durable.retention
+ * (durable.maintain_history, which also makes the coming days, each day a
+ * part of its own); then, each table a part of the tick, events emitted
+ * (or only awaited) before that, inbox entries and published outbox
+ * messages older than durable.inbox_retention, and expired idempotency
+ * keys, a batch of each.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/* retention of finished tasks, and of inbox and outbox entries, in seconds */
+int			durable_retention = 7 * 24 * 3600;
+int			durable_inbox_retention = 7 * 24 * 3600;
+
+/* columns of STMT_MAINTAIN_HISTORY */
+enum
+{
+	HISTORY_TASK_ID = 1,
+	HISTORY_ACTION,
+	HISTORY_PART,
+	HISTORY_ERROR_CODE,
+	HISTORY_ERROR_MESSAGE
+};
+
+/* what a part of retention works on */
+typedef struct RetentionWork
+{
+	DurableStmt stmt;
+	TimestampTz cutoff;
+	TimestampTz now;
+	int			batch;
+	DurableSettledCallback callback;
+	void	   *arg;
+} RetentionWork;
+
+/* subtract seconds from a time, for retention cutoffs */
+static TimestampTz
+seconds_before(TimestampTz t, int seconds)
+{
+	return t - (TimestampTz) seconds * USECS_PER_SEC;
+}
+
+/*
+ * maintain_history
+ *		Make the coming days of history and drop those past retention;
+ *		maintain_history runs each day in a subtransaction of its own and
+ *		says which failed, which are recorded as failing parts.  A part of
+ *		history that was failing and did not fail now has recovered, unless
+ *		another maintainer held history meanwhile ('busy').
+ */
+static uint64
+maintain_history(void *arg)
+{
+	RetentionWork *work = (RetentionWork *) arg;
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	uint64		rows;
+	uint64		removed = 0;
+	bool		busy = false;
+	List	   *failed = NIL;
+	char	  **parts;
+	uint64		nparts;
+
+	args[0] = TimestampTzGetDatum(work->now);
+	args[1] = Int32GetDatum(durable_retention);
+	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
+	args[2] = Int32GetDatum(work->batch);
+	rows = DurableExecuteStmt(STMT_MAINTAIN_HISTORY, args, nulls, SPI_OK_SELECT, 0);
+	for (uint64 row = 0; row < rows; row++)
+	{
+		bool		isnull;
+		Datum		id = DurableResultDatum(row, HISTORY_TASK_ID, &isnull);
+		char	   *action = DurableResultText(row, HISTORY_ACTION);
+
+		if (strcmp(action, "busy") == 0)
+			busy = true;
+		else if (strcmp(action, "failed") == 0)
+			failed = lappend(failed, list_make3(DurableResultText(row, HISTORY_PART),
+												DurableResultText(row, HISTORY_ERROR_CODE),
+												DurableResultText(row, HISTORY_ERROR_MESSAGE)));
+		else
+		{
+			removed++;
+			if (work->callback)
+				work->callback(isnull ? 0 : DatumGetInt64(id), action, work->arg);
+		}
+	}
+
+	/* the next statements replace the result: take the names first */
+	parts = busy ? NULL : DurableFailingParts("history: ", &nparts);
+	for (uint64 i = 0; parts != NULL && i < nparts; i++)
+	{
+		ListCell   *lc;
+		bool		still = false;
+
+		foreach(lc, failed)
+			still |= strcmp(linitial((List *) lfirst(lc)), parts[i]) == 0;
+		if (!still)
+			DurablePartSucceeded(parts[i]);
+	}
+	{
+		ListCell   *lc;
+
+		foreach(lc, failed)
+		{
+			List	   *f = (List *) lfirst(lc);
+
+			DurablePartFailedWith(linitial(f), lsecond(f), lthird(f), false);
+		}
+	}
+	return removed;
+}
+
+static uint64
+retain_table(void *arg)
+{
+	RetentionWork *work = (RetentionWork *) arg;
+	Datum		args[2];
+
+	args[0] = TimestampTzGetDatum(work->cutoff);
+	args[1] = Int32GetDatum(work->batch);
+	return DurableExecuteStmt(work->stmt, args, NULL, SPI_OK_DELETE, 0);
+}
+
+/* the tables kept for a while to answer duplicates, a part of the tick each */
+typedef struct RetainedTable
+{
+	const char *part;
+	DurableStmt local;			/* a batch, SKIP LOCKED */
+	DurableStmt everywhere;		/* on Citus: every shard, no batch */
+	bool		by_inbox_retention; /* else until the row's own expiry */
+} RetainedTable;
+
+static const RetainedTable retained_tables[] = {
+	{"retention: durable.inbox", STMT_RETAIN_INBOX, STMT_RETAIN_INBOX_ALL, true},
+	{"retention: durable.outbox", STMT_RETAIN_OUTBOX, STMT_RETAIN_OUTBOX_ALL, true},
+	{"retention: durable.idempotency_keys", STMT_RETAIN_KEYS, STMT_RETAIN_KEYS_ALL, false},
+};
+
+/*
+ * DurableApplyRetention
+ *		Each part of retention in its own subtransaction: history, then a
+ *		batch each of events, inbox entries, outbox messages and expired
+ *		request keys.  Returns the largest count removed.
+ *
+ *		On Citus, the coordinator removes expired inbox entries, outbox
+ *		messages and request keys by statements on every shard.  History is
+ *		not maintained there yet: its days are made by DDL, which only the
+ *		coordinator may run, and its retention locks rows in statements on
+ *		many shards, which Citus refuses.  Finished tasks stay in the default
+ *		partitions.
+ */
+uint64
+DurableApplyRetention(TimestampTz now, int batch,
+					  DurableSettledCallback callback, void *arg)
+{
+	bool		everywhere = DurableDistributed();
+	TimestampTz inbox_cutoff = durable_inbox_retention >= 0 ?
+		seconds_before(now, durable_inbox_retention) : DT_NOBEGIN;
+	RetentionWork work = {0, 0, now, batch, callback, arg};
+	uint64		removed = 0;
+	uint64		n;
+
+	if (DurableCitusWorker())
+		return 0;
+	if (!everywhere)
+	{
+		(void) DurableRunPart("history", maintain_history, &work, &removed);
+
+		/* the events awaited or emitted before retention's horizon */
+		if (durable_retention >= 0)
+		{
+			work.stmt = STMT_RETAIN_EVENTS;
+			work.cutoff = seconds_before(now, durable_retention);
+			if (DurableRunPart("retention: events", retain_table, &work, &n))
+				removed = Max(removed, n);
+		}
+	}
+
+	for (size_t i = 0; i < lengthof(retained_tables); i++)
+	{
+		const RetainedTable *t = &retained_tables[i];
+
+		work.stmt = everywhere ? t->everywhere : t->local;
+		work.cutoff = t->by_inbox_retention ? inbox_cutoff : now;
+		if (DurableRunPart(t->part, retain_table, &work, &n))
+			removed = Max(removed, n);
+	}
+	return removed;
+}

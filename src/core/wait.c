@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * wait.c
+ *	  Named waits, what they have in common, and durable timers.
+ *
+ * A task's code runs again from the top after every claim.  A wait is
+ * named, like a step, so that the replayed call finds it: each task keeps
+ * its waits in its row (durable.live_tasks.waits, an object from a wait's
+ * name to {kind, args, status, at, until, payload, ...}), and they move to
+ * history and back with it.  The same name with other arguments is 55U03.
+ *
+ * Starting a wait ends the worker's lease, as a release does: fence + 1,
+ * the task WAITING until the wait's deadline (or for ever, until an event
+ * or a child wakes it), and the claim's attempt given back, since a wait
+ * is not a failure.  Waking up is an ordinary claim; the replayed call then
+ * returns how the wait ended.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "api/api.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/timestamp.h"
+
+/* columns of STMT_WAIT_GET */
+enum
+{
+	WAIT_KIND = 1,
+	WAIT_ARGS,
+	WAIT_STATUS,
+	WAIT_UNTIL,
+	WAIT_PAYLOAD,
+	WAIT_CHILD
+};
+
+/*
+ * DurableWaitFetch
+ *		Read the wait of that name of a task the caller holds; false when
+ *		there is none.  Strings and documents point into SPI memory.
+ */
+bool
+DurableWaitFetch(const DurableTask *task, const char *name, DurableWait *wait)
+{
+	Datum		args[3];
+	bool		isnull;
+	Datum		d;
+
+	args[0] = Int32GetDatum(task->partition);
+	args[1] = Int64GetDatum(task->task_id);
+	args[2] = CStringGetTextDatum(name);
+	if (DurableExecuteStmt(STMT_WAIT_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
+		return false;
+	wait->kind = DurableResultText(0, WAIT_KIND);
+	d = DurableResultDatum(0, WAIT_ARGS, &isnull);
+	wait->args = isnull ? NULL : DatumGetJsonbPCopy(d);
+	wait->status = DurableResultText(0, WAIT_STATUS);
+	d = DurableResultDatum(0, WAIT_UNTIL, &isnull);
+	wait->until = isnull ? 0 : DatumGetTimestampTz(d);
+	d = DurableResultDatum(0, WAIT_PAYLOAD, &isnull);
+	wait->payload = isnull ? NULL : DatumGetJsonbPCopy(d);
+	d = DurableResultDatum(0, WAIT_CHILD, &isnull);
+	wait->child_id = isnull ? 0 : DatumGetInt64(d);
+	return true;
+}
+
+/* the call that starts a wait of a kind */
+static const char *
+call_of(const char *kind)
+{
+	if (strcmp(kind, "sleep") == 0)
+		return "durable_sleep";
+	if (strcmp(kind, "event") == 0)
+		return "durable_await";
+	if (strcmp(kind, "spawn") == 0)
+		return "durable_spawn";
+	return "durable_join";
+}
+
+/*
+ * DurableWaitCheck
+ *		A replayed call must ask what the first one asked: 55U03 otherwise.
+ */
+void
+DurableWaitCheck(const DurableTask *task, const char *name,
+				 const DurableWait *wait, const char *kind, Jsonb *args)
+{
+	if (strcmp(wait->kind, kind) != 0 || wait->args == NULL ||
+		!DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(wait->args),
+										  JsonbPGetDatum(args))))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
+				errmsg("wait \"%s\" of task %lld was started with other arguments",
+					   name, (long long) task->task_id),
+				errdetail("Its first call was %s with arguments %s; this one is %s with arguments %s.",
+						  call_of(wait->kind),
+						  wait->args ? JsonbToCString(NULL, &wait->args->root, VARSIZE(wait->args)) : "null",
+						  call_of(kind), JsonbToCString(NULL, &args->root, VARSIZE(args))),
+				errhint("A replay must make the same calls; give a new wait a new name."));
+}
+
+/*
+ * DurableWaitRecord
+ *		Record a new wait (or spawn) of a task the caller holds.
+ */
+void
+DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
+				  Jsonb *args, const char *status, TimestampTz until,
+				  Jsonb *payload, int64 child_id, TimestampTz now)
+{
+	DurableDetail entry;
+	Datum		values[4];
+
+	DurableDetailInit(&entry);
+	DurableDetailText(&entry, "kind", kind);
+	DurableDetailJsonb(&entry, "args", args);
+	DurableDetailText(&entry, "status", status);
+	DurableDetailTime(&entry, "at", now);
+	if (until != 0)
+		DurableDetailTime(&entry, "until", until);
+	if (payload != NULL)
+		DurableDetailJsonb(&entry, "payload", payload);
+	if (child_id != 0)
+		DurableDetailInt(&entry, "task_id", child_id);
+	values[0] = Int32GetDatum(task->partition);
+	values[1] = Int64GetDatum(task->task_id);
+	values[2] = CStringGetTextDatum(name);
+	values[3] = JsonbPGetDatum(DurableDetailFinish(&entry));
+	if (DurableExecuteStmt(STMT_WAIT_SET, values, NULL, SPI_OK_UPDATE, 0) != 1)
+		elog(ERROR, "task %lld vanished under its row lock",
+			 (long long) task->task_id);
+}
+
+/*
+ * DurableWaitResolve
+ *		A wait has ended (elapsed, received, timed_out, done): record how,
+ *		with an event, so that every replay from now on says the same.
+ */
+void
+DurableWaitResolve(DurableTask *task, const char *name, const char *status,
+				   Jsonb *payload, TimestampTz now)
+{
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	DurableDetail detail;
+
+	values[0] = Int32GetDatum(task->partition);
+	values[1] = Int64GetDatum(task->task_id);
+	values[2] = CStringGetTextDatum(name);
+	values[3] = CStringGetTextDatum(status);
+	values[4] = JsonbPGetDatum(payload);
+	nulls[4] = payload ? ' ' : 'n';
+	values[5] = TimestampTzGetDatum(now);
+	if (DurableExecuteStmt(STMT_WAIT_RESOLVE, values, nulls, SPI_OK_UPDATE, 0) != 1)
+		elog(ERROR, "task %lld vanished under its row lock",
+			 (long long) task->task_id);
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "wait", name);
+	DurableDetailText(&detail, "status", status);
+	task->version = DurableAppendEvent(task, now, "wait_ended", NULL,
+									   DurableDetailFinish(&detail), NULL, 0);
+}
+
+/*
+ * DurableWaitPark
+ *		End the lease of a task the caller holds and park it WAITING until
+ *		until (0: until something wakes it), giving the claim's attempt
+ *		back.  A task with a step in doubt cannot wait: the step's outcome
+ *		must be known first (55U04).
+ */
+void
+DurableWaitPark(DurableTask *task, const char *name, const char *kind,
+				TimestampTz until, TimestampTz now)
+{
+	DurableStep step;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	if (DurableStepInDoubt(task, &step))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot wait while step \"%s\" is %s",
+					   (long long) task->task_id, step.name, step.state),
+				errdetail("A step that was started and not committed may have taken effect."),
+				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s') before the wait.",
+						step.name));
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "wait", name);
+	DurableDetailText(&detail, "kind", kind);
+	if (until != 0)
+		DurableDetailTime(&detail, "until", until);
+	move.from_state = "running";
+	move.fence = task->fence;
+	move.to_state = "waiting";
+	move.revoke = true;
+	move.give_back_attempt = true;
+	move.run_at = until != 0 ? until : DT_NOEND;
+	move.kind = "waiting";
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(task, &move, now);
+}
+
+/* the one row (status, document) of durable_await and durable_join */
+void
+DurableWaitResult(FunctionCallInfo fcinfo, const char *status, Jsonb *payload)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[2];
+	bool		nulls[2] = {false, payload == NULL};
+
+	values[0] = CStringGetTextDatum(status);
+	values[1] = JsonbPGetDatum(payload);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* a sleep's arguments: when it ends, or for how long */
+static Jsonb *
+sleep_args(TimestampTz until, const Interval *duration)
+{
+	DurableDetail args;
+
+	DurableDetailInit(&args);
+	if (duration != NULL)
+		DurableIntervalDetail(&args, "duration", duration);
+	else
+	{
+		char		buf[MAXDATELEN + 1];
+		int			utc = 0;
+
+		/* in UTC, so that it reads the same whatever the session's zone */
+		DurableDetailText(&args, "until",
+						  JsonEncodeDateTime(buf, TimestampTzGetDatum(until),
+											 TIMESTAMPTZOID, &utc));
+	}
+	return DurableDetailFinish(&args);
+}
+
+/*
+ * sleep_common
+ *		'sleeping' the first time (the task waits until the time), 'elapsed'
+ *		once the time has come.  A sleep until a time already past has
+ *		elapsed at once and keeps the lease.  A task woken before its time
+ *		(an operator's claim, say) sleeps again until then.
+ */
+static const char *
+sleep_common(FunctionCallInfo fcinfo, TimestampTz until, const Interval *duration)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	int64		fence = DurableFenceArg(fcinfo, 1);
+	char	   *name = DurableNameArg(fcinfo, 2, "wait name");
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableTask task;
+	DurableWait wait;
+	Jsonb	   *args = sleep_args(until, duration);
+	const char *status;
+
+	SPI_connect();
+	DurableTaskHeld(task_id, fence, &task);
+	if (DurableWaitFetch(&task, name, &wait))
+	{
+		DurableWaitCheck(&task, name, &wait, "sleep", args);
+		if (strcmp(wait.status, "elapsed") == 0)
+			status = "elapsed";
+		else if (now >= wait.until)
+		{
+			DurableWaitResolve(&task, name, "elapsed", NULL, now);
+			status = "elapsed";
+		}
+		else
+		{
+			DurableWaitPark(&task, name, "sleep", wait.until, now);
+			status = "sleeping";
+		}
+	}
+	else
+	{
+		if (duration != NULL)
+			until = DurableTimeAfter(now, duration, "duration");
+		if (until <= now)
+		{
+			DurableWaitRecord(&task, name, "sleep", args, "elapsed", until,
+							  NULL, 0, now);
+			status = "elapsed";
+		}
+		else
+		{
+			DurableWaitRecord(&task, name, "sleep", args, "sleeping", until,
+							  NULL, 0, now);
+			DurableWaitPark(&task, name, "sleep", until, now);
+			status = "sleeping";
+		}
+	}
+	SPI_finish();
+	return status;
+}
+
+/*
+ * durable_sleep(task_id bigint, fence bigint, name text, until timestamptz)
+ *		RETURNS text
+ * durable_sleep(task_id bigint, fence bigint, name text, duration interval)
+ *		RETURNS text
+ *
+ * A durable timer in database time: 'sleeping' the first time (the lease
+ * ends; the task waits until the time), 'elapsed' when replayed after it.
+ * The duration is counted from the first call.  Raises 55U01 for a stale
+ * fence, 55U03 for a name used with other arguments, 55U04 while a step is
+ * in doubt.
+ */
+PG_FUNCTION_INFO_V1(durable_sleep_until);
+Datum
+durable_sleep_until(PG_FUNCTION_ARGS)
+{
+	TimestampTz until;
+
+	DurableRequireArg(fcinfo, 3, "until");
+	until = PG_GETARG_TIMESTAMPTZ(3);
+	if (TIMESTAMP_NOT_FINITE(until))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("until must be a finite time"));
+	PG_RETURN_TEXT_P(cstring_to_text(sleep_common(fcinfo, until, NULL)));
+}
+
+PG_FUNCTION_INFO_V1(durable_sleep_for);
+Datum
+durable_sleep_for(PG_FUNCTION_ARGS)
+{
+	Interval   *duration = DurablePositiveIntervalArg(fcinfo, 3, "duration");
+
+	PG_RETURN_TEXT_P(cstring_to_text(sleep_common(fcinfo, 0, duration)));
+}

@@ -1,0 +1,484 @@
+/*-------------------------------------------------------------------------
+ *
+ * reconciler.c
+ *	  The durable reconciler: a background worker that runs one tick of
+ *	  reconciliation (reconcile.c) per transaction, and the launcher that
+ *	  starts it.
+ *
+ * It holds no logic of its own: durable_reconcile() runs the same routine,
+ * so a server that cannot preload durable schedules that call instead.
+ * Each tick is one short transaction over bounded batches taken with SKIP
+ * LOCKED, so two reconcilers, or a reconciler and a late commit, never both
+ * win.  It never sleeps inside a transaction or while holding a snapshot.
+ * Between ticks it vacuums durable.live_tasks when enough of its row versions
+ * have died (vacuum.c).  Errors are not caught: the worker exits and the
+ * launcher starts it again after DURABLE_RESTART_SECONDS.
+ *
+ * What it cannot help is waited out quietly, said once in the log and
+ * checked again periodically: durable.database that does not exist (the
+ * launcher, connected to no database, waits for it), and an extension that
+ * is not installed, being created, dropped, or older than the library (the
+ * reconciler waits for CREATE or ALTER EXTENSION).  Only a real failure is
+ * an ERROR.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "process/process.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+/* the reconciler's settings; durable_database is NULL unless preloaded */
+char	   *durable_database = NULL;
+int			durable_reconcile_interval = 1000;
+int			durable_reconcile_batch = 1000;
+bool		durable_reconciler_enabled = true;
+
+/* why the reconciler does not work, as last said in the log */
+typedef enum ReconcilerWait
+{
+	WAIT_NONE,
+	WAIT_NO_EXTENSION,
+	WAIT_OLD_EXTENSION
+} ReconcilerWait;
+
+static ReconcilerWait last_wait = WAIT_NONE;
+
+/* say in the log, once per change, why the reconciler waits or that it works */
+static void
+report_wait(ReconcilerWait wait, const char *version)
+{
+	if (wait == last_wait)
+		return;
+	if (wait == WAIT_NO_EXTENSION)
+		ereport(LOG,
+				errmsg("durable reconciler is waiting for extension \"durable\" in database \"%s\"",
+					   durable_database),
+				errdetail("The extension is not installed; the reconciler checks again every tick."),
+				errhint("Run CREATE EXTENSION durable in database \"%s\".",
+						durable_database));
+	else if (wait == WAIT_OLD_EXTENSION)
+		ereport(LOG,
+				errmsg("durable reconciler is waiting for extension \"durable\" in database \"%s\" to be updated",
+					   durable_database),
+				errdetail("The installed version is %s; the library is version %s.",
+						  version, DURABLE_VERSION),
+				errhint("Run ALTER EXTENSION durable UPDATE in database \"%s\".",
+						durable_database));
+	else
+		ereport(LOG,
+				errmsg("durable reconciler found extension \"durable\" in database \"%s\" and works",
+					   durable_database));
+	last_wait = wait;
+}
+
+/*
+ * extension_ready
+ *		Whether the extension is installed at the library's version, and not
+ *		being created.  It then stays so until the end of the transaction:
+ *		the share lock on the extension keeps a DROP EXTENSION out, which
+ *		locks it exclusively, and waits for one under way, after which the
+ *		extension is looked up again (taking the lock reads the invalidations
+ *		the drop sent).
+ */
+static bool
+extension_ready(void)
+{
+	Oid			ext = get_extension_oid("durable", true);
+	HeapTuple	tuple;
+	Datum		d;
+	bool		isnull;
+	char	   *version;
+	bool		ready;
+
+	if (!OidIsValid(ext) || creating_extension)
+	{
+		report_wait(WAIT_NO_EXTENSION, NULL);
+		return false;
+	}
+	LockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock);
+	tuple = SearchSysCache1(EXTENSIONOID, ObjectIdGetDatum(ext));
+	if (!HeapTupleIsValid(tuple))
+	{
+		report_wait(WAIT_NO_EXTENSION, NULL);
+		return false;
+	}
+	d = SysCacheGetAttr(EXTENSIONOID, tuple, Anum_pg_extension_extversion,
+						&isnull);
+	version = isnull ? "" : TextDatumGetCString(d);
+	ReleaseSysCache(tuple);
+	ready = strcmp(version, DURABLE_VERSION) == 0;
+	report_wait(ready ? WAIT_NONE : WAIT_OLD_EXTENSION, version);
+	return ready;
+}
+
+/* whether the last tick found durable's tables distributed by Citus */
+static bool distributed = false;
+
+static uint64 run_tick(bool *vacuum);
+
+/*
+ * run_citus_tick
+ *		run_tick on Citus, where a node that goes away fails a tick at any
+ *		statement, and even at its commit (a connection Citus holds to be
+ *		essential): the tick is given up and the next one tries again, as
+ *		reconcile.c does for each part of a tick.  A node's going away
+ *		(DurableNodeUnreachable) is logged at LOG, anything else as a
+ *		WARNING.  Returns 0 for a tick given up.
+ */
+static uint64
+run_citus_tick(MemoryContext loop_context, bool *vacuum)
+{
+	MemoryContext tick_context = CurrentMemoryContext;
+	volatile uint64 work = 0;
+
+	PG_TRY();
+	{
+		work = run_tick(vacuum);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(loop_context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(tick_context);
+		ereport(DurableNodeUnreachable(edata) ? LOG : WARNING,
+				errmsg("durable reconciler gave up a tick: %s", edata->message),
+				errdetail("The next tick tries again."));
+		FreeErrorData(edata);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		*vacuum = false;
+		work = 0;
+	}
+	PG_END_TRY();
+	return work;
+}
+
+/*
+ * run_tick
+ *		One transaction: a tick of reconciliation if the extension is ready
+ *		(extension_ready).  Returns the largest batch count of the tick (0
+ *		when skipped); sets *vacuum when durable.live_tasks wants vacuuming
+ *		(vacuum.c).
+ */
+static uint64
+run_tick(bool *vacuum)
+{
+	uint64		work = 0;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "durable reconcile tick");
+
+	*vacuum = false;
+	if (extension_ready())
+	{
+		distributed = DurableDistributed();
+		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
+		*vacuum = DurableTasksNeedVacuum();
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return work;
+}
+
+/*
+ * The settings the reconciler runs with, whatever its database or its role
+ * sets (ALTER DATABASE ... SET, ALTER ROLE ... SET, which a database owner
+ * may do): nothing set there changes what it computes or whether it runs
+ * (DESIGN section 7).  Every statement durable runs expects the built-in
+ * operators first; the texts of times, intervals and numbers it reads or
+ * writes are in one style; its ticks are READ COMMITTED (their statements
+ * re-check what a row they waited for became, and SKIP LOCKED lets two
+ * reconcilers share the work), writable, and limited by nothing but their
+ * own batches.  A function's own SET clause (maintain_history's
+ * lock_timeout) still applies inside it.
+ */
+static const struct
+{
+	const char *name;
+	const char *value;
+}			pinned_settings[] =
+{
+	{"search_path", "pg_catalog, pg_temp"},
+	{"DateStyle", "ISO, MDY"},
+	{"IntervalStyle", "postgres"},
+	{"TimeZone", "UTC"},
+	{"extra_float_digits", "1"},
+	{"default_transaction_isolation", "read committed"},
+	{"default_transaction_read_only", "off"},
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+#ifdef DURABLE_HAVE_TRANSACTION_TIMEOUT
+	{"transaction_timeout", "0"},
+#endif
+};
+
+static void
+pin_settings(void)
+{
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+void
+durable_reconciler_main(Datum main_arg)
+{
+	MemoryContext tick_context;
+	TimestampTz next_tick;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(durable_database, NULL, 0);
+	pgstat_report_appname("durable reconciler");
+	pin_settings();
+
+	tick_context = AllocSetContextCreate(TopMemoryContext,
+										 "durable reconciler tick",
+										 ALLOCSET_DEFAULT_SIZES);
+	elog(LOG, "durable reconciler started in database \"%s\"", durable_database);
+
+	next_tick = GetCurrentTimestamp();
+	for (;;)
+	{
+		TimestampTz now;
+		long		wait_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		now = GetCurrentTimestamp();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			/* a shorter interval applies to the wait already under way */
+			next_tick = Min(next_tick,
+							TimestampTzPlusMilliseconds(now, durable_reconcile_interval));
+		}
+
+		if (durable_reconciler_enabled && now >= next_tick)
+		{
+			MemoryContext old = MemoryContextSwitchTo(tick_context);
+			bool		vacuum = false;
+			uint64		work = distributed ? run_citus_tick(old, &vacuum) : run_tick(&vacuum);
+
+			if (vacuum)
+				DurableVacuumTasks();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(tick_context);
+
+			/* a full batch means more is waiting: go again at once */
+			if (work >= (uint64) durable_reconcile_batch)
+				continue;
+			next_tick = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													durable_reconcile_interval);
+		}
+		else if (now >= next_tick)
+			next_tick = TimestampTzPlusMilliseconds(now, durable_reconcile_interval);
+
+		wait_ms = (long) ((next_tick - GetCurrentTimestamp()) / 1000);
+		if (wait_ms > 0)
+		{
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Min(wait_ms, durable_reconcile_interval),
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+}
+
+/*
+ * database_exists
+ *		Whether a database of that name exists, in a transaction of its own.
+ *		Connected to no database, the launcher can read only shared catalogs,
+ *		and only by a heap scan (their indexes' descriptors may not be built
+ *		yet), as the logical replication launcher does.
+ */
+static bool
+database_exists(const char *name)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	bool		exists;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_database_datname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum(name));
+	scan = systable_beginscan(rel, DatabaseNameIndexId, false, NULL, 1, &key);
+	exists = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return exists;
+}
+
+/*
+ * DurableWorkerSpec
+ *		The launcher's and the reconciler's common description: connected
+ *		to shared memory and a database, never started on a standby (the
+ *		reconciler writes).
+ */
+void
+DurableWorkerSpec(BackgroundWorker *worker, const char *function,
+				  const char *name, int restart_seconds)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = restart_seconds;
+	strlcpy(worker->bgw_library_name, "durable", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, name, BGW_MAXLEN);
+}
+
+/* start the reconciler as a dynamic worker; NULL when no slot is free */
+static BackgroundWorkerHandle *
+start_reconciler(void)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	/* the launcher starts it again, after DURABLE_RESTART_SECONDS */
+	DurableWorkerSpec(&worker, "durable_reconciler_main", "durable reconciler",
+					  BGW_NEVER_RESTART);
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
+/* a launcher that exits takes its reconciler with it: the next starts one */
+static void
+stop_reconciler(int code, Datum arg)
+{
+	BackgroundWorkerHandle **handle = (BackgroundWorkerHandle **) DatumGetPointer(arg);
+
+	if (*handle != NULL)
+		TerminateBackgroundWorker(*handle);
+}
+
+/*
+ * durable_launcher_main
+ *		The static background worker: connected to no database, it starts the
+ *		reconciler in durable.database once that database exists, and again
+ *		DURABLE_RESTART_SECONDS after it stopped (an error, a crash of its
+ *		own, a dropped database).  A missing database, or no free worker
+ *		slot, is said once in the log and checked again at that interval.
+ */
+void
+durable_launcher_main(Datum main_arg)
+{
+	BackgroundWorkerHandle *handle = NULL;
+	TimestampTz not_before = 0;
+	bool		said_missing = false;
+	bool		said_no_slot = false;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("durable launcher");
+	before_shmem_exit(stop_reconciler, PointerGetDatum(&handle));
+
+	for (;;)
+	{
+		pid_t		pid;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		if (handle != NULL && GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(handle);
+			handle = NULL;
+			not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 DURABLE_RESTART_SECONDS * 1000);
+		}
+
+		if (handle == NULL && GetCurrentTimestamp() >= not_before)
+		{
+			if (!database_exists(durable_database))
+			{
+				if (!said_missing)
+					ereport(LOG,
+							errmsg("durable reconciler is waiting for database \"%s\" to exist",
+								   durable_database),
+							errdetail("durable.database names it; the launcher checks again every %d seconds.",
+									  DURABLE_RESTART_SECONDS),
+							errhint("Create the database, or set durable.database and restart the server."));
+				said_missing = true;
+			}
+			else if ((handle = start_reconciler()) == NULL)
+			{
+				if (!said_no_slot)
+					ereport(LOG,
+							errmsg("durable reconciler cannot start: no background worker slot is free"),
+							errdetail("The launcher tries again every %d seconds.",
+									  DURABLE_RESTART_SECONDS),
+							errhint("Raise max_worker_processes."));
+				said_no_slot = true;
+			}
+			else
+			{
+				if (said_missing)
+					ereport(LOG,
+							errmsg("durable reconciler found database \"%s\"",
+								   durable_database));
+				said_missing = said_no_slot = false;
+			}
+			if (handle == NULL)
+				not_before = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 DURABLE_RESTART_SECONDS * 1000);
+		}
+
+		/* the reconciler's start and stop set the latch (bgw_notify_pid) */
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 DURABLE_RESTART_SECONDS * 1000L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * cluster.c
+ *	  The installation durable's statements run on: the extension's version
+ *	  against the library's, whether Citus distributes its tables, and the
+ *	  node bits of the task ids this backend makes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "utils/inval.h"
+
+/* durable.node_id (process/durable.c defines the setting) */
+int			durable_node_id = 0;
+
+static bool durable_version_checked = false;
+static Oid	durable_tasks_relid = InvalidOid;
+
+/*
+ * Whether durable's tables are distributed by Citus (durable_enable_citus),
+ * and this node's Citus group, as last read: see check_extension_version.
+ */
+static bool durable_distributed = false;
+static int32 durable_citus_group = -1;
+
+/* a DROP, CREATE or ALTER EXTENSION invalidates durable.live_tasks: check again */
+static void
+forget_version_check(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == durable_tasks_relid)
+		durable_version_checked = false;
+}
+
+/*
+ * check_extension_version
+ *		The statements are written for the tables of this library's version.
+ *		After the library is upgraded and before ALTER EXTENSION durable
+ *		UPDATE has run, they would fail with errors about columns nobody
+ *		asked for: say what is wrong instead.  Checked again whenever
+ *		durable.live_tasks is invalidated, as any change of the extension
+ *		does, and as distributing it does: the plans of distributed tables
+ *		are prepared differently (plan.c), so a change there drops
+ *		them all.
+ */
+static void
+check_extension_version(void)
+{
+	static bool callback_registered = false;
+	bool		distributed = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
+		callback_registered = true;
+	}
+	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid,"
+					" pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
+					" FROM pg_catalog.pg_extension"
+					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the version of extension durable");
+	if (SPI_processed == 1)
+	{
+		char	   *installed = SPI_getvalue(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+		bool		citus;
+
+		if (strcmp(installed, DURABLE_VERSION) != 0)
+			ereport(ERROR,
+					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("extension durable is at version %s, but its library is version %s",
+						   installed, DURABLE_VERSION),
+					errhint("Run ALTER EXTENSION durable UPDATE."));
+		durable_tasks_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc,
+															 2, &isnull));
+		if (isnull)
+			durable_tasks_relid = InvalidOid;
+		citus = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 3, &isnull));
+		if (citus && OidIsValid(durable_tasks_relid))
+		{
+			if (SPI_execute("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
+							"  WHERE logicalrelid OPERATOR(pg_catalog.=) 'durable.live_tasks'::pg_catalog.regclass),"
+							" (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+							true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "could not read the Citus metadata of durable.live_tasks");
+			distributed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+			durable_citus_group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+															  SPI_tuptable->tupdesc, 2, &isnull));
+			if (isnull)
+				durable_citus_group = -1;
+		}
+	}
+	if (distributed != durable_distributed)
+		DurableForgetPlans();
+	durable_distributed = distributed;
+	durable_version_checked = true;
+}
+
+/*
+ * DurableCheckInstallation
+ *		Check the installation before a statement runs, once until the
+ *		extension changes.
+ */
+void
+DurableCheckInstallation(void)
+{
+	if (!durable_version_checked)
+		check_extension_version();
+}
+
+/*
+ * DurableDistributed
+ *		Whether durable's tables are distributed by Citus.
+ */
+bool
+DurableDistributed(void)
+{
+	if (!durable_version_checked)
+		check_extension_version();
+	return durable_distributed;
+}
+
+/*
+ * DurableRequireSingleServer
+ *		Refuse what does not run on Citus yet: the calls whose statements
+ *		read or change the tasks of many partitions at once (an event's
+ *		awaits, a parent and its children, a concurrency key's count).
+ */
+void
+DurableRequireSingleServer(const char *what)
+{
+	if (DurableDistributed())
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("%s is not supported on a Citus cluster yet", what),
+				errdetail("It reads or changes tasks of several partitions in one statement."));
+}
+
+/*
+ * DurableNodeId
+ *		The node bits of the ids this backend makes.  On a single server,
+ *		durable.node_id; on Citus, this node's group, which the cluster
+ *		hands out once per node, so two nodes never make the same id.  A
+ *		durable.node_id set to anything else is refused rather than used.
+ */
+int32
+DurableNodeId(void)
+{
+	if (!DurableDistributed())
+		return durable_node_id;
+	if (durable_citus_group < 0 || durable_citus_group >= (1 << DURABLE_NODE_BITS))
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("Citus group %d of this node does not fit in a durable node id",
+					   durable_citus_group),
+				errdetail("Node ids are %d bits long.", DURABLE_NODE_BITS));
+	if (durable_node_id != 0 && durable_node_id != durable_citus_group)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("durable.node_id is %d, but this node is Citus group %d",
+					   durable_node_id, durable_citus_group),
+				errdetail("On a Citus cluster the node id is the node's group."),
+				errhint("Remove durable.node_id from this node's configuration."));
+	return durable_citus_group;
+}
+
+/*
+ * DurableCitusWorker
+ *		Whether this node is a Citus node other than the coordinator: one
+ *		that must not change durable's tables' definitions (Citus runs DDL
+ *		from the coordinator) and that holds shards rather than tables.
+ */
+bool
+DurableCitusWorker(void)
+{
+	if (!durable_version_checked)
+		check_extension_version();
+	return durable_citus_group > 0;
+}
+

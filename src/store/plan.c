@@ -1,0 +1,473 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.c
+ *	  The plan cache: every statement durable runs, prepared once per
+ *	  backend on its first use, checked against its declaration, kept, and
+ *	  executed; and typed access to the columns of its result.
+ *
+ * Statements name every relation and function with its schema, take values
+ * only as $n parameters, and never call a volatile function inside an
+ * UPDATE: the caller binds the transaction time.  They always run with
+ * search_path = pg_catalog, pg_temp (the API functions pin it, the
+ * reconciler sets it), so operators resolve to the built-in ones.  Plans
+ * are kept for the life of the backend; the plan cache revalidates them
+ * after DDL.
+ *
+ * Concurrency lives in the statements themselves: claims take rows with
+ * FOR UPDATE SKIP LOCKED, fenced writes re-check fence and state in their
+ * WHERE clause (so a write that waited for a lock sees the row as it is
+ * after the other transaction), and idempotent inserts use ON CONFLICT.
+ *
+ * Citus runs a statement whose modifying CTEs feed one another as a chain
+ * of intermediate results, shipped to every node and committed with two
+ * phases, even when every row is on one shard.  On distributed tables a
+ * statement with a split runs as its split instead: one statement per
+ * table, each routed by its partition_key to the task's shard, so that a
+ * call on a task of one node is a one-phase commit on that node.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+#include "utils/plancache.h"
+#include "utils/timestamp.h"
+
+/* the most parameters of a split's step: the statement's and its input's */
+#define SPLIT_MAX_ARGS (DURABLE_MAX_ARGS + 64)
+
+/* the statements with kept plans, to be freed when the installation changes */
+static DurableStatement *prepared_statements = NULL;
+
+/* the statement whose result SPI_tuptable holds, for the accessors' checks */
+static const DurableStatement *last_executed = NULL;
+
+/*
+ * highest_parameter
+ *		The highest $n a statement's text refers to, outside quoted literals
+ *		and identifiers; with used[n - 1] set for each n it refers to.
+ */
+static int
+highest_parameter(const char *sql, bool *used, int nused)
+{
+	int			highest = 0;
+	char		quote = '\0';
+
+	for (const char *p = sql; *p; p++)
+	{
+		if (quote != '\0')
+		{
+			if (*p == quote)
+				quote = '\0';
+			continue;
+		}
+		if (*p == '\'' || *p == '"')
+			quote = *p;
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			int			n = 0;
+
+			while (isdigit((unsigned char) p[1]))
+				n = n * 10 + (*++p - '0');
+			if (n > highest)
+				highest = n;
+			if (n >= 1 && n <= nused)
+				used[n - 1] = true;
+		}
+	}
+	return highest;
+}
+
+/*
+ * check_parameters
+ *		A statement must use every parameter it declares and no other: a
+ *		parameter bound and never read is a value lost, and one read and
+ *		never declared would not prepare.  A parameter of a statement with a
+ *		split may be read by the statement or by its split; a step of the
+ *		split may read the statement's parameters and its input's columns.
+ */
+static void
+check_parameters(const DurableStatement *stmt, int step, int nargs)
+{
+	bool		used[SPLIT_MAX_ARGS] = {0};
+	int			highest;
+
+	if (step >= 0)
+	{
+		highest = highest_parameter(stmt->split[step].sql,
+									used, lengthof(used));
+		if (highest > nargs)
+			elog(ERROR, "step %d of statement \"%s\" uses parameter $%d, but has %d",
+				 step, stmt->name, highest, nargs);
+		return;
+	}
+	highest = highest_parameter(stmt->sql, used, lengthof(used));
+	if (highest > nargs)
+		elog(ERROR, "statement \"%s\" uses parameter $%d, but declares %d",
+			 stmt->name, highest, nargs);
+	for (int k = 0; k < stmt->nsplit; k++)
+		(void) highest_parameter(stmt->split[k].sql, used, nargs);
+	for (int i = 0; i < nargs; i++)
+		if (!used[i])
+			elog(ERROR, "statement \"%s\" declares parameter $%d but does not use it",
+				 stmt->name, i + 1);
+}
+
+/*
+ * check_columns
+ *		The columns of a statement's result, as planned, must be those its
+ *		declaration names, in order, by name and type: the code that reads
+ *		them reads them by the declaration's constants.
+ */
+static void
+check_columns(const DurableStatement *stmt, SPIPlanPtr plan)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *source;
+	TupleDesc	desc;
+	int			natts;
+
+	if (sources == NIL)
+		elog(ERROR, "statement \"%s\" has no plan source", stmt->name);
+	source = (CachedPlanSource *) llast(sources);
+	desc = source->resultDesc;
+	natts = desc ? desc->natts : 0;
+	if (natts != stmt->ncolumns)
+		elog(ERROR, "statement \"%s\" returns %d columns, but declares %d",
+			 stmt->name, natts, stmt->ncolumns);
+	for (int c = 0; c < natts; c++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, c);
+
+		if (strcmp(NameStr(attr->attname), stmt->columns[c].name) != 0 ||
+			attr->atttypid != stmt->columns[c].type)
+			elog(ERROR, "column %d of statement \"%s\" is \"%s\" of type %u, but is declared \"%s\" of type %u",
+				 c + 1, stmt->name, NameStr(attr->attname), attr->atttypid,
+				 stmt->columns[c].name, stmt->columns[c].type);
+	}
+}
+
+/* SPI_keepplan, or an ERROR naming what could not be kept */
+static SPIPlanPtr
+keep(SPIPlanPtr plan, const DurableStatement *stmt, int step)
+{
+	if (plan == NULL)
+		elog(ERROR, "could not prepare %s\"%s\": %s",
+			 step >= 0 ? "a step of " : "", stmt->name,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not keep the plan of \"%s\"", stmt->name);
+	return plan;
+}
+
+/* remember a statement with kept plans, once */
+static void
+remember(DurableStatement *stmt)
+{
+	DurableStatement *s;
+
+	for (s = prepared_statements; s != NULL; s = s->next_prepared)
+		if (s == stmt)
+			return;
+	stmt->next_prepared = prepared_statements;
+	prepared_statements = stmt;
+}
+
+/*
+ * statement_plan
+ *		The kept plan of a statement, prepared and checked on its first use.
+ *
+ * Plan once: a custom plan per call would cost more than most of these
+ * statements take to run.  The statements are written so that their
+ * generic plans use the right indexes whatever the values.  Citus,
+ * though, routes a statement to its shard by the values of its
+ * parameters, and has no generic plan for most of them: on distributed
+ * tables each call plans for its values (Citus's fast path keeps that
+ * cheap for the single-table ones).
+ */
+static SPIPlanPtr
+statement_plan(DurableStatement *stmt)
+{
+	SPIPlanPtr	plan;
+
+	if (stmt->plan != NULL)
+		return stmt->plan;
+	check_parameters(stmt, -1, stmt->nargs);
+	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
+							  DurableDistributed() ? CURSOR_OPT_CUSTOM_PLAN :
+							  CURSOR_OPT_GENERIC_PLAN);
+	if (plan != NULL && stmt->ncolumns >= 0)
+		check_columns(stmt, plan);
+	stmt->plan = keep(plan, stmt, -1);
+	remember(stmt);
+	return stmt->plan;
+}
+
+/*
+ * split_plan
+ *		The kept plan of step k of a statement's split, prepared on its first
+ *		use, when the columns of its input are known.  The last step's
+ *		result is checked as the statement's would be.
+ */
+static SPIPlanPtr
+split_plan(DurableStatement *stmt, int k, TupleDesc input)
+{
+	const char *sql = stmt->split[k].sql;
+	Oid			argtypes[SPLIT_MAX_ARGS];
+	int			ninput = input ? input->natts : 0;
+	StringInfoData buf;
+	const char *star;
+	SPIPlanPtr	plan;
+
+	if (stmt->split_plans[k] != NULL)
+		return stmt->split_plans[k];
+	if (stmt->nargs + ninput > SPLIT_MAX_ARGS)
+		elog(ERROR, "step %d of \"%s\" has too many parameters", k, stmt->name);
+	memcpy(argtypes, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+	for (int c = 0; c < ninput; c++)
+		argtypes[stmt->nargs + c] = SPI_gettypeid(input, c + 1);
+
+	/* "$*": the input's columns, numbered after the statement's parameters */
+	initStringInfo(&buf);
+	star = strstr(sql, "$*");
+	if (star != NULL)
+	{
+		appendBinaryStringInfo(&buf, sql, star - sql);
+		for (int c = 0; c < ninput; c++)
+			appendStringInfo(&buf, "%s$%d", c > 0 ? ", " : "", stmt->nargs + c + 1);
+		appendStringInfoString(&buf, star + 2);
+	}
+	else
+		appendStringInfoString(&buf, sql);
+
+	check_parameters(stmt, k, stmt->nargs + ninput);
+	plan = SPI_prepare_cursor(buf.data, stmt->nargs + ninput, argtypes,
+							  CURSOR_OPT_CUSTOM_PLAN);
+	if (plan != NULL && k == stmt->nsplit - 1 && stmt->ncolumns >= 0)
+		check_columns(stmt, plan);
+	stmt->split_plans[k] = keep(plan, stmt, k);
+	remember(stmt);
+	pfree(buf.data);
+	return stmt->split_plans[k];
+}
+
+/* DurableExecute for a statement that runs as its split */
+static uint64
+execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
+			  int expected)
+{
+	SPITupleTable *results[DURABLE_MAX_SPLIT_STEPS] = {0};
+	uint64		last_rows[DURABLE_MAX_SPLIT_STEPS] = {0};
+	Datum		args[SPLIT_MAX_ARGS];
+	char		argnulls[SPLIT_MAX_ARGS];
+	int			rc = SPI_OK_SELECT;
+
+	memcpy(args, values, sizeof(Datum) * stmt->nargs);
+	for (int i = 0; i < stmt->nargs; i++)
+		argnulls[i] = nulls ? nulls[i] : ' ';
+
+	for (int k = 0; k < stmt->nsplit; k++)
+	{
+		const DurableSplitStep *step = &stmt->split[k];
+		SPITupleTable *input = step->input == DURABLE_SPLIT_NO_INPUT ? NULL : results[step->input];
+		uint64		rows = input ? last_rows[step->input] : 1;
+		SPIPlanPtr	plan = split_plan(stmt, k, input ? input->tupdesc : NULL);
+		uint64		found = 0;
+
+		for (uint64 r = 0; r < rows; r++)
+		{
+			for (int c = 0; input && c < input->tupdesc->natts; c++)
+			{
+				bool		isnull;
+
+				args[stmt->nargs + c] = SPI_getbinval(input->vals[r], input->tupdesc,
+													  c + 1, &isnull);
+				argnulls[stmt->nargs + c] = isnull ? 'n' : ' ';
+			}
+			rc = SPI_execute_plan(plan, args, argnulls, false, 0);
+			if (rc < 0)
+				elog(ERROR, "step %d of \"%s\" failed: %s",
+					 k, stmt->name, SPI_result_code_string(rc));
+			found += SPI_processed;
+			results[k] = SPI_tuptable;
+			last_rows[k] = SPI_processed;
+		}
+		if (step->required && found == 0)
+			return 0;
+	}
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result for \"%s\": %s",
+			 stmt->name, SPI_result_code_string(rc));
+	return last_rows[stmt->nsplit - 1];
+}
+
+/*
+ * DurableExecute
+ *		Run a statement with the given parameters and check that SPI
+ *		returned what the caller expects.  nulls follows SPI's convention
+ *		(' ' not null, 'n' null) and may be NULL when no value is null.
+ *		Returns SPI_processed.  On distributed tables a statement that has
+ *		a split runs as its split.
+ */
+uint64
+DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
+			   int expected, long tcount)
+{
+	int			rc;
+
+	DurableCheckInstallation();
+	last_executed = stmt;
+	if (stmt->nsplit > 0 && DurableDistributed())
+		return execute_split(stmt, values, nulls, expected);
+	rc = SPI_execute_plan(statement_plan(stmt), values, nulls, false, tcount);
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result for \"%s\": %s",
+			 stmt->name, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * DurableForgetPlans
+ *		Free every kept plan, to be prepared again on its next use: the
+ *		installation changed how statements must be prepared.
+ */
+void
+DurableForgetPlans(void)
+{
+	DurableStatement *stmt = prepared_statements;
+
+	while (stmt != NULL)
+	{
+		DurableStatement *next = stmt->next_prepared;
+
+		if (stmt->plan != NULL)
+			SPI_freeplan(stmt->plan);
+		stmt->plan = NULL;
+		for (int k = 0; k < DURABLE_MAX_SPLIT_STEPS; k++)
+		{
+			if (stmt->split_plans[k] != NULL)
+				SPI_freeplan(stmt->split_plans[k]);
+			stmt->split_plans[k] = NULL;
+		}
+		stmt->next_prepared = NULL;
+		stmt = next;
+	}
+	prepared_statements = NULL;
+}
+
+/*
+ * Accessors for column col (counted from 0, by the declaration's
+ * constants) of a row of the result of the last statement executed.  Null
+ * handling is explicit: only DurableColumnDatum, DurableColumnText and
+ * DurableColumnIsNull accept a NULL.
+ */
+static inline void
+check_column(int col, Oid type)
+{
+	Assert(last_executed != NULL && SPI_tuptable != NULL);
+	Assert(last_executed->ncolumns < 0 || col < last_executed->ncolumns);
+	Assert(last_executed->ncolumns < 0 || type == InvalidOid ||
+		   last_executed->columns[col].type == type);
+	(void) col;
+	(void) type;
+}
+
+Datum
+DurableColumnDatum(uint64 row, int col, bool *isnull)
+{
+	check_column(col, InvalidOid);
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 col + 1, isnull);
+}
+
+bool
+DurableColumnIsNull(uint64 row, int col)
+{
+	bool		isnull;
+
+	(void) DurableColumnDatum(row, col, &isnull);
+	return isnull;
+}
+
+/* a column's value, which must not be NULL */
+static Datum
+column_value(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		d = DurableColumnDatum(row, col, &isnull);
+
+	if (isnull)
+		elog(ERROR, "unexpected null in column %d of \"%s\"",
+			 col + 1, last_executed->name);
+	return d;
+}
+
+/* an int8 or int4 column */
+int64
+DurableColumnInt64(uint64 row, int col)
+{
+	Datum		d = column_value(row, col);
+
+	return SPI_gettypeid(SPI_tuptable->tupdesc, col + 1) == INT8OID ?
+		DatumGetInt64(d) : (int64) DatumGetInt32(d);
+}
+
+int32
+DurableColumnInt32(uint64 row, int col)
+{
+	check_column(col, INT4OID);
+	return DatumGetInt32(column_value(row, col));
+}
+
+bool
+DurableColumnBool(uint64 row, int col)
+{
+	check_column(col, BOOLOID);
+	return DatumGetBool(column_value(row, col));
+}
+
+/*
+ * A column as text (NULL for NULL), valid until SPI_finish.  An interval
+ * or a time is written in one style whatever the session's IntervalStyle,
+ * DateStyle and TimeZone (an interval as IntervalStyle postgres writes it,
+ * a time as JSON does, in UTC): what durable keeps of it is one text.
+ */
+char *
+DurableColumnText(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		value = DurableColumnDatum(row, col, &isnull);
+	char		buf[MAXDATELEN + 1];
+
+	if (isnull)
+		return NULL;
+	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col + 1))
+	{
+		case INTERVALOID:
+			{
+				Interval   *span = DatumGetIntervalP(value);
+				struct pg_itm itm;
+
+#ifdef INTERVAL_NOT_FINITE
+				/* "infinity" and "-infinity" (PostgreSQL 17) have one style */
+				if (INTERVAL_NOT_FINITE(span))
+					break;
+#endif
+				interval2itm(*span, &itm);
+				EncodeInterval(&itm, INTSTYLE_POSTGRES, buf);
+				return pstrdup(buf);
+			}
+		case TIMESTAMPTZOID:
+			{
+				int			utc = 0;
+
+				return pstrdup(JsonEncodeDateTime(buf, value, TIMESTAMPTZOID, &utc));
+			}
+		default:
+			break;
+	}
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col + 1);
+}

@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.h
+ *	  The plan cache: statements declared by the modules that run them,
+ *	  prepared once per backend, checked at first prepare, executed, and
+ *	  their results read by named columns.  Nothing here knows about tasks.
+ *
+ * A module declares each statement it runs as a DurableStatement next to
+ * the code that binds it: the text, the parameter types, and the result
+ * columns by name and type, indexed by an enum of the module's own, so
+ * that results are read by name:
+ *
+ *		enum { QUEUE_PARTITIONS, QUEUE_LEASE, QUEUE_NCOLUMNS };
+ *		static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
+ *			[QUEUE_PARTITIONS] = {"partitions", INT4OID},
+ *			[QUEUE_LEASE] = {"lease", INTERVALOID},
+ *		};
+ *		static DurableStatement queue_get = {
+ *			.name = "queue_get",
+ *			.sql = "SELECT partitions, lease FROM durable.queues"
+ *				   " WHERE queue_name = $1",
+ *			.nargs = 1, .argtypes = {TEXTOID},
+ *			DURABLE_COLUMNS(queue_columns),
+ *		};
+ *		...
+ *		DurableExecute(&queue_get, args, NULL, SPI_OK_SELECT, 1);
+ *		lease = DurableColumnDatum(0, QUEUE_LEASE, &isnull);
+ *
+ * At first prepare the plan cache checks that the text uses exactly the
+ * parameters declared, and that the result has exactly the columns
+ * declared, by name and type; a statement that does not is an ERROR
+ * naming it, on its first use, which every test reaches.
+ *
+ * A statement may carry a split: the same statement as one statement per
+ * table, which runs instead of it when durable's tables are distributed by
+ * Citus (see plan.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DURABLE_STORE_H
+#define DURABLE_STORE_H
+
+#include "pure/pure.h"
+
+#include "executor/spi.h"
+
+#define DURABLE_MAX_ARGS 20
+#define DURABLE_MAX_SPLIT_STEPS 5
+
+/* a result column: its name, as the statement's text names it, and type */
+typedef struct DurableColumn
+{
+	const char *name;
+	Oid			type;
+} DurableColumn;
+
+/*
+ * One statement of a split.  Its parameters are the statement's, followed
+ * by the columns of one row of its input step ("$*" in its text stands for
+ * all of those); it runs once per row of its input, or once when it has
+ * none.  A required step that finds no row ends the split with no rows.
+ * The last step returns what the statement returns.
+ */
+#define DURABLE_SPLIT_NO_INPUT (-1)
+
+typedef struct DurableSplitStep
+{
+	const char *sql;
+	int			input;			/* an earlier step, or DURABLE_SPLIT_NO_INPUT */
+	bool		required;
+} DurableSplitStep;
+
+typedef struct DurableStatement
+{
+	const char *name;			/* for messages */
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[DURABLE_MAX_ARGS];
+	const DurableColumn *columns;	/* of its result, NULL for none */
+	int			ncolumns;
+	int			nsplit;			/* steps of its split, or 0 */
+	DurableSplitStep split[DURABLE_MAX_SPLIT_STEPS];
+
+	/* kept by the plan cache, per backend */
+	SPIPlanPtr	plan;
+	SPIPlanPtr	split_plans[DURABLE_MAX_SPLIT_STEPS];
+	struct DurableStatement *next_prepared;
+} DurableStatement;
+
+/* the result columns of a statement, from their array */
+#define DURABLE_COLUMNS(array) .columns = (array), .ncolumns = lengthof(array)
+
+/* ---- plan.c ---- */
+extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
+							 const char *nulls, int expected, long tcount);
+extern void DurableForgetPlans(void);
+extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
+extern bool DurableColumnIsNull(uint64 row, int col);
+extern int64 DurableColumnInt64(uint64 row, int col);
+extern int32 DurableColumnInt32(uint64 row, int col);
+extern bool DurableColumnBool(uint64 row, int col);
+extern char *DurableColumnText(uint64 row, int col);
+
+/* ---- cluster.c: the installation the statements run on ---- */
+extern int	durable_node_id;
+extern void DurableCheckInstallation(void);
+extern bool DurableDistributed(void);
+extern bool DurableCitusWorker(void);
+extern void DurableRequireSingleServer(const char *what);
+extern int32 DurableNodeId(void);
+
+#endif							/* DURABLE_STORE_H */
