@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "durable.h"
+#include "pure/pure.h"
 
 #include <math.h>
 #include <setjmp.h>
