@@ -40,7 +40,7 @@ forget_version_check(Datum arg, Oid relid)
  *		asked for: say what is wrong instead.  Checked again whenever
  *		durable.live_tasks is invalidated, as any change of the extension
  *		does, and as distributing it does: the plans of distributed tables
- *		are prepared differently (plan.c), so a change there drops
+ *		are prepared differently (plan.c drops them), so a change there drops
  *		them all.
  */
 static void
@@ -95,27 +95,14 @@ check_extension_version(void)
 				durable_citus_group = -1;
 		}
 	}
-	if (distributed != durable_distributed)
-		DurableForgetPlans();
 	durable_distributed = distributed;
 	durable_version_checked = true;
 }
 
 /*
- * DurableCheckInstallation
- *		Check the installation before a statement runs, once until the
- *		extension changes.
- */
-void
-DurableCheckInstallation(void)
-{
-	if (!durable_version_checked)
-		check_extension_version();
-}
-
-/*
  * DurableDistributed
- *		Whether durable's tables are distributed by Citus.
+ *		Whether durable's tables are distributed by Citus; checks the
+ *		extension's version first, once until the extension changes.
  */
 bool
 DurableDistributed(void)

@@ -42,6 +42,9 @@
 /* the statements with kept plans, to be freed when the installation changes */
 static DurableStatement *prepared_statements = NULL;
 
+/* whether the kept plans were prepared for distributed tables */
+static bool prepared_distributed = false;
+
 /* the statement whose result SPI_tuptable holds, for the accessors' checks */
 static const DurableStatement *last_executed = NULL;
 
@@ -197,7 +200,7 @@ statement_plan(DurableStatement *stmt)
 		return stmt->plan;
 	check_parameters(stmt, -1, stmt->nargs);
 	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
-							  DurableDistributed() ? CURSOR_OPT_CUSTOM_PLAN :
+							  prepared_distributed ? CURSOR_OPT_CUSTOM_PLAN :
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan != NULL && stmt->ncolumns >= 0)
 		check_columns(stmt, plan);
@@ -305,37 +308,13 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 }
 
 /*
- * DurableExecute
- *		Run a statement with the given parameters and check that SPI
- *		returned what the caller expects.  nulls follows SPI's convention
- *		(' ' not null, 'n' null) and may be NULL when no value is null.
- *		Returns SPI_processed.  On distributed tables a statement that has
- *		a split runs as its split.
+ * forget_plans
+ *		Free every kept plan, to be prepared again on its next use: durable's
+ *		tables were distributed (or no longer are), which changes how
+ *		statements are prepared and run.
  */
-uint64
-DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
-			   int expected, long tcount)
-{
-	int			rc;
-
-	DurableCheckInstallation();
-	last_executed = stmt;
-	if (stmt->nsplit > 0 && DurableDistributed())
-		return execute_split(stmt, values, nulls, expected);
-	rc = SPI_execute_plan(statement_plan(stmt), values, nulls, false, tcount);
-	if (rc != expected)
-		elog(ERROR, "unexpected SPI result for \"%s\": %s",
-			 stmt->name, SPI_result_code_string(rc));
-	return SPI_processed;
-}
-
-/*
- * DurableForgetPlans
- *		Free every kept plan, to be prepared again on its next use: the
- *		installation changed how statements must be prepared.
- */
-void
-DurableForgetPlans(void)
+static void
+forget_plans(void)
 {
 	DurableStatement *stmt = prepared_statements;
 
@@ -356,6 +335,36 @@ DurableForgetPlans(void)
 		stmt = next;
 	}
 	prepared_statements = NULL;
+}
+
+/*
+ * DurableExecute
+ *		Run a statement with the given parameters and check that SPI
+ *		returned what the caller expects.  nulls follows SPI's convention
+ *		(' ' not null, 'n' null) and may be NULL when no value is null.
+ *		Returns SPI_processed.  On distributed tables a statement that has
+ *		a split runs as its split.
+ */
+uint64
+DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
+			   int expected, long tcount)
+{
+	int			rc;
+	bool		distributed = DurableDistributed();
+
+	if (distributed != prepared_distributed)
+	{
+		forget_plans();
+		prepared_distributed = distributed;
+	}
+	last_executed = stmt;
+	if (stmt->nsplit > 0 && distributed)
+		return execute_split(stmt, values, nulls, expected);
+	rc = SPI_execute_plan(statement_plan(stmt), values, nulls, false, tcount);
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result for \"%s\": %s",
+			 stmt->name, SPI_result_code_string(rc));
+	return SPI_processed;
 }
 
 /*

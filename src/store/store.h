@@ -93,7 +93,6 @@ typedef struct DurableStatement
 /* ---- plan.c ---- */
 extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
 							 const char *nulls, int expected, long tcount);
-extern void DurableForgetPlans(void);
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
 extern bool DurableColumnIsNull(uint64 row, int col);
 extern int64 DurableColumnInt64(uint64 row, int col);
@@ -103,7 +102,6 @@ extern char *DurableColumnText(uint64 row, int col);
 
 /* ---- cluster.c: the installation the statements run on ---- */
 extern int	durable_node_id;
-extern void DurableCheckInstallation(void);
 extern bool DurableDistributed(void);
 extern bool DurableCitusWorker(void);
 extern void DurableRequireSingleServer(const char *what);
