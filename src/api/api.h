@@ -31,4 +31,8 @@ extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
 extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
 								   const char *name);
 
+/* ---- waits.c: the row of an entry point that waits ---- */
+extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
+							  Jsonb *payload);
+
 #endif							/* DURABLE_API_H */

@@ -39,9 +39,6 @@ typedef enum DurableStmt
 	STMT_QUEUE_SCHEDULES,
 	STMT_QUEUE_DROP_SCHEDULES,
 	STMT_TASK_DEFER,
-	STMT_PARTITIONS,
-	STMT_PARTITIONS_LOCAL,
-	STMT_LOCAL_TASK_SHARDS,
 	STMT_ENQUEUE,
 	STMT_ENQUEUE_KEYED,
 	STMT_ENQUEUE_EXISTING,
@@ -84,42 +81,14 @@ typedef enum DurableStmt
 	STMT_COMMIT_BATCH,
 	STMT_STUCK,
 	STMT_STUCK_MARK,
-	STMT_MAINTAIN_HISTORY,
-	STMT_RETAIN_INBOX,
-	STMT_RETAIN_OUTBOX,
-	STMT_RETAIN_KEYS,
-	STMT_RETAIN_INBOX_ALL,
-	STMT_RETAIN_OUTBOX_ALL,
-	STMT_RETAIN_KEYS_ALL,
 	STMT_TASK_IDS,
 	STMT_ENQUEUE_BATCH,
-	STMT_WAIT_GET,
-	STMT_WAIT_SET,
-	STMT_WAIT_RESOLVE,
-	STMT_SPAWNED,
 	STMT_CHILDREN_STATES,
 	STMT_PARENT_LOCK,
 	STMT_PARENT_WAKE,
 	STMT_TASK_PARENT,
-	STMT_EVENT_PLACE,
-	STMT_EVENT_LOCK,
-	STMT_EVENT_EMIT,
-	STMT_EVENT_GET,
-	STMT_EVENT_WAIT_INSERT,
-	STMT_EVENT_WAIT_DELETE,
-	STMT_EVENT_WAKE,
 	STMT_EVENT_WAITS_DROP,
-	STMT_RETAIN_EVENTS,
 	STMT_QUEUE_DROP_EVENTS,
-	STMT_SCHEDULE_UPSERT,
-	STMT_SCHEDULE_DELETE,
-	STMT_SCHEDULES_DUE,
-	STMT_SCHEDULE_ADVANCE,
-	STMT_SCHEDULE_LOCK,
-	STMT_SCHEDULE_SKIP,
-	STMT_TICK_FAILURES,
-	STMT_TICK_FAILURE_SET,
-	STMT_TICK_FAILURE_CLEAR,
 	STMT_TICK_FAILURES_FORGET,
 	DURABLE_NUM_STMTS
 } DurableStmt;
@@ -236,11 +205,27 @@ extern void DurableWaitResolve(DurableTask *task, const char *name,
 extern void DurableWaitPark(DurableTask *task, const char *name,
 							const char *kind, TimestampTz until,
 							TimestampTz now);
-extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
-							  Jsonb *payload);
+extern const char *DurableSleep(int64 task_id, int64 fence, const char *name,
+								TimestampTz until, const Interval *duration,
+								TimestampTz now);
 
 /* ---- child.c: children ---- */
 extern int64 DurableCancelledParent(const DurableTask *task);
+struct DurableEnqueueRequest;
+extern int64 DurableSpawn(int64 fence, const char *name,
+						  const struct DurableEnqueueRequest *req,
+						  TimestampTz now);
+extern const char *DurableJoin(int64 task_id, int64 fence, const char *name,
+							   ArrayType *names, const Interval *timeout,
+							   TimestampTz now, Jsonb **report);
+
+/* ---- event.c: events that tasks await ---- */
+extern bool DurableEmit(const char *queue, const char *event, Jsonb *payload,
+						TimestampTz now);
+extern const char *DurableAwait(int64 task_id, int64 fence, const char *name,
+								const char *event, const Interval *timeout,
+								const char *queue, TimestampTz now,
+								Jsonb **payload);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
@@ -400,6 +385,7 @@ extern void DurablePartFailedWith(const char *part, const char *sqlstate,
 								  const char *message, bool unreachable);
 extern void DurablePartFailed(const char *part, const ErrorData *edata);
 extern void DurablePartSucceeded(const char *part);
+extern bool DurablePartForget(const char *part);
 extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
 					   ErrorData **error);
 extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
@@ -435,6 +421,11 @@ extern void DurableVacuumTasks(void);
 extern char *DurableInstallationId(void);
 
 /* ---- schedule.c ---- */
+extern TimestampTz DurableScheduleSet(const char *name, const char *text,
+									  const char *zone, const char *queue,
+									  Jsonb *payload, bool backfill,
+									  TimestampTz now);
+extern bool DurableUnschedule(const char *name);
 extern uint64 DurableRunSchedules(TimestampTz now, int batch,
 								  DurableSettledCallback callback, void *arg);
 
