@@ -157,4 +157,10 @@ extern bool DurableCronNextWall(const DurableCron *cron, DurableWallTime *t);
 extern bool DurableCronPrevWall(const DurableCron *cron, DurableWallTime *t,
 								bool inclusive);
 
+/* ---- worker.c: the background workers' common description ---- */
+struct BackgroundWorker;
+extern void DurableWorkerSpec(struct BackgroundWorker *worker,
+							  const char *function, const char *name,
+							  int restart_seconds);
+
 #endif							/* DURABLE_PURE_H */
