@@ -417,6 +417,10 @@ extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
 extern bool DurableTasksNeedVacuum(void);
 extern void DurableVacuumTasks(void);
 
+/* ---- days.c: the days of history, made ahead ---- */
+extern void DurableEnsureHistoryDays(TimestampTz now);
+extern void DurableMakeHistoryDays(TimestampTz now);
+
 /* ---- keys of this installation ---- */
 extern char *DurableInstallationId(void);
 

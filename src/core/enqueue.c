@@ -135,6 +135,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	int64		task_id;
 
 	DurableCheckPayloadSize(VARSIZE(req->payload), "payload");
+	DurableEnsureHistoryDays(now);
 	if (key != NULL)
 	{
 		check_key(key, "idempotency key");

@@ -268,7 +268,10 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 
 	/* a task that finishes moves to history; a replayed one comes back */
 	if (DurableTaskIsTerminal(move->to_state))
+	{
+		DurableEnsureHistoryDays(now);
 		stmt = STMT_FINISH;
+	}
 	else if (DurableTaskIsTerminal(move->from_state))
 		stmt = STMT_REVIVE;
 	else

@@ -165,4 +165,10 @@ extern TimestampTz DurableCronNext(const DurableCron *cron, TimestampTz after,
 extern TimestampTz DurableCronLatest(const DurableCron *cron, TimestampTz at,
 									 struct pg_tz *tz);
 
+/* ---- worker.c: the background workers' common description ---- */
+struct BackgroundWorker;
+extern void DurableWorkerSpec(struct BackgroundWorker *worker,
+							  const char *function, const char *name,
+							  int restart_seconds);
+
 #endif							/* DURABLE_PURE_H */
