@@ -446,17 +446,8 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" JOIN durable.queues q ON q.queue_name = u.queue_name",
 		5, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID}
 	},
-	[STMT_DEAD_LETTERS] = {
-		"dead_letters",
-		DEAD_LETTERS("= ANY ($1)"),
-		3, {INT4ARRAYOID, TEXTOID, INT4OID}
-	},
-	/* on Citus, which locks rows only in a statement on one shard */
-	[STMT_DEAD_LETTERS_ONE] = {
-		"dead_letters_one",
-		DEAD_LETTERS("= $1"),
-		3, {INT4OID, TEXTOID, INT4OID}
-	},
+
+
 	[STMT_EVENT_APPEND] = {
 		"event_append",
 		"WITH t AS (UPDATE durable.live_tasks SET version = version + 1,"
@@ -471,58 +462,11 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		9, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
 		TEXTOID, INT4OID, TEXTOID}
 	},
-	[STMT_CHECKPOINT] = {
-		"checkpoint",
-		"UPDATE durable.live_tasks SET checkpoint = $3,"
-		" checkpoint_version = checkpoint_version + 1"
-		" WHERE partition_key = $1 AND task_id = $2"
-		" RETURNING checkpoint_version",
-		3, {INT4OID, INT8OID, JSONBOID}
-	},
-	[STMT_STEP_GET] = {
-		"step_get",
-		"SELECT state::text, class::text, version, attempt, ordinal,"
-		" idempotency_key, request_hash, result, receipt, compensates"
-		" FROM durable.live_steps"
-		" WHERE partition_key = $1 AND task_id = $2 AND step = $3",
-		3, {INT4OID, INT8OID, TEXTOID}
-	},
-	[STMT_STEP_INSERT] = {
-		"step_insert",
-		"INSERT INTO durable.live_steps (partition_key, task_id, step, state, class,"
-		" ordinal, created_at, updated_at, idempotency_key, request_hash,"
-		" request, compensates)"
-		" VALUES ($1, $2, $3, 'planned', $4::durable.activity_class, $5, $6, $6,"
-		" $7, $8, $9, $10)"
-		" ON CONFLICT (partition_key, task_id, step) DO NOTHING",
-		10, {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
-		TEXTOID, BYTEAOID, JSONBOID, TEXTOID}
-	},
-	[STMT_STEP_UPDATE] = {
-		"step_update",
-		"UPDATE durable.live_steps SET state = $4::durable.step_state,"
-		" version = version + 1, attempt = attempt + $5, updated_at = $6,"
-		" result = COALESCE($7, result),"
-		" receipt = CASE WHEN $13 THEN NULL ELSE COALESCE($8, receipt) END,"
-		" effect_id = CASE WHEN $13 THEN NULL ELSE COALESCE($9, effect_id) END,"
-		" evidence = CASE WHEN $13 THEN NULL ELSE COALESCE($10, evidence) END,"
-		" error_class = COALESCE($11, error_class),"
-		" error = COALESCE($12, error)"
-		" WHERE partition_key = $1 AND task_id = $2 AND step = $3"
-		" AND version = $14"
-		" RETURNING version",
-		14, {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
-			JSONBOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, BOOLOID,
-		INT4OID}
-	},
-	[STMT_STEPS_IN_DOUBT] = {
-		"steps_in_doubt",
-		"SELECT step FROM durable.live_steps"
-		" WHERE partition_key = $1 AND task_id = $2"
-		" AND state IN ('started', 'unknown')"
-		" ORDER BY ordinal DESC",
-		2, {INT4OID, INT8OID}
-	},
+
+
+
+
+
 	[STMT_STEPS_UNSETTLED] = {
 		"steps_unsettled",
 		"SELECT step FROM durable.live_steps"
@@ -531,14 +475,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY ordinal DESC",
 		2, {INT4OID, INT8OID}
 	},
-	[STMT_STEPS_TO_COMPENSATE] = {
-		"steps_to_compensate",
-		"SELECT step, class::text FROM durable.live_steps"
-		" WHERE partition_key = $1 AND task_id = $2"
-		" AND state IN ('committed', 'compensated') AND compensates IS NULL"
-		" ORDER BY ordinal DESC",
-		2, {INT4OID, INT8OID}
-	},
+
 	[STMT_RECONCILE_CLAIM] = {
 		"reconcile_claim",
 		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
