@@ -56,26 +56,9 @@ typedef enum DurableStmt
 	STMT_EVENT_APPEND,
 	STMT_STEPS_UNSETTLED,
 	STMT_RECONCILE_CLAIM,
-	STMT_INBOX_INSERT,
-	STMT_INBOX_GET,
-	STMT_OUTBOX_INSERT,
-	STMT_OUTBOX_CLAIM,
-	STMT_OUTBOX_CANDIDATES,
-	STMT_OUTBOX_CLAIM_ONE,
-	STMT_OUTBOX_FENCE,
-	STMT_OUTBOX_ACK,
-	STMT_IDEMPOTENT_INSERT,
-	STMT_IDEMPOTENT_LOCK,
-	STMT_IDEMPOTENT_RESTART,
-	STMT_IDEMPOTENT_UPDATE,
-	STMT_IDEMPOTENT_FENCE,
-	STMT_INSTALLATION_ID,
 	STMT_TASK_GET,
 	STMT_TASK_LOCK,
-	STMT_EXPIRED,
 	STMT_COMMIT_BATCH,
-	STMT_STUCK,
-	STMT_STUCK_MARK,
 	STMT_MAINTAIN_HISTORY,
 	STMT_RETAIN_INBOX,
 	STMT_RETAIN_OUTBOX,
@@ -471,6 +454,37 @@ extern const char *DurableResolve(int64 task_id, DurableResolveDecision decision
 extern uint64 DurableReplayDeadLetters(const char *queue, int32 batch,
 									   const char *actor, int64 **replayed);
 extern const char *DurableRecoveryActionOf(int64 task_id);
+
+/* ---- inbox.c ---- */
+extern bool DurableInboxReceive(const char *consumer, const char *message_id,
+								Jsonb *payload);
+
+/* ---- outbox.c ---- */
+extern int64 DurableOutboxEmit(const char *topic, const char *key,
+							   Jsonb *payload);
+extern void DurableOutboxClaim(const char *publisher, int32 batch,
+							   Interval *lease, Tuplestorestate *store);
+extern uint64 DurableOutboxAck(Datum *ids, int nids, int64 fence);
+
+/* ---- request.c: request-level idempotency ---- */
+typedef struct DurableRequestStatus
+{
+	const char *status;			/* started, in_progress, completed */
+	const char *recovery_point;
+	int64		fence;			/* 0 unless started */
+	Datum		response;
+	bool		response_null;
+} DurableRequestStatus;
+
+extern void DurableIdempotentBegin(const char *scope, const char *key,
+								   Jsonb *request, Interval *lock,
+								   DurableRequestStatus *out);
+extern void DurableIdempotentAdvance(const char *scope, const char *key,
+									 int64 fence, text *recovery_point,
+									 Interval *lock);
+extern void DurableIdempotentFinish(const char *scope, const char *key,
+									int64 fence, Jsonb *response,
+									Interval *retention);
 
 /* ---- retention.c ---- */
 extern uint64 DurableApplyRetention(TimestampTz now, int batch,
