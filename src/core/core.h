@@ -295,7 +295,7 @@ extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege wha
 extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
 										DurableQueuePrivilege what);
 
-/* ---- step.c ---- */
+/* ---- step.c: a step's rows (fetch, in doubt, change state, settle) ---- */
 typedef struct DurableStep
 {
 	const char *name;

@@ -3,8 +3,8 @@
  * step.c
  *	  Steps: the side-effecting operations of a task, moved through their
  *	  state machine by compare-and-swap.  A step's rows only: reading them,
- *	  planning, changing and settling one step, the task's checkpoint.
- *	  What a step's outcome does to its task is outcome.c's.
+ *	  planning, changing and settling one step.  What a step's outcome does
+ *	  to its task is outcome.c's.
  *
  * A step is planned once, with a class and a stable idempotency key that
  * never changes across attempts or takeovers; a replay gets the stored row
