@@ -122,17 +122,6 @@
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
 	" LIMIT $10) k)"
 
-/* failed tasks of a queue ($2) that may be replayed, in the partitions given */
-#define DEAD_LETTERS(partitions) \
-	"SELECT t.task_id FROM durable.task_history t" \
-	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
-	" AND t.state = 'failed'" \
-	" AND t.steps_in_doubt = 0" \
-	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
-	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
-	"  AND s.state = 'failed')" \
-	" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED"
-
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
 	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
