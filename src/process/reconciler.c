@@ -11,8 +11,10 @@
  * LOCKED, so two reconcilers, or a reconciler and a late commit, never both
  * win.  It never sleeps inside a transaction or while holding a snapshot.
  * Between ticks it vacuums durable.live_tasks when enough of its row versions
- * have died (vacuum.c).  Errors are not caught: the worker exits and the
- * launcher starts it again after DURABLE_RESTART_SECONDS.
+ * have died (vacuum.c).  On one server errors are not caught: the worker
+ * exits and the launcher starts it again after DURABLE_RESTART_SECONDS.  On
+ * Citus a tick that fails, as any may while a node is away, is given up and
+ * said once (run_guarded_tick), and the next tick tries again.
  *
  * What it cannot help is waited out quietly, said once in the log and
  * checked again periodically: durable.database that does not exist (the
@@ -140,39 +142,112 @@ static bool distributed = false;
 static uint64 run_tick(bool *vacuum);
 
 /*
- * run_citus_tick
- *		run_tick on Citus, where a node that goes away fails a tick at any
- *		statement, and even at its commit (a connection Citus holds to be
- *		essential): the tick is given up and the next one tries again, as
- *		reconcile.c does for each part of a tick.  A node's going away
- *		(DurableNodeUnreachable) is logged at LOG, anything else as a
- *		WARNING.  Returns 0 for a tick given up.
+ * try_abort
+ *		AbortCurrentTransaction, once: whether it got to its end.  An error
+ *		it raises is said at LOG, unless it is the last try's (rethrown).
+ */
+static bool
+try_abort(MemoryContext loop_context, bool last)
+{
+	volatile bool aborted = false;
+
+	PG_TRY();
+	{
+		AbortCurrentTransaction();
+		aborted = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		if (last)
+			PG_RE_THROW();
+		MemoryContextSwitchTo(loop_context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(LOG,
+				errmsg("durable reconciler could not abort a tick given up: %s",
+					   edata->message),
+				errdetail("The abort is tried again."));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return aborted;
+}
+
+/*
+ * abort_tick
+ *		AbortCurrentTransaction for a tick given up.  On Citus the abort
+ *		itself talks to the nodes (ROLLBACK, ROLLBACK TO SAVEPOINT) and may
+ *		fail again on a node that went away; as PostgresMain does when its
+ *		abort fails, the abort is tried again from where it stopped, a few
+ *		times.
+ */
+#define DURABLE_ABORT_TRIES 3
+
+static void
+abort_tick(MemoryContext loop_context)
+{
+	for (int attempt = 1; attempt <= DURABLE_ABORT_TRIES; attempt++)
+		if (try_abort(loop_context, attempt == DURABLE_ABORT_TRIES))
+			return;
+}
+
+/*
+ * run_guarded_tick
+ *		run_tick, and the vacuum it asks for (vacuum.c).  On Citus, where a
+ *		node that goes away fails a tick at any statement, at a savepoint of
+ *		a part, at its commit (a connection Citus holds to be essential),
+ *		and in the vacuum's transactions, the tick is given up and the next
+ *		one tries again, as reconcile.c does for each part of a tick.  A
+ *		node's going away (DurableNodeUnreachable) is logged at LOG,
+ *		anything else as a WARNING, once, before the abort (which may fail
+ *		too: abort_tick).  On one server an error is not caught: the worker
+ *		exits.  Whether the tables are distributed is known from the tick
+ *		that fails, which reads it before it does anything else; a node's
+ *		going away is a tick given up even where that reads "not
+ *		distributed" (the first tick after durable_enable_citus may still
+ *		read it so).  Returns 0 for a tick given up.
  */
 static uint64
-run_citus_tick(MemoryContext loop_context, bool *vacuum)
+run_guarded_tick(MemoryContext loop_context)
 {
 	MemoryContext tick_context = CurrentMemoryContext;
 	volatile uint64 work = 0;
 
 	PG_TRY();
 	{
-		work = run_tick(vacuum);
+		bool		vacuum = false;
+
+		work = run_tick(&vacuum);
+		if (vacuum)
+			DurableVacuumTasks();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		unreachable;
 
 		MemoryContextSwitchTo(loop_context);
 		edata = CopyErrorData();
 		FlushErrorState();
-		AbortCurrentTransaction();
-		MemoryContextSwitchTo(tick_context);
-		ereport(DurableNodeUnreachable(edata) ? LOG : WARNING,
+		unreachable = DurableNodeUnreachable(edata);
+		if (!distributed && !unreachable)
+			ReThrowError(edata);
+		ereport(unreachable ? LOG : WARNING,
 				errmsg("durable reconciler gave up a tick: %s", edata->message),
 				errdetail("The next tick tries again."));
 		FreeErrorData(edata);
+		abort_tick(loop_context);
+
+		/* a vacuum given up leaves its statement's context (vacuum.c) */
+		if (PortalContext != NULL)
+		{
+			MemoryContextDelete(PortalContext);
+			PortalContext = NULL;
+		}
+		MemoryContextSwitchTo(tick_context);
 		pgstat_report_activity(STATE_IDLE, NULL);
-		*vacuum = false;
 		work = 0;
 	}
 	PG_END_TRY();
@@ -293,11 +368,8 @@ durable_reconciler_main(Datum main_arg)
 		if (durable_reconciler_enabled && now >= next_tick)
 		{
 			MemoryContext old = MemoryContextSwitchTo(tick_context);
-			bool		vacuum = false;
-			uint64		work = distributed ? run_citus_tick(old, &vacuum) : run_tick(&vacuum);
+			uint64		work = run_guarded_tick(old);
 
-			if (vacuum)
-				DurableVacuumTasks();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(tick_context);
 
