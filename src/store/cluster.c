@@ -10,6 +10,7 @@
 #include "store/store.h"
 
 #include "utils/inval.h"
+#include "utils/snapmgr.h"
 
 /* durable.node_id (process/durable.c defines the setting) */
 int			durable_node_id = 0;
@@ -41,7 +42,11 @@ forget_version_check(Datum arg, Oid relid)
  *		durable.live_tasks is invalidated, as any change of the extension
  *		does, and as distributing it does: the plans of distributed tables
  *		are prepared differently (plan.c drops them), so a change there drops
- *		them all.
+ *		them all.  Read with the latest snapshot, not the transaction's: the
+ *		invalidation that brings us here may come from a change committed
+ *		after the transaction's snapshot was taken (durable_enable_citus
+ *		while a tick waited for a lock), and an older snapshot would cache
+ *		the state before it until the next change of the extension.
  */
 static void
 check_extension_version(void)
@@ -54,6 +59,7 @@ check_extension_version(void)
 		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
 		callback_registered = true;
 	}
+	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid,"
 					" pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
 					" FROM pg_catalog.pg_extension"
@@ -95,6 +101,7 @@ check_extension_version(void)
 				durable_citus_group = -1;
 		}
 	}
+	PopActiveSnapshot();
 	durable_distributed = distributed;
 	durable_version_checked = true;
 }
