@@ -50,10 +50,6 @@ typedef enum DurableStmt
 	STMT_CLAIM_LIMITED,
 	STMT_HEARTBEAT,
 	STMT_HEARTBEAT_BATCH,
-	STMT_TRANSITION,
-	STMT_FINISH,
-	STMT_REVIVE,
-	STMT_EVENT_APPEND,
 	STMT_CHECKPOINT,
 	STMT_STEP_GET,
 	STMT_STEP_INSERT,
@@ -76,8 +72,6 @@ typedef enum DurableStmt
 	STMT_IDEMPOTENT_UPDATE,
 	STMT_IDEMPOTENT_FENCE,
 	STMT_INSTALLATION_ID,
-	STMT_TASK_GET,
-	STMT_TASK_LOCK,
 	STMT_EXPIRED,
 	STMT_DEAD_LETTERS,
 	STMT_DEAD_LETTERS_ONE,
@@ -98,9 +92,6 @@ typedef enum DurableStmt
 	STMT_WAIT_RESOLVE,
 	STMT_SPAWNED,
 	STMT_CHILDREN_STATES,
-	STMT_PARENT_LOCK,
-	STMT_PARENT_WAKE,
-	STMT_TASK_PARENT,
 	STMT_EVENT_PLACE,
 	STMT_EVENT_LOCK,
 	STMT_EVENT_EMIT,
@@ -108,7 +99,6 @@ typedef enum DurableStmt
 	STMT_EVENT_WAIT_INSERT,
 	STMT_EVENT_WAIT_DELETE,
 	STMT_EVENT_WAKE,
-	STMT_EVENT_WAITS_DROP,
 	STMT_RETAIN_EVENTS,
 	STMT_QUEUE_DROP_EVENTS,
 	STMT_SCHEDULE_UPSERT,
@@ -130,7 +120,7 @@ extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);
 extern int64 DurableResultInt64(uint64 row, int col);
 extern char *DurableResultText(uint64 row, int col);
 
-/* ---- task.c: reading and moving one task ---- */
+/* ---- task.c: reading one task, appending its events ---- */
 typedef struct DurableTask
 {
 	int32		partition;
@@ -186,16 +176,6 @@ typedef struct DurableMoved
 
 extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
 extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
-extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
-							TimestampTz now, DurableMoved *moved);
-extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
-									int64 parent_id, TimestampTz now);
-extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
-extern void DurableAnnounceWoken(uint64 rows);
-extern void DurableMoveLockedTask(const DurableTask *task,
-								  const DurableMove *move, TimestampTz now);
-extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
-								  TimestampTz now);
 DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
@@ -203,6 +183,19 @@ extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								Jsonb *detail, const char *step,
 								int32 doubt_delta);
 extern bool DurableTaskIsTerminal(const char *state);
+extern int64 DurableCancelledParent(const DurableTask *task);
+
+/* ---- move.c: moving one task, and what its finish owes its family ---- */
+extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
+							TimestampTz now, DurableMoved *moved);
+extern void DurableMoveLockedTask(const DurableTask *task,
+								  const DurableMove *move, TimestampTz now);
+extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
+								  TimestampTz now);
+extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
+									int64 parent_id, TimestampTz now);
+extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
+extern void DurableAnnounceWoken(uint64 rows);
 
 /* ---- lease.c ---- */
 extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
@@ -238,9 +231,6 @@ extern void DurableWaitPark(DurableTask *task, const char *name,
 							TimestampTz now);
 extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
 							  Jsonb *payload);
-
-/* ---- child.c: children ---- */
-extern int64 DurableCancelledParent(const DurableTask *task);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);

@@ -332,91 +332,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY i.n",
 		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID}
 	},
-	[STMT_TRANSITION] = {
-		"transition",
-		"WITH u AS (UPDATE durable.live_tasks SET"
-		"  state = $5::durable.task_state,"
-		"  fence = fence + $6,"
-		"  version = version + 1,"
-		"  run_at = COALESCE($7, run_at),"
-		"  stop_code = $8,"
-		"  last_error = COALESCE($9, last_error),"
-		"  result = COALESCE($10, result),"
-		"  attempt = " MOVED_ATTEMPT ","
-		"  lease = NULL, lease_until = NULL"
-		MOVE_WHERE
-		MOVE_RETURNING ","
-		"  claimed_at, claim_seq, claim_kind, claim_role),"
-		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
-		"  lease_kind, lease_actor, lease_role)"
-		"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		"  COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
-		"  " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
-		"  " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
-		"  " ENDS_LEASE("claim_role") " FROM u"
-		"  RETURNING seq)"
-		" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
-		QUEUE_OF_U,
-		18, TRANSITION_ARGTYPES
-	},
-	[STMT_FINISH] = {
-		"finish",
-		"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
-		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-		"  SELECT " FINISHED_TASK_ROW " FROM d"
-		MOVE_RETURNING ", parent_id,"
-		/* a task without waits, as most are, has no children to look for */
-		"  CASE WHEN waits IS NOT NULL THEN"
-		"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
-		"   FROM pg_catalog.jsonb_each(waits) w"
-		"   WHERE w.value ->> 'kind' = 'spawn') END AS children,"
-		"  waits IS NOT NULL AS waited),"
-		" s AS (DELETE FROM durable.live_steps s USING d"
-		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
-		"  RETURNING s.*),"
-		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-		"  SELECT s.*, $11 FROM s)"
-		" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
-		" u.children, u.waited FROM u" QUEUE_OF_U,
-		18, TRANSITION_ARGTYPES
-	},
-	[STMT_REVIVE] = {
-		"revive",
-		"WITH d AS (DELETE FROM durable.task_history" MOVE_WHERE " RETURNING *),"
-		/* the row was the task's last event: it becomes one of the log */
-		" f AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
-		"  lease_kind, lease_actor, lease_role)"
-		"  SELECT partition_key, task_id, version, state, fence, finished_at,"
-		"  final_kind, final_actor, final_detail, final_role, claim_seq,"
-		"  claim_fence, claimed_at, claim_kind, owner, claim_role FROM d"
-		"  WHERE final_kind IS NOT NULL),"
-		" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
-		"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
-		"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
-		"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
-		"  stuck_alarm_at, NULL, NULL, deadline, queue_name, owner, progress, $8,"
-		"  idempotency_key, request_hash, workflow_version, payload,"
-		"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
-		"  checkpoint_version, steps_in_doubt, metadata,"
-		"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-		"  parent_id, concurrency_key, waits FROM d"
-		MOVE_RETURNING "),"
-		" s AS (DELETE FROM durable.step_history s USING d"
-		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
-		"  RETURNING s.*),"
-		" l AS (INSERT INTO durable.live_steps (" STEP_TABLE_COLUMNS ")"
-		"  SELECT " STEP_TABLE_COLUMNS " FROM s),"
-		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, detail, role)"
-		"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
-		"  COALESCE($13, owner), $14, $17 FROM u"
-		"  RETURNING seq)"
-		" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
-		QUEUE_OF_U,
-		18, TRANSITION_ARGTYPES
-	},
 	[STMT_COMMIT_BATCH] = {
 		"commit_batch",
 		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
@@ -456,20 +371,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"dead_letters_one",
 		DEAD_LETTERS("= $1"),
 		3, {INT4OID, TEXTOID, INT4OID}
-	},
-	[STMT_EVENT_APPEND] = {
-		"event_append",
-		"WITH t AS (UPDATE durable.live_tasks SET version = version + 1,"
-		"  steps_in_doubt = steps_in_doubt + $8"
-		"  WHERE partition_key = $1 AND task_id = $2"
-		"  RETURNING partition_key, task_id, version, fence, state, owner)"
-		" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-		" at, kind, actor, detail, step, role)"
-		" SELECT partition_key, task_id, version, state, fence, $3, $4,"
-		" COALESCE($5, owner), $6, $7, $9 FROM t"
-		" RETURNING seq",
-		9, {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
-		TEXTOID, INT4OID, TEXTOID}
 	},
 	[STMT_CHECKPOINT] = {
 		"checkpoint",
@@ -559,16 +460,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY u.task_id",
 		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
 		TIMESTAMPTZOID, TEXTOID}
-	},
-	[STMT_TASK_GET] = {
-		"task_get",
-		TASK_COLUMNS("durable.tasks"),
-		2, {INT4OID, INT8OID}
-	},
-	[STMT_TASK_LOCK] = {
-		"task_lock",
-		TASK_COLUMNS("durable.live_tasks") " FOR NO KEY UPDATE OF t",
-		2, {INT4OID, INT8OID}
 	},
 	[STMT_EXPIRED] = {
 		"expired",
@@ -861,45 +752,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE t.partition_key = ANY ($2) AND t.task_id = ANY ($1)",
 		2, {INT8ARRAYOID, INT4ARRAYOID}
 	},
-	[STMT_PARENT_LOCK] = {
-		"parent_lock",
-		/* an update, not a lock: see DurableWakeParent */
-		"UPDATE durable.live_tasks SET run_at = run_at"
-		" WHERE partition_key = $1 AND task_id = $2",
-		2, {INT4OID, INT8OID}
-	},
-	[STMT_PARENT_WAKE] = {
-		"parent_wake",
-		"WITH p AS (SELECT t.partition_key, t.task_id, j.key AS name"
-		"  FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
-		"  WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
-		"  AND t.run_at > $3"
-		"  AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'"
-		"  AND NOT EXISTS (SELECT FROM pg_catalog.jsonb_each(t.waits) s"
-		"   JOIN durable.live_tasks c"
-		"   ON c.partition_key = ((s.value ->> 'task_id')::int8"
-		"    & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
-		"   AND c.task_id = (s.value ->> 'task_id')::int8"
-		"   WHERE s.value ->> 'kind' = 'spawn'"
-		"   AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
-		"    OR j.value -> 'args' -> 'children' ? s.key))),"
-		" u AS (UPDATE durable.live_tasks t SET run_at = $3, version = t.version + 1"
-		"  FROM p WHERE t.partition_key = p.partition_key AND t.task_id = p.task_id"
-		"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
-		"  t.queue_name, p.name),"
-		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, detail, role)"
-		"  SELECT partition_key, task_id, version, state, fence, $3, 'woken', $5,"
-		"  pg_catalog.jsonb_build_object('wait', name, 'child', $4), $5 FROM u)"
-		WOKEN_QUEUES,
-		5, {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID}
-	},
-	[STMT_TASK_PARENT] = {
-		"task_parent",
-		"SELECT parent_id FROM durable.live_tasks"
-		" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
-		2, {INT4OID, INT8OID}
-	},
 
 	[STMT_EVENT_PLACE] = {
 		"event_place",
@@ -973,11 +825,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		"  FROM u)"
 		WOKEN_QUEUES,
 		6, {INT4OID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID}
-	},
-	[STMT_EVENT_WAITS_DROP] = {
-		"event_waits_drop",
-		"DELETE FROM durable.event_waits WHERE task_id = $1",
-		1, {INT8OID}
 	},
 	[STMT_RETAIN_EVENTS] = {
 		"retain_events",
@@ -1127,60 +974,6 @@ static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
 			" RETURNING partition_key, task_id, version, fence",
 		0, true},
 		{ENQUEUE_EVENT_SPLIT, 1, true}}
-	},
-	[STMT_EVENT_APPEND] = {2, {
-		{"UPDATE durable.live_tasks SET version = version + 1,"
-			" steps_in_doubt = steps_in_doubt + $8"
-			" WHERE partition_key = $1 AND task_id = $2"
-			" RETURNING partition_key, task_id, version, fence, state, owner",
-		DURABLE_SPLIT_NO_INPUT, true},
-		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-			" at, kind, actor, detail, step, role)"
-			" VALUES ($10, $11, $12, $14, $13, $3, $4, COALESCE($5, $15), $6, $7, $9)"
-			" RETURNING seq",
-		0, true}}
-	},
-	[STMT_TRANSITION] = {3, {
-		/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
-		 * claimed_at, claim_seq, claim_kind, claim_role */
-		{"UPDATE durable.live_tasks SET" MOVE_SET MOVE_WHERE
-			" RETURNING partition_key, task_id, version, fence, state, owner,"
-			" queue_name, claimed_at, claim_seq, claim_kind, claim_role",
-		DURABLE_SPLIT_NO_INPUT, true},
-		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
-			" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
-			" lease_kind, lease_actor, lease_role)"
-			" VALUES ($19, $20, $21, $23, $22, $11, $12, COALESCE($13, $24), $14, $17,"
-			" " ENDS_LEASE_PARAM("$27") ", " ENDS_LEASE_PARAM("$22 - $6") ","
-			" " ENDS_LEASE_PARAM("$26") ", " ENDS_LEASE_PARAM("$28") ","
-			" " ENDS_LEASE_PARAM("$24") ", " ENDS_LEASE_PARAM("$29") ")"
-			" RETURNING seq, $25::text, $24::text",
-		0, true},
-		{MOVED_QUEUE("$19", "$20", "$21"), 1, true}}
-	},
-	[STMT_FINISH] = {5, {
-		/* the task's row in history, as STMT_FINISH makes it */
-		{"DELETE FROM durable.live_tasks" MOVE_WHERE
-			" RETURNING " FINISHED_TASK_ROW,
-		DURABLE_SPLIT_NO_INPUT, true},
-		{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
-			" RETURNING version, queue_name, owner, parent_id, waits",
-		0, true},
-		{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
-			" RETURNING " STEP_TABLE_COLUMNS,
-		DURABLE_SPLIT_NO_INPUT, false},
-		{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-			" VALUES ($*, $11)",
-		2, false},
-		{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
-			" q.restricted, $22::int8 AS parent_id,"
-			" CASE WHEN $23 IS NOT NULL THEN"
-			" (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
-			"  FROM pg_catalog.jsonb_each($23) w"
-			"  WHERE w.value ->> 'kind' = 'spawn') END AS children,"
-			" $23 IS NOT NULL AS waited"
-			" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
-		1, true}}
 	},
 };
 
