@@ -31,4 +31,9 @@ extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
 extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
 								   const char *name);
 
+/* ---- tasks.c: helpers the api files share (not entry points) ---- */
+extern Datum DurableClaimResult(FunctionCallInfo fcinfo, DurableClaimKind kind);
+extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
+							   int key_argno, DurableEnqueueRequest *req);
+
 #endif							/* DURABLE_API_H */

@@ -45,11 +45,6 @@ typedef enum DurableStmt
 	STMT_ENQUEUE,
 	STMT_ENQUEUE_KEYED,
 	STMT_ENQUEUE_EXISTING,
-	STMT_CLAIM,
-	STMT_CLAIM_PROBE,
-	STMT_CLAIM_LIMITED,
-	STMT_HEARTBEAT,
-	STMT_HEARTBEAT_BATCH,
 	STMT_CHECKPOINT,
 	STMT_STEP_GET,
 	STMT_STEP_INSERT,
@@ -57,7 +52,6 @@ typedef enum DurableStmt
 	STMT_STEPS_IN_DOUBT,
 	STMT_STEPS_UNSETTLED,
 	STMT_STEPS_TO_COMPENSATE,
-	STMT_RECONCILE_CLAIM,
 	STMT_INBOX_INSERT,
 	STMT_INBOX_GET,
 	STMT_OUTBOX_INSERT,
@@ -75,7 +69,6 @@ typedef enum DurableStmt
 	STMT_EXPIRED,
 	STMT_DEAD_LETTERS,
 	STMT_DEAD_LETTERS_ONE,
-	STMT_COMMIT_BATCH,
 	STMT_STUCK,
 	STMT_STUCK_MARK,
 	STMT_MAINTAIN_HISTORY,
@@ -197,11 +190,36 @@ extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
 extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
 extern void DurableAnnounceWoken(uint64 rows);
 
-/* ---- lease.c ---- */
-extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
-extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
-							 const char *worker, Interval *lease, int batch,
-							 Tuplestorestate *store);
+/* ---- claim.c: leases ---- */
+typedef enum DurableClaimKind
+{
+	DURABLE_CLAIM_READY,		/* ready work: durable_claim's rows */
+	DURABLE_CLAIM_RECONCILE		/* steps awaiting a look-up:
+								 * durable_claim_reconcile's rows */
+} DurableClaimKind;
+
+extern int	DurableClaim(DurableClaimKind kind, const char *queue,
+						 const char *worker, Interval *lease, int batch,
+						 Tuplestorestate *store);
+extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
+										text *progress, Interval *lease);
+extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
+								  Interval *lease, int n, int64 *task_ids,
+								  TimestampTz *until, bool *held);
+extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
+
+/* ---- commit.c: a task's commit, failure or cancellation ---- */
+extern void DurableCommitTask(int64 task_id, int64 fence, Jsonb *result);
+extern void DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
+								  const char *worker, Interval *lease,
+								  int batch, Tuplestorestate *store);
+extern void DurableCommitBatch(ArrayType *ids, ArrayType *fences,
+							   ArrayType *results, int n);
+extern const char *DurableFailTask(int64 task_id, int64 fence,
+								   const char *error_class_name,
+								   Jsonb *error, bool has_retry_after,
+								   int64 retry_after);
+extern void DurableCancelTask(int64 task_id, const char *reason);
 
 /* ---- wait.c: named waits ---- */
 typedef struct DurableWait
@@ -309,6 +327,8 @@ typedef enum DurableQueuePrivilege
 extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what);
 extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
 										DurableQueuePrivilege what);
+extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
+									 uint64 n, DurableQueuePrivilege what);
 
 /* ---- step.c ---- */
 typedef struct DurableStep

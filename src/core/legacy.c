@@ -247,120 +247,7 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" AND idempotency_key = $3",
 		3, {INT4OID, TEXTOID, TEXTOID}
 	},
-	[STMT_CLAIM] = {
-		"claim",
-		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-		"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
-		"  claim_kind = 'claimed', claim_role = $8"
-		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT task_id FROM durable.live_tasks"
-		"   WHERE partition_key = $1 AND queue_name = $2"
-		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
-		"   ORDER BY priority DESC, run_at, task_id"
-		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
-		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
-		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
-		" FROM u ORDER BY priority DESC, run_at, task_id",
-		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID, TEXTOID}
-	},
 	/* on Citus: whether a partition has work to claim, and expired leases */
-	[STMT_CLAIM_PROBE] = {
-		"claim_probe",
-		"SELECT EXISTS (SELECT FROM durable.live_tasks"
-		"  WHERE partition_key = $1 AND queue_name = $2"
-		"  AND state IN ('ready', 'waiting') AND run_at <= $3),"
-		" EXISTS (SELECT FROM durable.live_tasks"
-		"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3)",
-		3, {INT4OID, TEXTOID, TIMESTAMPTZOID}
-	},
-	[STMT_CLAIM_LIMITED] = {
-		"claim_limited",
-		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-		"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-		"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
-		"  claim_kind = 'claimed', claim_role = $8"
-		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT task_id FROM durable.live_tasks c"
-		"   WHERE partition_key = $1 AND queue_name = $2"
-		"   AND state IN ('ready', 'waiting') AND run_at <= $3"
-		"   AND (concurrency_key IS NULL"
-		"    OR " KEY_BUSY " < $10)"
-		"   ORDER BY priority DESC, run_at, task_id"
-		"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
-		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-		"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
-		" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
-		" FROM u ORDER BY priority DESC, run_at, task_id",
-		10, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID, TEXTOID, INT4ARRAYOID, INT4OID}
-	},
-	[STMT_HEARTBEAT] = {
-		"heartbeat",
-		"WITH u AS (UPDATE durable.live_tasks SET"
-		" lease = COALESCE($4, lease),"
-		" lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, lease)") ","
-		" heartbeat_at = $3,"
-		" progress_at = CASE WHEN $5::text IS NOT NULL"
-		"  AND $5::text IS DISTINCT FROM progress THEN $3 ELSE progress_at END,"
-		" progress = COALESCE($5, progress)"
-		" WHERE partition_key = $1"
-		" AND task_id = $2"
-		" AND fence = $6 AND state = 'running'"
-		" RETURNING lease_until, queue_name)"
-		" SELECT u.lease_until, u.queue_name, q.restricted FROM u" QUEUE_OF_U,
-		6, {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID}
-	},
-	[STMT_HEARTBEAT_BATCH] = {
-		"heartbeat_batch",
-		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
-		"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
-		" u AS (UPDATE durable.live_tasks t SET"
-		"  lease = COALESCE($4, t.lease),"
-		"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
-		"  heartbeat_at = $3"
-		"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
-		"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
-		"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"
-		" SELECT i.task_id, u.queue_name, q.restricted, u.lease_until"
-		" FROM i LEFT JOIN u ON u.task_id = i.task_id AND u.fence = i.fence"
-		" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
-		" ORDER BY i.n",
-		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID}
-	},
-	[STMT_COMMIT_BATCH] = {
-		"commit_batch",
-		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
-		"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]))"
-		"  AS i(task_id, fence, result)),"
-		" d AS (DELETE FROM durable.live_tasks t USING i"
-		"  WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
-		"  AND t.task_id = i.task_id AND t.fence = i.fence"
-		"  AND t.state = 'running' AND t.steps_in_doubt = 0"
-		"  RETURNING t.*, i.result AS committed_result),"
-		" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-		"  SELECT partition_key, task_id, 'completed', class, priority, attempt,"
-		"  max_attempts, version + 1, fence, run_at, created_at, NULL, heartbeat_at,"
-		"  progress_at, stuck_alarm_at, $4, NULL, deadline, queue_name, owner,"
-		"  progress, NULL, idempotency_key, request_hash, workflow_version, payload,"
-		"  COALESCE(committed_result, result), last_error, checkpoint,"
-		"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
-		"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL,"
-		"  parent_id, concurrency_key, waits FROM d"
-		"  RETURNING task_id, queue_name, parent_id),"
-		" s AS (DELETE FROM durable.live_steps s USING d"
-		"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
-		"  RETURNING s.*),"
-		" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-		"  SELECT s.*, $4 FROM s)"
-		" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id FROM u"
-		" JOIN durable.queues q ON q.queue_name = u.queue_name",
-		5, {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID}
-	},
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
 		DEAD_LETTERS("= ANY ($1)"),
@@ -439,27 +326,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" AND state IN ('committed', 'compensated') AND compensates IS NULL"
 		" ORDER BY ordinal DESC",
 		2, {INT4OID, INT8OID}
-	},
-	[STMT_RECONCILE_CLAIM] = {
-		"reconcile_claim",
-		"WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-		"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-		"  progress_at = $3, fence = t.fence + 1, version = t.version + 1,"
-		"  claimed_at = $3, claim_seq = t.version + 1,"
-		"  claim_kind = 'reconcile_claimed', claim_role = $8"
-		"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-		"   SELECT task_id FROM durable.live_tasks"
-		"   WHERE partition_key = $1 AND queue_name = $2"
-		"   AND state = 'waiting' AND run_at = 'infinity' AND steps_in_doubt > 0"
-		"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
-		"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version)"
-		" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
-		" s.request"
-		" FROM u JOIN durable.live_steps s ON s.partition_key = u.partition_key"
-		" AND s.task_id = u.task_id AND s.state = 'unknown'"
-		" ORDER BY u.task_id",
-		8, {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-		TIMESTAMPTZOID, TEXTOID}
 	},
 	[STMT_EXPIRED] = {
 		"expired",
