@@ -2,7 +2,8 @@
  *
  * tasks.c
  *	  The SQL functions of tasks (README, "The SQL API", Tasks): enqueue,
- *	  claim, heartbeat, release, commit, fail and cancel.  Each checks its
+ *	  claim, heartbeat, release, commit, fail and cancel; and the helpers
+ *	  other api files share: the arguments of an enqueue, a claim's result.  Each checks its
  *	  arguments, connects to SPI, calls the core (enqueue.c, claim.c,
  *	  commit.c, step.c) and returns its result.
  *
@@ -19,6 +20,162 @@
 
 /* progress is a phase or a sequence number, not a document */
 #define DURABLE_MAX_PROGRESS_LEN 1024
+
+/*
+ * DurableEnqueueArgs
+ *		Read the arguments that durable_enqueue, durable_enqueue_batch and
+ *		durable_spawn share, from argno on: run_at, priority, class,
+ *		max_attempts, deadline, workflow_version, metadata (and, when
+ *		key_argno >= 0, the concurrency key there).
+ */
+void
+DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
+				   DurableEnqueueRequest *req)
+{
+	if (!PG_ARGISNULL(argno))
+		req->run_at = PG_GETARG_TIMESTAMPTZ(argno);
+	if (req->run_at != 0 && TIMESTAMP_NOT_FINITE(req->run_at))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("run_at must be a finite time"));
+	DurableRequireArg(fcinfo, argno + 1, "priority");
+	req->priority = PG_GETARG_INT32(argno + 1);
+	DurableRequireArg(fcinfo, argno + 2, "class");
+	req->class = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
+	(void) DurableParseActivityClass(req->class);
+	if (!PG_ARGISNULL(argno + 3))
+		req->max_attempts = DurableIntArgAtLeast(fcinfo, argno + 3, "max_attempts", 1);
+	if (!PG_ARGISNULL(argno + 4))
+		req->deadline = DurablePositiveIntervalArg(fcinfo, argno + 4, "deadline");
+	req->workflow_version = DurableTextArg(fcinfo, argno + 5, "workflow_version");
+	req->metadata = DurableJsonbArg(fcinfo, argno + 6, "metadata");
+	if (key_argno >= 0 && !PG_ARGISNULL(key_argno))
+	{
+		req->concurrency_key = text_to_cstring(PG_GETARG_TEXT_PP(key_argno));
+		DurableCheckKey(req->concurrency_key, "concurrency key");
+	}
+}
+
+/*
+ * durable_enqueue(queue text, payload jsonb = '{}', idempotency_key text = NULL,
+ *		run_at timestamptz = NULL, priority int = 0, class text = 'idempotent',
+ *		max_attempts int = NULL, deadline interval = NULL,
+ *		workflow_version text = NULL, metadata jsonb = NULL,
+ *		concurrency_key text = NULL) RETURNS bigint
+ *
+ * Returns the new task's id, or the first task's id for a key seen before
+ * with the same payload.  Raises 55U03 for a key seen with another payload,
+ * 42704 for an unknown queue, 22023/22004/54000 for bad arguments.
+ */
+PG_FUNCTION_INFO_V1(durable_enqueue);
+Datum
+durable_enqueue(PG_FUNCTION_ARGS)
+{
+	DurableEnqueueRequest req = {0};
+	int64		task_id;
+
+	req.queue = DurableNameArg(fcinfo, 0, "queue name");
+	DurableRequireArg(fcinfo, 1, "payload");
+	req.payload = DurableJsonbArg(fcinfo, 1, "payload");
+	if (!PG_ARGISNULL(2))
+		req.idempotency_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	DurableEnqueueArgs(fcinfo, 3, PG_NARGS() > 10 ? 10 : -1, &req);
+
+	SPI_connect();
+	task_id = DurableEnqueueTask(&req);
+	SPI_finish();
+	PG_RETURN_INT64(task_id);
+}
+
+/* the elements of a one-dimensional text[] or jsonb[] argument */
+static int
+array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
+		  Datum **elems, bool **elnulls)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+	int			n;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("%s must be a one-dimensional array", name));
+	deconstruct_array(array, elemtype, -1, false, TYPALIGN_INT,
+					  elems, elnulls, &n);
+	return n;
+}
+
+/* the ids of a batch, as the array it returns */
+static ArrayType *
+id_array(const int64 *result, int n)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(result[i]);
+	return construct_array(ids, n, INT8OID, sizeof(int64),
+						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+}
+
+/*
+ * durable_enqueue_batch(queue text, payloads jsonb[], idempotency_keys
+ *		text[] = NULL, run_at timestamptz = NULL, priority int = 0,
+ *		class text = 'idempotent', max_attempts int = NULL,
+ *		deadline interval = NULL, workflow_version text = NULL,
+ *		metadata jsonb = NULL, concurrency_keys text[] = NULL)
+ *		RETURNS bigint[]
+ *
+ * Adds a task per payload, in one statement, and returns their ids in
+ * order.  Each element follows durable_enqueue's rules for its own key (a
+ * NULL element has none): a key seen before with the same payload gives
+ * its first task's id (also a key repeated within the batch), with another
+ * payload 55U03 for the whole batch.  All or nothing: any error adds none.
+ */
+PG_FUNCTION_INFO_V1(durable_enqueue_batch);
+Datum
+durable_enqueue_batch(PG_FUNCTION_ARGS)
+{
+	DurableEnqueueRequest req = {0};
+	Datum	   *elems;
+	bool	   *elnulls;
+	ArrayType  *keys = NULL;
+	ArrayType  *ckeys = NULL;
+	int			n;
+	int64	   *result;
+
+	req.queue = DurableNameArg(fcinfo, 0, "queue name");
+	DurableRequireArg(fcinfo, 1, "payloads");
+	n = array_arg(fcinfo, 1, JSONBOID, "payloads", &elems, &elnulls);
+	if (n > DURABLE_MAX_BATCH)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("a batch can enqueue at most %d tasks", DURABLE_MAX_BATCH),
+				errdetail("The batch has %d payloads.", n));
+	if (!PG_ARGISNULL(2))
+	{
+		if (array_arg(fcinfo, 2, TEXTOID, "idempotency_keys", &elems, &elnulls) != n)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("idempotency_keys must have one element per payload"));
+		keys = PG_GETARG_ARRAYTYPE_P(2);
+	}
+	if (!PG_ARGISNULL(10))
+	{
+		if (array_arg(fcinfo, 10, TEXTOID, "concurrency_keys", &elems, &elnulls) != n)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("concurrency_keys must have one element per payload"));
+		ckeys = PG_GETARG_ARRAYTYPE_P(10);
+	}
+	DurableEnqueueArgs(fcinfo, 3, -1, &req);
+
+	/* what outlives SPI_finish is allocated before SPI_connect */
+	result = palloc(sizeof(int64) * Max(n, 1));
+
+	SPI_connect();
+	DurableEnqueueBatch(&req, PG_GETARG_ARRAYTYPE_P(1), keys, ckeys, n, result);
+	SPI_finish();
+	PG_RETURN_ARRAYTYPE_P(id_array(result, n));
+}
 
 /*
  * DurableClaimResult

@@ -42,9 +42,6 @@ typedef enum DurableStmt
 	STMT_PARTITIONS,
 	STMT_PARTITIONS_LOCAL,
 	STMT_LOCAL_TASK_SHARDS,
-	STMT_ENQUEUE,
-	STMT_ENQUEUE_KEYED,
-	STMT_ENQUEUE_EXISTING,
 	STMT_CHECKPOINT,
 	STMT_STEP_GET,
 	STMT_STEP_INSERT,
@@ -78,8 +75,6 @@ typedef enum DurableStmt
 	STMT_RETAIN_INBOX_ALL,
 	STMT_RETAIN_OUTBOX_ALL,
 	STMT_RETAIN_KEYS_ALL,
-	STMT_TASK_IDS,
-	STMT_ENQUEUE_BATCH,
 	STMT_WAIT_GET,
 	STMT_WAIT_SET,
 	STMT_WAIT_RESOLVE,
@@ -307,10 +302,13 @@ typedef struct DurableEnqueueRequest
 	int64		parent_id;		/* 0: none */
 } DurableEnqueueRequest;
 
-extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
-							   int key_argno, DurableEnqueueRequest *req);
+extern void DurableCheckKey(const char *key, const char *what);
 extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
 							const DurableQueue *settings, TimestampTz now);
+extern int64 DurableEnqueueTask(const DurableEnqueueRequest *req);
+extern void DurableEnqueueBatch(const DurableEnqueueRequest *req,
+								ArrayType *payloads, ArrayType *keys,
+								ArrayType *ckeys, int n, int64 *result);
 extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 								   const char *key, bytea *request_hash,
 								   Jsonb *payload);

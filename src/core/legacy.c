@@ -206,47 +206,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" ORDER BY s.shardid",
 		0, {InvalidOid}
 	},
-	[STMT_ENQUEUE] = {
-		"enqueue",
-		"WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
-		"  class, priority, max_attempts, run_at, created_at, deadline,"
-		"  queue_name, idempotency_key, request_hash, workflow_version,"
-		"  payload, metadata, parent_id, concurrency_key)"
-		"  VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-		"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
-		"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-		"  $11, $12, $13, $14, $16, $17)"
-		"  RETURNING partition_key, task_id, version, fence)"
-		ENQUEUE_EVENT,
-		17, ENQUEUE_ARGTYPES
-	},
-	[STMT_ENQUEUE_KEYED] = {
-		"enqueue_keyed",
-		"WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
-		"  idempotency_key, task_id, request_hash, created_at)"
-		"  VALUES ($1, $9, $10,"
-		"  pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-		"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
-		"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
-		"  RETURNING task_id),"
-		" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
-		"  class, priority, max_attempts, run_at, created_at, deadline,"
-		"  queue_name, idempotency_key, request_hash, workflow_version,"
-		"  payload, metadata, parent_id, concurrency_key)"
-		"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
-		"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 FROM k"
-		"  RETURNING partition_key, task_id, version, fence)"
-		ENQUEUE_EVENT,
-		17, ENQUEUE_ARGTYPES
-	},
-	[STMT_ENQUEUE_EXISTING] = {
-		"enqueue_existing",
-		"SELECT task_id, request_hash FROM durable.task_keys"
-		" WHERE partition_key = $1"
-		" AND queue_name = $2"
-		" AND idempotency_key = $3",
-		3, {INT4OID, TEXTOID, TEXTOID}
-	},
 	/* on Citus: whether a partition has work to claim, and expired leases */
 	[STMT_DEAD_LETTERS] = {
 		"dead_letters",
@@ -538,44 +497,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" WHERE s IS NOT NULL",
 		0, {InvalidOid}
 	},
-	[STMT_TASK_IDS] = {
-		"task_ids",
-		"SELECT pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-		" FROM pg_catalog.generate_series(1, $1)",
-		1, {INT4OID}
-	},
-	[STMT_ENQUEUE_BATCH] = {
-		"enqueue_batch",
-		"WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int4[]),"
-		"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]),"
-		"  pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bytea[]),"
-		"  pg_catalog.unnest($6::text[])) WITH ORDINALITY"
-		"  AS i(partition_key, task_id, payload, idempotency_key, request_hash,"
-		"  concurrency_key, n)),"
-		" k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
-		"  idempotency_key, task_id, request_hash, created_at)"
-		"  SELECT partition_key, $7, idempotency_key, task_id, request_hash, $8"
-		"  FROM i WHERE idempotency_key IS NOT NULL ORDER BY n"
-		"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
-		"  RETURNING task_id),"
-		" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
-		"  class, priority, max_attempts, run_at, created_at, deadline,"
-		"  queue_name, idempotency_key, request_hash, workflow_version,"
-		"  payload, metadata, concurrency_key)"
-		"  SELECT partition_key, task_id, 'ready', $10::durable.activity_class,"
-		"  $11, $12, $9, $8, $13, $7, idempotency_key, request_hash, $14,"
-		"  payload, $15, concurrency_key FROM i"
-		"  WHERE idempotency_key IS NULL OR task_id IN (SELECT task_id FROM k)"
-		"  RETURNING partition_key, task_id, version, fence),"
-		" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-		"  fence, at, kind, actor, role)"
-		"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
-		"  'enqueued', $16, $16 FROM t)"
-		" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
-		16, {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
-			BYTEAARRAYOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID}
-	},
 	[STMT_WAIT_GET] = {
 		"wait_get",
 		"SELECT w ->> 'kind', w -> 'args', w ->> 'status', " WAIT_UNTIL("w") ","
@@ -814,32 +735,6 @@ static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
 		{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
 		DURABLE_SPLIT_NO_INPUT, false},
 		{"DELETE FROM durable.queues WHERE queue_name = $1", DURABLE_SPLIT_NO_INPUT, false}}
-	},
-	[STMT_ENQUEUE] = {2, {
-		{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-			" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-			" << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
-			" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-			" $11, $12, $13, $14, $16, $17)"
-			" RETURNING partition_key, task_id, version, fence",
-		DURABLE_SPLIT_NO_INPUT, true},
-		{ENQUEUE_EVENT_SPLIT, 0, true}}
-	},
-	[STMT_ENQUEUE_KEYED] = {3, {
-		{"INSERT INTO durable.task_keys (partition_key, queue_name,"
-			" idempotency_key, task_id, request_hash, created_at)"
-			" VALUES ($1, $9, $10,"
-			" pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-			" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
-			" ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
-			" RETURNING task_id",
-		DURABLE_SPLIT_NO_INPUT, true},
-		{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-			" VALUES ($1, $18, 'ready', $3::durable.activity_class, $4, $5, $6,"
-			" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17)"
-			" RETURNING partition_key, task_id, version, fence",
-		0, true},
-		{ENQUEUE_EVENT_SPLIT, 1, true}}
 	},
 };
 
