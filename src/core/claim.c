@@ -24,6 +24,25 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/*
+ * A claim in a queue with a concurrency limit ($10) takes a task c of a key
+ * only while the key's running tasks and its tasks ahead of c in claim
+ * order that could be claimed now are fewer than the limit, counted in all
+ * partitions of the queue ($9), in one probe that stops at the limit.  No
+ * lock is needed: every snapshot sees a task of the key that another claim
+ * is taking either as running or, as it was, ahead in claim order; and a
+ * task ahead goes first.
+ */
+#define KEY_BUSY \
+	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
+	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
+	" AND k.concurrency_key = c.concurrency_key" \
+	" AND k.state IN ('ready', 'waiting', 'running')" \
+	" AND (k.state = 'running' OR k.run_at <= $3" \
+	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
+	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
+	" LIMIT $10) k)"
+
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
 

@@ -22,6 +22,31 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* the event of an enqueue, from the inserted task t */
+#define ENQUEUE_EVENT \
+	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
+	" 'enqueued', $15, $15 FROM t" \
+	" RETURNING task_id"
+
+#define ENQUEUE_ARGTYPES \
+	{INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, \
+	 TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID, \
+	 JSONBOID, JSONBOID, TEXTOID, INT8OID, TEXTOID}
+
+/* the event of an enqueue, from the task's row given as $18..$21 */
+#define ENQUEUE_EVENT_SPLIT \
+	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15)" \
+	" RETURNING task_id"
+
+#define ENQUEUE_COLUMNS \
+	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
+	" created_at, deadline, queue_name, idempotency_key, request_hash," \
+	" workflow_version, payload, metadata, parent_id, concurrency_key"
+
 /* idempotency keys and concurrency keys are names, not documents */
 #define DURABLE_MAX_KEY_LEN 255
 

@@ -24,6 +24,81 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* the attempt after a move, by the parameters of STMT_TRANSITION */
+#define MOVED_ATTEMPT \
+	"CASE WHEN $16 THEN 0" \
+	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
+
+/*
+ * A running lease is its own open event: the claim sets claimed_at,
+ * claim_seq, claim_kind and claim_role instead of appending a row, and the
+ * move that ends the lease records the claim with its own event (in the
+ * event's lease_* columns, or for a task that finishes, in its row in
+ * history, which is also its last event).  durable.events shows both.
+ */
+#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
+
+/*
+ * A finished state from its name, without the enum's input function: Citus
+ * allows no function in RETURNING that is not immutable.
+ */
+#define FINISHED_STATE(name) \
+	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
+	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
+	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
+
+/*
+ * A finished task's row in history, from its live row and the parameters
+ * of STMT_TRANSITION: in the SELECT of STMT_FINISH, in the RETURNING of
+ * its split.
+ */
+#define FINISHED_TASK_ROW \
+	"partition_key, task_id, " FINISHED_STATE("$5") ", class, priority," \
+	" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6," \
+	" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at," \
+	" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name," \
+	" owner, progress, $8, idempotency_key, request_hash, workflow_version," \
+	" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint," \
+	" checkpoint_version, steps_in_doubt, metadata," \
+	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
+	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
+	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
+	" parent_id, concurrency_key, waits"
+
+/* the row a move takes, by the parameters of STMT_TRANSITION */
+#define MOVE_WHERE \
+	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
+	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
+
+/*
+ * What a move returns.  Whether the task's queue is restricted is read by
+ * joining durable.queues in the statement's last SELECT, not in RETURNING:
+ * on Citus, RETURNING runs on the shard, where no other table may be read.
+ */
+#define MOVE_RETURNING \
+	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name"
+
+#define TRANSITION_ARGTYPES \
+	{INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, \
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
+	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
+
+/* the changes of a move (STMT_TRANSITION's parameters) */
+#define MOVE_SET \
+	" state = $5::durable.task_state, fence = fence + $6, version = version + 1," \
+	" run_at = COALESCE($7, run_at), stop_code = $8," \
+	" last_error = COALESCE($9, last_error), result = COALESCE($10, result)," \
+	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL"
+
+/* a lease's column given as a parameter, when the move ends the lease */
+#define ENDS_LEASE_PARAM(param) "CASE WHEN $4 = 'running' THEN " param " END"
+
+/* queue, owner and whether the queue is restricted, after a move */
+#define MOVED_QUEUE(seq, queue, owner) \
+	"SELECT " seq ", " queue "::text AS queue_name, " owner "::text AS owner," \
+	" q.restricted FROM (SELECT) x" \
+	" LEFT JOIN durable.queues q ON q.queue_name = " queue
+
 static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 

@@ -15,10 +15,20 @@
 #include "core/core.h"
 
 #include "catalog/pg_type.h"
-#include "core/sql.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/* the columns of a task that fail, cancel and error reports read */
+#define TASK_COLUMNS(table) \
+	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
+	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
+	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
+	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
+	" FROM " table " t" \
+	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
+	" WHERE t.partition_key = $1" \
+	" AND t.task_id = $2"
 
 /* the columns of task_get and task_lock (TASK_COLUMNS) */
 enum
