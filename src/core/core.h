@@ -23,22 +23,6 @@ extern int	durable_inbox_retention;
 /* ---- legacy.c: statements by number (transitional) ---- */
 typedef enum DurableStmt
 {
-	STMT_QUEUE_GET,
-	STMT_QUEUE_INSERT,
-	STMT_QUEUE_ALTER,
-	STMT_QUEUE_SET_PAUSED,
-	STMT_QUEUE_GET_SHARE,
-	STMT_QUEUE_GET_FOR_DROP,
-	STMT_QUEUE_UNFINISHED,
-	STMT_QUEUE_DROP,
-	STMT_QUEUE_ACCESS,
-	STMT_QUEUE_GRANT,
-	STMT_QUEUE_REVOKE,
-	STMT_QUEUE_TOKENS_LOCK,
-	STMT_QUEUE_TOKENS_SET,
-	STMT_QUEUE_SCHEDULES,
-	STMT_QUEUE_DROP_SCHEDULES,
-	STMT_TASK_DEFER,
 	STMT_PARTITIONS,
 	STMT_PARTITIONS_LOCAL,
 	STMT_LOCAL_TASK_SHARDS,
@@ -88,7 +72,6 @@ typedef enum DurableStmt
 	STMT_EVENT_WAIT_DELETE,
 	STMT_EVENT_WAKE,
 	STMT_RETAIN_EVENTS,
-	STMT_QUEUE_DROP_EVENTS,
 	STMT_SCHEDULE_UPSERT,
 	STMT_SCHEDULE_DELETE,
 	STMT_SCHEDULES_DUE,
@@ -98,7 +81,6 @@ typedef enum DurableStmt
 	STMT_TICK_FAILURES,
 	STMT_TICK_FAILURE_SET,
 	STMT_TICK_FAILURE_CLEAR,
-	STMT_TICK_FAILURES_FORGET,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -277,10 +259,37 @@ typedef struct DurableQueue
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 } DurableQueue;
 
+/* settings to create a queue with, or to change (0 or NULL: none, keep) */
+typedef struct DurableQueueSettings
+{
+	int32		partitions;		/* create only */
+	Interval   *lease;
+	int32		max_attempts;
+	int32		retry_base;
+	int32		retry_cap;
+	Interval   *deadline;
+	int32		retry_capacity;
+	double		retry_refill_rate;
+	Interval   *progress_timeout;
+	bool		has_notify;		/* alter: whether notify is given */
+	bool		notify;
+	int32		concurrency_limit;
+	bool		clear_deadline; /* alter only: remove an optional setting */
+	bool		clear_retry_capacity;
+	bool		clear_progress_timeout;
+	bool		clear_concurrency_limit;
+} DurableQueueSettings;
+
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
+extern void DurableCreateQueue(const char *queue,
+							   const DurableQueueSettings *settings);
+extern void DurableAlterQueue(const char *queue,
+							  const DurableQueueSettings *settings);
+extern void DurableSetQueuePaused(const char *queue, bool paused);
+extern void DurableDropQueue(const char *queue, bool cascade);
 
 /* ---- enqueue.c ---- */
 /* the channel on which durable announces ready work; the payload is the queue */
@@ -325,6 +334,8 @@ typedef enum DurableQueuePrivilege
 extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what);
 extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
 										DurableQueuePrivilege what);
+extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
+									bool enqueue, bool work, bool grant);
 extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
 									 uint64 n, DurableQueuePrivilege what);
 

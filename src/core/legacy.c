@@ -26,157 +26,6 @@ typedef struct DurableSplitDef
 } DurableSplitDef;
 
 static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
-	[STMT_QUEUE_GET] = {
-		"queue_get",
-		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted, concurrency_limit"
-		" FROM durable.queues WHERE queue_name = $1",
-		1, {TEXTOID}
-	},
-	[STMT_QUEUE_INSERT] = {
-		"queue_insert",
-		"INSERT INTO durable.queues (queue_name, partition_base, partitions,"
-		" lease, max_attempts, retry_base, retry_cap, deadline,"
-		" retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at,"
-		" progress_timeout, notify, created_at, concurrency_limit)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($9, 0), $11, $12, $13, $11, $14)"
-		" ON CONFLICT (queue_name) DO NOTHING",
-		14, {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
-		INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
-		INT4OID}
-	},
-	[STMT_QUEUE_ALTER] = {
-		"queue_alter",
-		"UPDATE durable.queues SET"
-		" lease = COALESCE($2, lease),"
-		" max_attempts = COALESCE($3, max_attempts),"
-		" retry_base = COALESCE($4, retry_base),"
-		" retry_cap = COALESCE($5, retry_cap),"
-		" deadline = CASE WHEN $11 THEN NULL ELSE COALESCE($6, deadline) END,"
-		" retry_capacity = CASE WHEN $12 THEN NULL ELSE COALESCE($7, retry_capacity) END,"
-		" retry_tokens = CASE WHEN $7 IS NULL THEN retry_tokens"
-		"  WHEN retry_capacity IS NULL THEN $7::float8"
-		"  ELSE LEAST(retry_tokens, $7::float8) END,"
-		" retry_refill_rate = COALESCE($8, retry_refill_rate),"
-		" progress_timeout = CASE WHEN $13 THEN NULL ELSE COALESCE($9, progress_timeout) END,"
-		" notify = COALESCE($10, notify),"
-		" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END"
-		" WHERE queue_name = $1",
-		15, {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
-			INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID,
-		INT4OID, BOOLOID}
-	},
-	[STMT_QUEUE_SET_PAUSED] = {
-		"queue_set_paused",
-		"UPDATE durable.queues SET paused = $2"
-		" WHERE queue_name = $1",
-		2, {TEXTOID, BOOLOID}
-	},
-	[STMT_QUEUE_GET_SHARE] = {
-		"queue_get_share",
-		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted, concurrency_limit"
-		" FROM durable.queues WHERE queue_name = $1"
-		" FOR KEY SHARE",
-		1, {TEXTOID}
-	},
-	[STMT_QUEUE_GET_FOR_DROP] = {
-		"queue_get_for_drop",
-		"SELECT partition_base, partitions, lease, max_attempts, deadline,"
-		" notify, paused, restricted, concurrency_limit"
-		" FROM durable.queues WHERE queue_name = $1"
-		" FOR UPDATE",
-		1, {TEXTOID}
-	},
-	[STMT_QUEUE_UNFINISHED] = {
-		"queue_unfinished",
-		"SELECT pg_catalog.count(*) FROM durable.live_tasks"
-		" WHERE partition_key = ANY ($2)"
-		" AND queue_name = $1"
-		" AND state NOT IN ('completed', 'failed', 'cancelled')",
-		2, {TEXTOID, INT4ARRAYOID}
-	},
-	[STMT_QUEUE_DROP] = {
-		"queue_drop",
-		"WITH l AS (DELETE FROM durable.live_tasks"
-		"  WHERE partition_key = ANY ($2)"
-		"  AND queue_name = $1"
-		"  RETURNING partition_key, task_id),"
-		" h AS (DELETE FROM durable.task_history"
-		"  WHERE partition_key = ANY ($2)"
-		"  AND queue_name = $1"
-		"  RETURNING partition_key, task_id),"
-		" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
-		" e AS (DELETE FROM durable.event_log e USING t"
-		"  WHERE e.partition_key = t.partition_key"
-		"  AND e.task_id = t.task_id),"
-		" s AS (DELETE FROM durable.live_steps s USING l t"
-		"  WHERE s.partition_key = t.partition_key"
-		"  AND s.task_id = t.task_id),"
-		" sh AS (DELETE FROM durable.step_history s USING h t"
-		"  WHERE s.partition_key = t.partition_key"
-		"  AND s.task_id = t.task_id),"
-		" k AS (DELETE FROM durable.task_keys"
-		"  WHERE partition_key = ANY ($2)"
-		"  AND queue_name = $1)"
-		" DELETE FROM durable.queues WHERE queue_name = $1",
-		2, {TEXTOID, INT4ARRAYOID}
-	},
-	[STMT_QUEUE_ACCESS] = {
-		"queue_access",
-		"SELECT q.restricted, ARRAY(SELECT g.grantee FROM durable.queue_grants g"
-		"  WHERE g.queue_name = q.queue_name AND g.privilege = $2)"
-		" FROM durable.queues q WHERE q.queue_name = $1",
-		2, {TEXTOID, TEXTOID}
-	},
-	[STMT_QUEUE_GRANT] = {
-		"queue_grant",
-		"WITH q AS (UPDATE durable.queues SET restricted = true"
-		"  WHERE queue_name = $1 RETURNING queue_name)"
-		" INSERT INTO durable.queue_grants (queue_name, grantee, privilege)"
-		" SELECT q.queue_name, $2, p FROM q, pg_catalog.unnest($3::text[]) p"
-		" ON CONFLICT DO NOTHING"
-		" RETURNING 1",
-		3, {TEXTOID, OIDOID, TEXTARRAYOID}
-	},
-	[STMT_QUEUE_REVOKE] = {
-		"queue_revoke",
-		"DELETE FROM durable.queue_grants"
-		" WHERE queue_name = $1 AND grantee = $2 AND privilege = ANY ($3)",
-		3, {TEXTOID, OIDOID, TEXTARRAYOID}
-	},
-	[STMT_QUEUE_TOKENS_LOCK] = {
-		"queue_tokens_lock",
-		"SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at"
-		" FROM durable.queues WHERE queue_name = $1"
-		" FOR NO KEY UPDATE",
-		1, {TEXTOID}
-	},
-	[STMT_QUEUE_TOKENS_SET] = {
-		"queue_tokens_set",
-		"UPDATE durable.queues SET retry_tokens = $2, retry_tokens_at = $3"
-		" WHERE queue_name = $1",
-		3, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID}
-	},
-	[STMT_QUEUE_SCHEDULES] = {
-		"queue_schedules",
-		"SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
-		" ORDER BY schedule_name",
-		1, {TEXTOID}
-	},
-	[STMT_QUEUE_DROP_SCHEDULES] = {
-		"queue_drop_schedules",
-		"DELETE FROM durable.schedules WHERE queue_name = $1",
-		1, {TEXTOID}
-	},
-	[STMT_TASK_DEFER] = {
-		"task_defer",
-		"UPDATE durable.live_tasks SET run_at = $3"
-		" WHERE partition_key = $1 AND task_id = $2"
-		" AND state = 'waiting' AND run_at < $3",
-		3, {INT4OID, INT8OID, TIMESTAMPTZOID}
-	},
 	[STMT_PARTITIONS] = {
 		"partitions",
 		"SELECT DISTINCT (q.partition_base + i)"
@@ -625,14 +474,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
-	[STMT_QUEUE_DROP_EVENTS] = {
-		"queue_drop_events",
-		"WITH w AS (DELETE FROM durable.event_waits"
-		"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
-		" DELETE FROM durable.emitted_events"
-		" WHERE partition_key = ANY ($2) AND queue_name = $1",
-		2, {TEXTOID, INT4ARRAYOID}
-	},
 	[STMT_SCHEDULE_UPSERT] = {
 		"schedule_upsert",
 		"INSERT INTO durable.schedules AS s (schedule_name, cron, timezone,"
@@ -703,11 +544,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 		" failures = f.failures + 1",
 		4, {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
 	},
-	[STMT_TICK_FAILURES_FORGET] = {
-		"tick_failures_forget",
-		"DELETE FROM durable.tick_failures WHERE part = ANY ($1)",
-		1, {TEXTARRAYOID}
-	},
 	[STMT_TICK_FAILURE_CLEAR] = {
 		"tick_failure_clear",
 		"DELETE FROM durable.tick_failures WHERE part = $1",
@@ -717,25 +553,6 @@ static const DurableStmtDef durable_stmts[DURABLE_NUM_STMTS] = {
 
 static const DurableSplitDef durable_splits[DURABLE_NUM_STMTS] = {
 	/* each table on all its shards, joined on partition_key where needed */
-	[STMT_QUEUE_DROP] = {5, {
-		{"WITH a AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
-			" b AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
-			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
-		DURABLE_SPLIT_NO_INPUT, false},
-		{"WITH a AS (DELETE FROM durable.live_steps x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
-			" b AS (DELETE FROM durable.step_history x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
-			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
-		DURABLE_SPLIT_NO_INPUT, false},
-		{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($2)"
-			"  AND queue_name = $1 RETURNING 1),"
-			" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($2)"
-			"  AND queue_name = $1 RETURNING 1)"
-			" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
-		DURABLE_SPLIT_NO_INPUT, false},
-		{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
-		DURABLE_SPLIT_NO_INPUT, false},
-		{"DELETE FROM durable.queues WHERE queue_name = $1", DURABLE_SPLIT_NO_INPUT, false}}
-	},
 };
 
 static DurableStatement legacy_statements[DURABLE_NUM_STMTS];

@@ -78,10 +78,4 @@
 #define WAIT_UNTIL(entry) "(" entry " ->> 'until')::pg_catalog.timestamptz"
 
 
-/* what of a queue's ($1, in its partitions $2) goes with it, by table */
-#define QUEUE_TASKS(table) \
-	" USING " table " t WHERE x.partition_key = t.partition_key" \
-	" AND x.task_id = t.task_id AND t.partition_key = ANY ($2)" \
-	" AND t.queue_name = $1"
-
 #endif							/* DURABLE_CORE_SQL_H */
