@@ -16,7 +16,6 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "core/sql.h"
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"

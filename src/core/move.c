@@ -24,7 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* the attempt after a move, by the parameters of STMT_TRANSITION */
+/* the attempt after a move, by the parameters of transition */
 #define MOVED_ATTEMPT \
 	"CASE WHEN $16 THEN 0" \
 	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
@@ -49,7 +49,7 @@
 
 /*
  * A finished task's row in history, from its live row and the parameters
- * of STMT_TRANSITION: in the SELECT of STMT_FINISH, in the RETURNING of
+ * of transition: in the SELECT of finish, in the RETURNING of
  * its split.
  */
 #define FINISHED_TASK_ROW \
@@ -65,7 +65,7 @@
 	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
 	" parent_id, concurrency_key, waits"
 
-/* the row a move takes, by the parameters of STMT_TRANSITION */
+/* the row a move takes, by the parameters of transition */
 #define MOVE_WHERE \
 	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
 	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
@@ -83,7 +83,7 @@
 	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
 	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
 
-/* the changes of a move (STMT_TRANSITION's parameters) */
+/* the changes of a move (the parameters of transition) */
 #define MOVE_SET \
 	" state = $5::durable.task_state, fence = fence + $6, version = version + 1," \
 	" run_at = COALESCE($7, run_at), stop_code = $8," \

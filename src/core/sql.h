@@ -3,8 +3,7 @@
  * sql.h
  *	  Fragments of SQL that the statements of more than one core module
  *	  share: the columns of a task and a step as they move between live
- *	  tables and history, the parameters of a move, times on the UTC
- *	  calendar.
+ *	  tables and history, a moved task's queue, times on the UTC calendar.
  *
  *-------------------------------------------------------------------------
  */
