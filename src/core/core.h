@@ -118,6 +118,18 @@ typedef struct DurableTask
 /* run_at of a task parked until a reconcile handler looks its step up */
 #define DURABLE_AWAITING_RECONCILE DT_NOEND
 
+extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
+extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
+DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
+extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
+extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
+								const char *kind, const char *actor,
+								Jsonb *detail, const char *step,
+								int32 doubt_delta);
+extern bool DurableTaskIsTerminal(const char *state);
+extern int64 DurableCancelledParent(const DurableTask *task);
+
+/* ---- move.c: moving one task, and what its finish owes its family ---- */
 typedef struct DurableMove
 {
 	const char *from_state;		/* the state the task must still be in */
@@ -144,18 +156,6 @@ typedef struct DurableMoved
 	bool		restricted;
 } DurableMoved;
 
-extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
-extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
-DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
-extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
-extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
-								const char *kind, const char *actor,
-								Jsonb *detail, const char *step,
-								int32 doubt_delta);
-extern bool DurableTaskIsTerminal(const char *state);
-extern int64 DurableCancelledParent(const DurableTask *task);
-
-/* ---- move.c: moving one task, and what its finish owes its family ---- */
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now, DurableMoved *moved);
 extern void DurableMoveLockedTask(const DurableTask *task,
