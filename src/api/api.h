@@ -31,6 +31,10 @@ extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
 extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
 								   const char *name);
 
+/* ---- waits.c: the row of an entry point that waits ---- */
+extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
+							  Jsonb *payload);
+
 /* ---- tasks.c: helpers the api files share (not entry points) ---- */
 extern Datum DurableClaimResult(FunctionCallInfo fcinfo, DurableClaimKind kind);
 extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,

@@ -14,11 +14,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
@@ -94,26 +93,19 @@ spawn_recorded_with_options(const DurableWait *wait)
 }
 
 /*
- * durable_spawn(task_id bigint, fence bigint, name text, queue text,
- *		payload jsonb = '{}', run_at timestamptz = NULL, priority int = 0,
- *		class text = 'idempotent', max_attempts int = NULL,
- *		deadline interval = NULL, workflow_version text = NULL,
- *		metadata jsonb = NULL, concurrency_key text = NULL) RETURNS bigint
- *
- * Enqueues a child task once per (parent, name); a replay returns the same
- * id, and keeps the parent's lease.  Raises 55U01 for a stale fence, 55U03
- * for a name used with any other argument, 42704 for an unknown queue,
- * 42501 for a queue the caller may not enqueue into.
+ * DurableSpawn
+ *		Enqueue the child req asks for once per (parent, name), for the
+ *		parent held with that fence (req->parent_id); a replay returns the
+ *		same id, and keeps the parent's lease.  Raises 55U01 for a stale
+ *		fence, 55U03 for a name used with any other argument, 42704 for an
+ *		unknown queue, 42501 for a queue the caller may not enqueue into.
+ *		SPI connected.
  */
-PG_FUNCTION_INFO_V1(durable_spawn);
-Datum
-durable_spawn(PG_FUNCTION_ARGS)
+int64
+DurableSpawn(int64 fence, const char *name, const DurableEnqueueRequest *req,
+			 TimestampTz now)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = DurableNameArg(fcinfo, 2, "child name");
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableEnqueueRequest req = {0};
+	int64		task_id = req->parent_id;
 	DurableQueue settings;
 	DurableTask task;
 	DurableWait wait;
@@ -121,42 +113,34 @@ durable_spawn(PG_FUNCTION_ARGS)
 	Jsonb	   *args;
 	int64		child_id;
 
-	req.queue = DurableNameArg(fcinfo, 3, "queue name");
-	DurableRequireArg(fcinfo, 4, "payload");
-	req.payload = DurableJsonbArg(fcinfo, 4, "payload");
-	DurableEnqueueArgs(fcinfo, 5, 12, &req);
-	req.parent_id = task_id;
-
 	/* the request, by its hashes: a replay must spawn the same child */
-	args = spawn_args(&req, false);
+	args = spawn_args(req, false);
 
-	SPI_connect();
 	DurableRequireSingleServer("durable_spawn()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (DurableWaitFetch(&task, name, &wait))
 	{
 		DurableWaitCheck(&task, name, &wait, "spawn",
 						 spawn_recorded_with_options(&wait) ? args :
-						 spawn_args(&req, true));
+						 spawn_args(req, true));
 		child_id = wait.child_id;
 	}
 	else
 	{
-		DurableQueueGetShared(req.queue, &settings);
-		DurableCheckRestrictedQueue(req.queue, settings.restricted,
+		DurableQueueGetShared(req->queue, &settings);
+		DurableCheckRestrictedQueue(req->queue, settings.restricted,
 									DURABLE_PRIV_ENQUEUE);
-		child_id = DurableEnqueue(&req, &settings, now);
+		child_id = DurableEnqueue(req, &settings, now);
 		DurableWaitRecord(&task, name, "spawn", args, "spawned", 0, NULL,
 						  child_id, now);
 		DurableDetailInit(&detail);
 		DurableDetailText(&detail, "child", name);
 		DurableDetailInt(&detail, "task_id", child_id);
-		DurableDetailText(&detail, "queue", req.queue);
+		DurableDetailText(&detail, "queue", req->queue);
 		DurableAppendEvent(&task, now, "spawned", NULL,
 						   DurableDetailFinish(&detail), NULL, 0);
 	}
-	SPI_finish();
-	PG_RETURN_INT64(child_id);
+	return child_id;
 }
 
 /* a join's arguments */
@@ -207,6 +191,52 @@ joined(Jsonb *args, const char *name)
 											CStringGetTextDatum(name)));
 }
 
+/* the children a task spawned, in the order it spawned them */
+enum
+{
+	SPAWNED_NAME,
+	SPAWNED_TASK_ID,
+	SPAWNED_NCOLUMNS
+};
+static const DurableColumn spawned_columns[SPAWNED_NCOLUMNS] = {
+	[SPAWNED_NAME] = {"key", TEXTOID},
+	[SPAWNED_TASK_ID] = {"task_id", INT8OID},
+};
+static DurableStatement spawned = {
+	.name = "spawned",
+	.sql = "SELECT w.key, (w.value ->> 'task_id')::int8 AS task_id"
+	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) w"
+	" WHERE t.partition_key = $1 AND t.task_id = $2"
+	" AND w.value ->> 'kind' = 'spawn'"
+	" ORDER BY 2",
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(spawned_columns),
+};
+
+/* the state of tasks wherever they are, live or in history */
+enum
+{
+	CHILD_TASK_ID,
+	CHILD_STATE,
+	CHILD_RESULT,
+	CHILD_ERROR,
+	CHILD_NCOLUMNS
+};
+static const DurableColumn child_columns[CHILD_NCOLUMNS] = {
+	[CHILD_TASK_ID] = {"task_id", INT8OID},
+	[CHILD_STATE] = {"state", TEXTOID},
+	[CHILD_RESULT] = {"result", JSONBOID},
+	[CHILD_ERROR] = {"last_error", JSONBOID},
+};
+static DurableStatement child_states = {
+	.name = "child_states",
+	.sql = "SELECT t.task_id, t.state::text, t.result, t.last_error"
+	" FROM durable.tasks t"
+	" WHERE t.partition_key = ANY ($2) AND t.task_id = ANY ($1)",
+	.nargs = 2, .argtypes = {INT8ARRAYOID, INT4ARRAYOID},
+	DURABLE_COLUMNS(child_columns),
+};
+
 /*
  * children_report
  *		The state of the children a join names, as
@@ -229,17 +259,17 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 
 	key[0] = Int32GetDatum(task->partition);
 	key[1] = Int64GetDatum(task->task_id);
-	n = DurableExecuteStmt(STMT_SPAWNED, key, NULL, SPI_OK_SELECT, 0);
+	n = DurableExecute(&spawned, key, NULL, SPI_OK_SELECT, 0);
 	child_names = palloc(sizeof(char *) * Max(n, 1));
 	child_ids = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 	{
-		char	   *name = DurableResultText(r, 1);
+		char	   *name = DurableColumnText(r, SPAWNED_NAME);
 
 		if (!joined(args, name))
 			continue;
 		child_names[count] = name;
-		child_ids[count] = DurableResultInt64(r, 2);
+		child_ids[count] = DurableColumnInt64(r, SPAWNED_TASK_ID);
 		count++;
 	}
 	if (names != NULL)
@@ -280,7 +310,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		states[1] = PointerGetDatum(construct_array(partitions, count, INT4OID,
 													sizeof(int32), true, TYPALIGN_INT));
-		n = DurableExecuteStmt(STMT_CHILDREN_STATES, states, NULL, SPI_OK_SELECT, 0);
+		n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
 	}
 
 	*all_finished = true;
@@ -292,9 +322,9 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		const char *state = NULL;
 
 		for (r = 0; r < n; r++)
-			if (DurableResultInt64(r, 1) == child_ids[i])
+			if (DurableColumnInt64(r, CHILD_TASK_ID) == child_ids[i])
 			{
-				state = DurableResultText(r, 2);
+				state = DurableColumnText(r, CHILD_STATE);
 				break;
 			}
 		/* a child retention has removed had finished */
@@ -310,12 +340,12 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 			appendStringInfoString(&buf, "null");
 		else
 			escape_json(&buf, state);
-		for (int col = 3; col <= 4; col++)
+		for (int col = CHILD_RESULT; col <= CHILD_ERROR; col++)
 		{
 			bool		isnull = true;
-			Datum		d = r < n ? DurableResultDatum(r, col, &isnull) : (Datum) 0;
+			Datum		d = r < n ? DurableColumnDatum(r, col, &isnull) : (Datum) 0;
 
-			appendStringInfoString(&buf, col == 3 ? ", \"result\": " : ", \"error\": ");
+			appendStringInfoString(&buf, col == CHILD_RESULT ? ", \"result\": " : ", \"error\": ");
 			if (isnull)
 				appendStringInfoString(&buf, "null");
 			else
@@ -332,27 +362,18 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 }
 
 /*
- * durable_join(task_id bigint, fence bigint, name text,
- *				children text[] = NULL, timeout interval = NULL)
- *		RETURNS TABLE(status text, children jsonb)
- *
- * ('done', [{name, task_id, state, result, error}, ...]) once every child
- * named (all, when NULL) has finished: completed, failed or cancelled.
- * Else ('waiting', NULL): the lease ends and the task waits until the last
- * of them finishes or the timeout passes; replayed after the timeout,
- * ('timed_out', the children as they were then), for ever.  Raises 22023
- * for a child never spawned, and what durable_await raises.
+ * DurableJoin
+ *		Join the children of the task held with that fence that names (all,
+ *		when NULL, else a one-dimensional array) names: 'done' and their
+ *		report once every one has finished; else 'waiting' (the lease ends,
+ *		the task waits until the last of them finishes or the timeout, if
+ *		any, passes); replayed after the timeout, 'timed_out' for ever.
+ *		Sets *report (NULL while waiting).  SPI connected.
  */
-PG_FUNCTION_INFO_V1(durable_join);
-Datum
-durable_join(PG_FUNCTION_ARGS)
+const char *
+DurableJoin(int64 task_id, int64 fence, const char *name, ArrayType *names,
+			const Interval *timeout, TimestampTz now, Jsonb **report_out)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = DurableNameArg(fcinfo, 2, "wait name");
-	ArrayType  *names = PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3);
-	Interval   *timeout = NULL;
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableWait wait;
 	Jsonb	   *args;
@@ -362,16 +383,7 @@ durable_join(PG_FUNCTION_ARGS)
 	bool		known;
 	TimestampTz until;
 
-	if (names != NULL && ARR_NDIM(names) > 1)
-		ereport(ERROR,
-				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				errmsg("children must be a one-dimensional array"));
-	if (!PG_ARGISNULL(4))
-		timeout = DurablePositiveIntervalArg(fcinfo, 4, "timeout");
 	args = join_args(names, timeout);
-	InitMaterializedSRF(fcinfo, 0);
-
-	SPI_connect();
 	DurableRequireSingleServer("durable_join()");
 	DurableTaskHeld(task_id, fence, &task);
 	known = DurableWaitFetch(&task, name, &wait);
@@ -402,7 +414,6 @@ durable_join(PG_FUNCTION_ARGS)
 			report = NULL;
 		}
 	}
-	DurableWaitResult(fcinfo, status, report);
-	SPI_finish();
-	return (Datum) 0;
+	*report_out = report;
+	return status;
 }

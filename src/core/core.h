@@ -23,9 +23,6 @@ extern int	durable_inbox_retention;
 /* ---- legacy.c: statements by number (transitional) ---- */
 typedef enum DurableStmt
 {
-	STMT_PARTITIONS,
-	STMT_PARTITIONS_LOCAL,
-	STMT_LOCAL_TASK_SHARDS,
 	STMT_CHECKPOINT,
 	STMT_STEP_GET,
 	STMT_STEP_INSERT,
@@ -52,35 +49,7 @@ typedef enum DurableStmt
 	STMT_DEAD_LETTERS_ONE,
 	STMT_STUCK,
 	STMT_STUCK_MARK,
-	STMT_MAINTAIN_HISTORY,
-	STMT_RETAIN_INBOX,
-	STMT_RETAIN_OUTBOX,
-	STMT_RETAIN_KEYS,
-	STMT_RETAIN_INBOX_ALL,
-	STMT_RETAIN_OUTBOX_ALL,
-	STMT_RETAIN_KEYS_ALL,
-	STMT_WAIT_GET,
-	STMT_WAIT_SET,
-	STMT_WAIT_RESOLVE,
-	STMT_SPAWNED,
 	STMT_CHILDREN_STATES,
-	STMT_EVENT_PLACE,
-	STMT_EVENT_LOCK,
-	STMT_EVENT_EMIT,
-	STMT_EVENT_GET,
-	STMT_EVENT_WAIT_INSERT,
-	STMT_EVENT_WAIT_DELETE,
-	STMT_EVENT_WAKE,
-	STMT_RETAIN_EVENTS,
-	STMT_SCHEDULE_UPSERT,
-	STMT_SCHEDULE_DELETE,
-	STMT_SCHEDULES_DUE,
-	STMT_SCHEDULE_ADVANCE,
-	STMT_SCHEDULE_LOCK,
-	STMT_SCHEDULE_SKIP,
-	STMT_TICK_FAILURES,
-	STMT_TICK_FAILURE_SET,
-	STMT_TICK_FAILURE_CLEAR,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -224,8 +193,26 @@ extern void DurableWaitResolve(DurableTask *task, const char *name,
 extern void DurableWaitPark(DurableTask *task, const char *name,
 							const char *kind, TimestampTz until,
 							TimestampTz now);
-extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
-							  Jsonb *payload);
+extern const char *DurableSleep(int64 task_id, int64 fence, const char *name,
+								TimestampTz until, const Interval *duration,
+								TimestampTz now);
+
+/* ---- child.c: children ---- */
+struct DurableEnqueueRequest;
+extern int64 DurableSpawn(int64 fence, const char *name,
+						  const struct DurableEnqueueRequest *req,
+						  TimestampTz now);
+extern const char *DurableJoin(int64 task_id, int64 fence, const char *name,
+							   ArrayType *names, const Interval *timeout,
+							   TimestampTz now, Jsonb **report);
+
+/* ---- event.c: events that tasks await ---- */
+extern bool DurableEmit(const char *queue, const char *event, Jsonb *payload,
+						TimestampTz now);
+extern const char *DurableAwait(int64 task_id, int64 fence, const char *name,
+								const char *event, const Interval *timeout,
+								const char *queue, TimestampTz now,
+								Jsonb **payload);
 
 /* ---- budget.c: the retry budget applied ---- */
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
@@ -419,6 +406,7 @@ extern void DurablePartFailedWith(const char *part, const char *sqlstate,
 								  const char *message, bool unreachable);
 extern void DurablePartFailed(const char *part, const ErrorData *edata);
 extern void DurablePartSucceeded(const char *part);
+extern bool DurablePartForget(const char *part);
 extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
 					   ErrorData **error);
 extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
@@ -450,10 +438,19 @@ extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
 extern bool DurableTasksNeedVacuum(void);
 extern void DurableVacuumTasks(void);
 
+/* ---- days.c: the days of history, made ahead ---- */
+extern void DurableEnsureHistoryDays(TimestampTz now);
+extern void DurableMakeHistoryDays(TimestampTz now);
+
 /* ---- keys of this installation ---- */
 extern char *DurableInstallationId(void);
 
 /* ---- schedule.c ---- */
+extern TimestampTz DurableScheduleSet(const char *name, const char *text,
+									  const char *zone, const char *queue,
+									  Jsonb *payload, bool backfill,
+									  TimestampTz now);
+extern bool DurableUnschedule(const char *name);
 extern uint64 DurableRunSchedules(TimestampTz now, int batch,
 								  DurableSettledCallback callback, void *arg);
 

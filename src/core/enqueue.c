@@ -210,6 +210,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	int64		task_id;
 
 	DurableCheckPayloadSize(VARSIZE(req->payload), "payload");
+	DurableEnsureHistoryDays(now);
 	if (key != NULL)
 	{
 		DurableCheckKey(key, "idempotency key");

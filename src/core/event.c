@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * signal.c
- *	  Events that tasks await: durable_emit and durable_await.
+ * event.c
+ *	  Events that tasks await: emitting one and awaiting one (durable_emit
+ *	  and durable_await in api/waits.c).
  *
  * Events belong to a queue, so that one application's names never meet
  * another's: (queue, event) names one, its rows live in one of the queue's
@@ -23,79 +24,117 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
+
+#include "catalog/pg_type.h"
 
 #include "access/xact.h"
-#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* event names are names, not documents */
-#define DURABLE_MAX_EVENT_LEN 255
+#include "core/sql.h"
 
-static char *
-event_arg(FunctionCallInfo fcinfo, int argno)
+enum
 {
-	char	   *event;
+	EMITTED_ONE,
+	EMITTED_NCOLUMNS
+};
+static const DurableColumn emitted_columns[EMITTED_NCOLUMNS] = {
+	[EMITTED_ONE] = {"emitted", INT4OID},
+};
+static DurableStatement event_emit = {
+	.name = "event_emit",
+	.sql = "INSERT INTO durable.emitted_events AS e (partition_key, queue_name, event,"
+	" payload, payload_hash, emitted_at, role, created_at)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $6)"
+	" ON CONFLICT (partition_key, queue_name, event) DO UPDATE SET"
+	" payload = EXCLUDED.payload, payload_hash = EXCLUDED.payload_hash,"
+	" emitted_at = EXCLUDED.emitted_at, role = EXCLUDED.role"
+	" WHERE e.emitted_at IS NULL"
+	" RETURNING 1 AS emitted",
+	.nargs = 7, .argtypes = {INT4OID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID,
+	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_COLUMNS(emitted_columns),
+};
 
-	DurableRequireArg(fcinfo, argno, "event");
-	event = DurableTextArgCString(fcinfo, argno, "event");
-	if (event[0] == '\0' || strlen(event) > DURABLE_MAX_EVENT_LEN)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("event name must have between 1 and %d bytes",
-					   DURABLE_MAX_EVENT_LEN));
-	return event;
-}
+/* the awaits of this event of this queue only, and the queues they woke */
+enum
+{
+	WOKEN_QUEUE,
+	WOKEN_NCOLUMNS
+};
+static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
+	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
+};
+static DurableStatement event_wake = {
+	.name = "event_wake",
+	.sql = "WITH w AS (DELETE FROM durable.event_waits"
+	"  WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	"  RETURNING task_id, name),"
+	" u AS (UPDATE durable.live_tasks t SET"
+	"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
+	"   (t.waits -> w.name) || pg_catalog.jsonb_build_object('status', 'received',"
+	"   'resolved_at', " UTC_TIME_JSON("$5") ") || " WAIT_PAYLOAD("$4") "),"
+	"  run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END,"
+	"  version = t.version + 1"
+	"  FROM w WHERE t.partition_key = (w.task_id"
+	"   & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+	"  AND t.task_id = w.task_id"
+	"  AND t.waits -> w.name ->> 'status' = 'waiting'"
+	"  AND (t.waits -> w.name ->> 'until' IS NULL"
+	"   OR " WAIT_UNTIL("t.waits -> w.name") " > $5)"
+	"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+	"  t.queue_name, w.name),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role)"
+	"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
+	"  pg_catalog.jsonb_build_object('wait', name, 'queue', $2, 'event', $3), $6"
+	"  FROM u)"
+	WOKEN_QUEUES,
+	.nargs = 6, .argtypes = {INT4OID, TEXTOID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_COLUMNS(woken_columns),
+};
+
+enum
+{
+	STORED_HASH,
+	STORED_PAYLOAD,
+	STORED_NCOLUMNS
+};
+static const DurableColumn stored_columns[STORED_NCOLUMNS] = {
+	[STORED_HASH] = {"payload_hash", BYTEAOID},
+	[STORED_PAYLOAD] = {"payload", JSONBOID},
+};
+static DurableStatement event_get = {
+	.name = "event_get",
+	.sql = "SELECT payload_hash, payload FROM durable.emitted_events"
+	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" AND emitted_at IS NOT NULL",
+	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(stored_columns),
+};
 
 /*
- * The 0.3.0 declaration durable_emit(event, payload) reaches this library
- * until ALTER EXTENSION durable UPDATE drops it.  It is refused rather than
- * served: an event belongs to a queue now, and no queue it could go to is
- * right (every queue would be the global namespace again; any one of them
- * would hide the event from the awaits of the others).
+ * DurableEmit
+ *		In the caller's transaction: record the event (payload may be NULL)
+ *		in the queue and wake the queue's tasks that await it.  True the
+ *		first time, false for the same payload again; 55U03 for another
+ *		payload.  A restricted queue needs its enqueue grant (42501),
+ *		checked before anything about the event is looked at; 42704 for an
+ *		unknown queue.  SPI connected.
  */
-static void
-refuse_queueless_emit(void)
+bool
+DurableEmit(const char *queue, const char *event, Jsonb *payload,
+			TimestampTz now)
 {
-	ereport(ERROR,
-			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			errmsg("durable_emit(event, payload) without a queue is no longer supported"),
-			errdetail("Events belong to a queue since durable 0.5.0; the installed SQL declaration of durable is older than its library."),
-			errhint("Run ALTER EXTENSION durable UPDATE, then emit with durable_emit(queue, event, payload)."));
-}
-
-/*
- * durable_emit(queue text, event text, payload jsonb = NULL) RETURNS boolean
- *
- * In the caller's transaction: records the event in the queue and wakes
- * the queue's tasks that await it.  True the first time, false for the
- * same payload again; 55U03 for another payload.  A restricted queue needs
- * its enqueue grant (42501), checked before anything about the event is
- * looked at; 42704 for an unknown queue.
- */
-PG_FUNCTION_INFO_V1(durable_emit);
-Datum
-durable_emit(PG_FUNCTION_ARGS)
-{
-	char	   *queue;
-	char	   *event;
-	Jsonb	   *payload;
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	bytea	   *hash;
 	DurableQueue settings;
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		first;
 
-	if (PG_NARGS() < 3)
-		refuse_queueless_emit();
-	queue = DurableNameArg(fcinfo, 0, "queue name");
-	event = event_arg(fcinfo, 1);
-	payload = DurableJsonbArg(fcinfo, 2, "payload");
 	hash = payload ? DurableJsonbHash(payload) : NULL;
-
-	SPI_connect();
 	DurableRequireSingleServer("durable_emit()");
 	/* as an enqueue: the queue cannot be dropped under the new event */
 	DurableQueueGetShared(queue, &settings);
@@ -111,7 +150,7 @@ durable_emit(PG_FUNCTION_ARGS)
 	args[5] = TimestampTzGetDatum(now);
 	args[6] = CStringGetTextDatum(DurableCallerName());
 
-	first = DurableExecuteStmt(STMT_EVENT_EMIT, args, nulls,
+	first = DurableExecute(&event_emit, args, nulls,
 						   SPI_OK_INSERT_RETURNING, 0) == 1;
 	if (first)
 	{
@@ -119,7 +158,7 @@ durable_emit(PG_FUNCTION_ARGS)
 		char		wake_nulls[6] = {' ', ' ', ' ', nulls[3], ' ', ' '};
 
 		/* a statement of its own: its snapshot sees the awaits we waited for */
-		DurableAnnounceWoken(DurableExecuteStmt(STMT_EVENT_WAKE, wake, wake_nulls,
+		DurableAnnounceWoken(DurableExecute(&event_wake, wake, wake_nulls,
 											SPI_OK_SELECT, 0));
 	}
 	else
@@ -127,10 +166,10 @@ durable_emit(PG_FUNCTION_ARGS)
 		bool		isnull;
 		Datum		stored;
 
-		if (DurableExecuteStmt(STMT_EVENT_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
+		if (DurableExecute(&event_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
-		stored = DurableResultDatum(0, 1, &isnull);
+		stored = DurableColumnDatum(0, STORED_HASH, &isnull);
 		if (!DurableHashesEqual(isnull ? NULL : DatumGetByteaPP(stored), hash))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
@@ -139,8 +178,7 @@ durable_emit(PG_FUNCTION_ARGS)
 					errdetail("Events are facts: the first emit of an event wins."),
 					errhint("Emit a new fact under a new event name."));
 	}
-	SPI_finish();
-	PG_RETURN_BOOL(first);
+	return first;
 }
 
 /*
@@ -179,32 +217,64 @@ await_args_to_match(const DurableWait *wait, const DurableTask *task,
 	return args;
 }
 
-/*
- * durable_await(task_id bigint, fence bigint, name text, event text,
- *				 timeout interval = NULL, queue text = NULL)
- *		RETURNS TABLE(status text, payload jsonb)
- *
- * Awaits the event of the task's own queue, or of queue, which then needs
- * its work grant where it is restricted (42501, before anything about the
- * event is told).  ('received', payload) when the event has been emitted,
- * before the await or while it waited; else ('waiting', NULL): the lease
- * ends and the task waits for the event or the timeout.  Replayed after
- * the timeout, ('timed_out', NULL), for ever.  Raises 55U01 for a stale
- * fence, 55U03 for a name used with other arguments (the queue is one),
- * 55U04 while a step is in doubt, 42704 for an unknown queue.  The 0.3.0
- * declaration, without queue, awaits in the task's own queue.
- */
-PG_FUNCTION_INFO_V1(durable_await);
-Datum
-durable_await(PG_FUNCTION_ARGS)
+static DurableStatement event_place = {
+	.name = "event_place",
+	.sql = "INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)"
+	" VALUES ($1, $2, $3, $4)"
+	" ON CONFLICT (partition_key, queue_name, event) DO NOTHING",
+	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
+};
+
+enum
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = DurableNameArg(fcinfo, 2, "wait name");
-	char	   *event = event_arg(fcinfo, 3);
-	Interval   *timeout = NULL;
-	const char *queue = NULL;
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	LOCKED_EMITTED,
+	LOCKED_PAYLOAD,
+	LOCKED_NCOLUMNS
+};
+static const DurableColumn locked_columns[LOCKED_NCOLUMNS] = {
+	[LOCKED_EMITTED] = {"emitted", BOOLOID},
+	[LOCKED_PAYLOAD] = {"payload", JSONBOID},
+};
+static DurableStatement event_lock = {
+	.name = "event_lock",
+	.sql = "SELECT emitted_at IS NOT NULL AS emitted, payload"
+	" FROM durable.emitted_events"
+	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" FOR SHARE",
+	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(locked_columns),
+};
+
+static DurableStatement event_wait_insert = {
+	.name = "event_wait_insert",
+	.sql = "INSERT INTO durable.event_waits (partition_key, queue_name, event, task_id, name)"
+	" VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+	.nargs = 5, .argtypes = {INT4OID, TEXTOID, TEXTOID, INT8OID, TEXTOID},
+};
+
+/* by the task's wait: the event's queue may be gone (dropped) */
+static DurableStatement event_wait_delete = {
+	.name = "event_wait_delete",
+	.sql = "DELETE FROM durable.event_waits WHERE task_id = $1 AND name = $2",
+	.nargs = 2, .argtypes = {INT8OID, TEXTOID},
+};
+
+/*
+ * DurableAwait
+ *		Await the event of the task's own queue (queue NULL), or of queue,
+ *		which then needs its work grant where it is restricted (42501,
+ *		before anything about the event is told), for the task held with
+ *		that fence: 'received' and its payload when the event has been
+ *		emitted, before the await or while it waited; else 'waiting': the
+ *		lease ends and the task waits for the event or the timeout (NULL:
+ *		none).  Replayed after the timeout, 'timed_out', for ever.  Sets
+ *		*payload_out (NULL but for 'received').  SPI connected.
+ */
+const char *
+DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
+			 const Interval *timeout, const char *queue, TimestampTz now,
+			 Jsonb **payload_out)
+{
 	DurableTask task;
 	DurableWait wait;
 	DurableQueue settings;
@@ -213,13 +283,6 @@ durable_await(PG_FUNCTION_ARGS)
 	const char *status;
 	Jsonb	   *payload = NULL;
 
-	if (!PG_ARGISNULL(4))
-		timeout = DurablePositiveIntervalArg(fcinfo, 4, "timeout");
-	if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
-		queue = DurableNameArg(fcinfo, 5, "queue name");
-	InitMaterializedSRF(fcinfo, 0);
-
-	SPI_connect();
 	DurableRequireSingleServer("durable_await()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (queue == NULL)
@@ -244,7 +307,7 @@ durable_await(PG_FUNCTION_ARGS)
 		}
 		else if (wait.until != 0 && now >= wait.until)
 		{
-			DurableExecuteStmt(STMT_EVENT_WAIT_DELETE, values + 3, NULL,
+			DurableExecute(&event_wait_delete, values + 3, NULL,
 						   SPI_OK_DELETE, 0);
 			DurableWaitResolve(&task, name, "timed_out", NULL, now);
 			status = "timed_out";
@@ -271,13 +334,13 @@ durable_await(PG_FUNCTION_ARGS)
 		place[3] = TimestampTzGetDatum(now);
 
 		/* the event's row exists and is ours to hold before we look */
-		DurableExecuteStmt(STMT_EVENT_PLACE, place, NULL, SPI_OK_INSERT, 0);
-		if (DurableExecuteStmt(STMT_EVENT_LOCK, values, NULL, SPI_OK_SELECT, 1) == 0)
+		DurableExecute(&event_place, place, NULL, SPI_OK_INSERT, 0);
+		if (DurableExecute(&event_lock, values, NULL, SPI_OK_SELECT, 1) == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
-		if (DatumGetBool(DurableResultDatum(0, 1, &isnull)))
+		if (DurableColumnBool(0, LOCKED_EMITTED))
 		{
-			Datum		d = DurableResultDatum(0, 2, &isnull);
+			Datum		d = DurableColumnDatum(0, LOCKED_PAYLOAD, &isnull);
 
 			payload = isnull ? NULL : DatumGetJsonbPCopy(d);
 			DurableWaitRecord(&task, name, "event", args, "waiting", until,
@@ -287,14 +350,13 @@ durable_await(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			DurableExecuteStmt(STMT_EVENT_WAIT_INSERT, values, NULL, SPI_OK_INSERT, 0);
+			DurableExecute(&event_wait_insert, values, NULL, SPI_OK_INSERT, 0);
 			DurableWaitRecord(&task, name, "event", args, "waiting", until,
 							  NULL, 0, now);
 			DurableWaitPark(&task, name, "event", until, now);
 			status = "waiting";
 		}
 	}
-	DurableWaitResult(fcinfo, status, payload);
-	SPI_finish();
-	return (Datum) 0;
+	*payload_out = payload;
+	return status;
 }

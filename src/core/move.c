@@ -336,7 +336,10 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 
 	/* a task that finishes moves to history; a replayed one comes back */
 	if (DurableTaskIsTerminal(move->to_state))
+	{
+		DurableEnsureHistoryDays(now);
 		stmt = &finish;
+	}
 	else if (DurableTaskIsTerminal(move->from_state))
 		stmt = &revive;
 	else

@@ -30,6 +30,7 @@
 #include "core/core.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/proc.h"
@@ -57,6 +58,21 @@ failing_part(const char *part)
 	return NULL;
 }
 
+enum
+{
+	FAILURE_PART,
+	FAILURE_NCOLUMNS
+};
+static const DurableColumn failure_columns[FAILURE_NCOLUMNS] = {
+	[FAILURE_PART] = {"part", TEXTOID},
+};
+static DurableStatement tick_failures = {
+	.name = "tick_failures",
+	.sql = "SELECT part FROM durable.tick_failures",
+	.nargs = 0,
+	DURABLE_COLUMNS(failure_columns),
+};
+
 /*
  * DurablePartsBegin
  *		Read the parts failing now, for the tick that begins.
@@ -67,11 +83,11 @@ DurablePartsBegin(TimestampTz now)
 	MemoryContext old;
 	uint64		n;
 
-	n = DurableExecuteStmt(STMT_TICK_FAILURES, NULL, NULL, SPI_OK_SELECT, 0);
+	n = DurableExecute(&tick_failures, NULL, NULL, SPI_OK_SELECT, 0);
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	failing_parts = NIL;
 	for (uint64 row = 0; row < n; row++)
-		failing_parts = lappend(failing_parts, DurableResultText(row, 1));
+		failing_parts = lappend(failing_parts, DurableColumnText(row, FAILURE_PART));
 	MemoryContextSwitchTo(old);
 	failing_lxid = DURABLE_MY_LXID;
 	parts_now = now;
@@ -100,6 +116,16 @@ DurableFailingParts(const char *prefix, uint64 *count)
 	}
 	return parts;
 }
+
+static DurableStatement tick_failure_set = {
+	.name = "tick_failure_set",
+	.sql = "INSERT INTO durable.tick_failures AS f (part, sqlstate, error,"
+	" failing_since, last_failed_at, failures) VALUES ($1, $2, $3, $4, $4, 1)"
+	" ON CONFLICT (part) DO UPDATE SET sqlstate = EXCLUDED.sqlstate,"
+	" error = EXCLUDED.error, last_failed_at = EXCLUDED.last_failed_at,"
+	" failures = f.failures + 1",
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
+};
 
 /*
  * DurablePartFailedWith
@@ -136,7 +162,7 @@ DurablePartFailedWith(const char *part, const char *sqlstate,
 	args[1] = CStringGetTextDatum(sqlstate);
 	args[2] = CStringGetTextDatum(message);
 	args[3] = TimestampTzGetDatum(parts_now);
-	DurableExecuteStmt(STMT_TICK_FAILURE_SET, args, NULL, SPI_OK_INSERT, 0);
+	DurableExecute(&tick_failure_set, args, NULL, SPI_OK_INSERT, 0);
 }
 
 /* the same, from the error a part raised */
@@ -151,6 +177,27 @@ DurablePartFailed(const char *part, const ErrorData *edata)
 	pfree(sqlstate);
 }
 
+static DurableStatement tick_failure_clear = {
+	.name = "tick_failure_clear",
+	.sql = "DELETE FROM durable.tick_failures WHERE part = $1",
+	.nargs = 1, .argtypes = {TEXTOID},
+};
+
+/*
+ * DurablePartForget
+ *		Drop the failure recorded for a part, if any: a part replaced or
+ *		removed (a schedule) is no longer the one that failed.  Returns
+ *		whether there was one.  The tick's list of failing parts is not
+ *		changed.
+ */
+bool
+DurablePartForget(const char *part)
+{
+	Datum		arg = CStringGetTextDatum(part);
+
+	return DurableExecute(&tick_failure_clear, &arg, NULL, SPI_OK_DELETE, 0) > 0;
+}
+
 /*
  * DurablePartSucceeded
  *		A part ran to its end: if it was failing, it has recovered.
@@ -159,13 +206,11 @@ void
 DurablePartSucceeded(const char *part)
 {
 	ListCell   *lc = failing_part(part);
-	Datum		arg;
 
 	if (lc == NULL)
 		return;
 	failing_parts = list_delete_cell(failing_parts, lc);
-	arg = CStringGetTextDatum(part);
-	if (DurableExecuteStmt(STMT_TICK_FAILURE_CLEAR, &arg, NULL, SPI_OK_DELETE, 0) > 0)
+	if (DurablePartForget(part))
 		ereport(LOG,
 				errmsg("durable reconciler runs \"%s\" again", part));
 }

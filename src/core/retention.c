@@ -16,6 +16,7 @@
  */
 #include "core/core.h"
 
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -23,20 +24,10 @@
 int			durable_retention = 7 * 24 * 3600;
 int			durable_inbox_retention = 7 * 24 * 3600;
 
-/* columns of STMT_MAINTAIN_HISTORY */
-enum
-{
-	HISTORY_TASK_ID = 1,
-	HISTORY_ACTION,
-	HISTORY_PART,
-	HISTORY_ERROR_CODE,
-	HISTORY_ERROR_MESSAGE
-};
-
 /* what a part of retention works on */
 typedef struct RetentionWork
 {
-	DurableStmt stmt;
+	DurableStatement *stmt;
 	TimestampTz cutoff;
 	TimestampTz now;
 	int			batch;
@@ -50,6 +41,31 @@ seconds_before(TimestampTz t, int seconds)
 {
 	return t - (TimestampTz) seconds * USECS_PER_SEC;
 }
+
+enum
+{
+	HISTORY_TASK_ID,
+	HISTORY_ACTION,
+	HISTORY_PART,
+	HISTORY_ERROR_CODE,
+	HISTORY_ERROR_MESSAGE,
+	HISTORY_NCOLUMNS
+};
+static const DurableColumn history_columns[HISTORY_NCOLUMNS] = {
+	[HISTORY_TASK_ID] = {"task_id", INT8OID},
+	[HISTORY_ACTION] = {"action", TEXTOID},
+	[HISTORY_PART] = {"part", TEXTOID},
+	[HISTORY_ERROR_CODE] = {"error_code", TEXTOID},
+	[HISTORY_ERROR_MESSAGE] = {"error_message", TEXTOID},
+};
+static DurableStatement maintain_history_stmt = {
+	.name = "maintain_history",
+	.sql = "SELECT task_id, action, part, error_code, error_message"
+	" FROM durable.maintain_history($1,"
+	" pg_catalog.make_interval(secs => $2), $3)",
+	.nargs = 3, .argtypes = {TIMESTAMPTZOID, INT4OID, INT4OID},
+	DURABLE_COLUMNS(history_columns),
+};
 
 /*
  * maintain_history
@@ -76,19 +92,19 @@ maintain_history(void *arg)
 	args[1] = Int32GetDatum(durable_retention);
 	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
 	args[2] = Int32GetDatum(work->batch);
-	rows = DurableExecuteStmt(STMT_MAINTAIN_HISTORY, args, nulls, SPI_OK_SELECT, 0);
+	rows = DurableExecute(&maintain_history_stmt, args, nulls, SPI_OK_SELECT, 0);
 	for (uint64 row = 0; row < rows; row++)
 	{
 		bool		isnull;
-		Datum		id = DurableResultDatum(row, HISTORY_TASK_ID, &isnull);
-		char	   *action = DurableResultText(row, HISTORY_ACTION);
+		Datum		id = DurableColumnDatum(row, HISTORY_TASK_ID, &isnull);
+		char	   *action = DurableColumnText(row, HISTORY_ACTION);
 
 		if (strcmp(action, "busy") == 0)
 			busy = true;
 		else if (strcmp(action, "failed") == 0)
-			failed = lappend(failed, list_make3(DurableResultText(row, HISTORY_PART),
-												DurableResultText(row, HISTORY_ERROR_CODE),
-												DurableResultText(row, HISTORY_ERROR_MESSAGE)));
+			failed = lappend(failed, list_make3(DurableColumnText(row, HISTORY_PART),
+												DurableColumnText(row, HISTORY_ERROR_CODE),
+												DurableColumnText(row, HISTORY_ERROR_MESSAGE)));
 		else
 		{
 			removed++;
@@ -122,6 +138,63 @@ maintain_history(void *arg)
 	return removed;
 }
 
+/* retention of one table each, a part of the tick apiece */
+static DurableStatement retain_inbox = {
+	.name = "retain_inbox",
+	.sql = "DELETE FROM durable.inbox WHERE ctid = ANY (ARRAY("
+	" SELECT ctid FROM durable.inbox WHERE received_at < $1"
+	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+static DurableStatement retain_outbox = {
+	.name = "retain_outbox",
+	.sql = "DELETE FROM durable.outbox WHERE ctid = ANY (ARRAY("
+	" SELECT ctid FROM durable.outbox WHERE published_at < $1"
+	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+static DurableStatement retain_keys = {
+	.name = "retain_keys",
+	.sql = "DELETE FROM durable.idempotency_keys WHERE ctid = ANY (ARRAY("
+	" SELECT ctid FROM durable.idempotency_keys WHERE expires_at < $1"
+	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+
+/*
+ * On Citus, where rows are locked (SKIP LOCKED) only in a statement on one
+ * shard: each table in one statement on all shards, without a batch
+ * limit, run by the coordinator's reconciler alone ($2 unused).
+ */
+static DurableStatement retain_inbox_all = {
+	.name = "retain_inbox_all",
+	.sql = "DELETE FROM durable.inbox WHERE received_at < $1 AND $2 IS NOT NULL",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+static DurableStatement retain_outbox_all = {
+	.name = "retain_outbox_all",
+	.sql = "DELETE FROM durable.outbox WHERE published_at < $1 AND $2 IS NOT NULL",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+static DurableStatement retain_keys_all = {
+	.name = "retain_keys_all",
+	.sql = "DELETE FROM durable.idempotency_keys WHERE expires_at < $1 AND $2 IS NOT NULL",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+
+/* the events emitted before the cutoff, or awaited then and no more */
+static DurableStatement retain_events = {
+	.name = "retain_events",
+	.sql = "DELETE FROM durable.emitted_events WHERE ctid = ANY (ARRAY("
+	" SELECT e.ctid FROM durable.emitted_events e"
+	" WHERE COALESCE(e.emitted_at, e.created_at) < $1"
+	" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
+	"  WHERE w.partition_key = e.partition_key AND w.queue_name = e.queue_name"
+	"  AND w.event = e.event))"
+	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+
 static uint64
 retain_table(void *arg)
 {
@@ -130,22 +203,22 @@ retain_table(void *arg)
 
 	args[0] = TimestampTzGetDatum(work->cutoff);
 	args[1] = Int32GetDatum(work->batch);
-	return DurableExecuteStmt(work->stmt, args, NULL, SPI_OK_DELETE, 0);
+	return DurableExecute(work->stmt, args, NULL, SPI_OK_DELETE, 0);
 }
 
 /* the tables kept for a while to answer duplicates, a part of the tick each */
 typedef struct RetainedTable
 {
 	const char *part;
-	DurableStmt local;			/* a batch, SKIP LOCKED */
-	DurableStmt everywhere;		/* on Citus: every shard, no batch */
+	DurableStatement *local;	/* a batch, SKIP LOCKED */
+	DurableStatement *everywhere;	/* on Citus: every shard, no batch */
 	bool		by_inbox_retention; /* else until the row's own expiry */
 } RetainedTable;
 
 static const RetainedTable retained_tables[] = {
-	{"retention: durable.inbox", STMT_RETAIN_INBOX, STMT_RETAIN_INBOX_ALL, true},
-	{"retention: durable.outbox", STMT_RETAIN_OUTBOX, STMT_RETAIN_OUTBOX_ALL, true},
-	{"retention: durable.idempotency_keys", STMT_RETAIN_KEYS, STMT_RETAIN_KEYS_ALL, false},
+	{"retention: durable.inbox", &retain_inbox, &retain_inbox_all, true},
+	{"retention: durable.outbox", &retain_outbox, &retain_outbox_all, true},
+	{"retention: durable.idempotency_keys", &retain_keys, &retain_keys_all, false},
 };
 
 /*
@@ -168,7 +241,7 @@ DurableApplyRetention(TimestampTz now, int batch,
 	bool		everywhere = DurableDistributed();
 	TimestampTz inbox_cutoff = durable_inbox_retention >= 0 ?
 		seconds_before(now, durable_inbox_retention) : DT_NOBEGIN;
-	RetentionWork work = {0, 0, now, batch, callback, arg};
+	RetentionWork work = {NULL, 0, now, batch, callback, arg};
 	uint64		removed = 0;
 	uint64		n;
 
@@ -181,7 +254,7 @@ DurableApplyRetention(TimestampTz now, int batch,
 		/* the events awaited or emitted before retention's horizon */
 		if (durable_retention >= 0)
 		{
-			work.stmt = STMT_RETAIN_EVENTS;
+			work.stmt = &retain_events;
 			work.cutoff = seconds_before(now, durable_retention);
 			if (DurableRunPart("retention: events", retain_table, &work, &n))
 				removed = Max(removed, n);

@@ -1,13 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * schedule.c
- *	  Cron schedules: durable_cron_next, durable_schedule, durable_unschedule
- *	  and the reconciler's part, which enqueues the occurrences that are due.
+ *	  Cron schedules: setting and removing one (durable_schedule and
+ *	  durable_unschedule in api/schedules.c), and the reconciler's part,
+ *	  which enqueues the occurrences that are due.
  *
- * A wall-clock time is read in the schedule's time zone as PostgreSQL reads
- * a local timestamp: a time the clock skips at a DST change fires as far
- * past the change (02:30 becomes 03:30), and a time the clock passes twice
- * fires once, the second time.
+ * When an expression fires in a schedule's time zone is the pure layer's
+ * (pure/cron.c, pure/zone.c).
  *
  * Each occurrence is enqueued with the idempotency key
  * "schedule:<name>:<epoch seconds>", so that it is enqueued once whoever
@@ -18,9 +17,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -29,103 +29,6 @@
 /* a backfill enqueues at most this many occurrences of a schedule a tick */
 #define DURABLE_BACKFILL_PER_TICK 100
 
-static pg_tz *
-time_zone(const char *name)
-{
-	pg_tz	   *tz = pg_tzset(name);
-
-	if (tz == NULL)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("time zone \"%s\" not recognized", name),
-				errhint("Name a zone of the IANA database, such as \"Europe/Berlin\", or \"UTC\"."));
-	return tz;
-}
-
-/* the wall-clock minute of an instant in tz */
-static void
-wall_time(TimestampTz at, pg_tz *tz, DurableWallTime *wall)
-{
-	struct pg_tm tm;
-	fsec_t		fsec;
-	int			offset;
-
-	if (timestamp2tm(at, &offset, &tm, &fsec, NULL, tz) != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				errmsg("timestamp out of range"));
-	wall->year = tm.tm_year;
-	wall->month = tm.tm_mon;
-	wall->day = tm.tm_mday;
-	wall->hour = tm.tm_hour;
-	wall->minute = tm.tm_min;
-}
-
-/* the instant a wall-clock minute in tz stands for; false out of range */
-static bool
-wall_instant(const DurableWallTime *wall, pg_tz *tz, TimestampTz *result)
-{
-	struct pg_tm tm = {0};
-	int			offset;
-
-	tm.tm_year = wall->year;
-	tm.tm_mon = wall->month;
-	tm.tm_mday = wall->day;
-	tm.tm_hour = wall->hour;
-	tm.tm_min = wall->minute;
-	offset = DetermineTimeZoneOffset(&tm, tz);
-	return tm2timestamp(&tm, 0, &offset, result) == 0;
-}
-
-/*
- * cron_next
- *		The first time after "after" at which the expression fires in tz;
- *		DT_NOEND when there is none within the range of timestamps.
- */
-static TimestampTz
-cron_next(const DurableCron *cron, TimestampTz after, pg_tz *tz)
-{
-	DurableWallTime wall;
-	TimestampTz result;
-
-	/*
-	 * Local times map to instants in order, except around a DST change:
-	 * skip a candidate that maps to "after" or before it.
-	 */
-	wall_time(after, tz, &wall);
-	while (DurableCronNextWall(cron, &wall) && wall_instant(&wall, tz, &result))
-	{
-		if (result > after)
-			return result;
-	}
-	return DT_NOEND;
-}
-
-/*
- * cron_latest
- *		The latest time at or before "at" at which the expression fires in
- *		tz; DT_NOBEGIN when there is none.  It walks back from "at", not
- *		forward from some earlier time, so that it costs the same after an
- *		hour or a century of downtime.
- */
-static TimestampTz
-cron_latest(const DurableCron *cron, TimestampTz at, pg_tz *tz)
-{
-	DurableWallTime wall;
-	TimestampTz result;
-
-	/* around a DST change, skip a candidate that maps after "at" */
-	wall_time(at, tz, &wall);
-	for (bool first = true;
-		 DurableCronPrevWall(cron, &wall, first) && wall_instant(&wall, tz, &result);
-		 first = false)
-	{
-		if (result <= at)
-			return result;
-	}
-	return DT_NOBEGIN;
-}
-
 /*
  * A schedule replaced or removed is no longer the one that failed: its
  * failure leaves durable.status (tick_failures) with it.
@@ -133,69 +36,51 @@ cron_latest(const DurableCron *cron, TimestampTz at, pg_tz *tz)
 static void
 forget_failure(const char *name)
 {
-	Datum		part = CStringGetTextDatum(psprintf("schedule: %s", name));
-
-	DurableExecuteStmt(STMT_TICK_FAILURE_CLEAR, &part, NULL, SPI_OK_DELETE, 0);
+	(void) DurablePartForget(psprintf("schedule: %s", name));
 }
 
-static char *
-required_text(FunctionCallInfo fcinfo, int argno, const char *name)
+enum
 {
-	DurableRequireArg(fcinfo, argno, name);
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-}
+	LOCKED_LAST_RUN,
+	LOCKED_NCOLUMNS
+};
+static const DurableColumn locked_columns[LOCKED_NCOLUMNS] = {
+	[LOCKED_LAST_RUN] = {"last_run", TIMESTAMPTZOID},
+};
+static DurableStatement schedule_lock = {
+	.name = "schedule_lock",
+	.sql = "SELECT last_run FROM durable.schedules WHERE schedule_name = $1 FOR UPDATE",
+	.nargs = 1, .argtypes = {TEXTOID},
+	DURABLE_COLUMNS(locked_columns),
+};
+
+static DurableStatement schedule_upsert = {
+	.name = "schedule_upsert",
+	.sql = "INSERT INTO durable.schedules AS s (schedule_name, cron, timezone,"
+	" queue_name, payload, backfill, next_run, created_at, role)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+	" ON CONFLICT (schedule_name) DO UPDATE SET cron = EXCLUDED.cron,"
+	" timezone = EXCLUDED.timezone, queue_name = EXCLUDED.queue_name,"
+	" payload = EXCLUDED.payload, backfill = EXCLUDED.backfill,"
+	" next_run = EXCLUDED.next_run, role = EXCLUDED.role,"
+	" last_error = NULL, last_error_at = NULL",
+	.nargs = 9, .argtypes = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID,
+	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+};
 
 /*
- * durable_cron_next(cron text, after timestamptz, timezone text = 'UTC')
- *		RETURNS timestamptz
- *
- * A pure function: the first time after "after" at which the cron
- * expression fires, read in the time zone.  22023 for a bad expression or
- * an unknown zone, 22004 for a NULL.
+ * DurableScheduleSet
+ *		Create the schedule, or replace the one of that name (its next run
+ *		is then counted from the later of now and its last run); return its
+ *		next run.  Raises 22023 for a bad expression or zone, or one that
+ *		never fires again, 42704 for an unknown queue, 42501 for a queue
+ *		the caller may not enqueue into.  SPI connected.
  */
-PG_FUNCTION_INFO_V1(durable_cron_next);
-Datum
-durable_cron_next(PG_FUNCTION_ARGS)
+TimestampTz
+DurableScheduleSet(const char *name, const char *text, const char *zone,
+				   const char *queue, Jsonb *payload, bool backfill,
+				   TimestampTz now)
 {
-	char	   *text = required_text(fcinfo, 0, "cron");
-	char	   *zone = required_text(fcinfo, 2, "timezone");
-	DurableCron cron;
-	TimestampTz after;
-	TimestampTz next;
-
-	DurableRequireArg(fcinfo, 1, "after");
-	after = PG_GETARG_TIMESTAMPTZ(1);
-	DurableCronParse(text, &cron);
-	if (TIMESTAMP_NOT_FINITE(after))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("after must be a finite time"));
-	next = cron_next(&cron, after, time_zone(zone));
-	if (TIMESTAMP_NOT_FINITE(next))
-		PG_RETURN_NULL();
-	PG_RETURN_TIMESTAMPTZ(next);
-}
-
-/*
- * durable_schedule(name text, cron text, queue text, payload jsonb = '{}',
- *		timezone text = 'UTC', backfill boolean = false) RETURNS timestamptz
- *
- * Creates the schedule, or replaces the one of that name (its next run is
- * then counted from the later of now and its last run); returns its next
- * run.  Raises 22023 for a bad
- * expression or zone, 42704 for an unknown queue, 42501 for a queue the
- * caller may not enqueue into.
- */
-PG_FUNCTION_INFO_V1(durable_schedule);
-Datum
-durable_schedule(PG_FUNCTION_ARGS)
-{
-	char	   *name = DurableNameArg(fcinfo, 0, "schedule name");
-	char	   *text = required_text(fcinfo, 1, "cron");
-	char	   *queue = DurableNameArg(fcinfo, 2, "queue name");
-	Jsonb	   *payload;
-	char	   *zone = required_text(fcinfo, 4, "timezone");
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	TimestampTz after = now;
 	DurableCron cron;
 	pg_tz	   *tz;
@@ -204,13 +89,8 @@ durable_schedule(PG_FUNCTION_ARGS)
 	Datum		arg;
 	Datum		args[9];
 
-	DurableRequireArg(fcinfo, 3, "payload");
-	payload = DurableJsonbArg(fcinfo, 3, "payload");
-	DurableRequireArg(fcinfo, 5, "backfill");
 	DurableCronParse(text, &cron);
-	tz = time_zone(zone);
-
-	SPI_connect();
+	tz = DurableTimeZone(zone);
 	DurableQueueGetShared(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 
@@ -222,15 +102,15 @@ durable_schedule(PG_FUNCTION_ARGS)
 	 * shows the last run committed.
 	 */
 	arg = CStringGetTextDatum(name);
-	if (DurableExecuteStmt(STMT_SCHEDULE_LOCK, &arg, NULL, SPI_OK_SELECT, 1) == 1)
+	if (DurableExecute(&schedule_lock, &arg, NULL, SPI_OK_SELECT, 1) == 1)
 	{
 		bool		isnull;
-		Datum		last_run = DurableResultDatum(0, 1, &isnull);
+		Datum		last_run = DurableColumnDatum(0, LOCKED_LAST_RUN, &isnull);
 
 		if (!isnull)
 			after = Max(after, DatumGetTimestampTz(last_run));
 	}
-	next = cron_next(&cron, after, tz);
+	next = DurableCronNext(&cron, after, tz);
 	if (TIMESTAMP_NOT_FINITE(next))
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -240,47 +120,68 @@ durable_schedule(PG_FUNCTION_ARGS)
 	args[2] = CStringGetTextDatum(zone);
 	args[3] = CStringGetTextDatum(queue);
 	args[4] = JsonbPGetDatum(payload);
-	args[5] = PG_GETARG_DATUM(5);
+	args[5] = BoolGetDatum(backfill);
 	args[6] = TimestampTzGetDatum(next);
 	args[7] = TimestampTzGetDatum(now);
 	args[8] = CStringGetTextDatum(DurableCallerName());
-	DurableExecuteStmt(STMT_SCHEDULE_UPSERT, args, NULL, SPI_OK_INSERT, 0);
+	DurableExecute(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
 	forget_failure(name);
-	SPI_finish();
-	PG_RETURN_TIMESTAMPTZ(next);
+	return next;
 }
 
+static DurableStatement schedule_delete = {
+	.name = "schedule_delete",
+	.sql = "DELETE FROM durable.schedules WHERE schedule_name = $1",
+	.nargs = 1, .argtypes = {TEXTOID},
+};
+
 /*
- * durable_unschedule(name text) RETURNS boolean
- *
- * Removes a schedule; false when there was none.  Occurrences already
- * enqueued stay.
+ * DurableUnschedule
+ *		Remove a schedule; false when there was none.  Occurrences already
+ *		enqueued stay.  SPI connected.
  */
-PG_FUNCTION_INFO_V1(durable_unschedule);
-Datum
-durable_unschedule(PG_FUNCTION_ARGS)
+bool
+DurableUnschedule(const char *name)
 {
-	char	   *name = DurableNameArg(fcinfo, 0, "schedule name");
 	Datum		arg = CStringGetTextDatum(name);
 	bool		removed;
 
-	SPI_connect();
-	removed = DurableExecuteStmt(STMT_SCHEDULE_DELETE, &arg, NULL, SPI_OK_DELETE, 0) > 0;
+	removed = DurableExecute(&schedule_delete, &arg, NULL, SPI_OK_DELETE, 0) > 0;
 	forget_failure(name);
-	SPI_finish();
-	PG_RETURN_BOOL(removed);
+	return removed;
 }
 
-/* columns of STMT_SCHEDULES_DUE */
 enum
 {
-	DUE_NAME = 1,
+	DUE_NAME,
 	DUE_CRON,
 	DUE_TIMEZONE,
 	DUE_QUEUE,
 	DUE_PAYLOAD,
 	DUE_BACKFILL,
-	DUE_NEXT_RUN
+	DUE_NEXT_RUN,
+	DUE_NCOLUMNS
+};
+static const DurableColumn due_columns[DUE_NCOLUMNS] = {
+	[DUE_NAME] = {"schedule_name", TEXTOID},
+	[DUE_CRON] = {"cron", TEXTOID},
+	[DUE_TIMEZONE] = {"timezone", TEXTOID},
+	[DUE_QUEUE] = {"queue_name", TEXTOID},
+	[DUE_PAYLOAD] = {"payload", JSONBOID},
+	[DUE_BACKFILL] = {"backfill", BOOLOID},
+	[DUE_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+};
+static DurableStatement schedules_due = {
+	.name = "schedules_due",
+	.sql = "SELECT s.schedule_name, s.cron, s.timezone, s.queue_name, s.payload,"
+	" s.backfill, s.next_run"
+	" FROM durable.schedules s"
+	" JOIN durable.queues q ON q.queue_name = s.queue_name"
+	" WHERE s.next_run <= $1"
+	" ORDER BY s.next_run LIMIT $2"
+	" FOR NO KEY UPDATE OF s SKIP LOCKED",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_COLUMNS(due_columns),
 };
 
 typedef struct DueSchedule
@@ -323,6 +224,24 @@ enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence)
 	return DurableEnqueue(&req, &settings, due->now);
 }
 
+static DurableStatement schedule_advance = {
+	.name = "schedule_advance",
+	.sql = "UPDATE durable.schedules SET next_run = $2, last_run = $3,"
+	" last_task_id = COALESCE($4, last_task_id),"
+	" last_error = NULL, last_error_at = NULL"
+	" WHERE schedule_name = $1",
+	.nargs = 4, .argtypes = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+};
+
+/* an occurrence that could not be enqueued is skipped, with why */
+static DurableStatement schedule_skip = {
+	.name = "schedule_skip",
+	.sql = "UPDATE durable.schedules SET next_run = $2, last_error = $3,"
+	" last_error_at = COALESCE(last_error_at, $4)"
+	" WHERE schedule_name = $1",
+	.nargs = 4, .argtypes = {TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID},
+};
+
 /*
  * run_schedule
  *		Enqueue what one due schedule owes and move its next run on: every
@@ -336,7 +255,7 @@ run_schedule(void *arg)
 {
 	DueSchedule *due = (DueSchedule *) arg;
 	DurableCron cron;
-	pg_tz	   *tz = time_zone(due->timezone);
+	pg_tz	   *tz = DurableTimeZone(due->timezone);
 	TimestampTz occurrence = due->next_run;
 	TimestampTz next;
 	int64		task_id = 0;
@@ -346,17 +265,17 @@ run_schedule(void *arg)
 
 	DurableCronParse(due->cron, &cron);
 	if (!due->backfill)
-		occurrence = Max(occurrence, cron_latest(&cron, due->now, tz));
+		occurrence = Max(occurrence, DurableCronLatest(&cron, due->now, tz));
 	for (int i = 0; i < DURABLE_BACKFILL_PER_TICK; i++)
 	{
-		next = cron_next(&cron, occurrence, tz);
+		next = DurableCronNext(&cron, occurrence, tz);
 		if (due->skip != 0 && occurrence >= due->skip)
 		{
 			advance[0] = CStringGetTextDatum(due->name);
 			advance[1] = TimestampTzGetDatum(next);
 			advance[2] = CStringGetTextDatum(due->error);
 			advance[3] = TimestampTzGetDatum(due->now);
-			DurableExecuteStmt(STMT_SCHEDULE_SKIP, advance, NULL, SPI_OK_UPDATE, 0);
+			DurableExecute(&schedule_skip, advance, NULL, SPI_OK_UPDATE, 0);
 			return enqueued;
 		}
 		due->attempting = occurrence;
@@ -373,7 +292,7 @@ run_schedule(void *arg)
 	advance[2] = TimestampTzGetDatum(occurrence);
 	advance[3] = Int64GetDatum(task_id);
 	nulls[3] = task_id != 0 ? ' ' : 'n';
-	DurableExecuteStmt(STMT_SCHEDULE_ADVANCE, advance, nulls, SPI_OK_UPDATE, 0);
+	DurableExecute(&schedule_advance, advance, nulls, SPI_OK_UPDATE, 0);
 	return enqueued;
 }
 
@@ -400,7 +319,7 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = Int32GetDatum(batch);
-	n = DurableExecuteStmt(STMT_SCHEDULES_DUE, args, NULL, SPI_OK_SELECT, 0);
+	n = DurableExecute(&schedules_due, args, NULL, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
 	due = palloc0(sizeof(DueSchedule) * n);
@@ -408,13 +327,13 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 	{
 		bool		isnull;
 
-		due[r].name = DurableResultText(r, DUE_NAME);
-		due[r].cron = DurableResultText(r, DUE_CRON);
-		due[r].timezone = DurableResultText(r, DUE_TIMEZONE);
-		due[r].queue = DurableResultText(r, DUE_QUEUE);
-		due[r].payload = DatumGetJsonbPCopy(DurableResultDatum(r, DUE_PAYLOAD, &isnull));
-		due[r].backfill = DatumGetBool(DurableResultDatum(r, DUE_BACKFILL, &isnull));
-		due[r].next_run = DatumGetTimestampTz(DurableResultDatum(r, DUE_NEXT_RUN, &isnull));
+		due[r].name = DurableColumnText(r, DUE_NAME);
+		due[r].cron = DurableColumnText(r, DUE_CRON);
+		due[r].timezone = DurableColumnText(r, DUE_TIMEZONE);
+		due[r].queue = DurableColumnText(r, DUE_QUEUE);
+		due[r].payload = DatumGetJsonbPCopy(DurableColumnDatum(r, DUE_PAYLOAD, &isnull));
+		due[r].backfill = DurableColumnBool(r, DUE_BACKFILL);
+		due[r].next_run = DatumGetTimestampTz(DurableColumnDatum(r, DUE_NEXT_RUN, &isnull));
 		due[r].now = now;
 		due[r].callback = callback;
 		due[r].arg = arg;

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * tick.c
- *	  One tick of reconciliation, and durable_reconcile() that runs it.
+ *	  One tick of reconciliation (api/reconcile.c's durable_reconcile()
+ *	  and the background worker run it).
  *
  * A tick is what the background worker runs in one transaction and
  * durable_reconcile() exposes: expired leases through the recovery table
@@ -11,18 +12,17 @@
  * subtransaction of its own (part.c): a partition, a day of history, a
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
- * first.
+ * first.  The tick is on top of the core: it calls the modules that move
+ * tasks, and nothing in the core calls it.
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
-#include "funcapi.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
-#include "utils/builtins.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 /* what a partition's part of the tick works on */
 typedef struct PartitionWork
@@ -77,6 +77,38 @@ over_partitions(const int32 *partitions, uint64 npartitions, const char *what,
 	return done;
 }
 
+/* the partitions in use */
+enum
+{
+	PARTITION_KEY,
+	PARTITION_NCOLUMNS
+};
+static const DurableColumn partition_columns[PARTITION_NCOLUMNS] = {
+	[PARTITION_KEY] = {"p", INT4OID},
+};
+static DurableStatement partitions_all = {
+	.name = "partitions",
+	.sql = "SELECT DISTINCT (q.partition_base + i)"
+	" % " CppAsString2(DURABLE_PARTITION_SPACE) " AS p"
+	" FROM durable.queues q, pg_catalog.generate_series(0, q.partitions - 1) i",
+	.nargs = 0,
+	DURABLE_COLUMNS(partition_columns),
+};
+
+/* on Citus: those of the partitions whose shards this node holds */
+static DurableStatement partitions_local = {
+	.name = "partitions_local",
+	.sql = "SELECT p FROM (SELECT DISTINCT (q.partition_base + i)"
+	"  % " CppAsString2(DURABLE_PARTITION_SPACE)
+	"  FROM durable.queues q, pg_catalog.generate_series(0, q.partitions - 1) i) x(p)"
+	" WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
+	"  WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column("
+	"   'durable.live_tasks'::pg_catalog.regclass, x.p)"
+	"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+	.nargs = 0,
+	DURABLE_COLUMNS(partition_columns),
+};
+
 /* the partitions in use, in a palloc'd array */
 static int32 *
 partitions_in_use(uint64 *count)
@@ -87,12 +119,12 @@ partitions_in_use(uint64 *count)
 	 * On Citus, each node's reconciler works on the shards it holds; a call
 	 * of durable_reconcile() works on all of them, wherever it runs.
 	 */
-	*count = DurableExecuteStmt(DurableDistributed() && MyBackendType == B_BG_WORKER ?
-							STMT_PARTITIONS_LOCAL : STMT_PARTITIONS,
+	*count = DurableExecute(DurableDistributed() && MyBackendType == B_BG_WORKER ?
+							&partitions_local : &partitions_all,
 							NULL, NULL, SPI_OK_SELECT, 0);
 	partitions = palloc(sizeof(int32) * Max(*count, 1));
 	for (uint64 i = 0; i < *count; i++)
-		partitions[i] = (int32) DurableResultInt64(i, 1);
+		partitions[i] = DurableColumnInt32(i, PARTITION_KEY);
 	return partitions;
 }
 
@@ -133,41 +165,4 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
 	return Max(Max(settled, alarms), Max(removed, scheduled));
-}
-
-static void
-report_settled(int64 task_id, const char *action, void *arg)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-
-	/* a day of history dropped whole names no task */
-	values[0] = Int64GetDatum(task_id);
-	nulls[0] = task_id == 0;
-	values[1] = CStringGetTextDatum(action);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
-
-/*
- * durable_reconcile(batch int = 1000) RETURNS TABLE(task_id bigint, action text)
- *
- * One tick of reconciliation, as the background worker runs it: settles up
- * to batch expired leases, raises up to batch stuck alarms, and removes up
- * to batch finished tasks past retention, and enqueues the occurrences of
- * up to batch schedules that are due; returns each task with what was done
- * ('removed', 'stuck_alarm' and 'scheduled' besides the recovery actions).
- * A part that fails is skipped and shown in durable.status, not raised.
- */
-PG_FUNCTION_INFO_V1(durable_reconcile);
-Datum
-durable_reconcile(PG_FUNCTION_ARGS)
-{
-	int32		batch = DurableBatchArg(fcinfo, 0);
-
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	DurableReconcileTick(batch, report_settled, fcinfo->resultinfo);
-	SPI_finish();
-	return (Datum) 0;
 }

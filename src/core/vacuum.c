@@ -22,6 +22,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/vacuum.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_node.h"
@@ -77,10 +78,30 @@ dead_tuples(const char *name)
 	return DURABLE_STAT_DEAD_TUPLES(stats);
 }
 
+/* on Citus: this node's shards of durable.live_tasks, by name */
+enum
+{
+	SHARD_NAME,
+	SHARD_NCOLUMNS
+};
+static const DurableColumn shard_columns[SHARD_NCOLUMNS] = {
+	[SHARD_NAME] = {"shard", TEXTOID},
+};
+static DurableStatement local_task_shards = {
+	.name = "local_task_shards",
+	.sql = "SELECT 'live_tasks_' || s.shardid AS shard FROM pg_catalog.pg_dist_shard s"
+	" JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid"
+	" WHERE s.logicalrelid = 'durable.live_tasks'::pg_catalog.regclass"
+	" AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)"
+	" ORDER BY s.shardid",
+	.nargs = 0,
+	DURABLE_COLUMNS(shard_columns),
+};
+
 /*
  * find_tables
  *		The tables to look at: durable.live_tasks, or on Citus this node's
- *		shards of it (STMT_LOCAL_TASK_SHARDS, SPI connected), keeping what is
+ *		shards of it (local_task_shards, SPI connected), keeping what is
  *		known of those already looked at.
  */
 static void
@@ -95,11 +116,11 @@ find_tables(void)
 	}
 	else
 	{
-		uint64		n = DurableExecuteStmt(STMT_LOCAL_TASK_SHARDS, NULL, NULL,
+		uint64		n = DurableExecute(&local_task_shards, NULL, NULL,
 									   SPI_OK_SELECT, 0);
 
 		for (uint64 row = 0; row < n && nfound < DURABLE_MAX_VACUUMED; row++)
-			strlcpy(found[nfound++].name, DurableResultText(row, 1), NAMEDATALEN);
+			strlcpy(found[nfound++].name, DurableColumnText(row, SHARD_NAME), NAMEDATALEN);
 	}
 	for (int i = 0; i < nfound; i++)
 	{

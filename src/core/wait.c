@@ -15,28 +15,52 @@
  * is not a failure.  Waking up is an ordinary claim; the replayed call then
  * returns how the wait ended.
  *
+ * The entry points that wait (durable_sleep, durable_await, durable_spawn,
+ * durable_join) are in api/waits.c; the waits themselves here, in
+ * event.c and in child.c.
+ *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
 
-/* columns of STMT_WAIT_GET */
+#include "core/sql.h"
+
 enum
 {
-	WAIT_KIND = 1,
-	WAIT_ARGS,
-	WAIT_STATUS,
-	WAIT_UNTIL,
-	WAIT_PAYLOAD,
-	WAIT_CHILD
+	WAIT_COL_KIND,
+	WAIT_COL_ARGS,
+	WAIT_COL_STATUS,
+	WAIT_COL_UNTIL,
+	WAIT_COL_PAYLOAD,
+	WAIT_COL_CHILD,
+	WAIT_NCOLUMNS
+};
+static const DurableColumn wait_columns[WAIT_NCOLUMNS] = {
+	[WAIT_COL_KIND] = {"kind", TEXTOID},
+	[WAIT_COL_ARGS] = {"args", JSONBOID},
+	[WAIT_COL_STATUS] = {"status", TEXTOID},
+	[WAIT_COL_UNTIL] = {"until", TIMESTAMPTZOID},
+	[WAIT_COL_PAYLOAD] = {"payload", JSONBOID},
+	[WAIT_COL_CHILD] = {"task_id", INT8OID},
+};
+static DurableStatement wait_get = {
+	.name = "wait_get",
+	.sql = "SELECT w ->> 'kind' AS kind, w -> 'args' AS args,"
+	" w ->> 'status' AS status, " WAIT_UNTIL("w") " AS until,"
+	" w -> 'payload' AS payload, (w ->> 'task_id')::int8 AS task_id"
+	" FROM (SELECT waits -> $3 AS w FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND task_id = $2) t"
+	" WHERE w IS NOT NULL",
+	.nargs = 3, .argtypes = {INT4OID, INT8OID, TEXTOID},
+	DURABLE_COLUMNS(wait_columns),
 };
 
 /*
@@ -54,17 +78,17 @@ DurableWaitFetch(const DurableTask *task, const char *name, DurableWait *wait)
 	args[0] = Int32GetDatum(task->partition);
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = CStringGetTextDatum(name);
-	if (DurableExecuteStmt(STMT_WAIT_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(&wait_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
-	wait->kind = DurableResultText(0, WAIT_KIND);
-	d = DurableResultDatum(0, WAIT_ARGS, &isnull);
+	wait->kind = DurableColumnText(0, WAIT_COL_KIND);
+	d = DurableColumnDatum(0, WAIT_COL_ARGS, &isnull);
 	wait->args = isnull ? NULL : DatumGetJsonbPCopy(d);
-	wait->status = DurableResultText(0, WAIT_STATUS);
-	d = DurableResultDatum(0, WAIT_UNTIL, &isnull);
+	wait->status = DurableColumnText(0, WAIT_COL_STATUS);
+	d = DurableColumnDatum(0, WAIT_COL_UNTIL, &isnull);
 	wait->until = isnull ? 0 : DatumGetTimestampTz(d);
-	d = DurableResultDatum(0, WAIT_PAYLOAD, &isnull);
+	d = DurableColumnDatum(0, WAIT_COL_PAYLOAD, &isnull);
 	wait->payload = isnull ? NULL : DatumGetJsonbPCopy(d);
-	d = DurableResultDatum(0, WAIT_CHILD, &isnull);
+	d = DurableColumnDatum(0, WAIT_COL_CHILD, &isnull);
 	wait->child_id = isnull ? 0 : DatumGetInt64(d);
 	return true;
 }
@@ -104,6 +128,15 @@ DurableWaitCheck(const DurableTask *task, const char *name,
 				errhint("A replay must make the same calls; give a new wait a new name."));
 }
 
+static DurableStatement wait_set = {
+	.name = "wait_set",
+	.sql = "UPDATE durable.live_tasks SET waits ="
+	" COALESCE(waits, '{}'::pg_catalog.jsonb)"
+	"  || pg_catalog.jsonb_build_object($3::text, $4::pg_catalog.jsonb)"
+	" WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 4, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID},
+};
+
 /*
  * DurableWaitRecord
  *		Record a new wait (or spawn) of a task the caller holds.
@@ -131,10 +164,21 @@ DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
 	values[1] = Int64GetDatum(task->task_id);
 	values[2] = CStringGetTextDatum(name);
 	values[3] = JsonbPGetDatum(DurableDetailFinish(&entry));
-	if (DurableExecuteStmt(STMT_WAIT_SET, values, NULL, SPI_OK_UPDATE, 0) != 1)
+	if (DurableExecute(&wait_set, values, NULL, SPI_OK_UPDATE, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 }
+
+static DurableStatement wait_resolve = {
+	.name = "wait_resolve",
+	.sql = "UPDATE durable.live_tasks SET waits = pg_catalog.jsonb_set(waits,"
+	" ARRAY[$3::text], (waits -> $3::text) || pg_catalog.jsonb_build_object("
+	" 'status', $4::text, 'resolved_at', " UTC_TIME_JSON("$6") ")"
+	" || " WAIT_PAYLOAD("$5") ")"
+	" WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 6, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID},
+};
 
 /*
  * DurableWaitResolve
@@ -156,7 +200,7 @@ DurableWaitResolve(DurableTask *task, const char *name, const char *status,
 	values[4] = JsonbPGetDatum(payload);
 	nulls[4] = payload ? ' ' : 'n';
 	values[5] = TimestampTzGetDatum(now);
-	if (DurableExecuteStmt(STMT_WAIT_RESOLVE, values, nulls, SPI_OK_UPDATE, 0) != 1)
+	if (DurableExecute(&wait_resolve, values, nulls, SPI_OK_UPDATE, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 	DurableDetailInit(&detail);
@@ -205,19 +249,6 @@ DurableWaitPark(DurableTask *task, const char *name, const char *kind,
 	DurableMoveLockedTask(task, &move, now);
 }
 
-/* the one row (status, document) of durable_await and durable_join */
-void
-DurableWaitResult(FunctionCallInfo fcinfo, const char *status, Jsonb *payload)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[2];
-	bool		nulls[2] = {false, payload == NULL};
-
-	values[0] = CStringGetTextDatum(status);
-	values[1] = JsonbPGetDatum(payload);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
-
 /* a sleep's arguments: when it ends, or for how long */
 static Jsonb *
 sleep_args(TimestampTz until, const Interval *duration)
@@ -241,25 +272,23 @@ sleep_args(TimestampTz until, const Interval *duration)
 }
 
 /*
- * sleep_common
- *		'sleeping' the first time (the task waits until the time), 'elapsed'
- *		once the time has come.  A sleep until a time already past has
+ * DurableSleep
+ *		A durable timer for the task held with that fence: 'sleeping' the
+ *		first time (the task waits until the time), 'elapsed' once the
+ *		time has come.  until is the time, or duration (not NULL) the time
+ *		counted from the first call.  A sleep until a time already past has
  *		elapsed at once and keeps the lease.  A task woken before its time
- *		(an operator's claim, say) sleeps again until then.
+ *		(an operator's claim, say) sleeps again until then.  SPI connected.
  */
-static const char *
-sleep_common(FunctionCallInfo fcinfo, TimestampTz until, const Interval *duration)
+const char *
+DurableSleep(int64 task_id, int64 fence, const char *name, TimestampTz until,
+			 const Interval *duration, TimestampTz now)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = DurableNameArg(fcinfo, 2, "wait name");
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableWait wait;
 	Jsonb	   *args = sleep_args(until, duration);
 	const char *status;
 
-	SPI_connect();
 	DurableTaskHeld(task_id, fence, &task);
 	if (DurableWaitFetch(&task, name, &wait))
 	{
@@ -295,42 +324,5 @@ sleep_common(FunctionCallInfo fcinfo, TimestampTz until, const Interval *duratio
 			status = "sleeping";
 		}
 	}
-	SPI_finish();
 	return status;
-}
-
-/*
- * durable_sleep(task_id bigint, fence bigint, name text, until timestamptz)
- *		RETURNS text
- * durable_sleep(task_id bigint, fence bigint, name text, duration interval)
- *		RETURNS text
- *
- * A durable timer in database time: 'sleeping' the first time (the lease
- * ends; the task waits until the time), 'elapsed' when replayed after it.
- * The duration is counted from the first call.  Raises 55U01 for a stale
- * fence, 55U03 for a name used with other arguments, 55U04 while a step is
- * in doubt.
- */
-PG_FUNCTION_INFO_V1(durable_sleep_until);
-Datum
-durable_sleep_until(PG_FUNCTION_ARGS)
-{
-	TimestampTz until;
-
-	DurableRequireArg(fcinfo, 3, "until");
-	until = PG_GETARG_TIMESTAMPTZ(3);
-	if (TIMESTAMP_NOT_FINITE(until))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("until must be a finite time"));
-	PG_RETURN_TEXT_P(cstring_to_text(sleep_common(fcinfo, until, NULL)));
-}
-
-PG_FUNCTION_INFO_V1(durable_sleep_for);
-Datum
-durable_sleep_for(PG_FUNCTION_ARGS)
-{
-	Interval   *duration = DurablePositiveIntervalArg(fcinfo, 3, "duration");
-
-	PG_RETURN_TEXT_P(cstring_to_text(sleep_common(fcinfo, 0, duration)));
 }

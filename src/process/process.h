@@ -23,9 +23,9 @@ extern bool durable_reconciler_enabled;
 #define DURABLE_RESTART_SECONDS 10
 extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
-struct BackgroundWorker;
-extern void DurableWorkerSpec(struct BackgroundWorker *worker,
-							  const char *function, const char *name,
-							  int restart_seconds);
+extern void DurablePinSettings(void);
+
+/* ---- days_worker.c ---- */
+extern PGDLLEXPORT void durable_days_main(Datum main_arg);
 
 #endif							/* DURABLE_PROCESS_H */

@@ -246,8 +246,8 @@ static const struct
 #endif
 };
 
-static void
-pin_settings(void)
+void
+DurablePinSettings(void)
 {
 	for (size_t i = 0; i < lengthof(pinned_settings); i++)
 		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
@@ -266,7 +266,7 @@ durable_reconciler_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnection(durable_database, NULL, 0);
 	pgstat_report_appname("durable reconciler");
-	pin_settings();
+	DurablePinSettings();
 
 	tick_context = AllocSetContextCreate(TopMemoryContext,
 										 "durable reconciler tick",
@@ -348,26 +348,6 @@ database_exists(const char *name)
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
 	return exists;
-}
-
-/*
- * DurableWorkerSpec
- *		The launcher's and the reconciler's common description: connected
- *		to shared memory and a database, never started on a standby (the
- *		reconciler writes).
- */
-void
-DurableWorkerSpec(BackgroundWorker *worker, const char *function,
-				  const char *name, int restart_seconds)
-{
-	memset(worker, 0, sizeof(*worker));
-	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker->bgw_restart_time = restart_seconds;
-	strlcpy(worker->bgw_library_name, "durable", BGW_MAXLEN);
-	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(worker->bgw_name, name, BGW_MAXLEN);
-	strlcpy(worker->bgw_type, name, BGW_MAXLEN);
 }
 
 /* start the reconciler as a dynamic worker; NULL when no slot is free */

@@ -14,7 +14,7 @@
  *
  * Nothing here knows about time zones: DurableCronNextWall advances a
  * wall-clock time to the next one the expression matches, and
- * DurableCronPrevWall takes it back to the latest one before it.  schedule.c
+ * DurableCronPrevWall takes it back to the latest one before it.  zone.c
  * reads those in a time zone.  This file needs nothing of the server but
  * ereport, so that tools/fuzz can run it outside.
  *

@@ -157,4 +157,18 @@ extern bool DurableCronNextWall(const DurableCron *cron, DurableWallTime *t);
 extern bool DurableCronPrevWall(const DurableCron *cron, DurableWallTime *t,
 								bool inclusive);
 
+/* zone.c: the same read in a time zone (apart, for tools/fuzz) */
+struct pg_tz;
+extern struct pg_tz *DurableTimeZone(const char *name);
+extern TimestampTz DurableCronNext(const DurableCron *cron, TimestampTz after,
+								   struct pg_tz *tz);
+extern TimestampTz DurableCronLatest(const DurableCron *cron, TimestampTz at,
+									 struct pg_tz *tz);
+
+/* ---- worker.c: the background workers' common description ---- */
+struct BackgroundWorker;
+extern void DurableWorkerSpec(struct BackgroundWorker *worker,
+							  const char *function, const char *name,
+							  int restart_seconds);
+
 #endif							/* DURABLE_PURE_H */
