@@ -23,32 +23,7 @@ extern int	durable_inbox_retention;
 /* ---- legacy.c: statements by number (transitional) ---- */
 typedef enum DurableStmt
 {
-	STMT_CHECKPOINT,
-	STMT_STEP_GET,
-	STMT_STEP_INSERT,
-	STMT_STEP_UPDATE,
-	STMT_STEPS_IN_DOUBT,
 	STMT_STEPS_UNSETTLED,
-	STMT_STEPS_TO_COMPENSATE,
-	STMT_INBOX_INSERT,
-	STMT_INBOX_GET,
-	STMT_OUTBOX_INSERT,
-	STMT_OUTBOX_CLAIM,
-	STMT_OUTBOX_CANDIDATES,
-	STMT_OUTBOX_CLAIM_ONE,
-	STMT_OUTBOX_FENCE,
-	STMT_OUTBOX_ACK,
-	STMT_IDEMPOTENT_INSERT,
-	STMT_IDEMPOTENT_LOCK,
-	STMT_IDEMPOTENT_RESTART,
-	STMT_IDEMPOTENT_UPDATE,
-	STMT_IDEMPOTENT_FENCE,
-	STMT_INSTALLATION_ID,
-	STMT_EXPIRED,
-	STMT_DEAD_LETTERS,
-	STMT_DEAD_LETTERS_ONE,
-	STMT_STUCK,
-	STMT_STUCK_MARK,
 	STMT_CHILDREN_STATES,
 	DURABLE_NUM_STMTS
 } DurableStmt;
@@ -326,7 +301,7 @@ extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
 extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
 									 uint64 n, DurableQueuePrivilege what);
 
-/* ---- step.c ---- */
+/* ---- step.c: a step's rows (fetch, in doubt, change state, settle) ---- */
 typedef struct DurableStep
 {
 	const char *name;
@@ -359,24 +334,67 @@ typedef struct DurableStepChange
 	DurableDetail *detail;		/* extra detail, or NULL */
 } DurableStepChange;
 
+/* prefix of the steps durable_compensate plans */
+#define DURABLE_COMPENSATION_PREFIX "compensate:"
+
+/*
+ * The longest name a step can be planned with: its compensation step,
+ * "compensate:<name>", must still be a name the API takes.
+ */
+#define DURABLE_MAX_STEP_NAME_LEN \
+	(DURABLE_MAX_NAME_LEN - (int) (sizeof(DURABLE_COMPENSATION_PREFIX) - 1))
+
 extern bool DurableStepFetch(const DurableTask *task, const char *name,
 							 DurableStep *step);
 extern void DurableStepFetchOrError(const DurableTask *task, const char *name,
 									DurableStep *step);
 extern bool DurableStepInDoubt(const DurableTask *task, DurableStep *step);
+extern char **DurableUnsettledSteps(const DurableTask *task, uint64 *n);
+extern void DurableStepCheckVersion(const DurableTask *task,
+									const DurableStep *step, int32 expected);
 extern void DurableStepChangeState(DurableTask *task, DurableStep *step,
 								   const DurableStepChange *change,
 								   TimestampTz now);
 extern bool DurableStepStateInDoubt(const char *state);
+extern bool DurablePlanStep(DurableTask *task, const char *name,
+							const char *class, Jsonb *request,
+							const char *target, const char *compensates,
+							TimestampTz now, DurableStep *step);
+extern void DurableStepGetOrPlan(int64 task_id, int64 fence, const char *name,
+								 const char *class, Jsonb *request,
+								 const char *target, DurableStep *step);
+extern int32 DurableStepStart(int64 task_id, int64 fence, const char *name,
+							  int32 expected);
+extern int32 DurableStepUnknown(int64 task_id, int64 fence, const char *name,
+								int32 expected, const char *reason);
 extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
 									 DurableRecoveryAction action,
 									 const char *actor, const char *receipt,
 									 Jsonb *evidence, TimestampTz now);
+
+/* ---- outcome.c: what a step's outcome does to its task ---- */
+typedef struct DurableCompensation
+{
+	const char *name;			/* the compensation step */
+	const char *compensates;	/* the step it compensates */
+	DurableStep step;
+} DurableCompensation;
+
 extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
 							  int32 expected, Jsonb *result);
 extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
 								   const char *error_class_name, Jsonb *error,
 								   int64 retry_after);
+extern const char *DurableRecordReceipt(int64 task_id, int64 fence,
+										const char *name,
+										DurableReceipt receipt,
+										const char *receipt_name,
+										const char *effect_id,
+										Jsonb *evidence);
+extern int32 DurableSaveCheckpoint(int64 task_id, int64 fence,
+								   Jsonb *checkpoint, int32 expected);
+extern uint64 DurableCompensate(int64 task_id, int64 fence,
+								DurableCompensation **steps);
 
 /* ---- recovery.c: judging the steps in doubt of a task ---- */
 typedef struct DurableVerdict
@@ -425,6 +443,55 @@ extern uint64 DurableRaiseStuckAlarms(int32 partition, TimestampTz now,
 									  int batch,
 									  DurableSettledCallback callback,
 									  void *arg);
+
+/* ---- operations.c: what operators do ---- */
+typedef enum DurableResolveDecision
+{
+	DURABLE_RESOLVE_MARK_COMMITTED,
+	DURABLE_RESOLVE_MARK_NOT_EXECUTED,
+	DURABLE_RESOLVE_MARK_FAILED,
+	DURABLE_RESOLVE_RETRY,
+	DURABLE_RESOLVE_CANCEL
+} DurableResolveDecision;
+
+extern DurableResolveDecision DurableParseResolveDecision(const char *name);
+extern const char *DurableResolve(int64 task_id, DurableResolveDecision decision,
+								  const char *operator_name, Jsonb *evidence,
+								  const char *step_name);
+extern uint64 DurableReplayDeadLetters(const char *queue, int32 batch,
+									   const char *actor, int64 **replayed);
+extern const char *DurableRecoveryActionOf(int64 task_id);
+
+/* ---- inbox.c ---- */
+extern bool DurableInboxReceive(const char *consumer, const char *message_id,
+								Jsonb *payload);
+
+/* ---- outbox.c ---- */
+extern int64 DurableOutboxEmit(const char *topic, const char *key,
+							   Jsonb *payload);
+extern void DurableOutboxClaim(const char *publisher, int32 batch,
+							   Interval *lease, Tuplestorestate *store);
+extern uint64 DurableOutboxAck(Datum *ids, int nids, int64 fence);
+
+/* ---- request.c: request-level idempotency ---- */
+typedef struct DurableRequestStatus
+{
+	const char *status;			/* started, in_progress, completed */
+	const char *recovery_point;
+	int64		fence;			/* 0 unless started */
+	Datum		response;
+	bool		response_null;
+} DurableRequestStatus;
+
+extern void DurableIdempotentBegin(const char *scope, const char *key,
+								   Jsonb *request, Interval *lock,
+								   DurableRequestStatus *out);
+extern void DurableIdempotentAdvance(const char *scope, const char *key,
+									 int64 fence, text *recovery_point,
+									 Interval *lock);
+extern void DurableIdempotentFinish(const char *scope, const char *key,
+									int64 fence, Jsonb *response,
+									Interval *retention);
 
 /* ---- retention.c ---- */
 extern uint64 DurableApplyRetention(TimestampTz now, int batch,

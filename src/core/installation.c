@@ -8,7 +8,23 @@
 #include "core/core.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "utils/lsyscache.h"
+
+enum
+{
+	INSTALLATION_ID,
+	INSTALLATION_NCOLUMNS
+};
+static const DurableColumn installation_columns[INSTALLATION_NCOLUMNS] = {
+	[INSTALLATION_ID] = {"installation_id", TEXTOID},
+};
+static DurableStatement installation_id = {
+	.name = "installation_id",
+	.sql = "SELECT installation_id::text FROM durable.installation"
+	" ORDER BY installed_at DESC, installation_id DESC LIMIT 1",
+	DURABLE_COLUMNS(installation_columns),
+};
 
 /*
  * DurableInstallationId
@@ -34,7 +50,7 @@ DurableInstallationId(void)
 				errdetail("Table \"%s.installation\" does not exist.",
 						  DURABLE_SCHEMA),
 				errhint("Run ALTER EXTENSION durable UPDATE."));
-	if (DurableExecuteStmt(STMT_INSTALLATION_ID, NULL, NULL, SPI_OK_SELECT, 1) != 1)
+	if (DurableExecute(&installation_id, NULL, NULL, SPI_OK_SELECT, 1) != 1)
 		elog(ERROR, "durable.installation has no row");
-	return DurableResultText(0, 1);
+	return DurableColumnText(0, INSTALLATION_ID);
 }

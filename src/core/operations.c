@@ -7,40 +7,32 @@
  * durable_resolve() takes a task out of NEEDS_REVIEW, and it first appends
  * an event naming the operator and the evidence, then applies the decision
  * through the same state machines as everything else.  Never a bare UPDATE.
+ * The SQL entry points are api/operations.c's.
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
-#include "funcapi.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
-
-typedef enum ResolveDecision
-{
-	RESOLVE_MARK_COMMITTED,
-	RESOLVE_MARK_NOT_EXECUTED,
-	RESOLVE_MARK_FAILED,
-	RESOLVE_RETRY,
-	RESOLVE_CANCEL
-} ResolveDecision;
 
 static const char *const decision_names[] = {
-	[RESOLVE_MARK_COMMITTED] = "mark_committed",
-	[RESOLVE_MARK_NOT_EXECUTED] = "mark_not_executed",
-	[RESOLVE_MARK_FAILED] = "mark_failed",
-	[RESOLVE_RETRY] = "retry",
-	[RESOLVE_CANCEL] = "cancel",
+	[DURABLE_RESOLVE_MARK_COMMITTED] = "mark_committed",
+	[DURABLE_RESOLVE_MARK_NOT_EXECUTED] = "mark_not_executed",
+	[DURABLE_RESOLVE_MARK_FAILED] = "mark_failed",
+	[DURABLE_RESOLVE_RETRY] = "retry",
+	[DURABLE_RESOLVE_CANCEL] = "cancel",
 };
 
-static ResolveDecision
-parse_decision(const char *name)
+/* a decision of durable_resolve by its name, or 22023 */
+DurableResolveDecision
+DurableParseResolveDecision(const char *name)
 {
 	for (int i = 0; i < (int) lengthof(decision_names); i++)
 		if (strcmp(name, decision_names[i]) == 0)
-			return (ResolveDecision) i;
+			return (DurableResolveDecision) i;
 	ereport(ERROR,
 			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			errmsg("unknown decision \"%s\"", name),
@@ -79,28 +71,18 @@ resolved_step(DurableTask *task, const char *name, DurableStep *step)
 }
 
 /*
- * durable_resolve(task_id bigint, decision text, operator text,
- *				   evidence jsonb, step text = NULL) RETURNS text
- *
- * Settles a task in NEEDS_REVIEW; returns its new state.  A decision about
- * a step in doubt names it (it may be left out when there is only one):
- * mark_committed (it took effect: committed), mark_not_executed (it did
- * not: planned again with the same key), mark_failed (it failed, and so
- * does the task).  The task leaves review only when none of its steps is in
- * doubt any more, READY to resume, or FAILED when a step failed; until then
- * it stays in review for the next decision.  retry is refused while a step is in
- * doubt.  Without one, the marks apply to the task itself.  cancel
- * cancels.  Raises 55U04 for a task that is not in review.
+ * DurableResolve
+ *		Apply an operator's decision to a task in NEEDS_REVIEW (55U04 for
+ *		one that is not): first the decision and its evidence as an event,
+ *		then its application through the step and task state machines.
+ *		step_name, when not NULL, names the step in doubt it settles.
+ *		Returns the task's new state.
  */
-PG_FUNCTION_INFO_V1(durable_resolve);
-Datum
-durable_resolve(PG_FUNCTION_ARGS)
+const char *
+DurableResolve(int64 task_id, DurableResolveDecision decision,
+			   const char *operator_name, Jsonb *evidence,
+			   const char *step_name)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	ResolveDecision decision;
-	char	   *operator_name;
-	Jsonb	   *evidence;
-	char	   *step_name = NULL;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableStep step;
@@ -109,15 +91,6 @@ durable_resolve(PG_FUNCTION_ARGS)
 	DurableMove move = {0};
 	const char *new_state;
 
-	DurableRequireArg(fcinfo, 1, "decision");
-	decision = parse_decision(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	operator_name = DurableNameArg(fcinfo, 2, "operator");
-	DurableRequireArg(fcinfo, 3, "evidence");
-	evidence = DurableJsonbArg(fcinfo, 3, "evidence");
-	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
-		step_name = DurableNameArg(fcinfo, 4, "step name");
-
-	SPI_connect();
 	DurableTaskFetchOrError(task_id, true, &task);
 	if (strcmp(task.state, "needs_review") != 0)
 		ereport(ERROR,
@@ -125,9 +98,9 @@ durable_resolve(PG_FUNCTION_ARGS)
 				errmsg("task %lld is not in review", (long long) task_id),
 				errdetail("The task is in state %s.", task.state),
 				errhint("durable_resolve() settles tasks in state needs_review; use durable_cancel() or durable_replay_dead_letters() otherwise."));
-	has_step = decision != RESOLVE_CANCEL &&
+	has_step = decision != DURABLE_RESOLVE_CANCEL &&
 		resolved_step(&task, step_name, &step);
-	if (decision == RESOLVE_RETRY && has_step)
+	if (decision == DURABLE_RESOLVE_RETRY && has_step)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("cannot retry task %lld while the outcome of step \"%s\" is unknown",
@@ -151,7 +124,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 	DurableDetailInit(&detail);
 	switch (decision)
 	{
-		case RESOLVE_MARK_COMMITTED:
+		case DURABLE_RESOLVE_MARK_COMMITTED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_COMPLETION,
 								  operator_name, "succeeded", evidence, now);
@@ -161,7 +134,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 				move.result = evidence;
 			}
 			break;
-		case RESOLVE_MARK_NOT_EXECUTED:
+		case DURABLE_RESOLVE_MARK_NOT_EXECUTED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
 								  operator_name, NULL, NULL, now);
@@ -171,7 +144,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 				move.run_at = now;
 			}
 			break;
-		case RESOLVE_MARK_FAILED:
+		case DURABLE_RESOLVE_MARK_FAILED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_FAILURE,
 								  operator_name, "failed_permanent", evidence, now);
@@ -181,11 +154,11 @@ durable_resolve(PG_FUNCTION_ARGS)
 				move.stop_code = "resolved_failed";
 			}
 			break;
-		case RESOLVE_RETRY:
+		case DURABLE_RESOLVE_RETRY:
 			move.to_state = "ready";
 			move.run_at = now;
 			break;
-		case RESOLVE_CANCEL:
+		case DURABLE_RESOLVE_CANCEL:
 			move.to_state = "cancelled";
 			break;
 	}
@@ -200,38 +173,60 @@ durable_resolve(PG_FUNCTION_ARGS)
 		DurableMoveLockedTask(&task, &move, now);
 		new_state = move.to_state;
 	}
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+	return new_state;
 }
 
-/*
- * durable_replay_dead_letters(queue text, batch int = 10)
- *		RETURNS TABLE(task_id bigint, action text)
- *
- * Gives up to batch failed tasks of a queue, oldest first, a new run: READY
- * now, with their attempts counted from zero (their deadline still counts
- * from their creation).  Committed steps stay committed, so the replay
- * resumes where the task stopped.  A task with a failed step is no dead
- * letter to replay: a failed step is final, and a new run would only meet
- * it again.
- */
-PG_FUNCTION_INFO_V1(durable_replay_dead_letters);
-Datum
-durable_replay_dead_letters(PG_FUNCTION_ARGS)
+/* failed tasks of a queue ($2) that may be replayed, in the partitions given */
+#define DEAD_LETTERS(partitions) \
+	"SELECT t.task_id FROM durable.task_history t" \
+	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
+	" AND t.state = 'failed'" \
+	" AND t.steps_in_doubt = 0" \
+	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
+	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
+	"  AND s.state = 'failed')" \
+	" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED"
+
+enum
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	int32		batch = DurableBatchArg(fcinfo, 1);
+	DEAD_LETTER_TASK_ID,
+	DEAD_LETTER_NCOLUMNS
+};
+static const DurableColumn dead_letter_columns[DEAD_LETTER_NCOLUMNS] = {
+	[DEAD_LETTER_TASK_ID] = {"task_id", INT8OID},
+};
+static DurableStatement dead_letters = {
+	.name = "dead_letters",
+	.sql = DEAD_LETTERS("= ANY ($1)"),
+	.nargs = 3, .argtypes = {INT4ARRAYOID, TEXTOID, INT4OID},
+	DURABLE_COLUMNS(dead_letter_columns),
+};
+
+/* on Citus, which locks rows only in a statement on one shard */
+static DurableStatement dead_letters_one = {
+	.name = "dead_letters_one",
+	.sql = DEAD_LETTERS("= $1"),
+	.nargs = 3, .argtypes = {INT4OID, TEXTOID, INT4OID},
+	DURABLE_COLUMNS(dead_letter_columns),
+};
+
+/*
+ * DurableReplayDeadLetters
+ *		Give up to batch failed tasks of a queue, oldest first, a new run:
+ *		READY now, with their attempts counted from zero.  A task with a
+ *		failed step is no dead letter to replay.  Returns how many, with
+ *		their ids in *replayed.
+ */
+uint64
+DurableReplayDeadLetters(const char *queue, int32 batch, const char *actor,
+						 int64 **replayed)
+{
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	const char *actor;
 	DurableQueue settings;
 	Datum		args[3];
 	uint64		n;
 	int64	   *ids;
 
-	InitMaterializedSRF(fcinfo, 0);
-	actor = DurableCallerName();
-	SPI_connect();
 	DurableQueueGetShared(queue, &settings);
 	args[1] = CStringGetTextDatum(queue);
 	ids = palloc(sizeof(int64) * batch);
@@ -240,9 +235,9 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	{
 		args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 		args[2] = Int32GetDatum(batch);
-		n = DurableExecuteStmt(STMT_DEAD_LETTERS, args, NULL, SPI_OK_SELECT, 0);
+		n = DurableExecute(&dead_letters, args, NULL, SPI_OK_SELECT, 0);
 		for (uint64 i = 0; i < n; i++)
-			ids[i] = DurableResultInt64(i, 1);
+			ids[i] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 	}
 	else
 	{
@@ -256,16 +251,14 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 
 			args[0] = Int32GetDatum(DurableQueuePartition(&settings, p));
 			args[2] = Int32GetDatum(batch - (int32) n);
-			found = DurableExecuteStmt(STMT_DEAD_LETTERS_ONE, args, NULL, SPI_OK_SELECT, 0);
+			found = DurableExecute(&dead_letters_one, args, NULL, SPI_OK_SELECT, 0);
 			for (uint64 i = 0; i < found; i++)
-				ids[n++] = DurableResultInt64(i, 1);
+				ids[n++] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 		}
 	}
 
 	for (uint64 i = 0; i < n; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
 		DurableTask task;
 		DurableMove move = {0};
 
@@ -279,33 +272,24 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 		move.kind = "replayed";
 		move.actor = actor;
 		DurableMoveLockedTask(&task, &move, now);
-		values[0] = Int64GetDatum(ids[i]);
-		values[1] = CStringGetTextDatum("replayed");
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	SPI_finish();
-	return (Datum) 0;
+	*replayed = ids;
+	return n;
 }
 
 /*
- * durable.recovery_action_of(task_id bigint) RETURNS text
- *
- * The recovery action the reconciler would take for a running task now,
- * without taking it: 'wait' while its lease runs, else the most cautious
- * action of its steps in doubt, or the task's own.  The recovery package
- * recommends what this says, so that it can never disagree with recovery.
+ * DurableRecoveryActionOf
+ *		The recovery action the reconciler would take for a running task
+ *		now, without taking it: 'wait' while its lease runs, else the most
+ *		cautious action of its steps in doubt, or the task's own.
  */
-PG_FUNCTION_INFO_V1(durable_recovery_action_of);
-Datum
-durable_recovery_action_of(PG_FUNCTION_ARGS)
+const char *
+DurableRecoveryActionOf(int64 task_id)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableVerdict verdict;
-	const char *action;
 
-	SPI_connect();
 	DurableTaskFetchOrError(task_id, false, &task);
 	if (strcmp(task.state, "running") != 0)
 		ereport(ERROR,
@@ -317,7 +301,5 @@ durable_recovery_action_of(PG_FUNCTION_ARGS)
 	else if (task.steps_in_doubt == 0 ||
 			 !DurableJudgeSteps(&task, NULL, false, NULL, now, NULL, &verdict))
 		DurableJudgeTask(&task, &verdict);
-	action = DurableRecoveryActionName(verdict.action);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(action));
+	return DurableRecoveryActionName(verdict.action);
 }

@@ -8,51 +8,56 @@
  * an ack publishes them only while that fence is theirs.  A message whose
  * lease runs out unacknowledged is handed out again with a new fence, so a
  * slow publisher's late ack is rejected and the message is not lost.
- * Emits NOTIFY durable_outbox '<topic>' at commit to wake publishers.
+ * Emits NOTIFY durable_outbox '<topic>' at commit to wake publishers.  The
+ * SQL entry points are api/messaging.c's.
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
-#include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #define DURABLE_OUTBOX_CHANNEL "durable_outbox"
 
-/*
- * durable_outbox_emit(topic text, payload jsonb, key text = NULL)
- *		RETURNS bigint
- *
- * Adds a message in the caller's transaction; it exists, and publishers
- * hear of it, only if that transaction commits.  Messages of one key share
- * a partition.
- */
-PG_FUNCTION_INFO_V1(durable_outbox_emit);
-Datum
-durable_outbox_emit(PG_FUNCTION_ARGS)
+enum
 {
-	char	   *topic = DurableNameArg(fcinfo, 0, "topic");
-	Jsonb	   *payload;
-	char	   *key = NULL;
-	int32		partition;
+	OUTBOX_INSERTED_ID,
+	OUTBOX_INSERTED_NCOLUMNS
+};
+static const DurableColumn outbox_inserted_columns[OUTBOX_INSERTED_NCOLUMNS] = {
+	[OUTBOX_INSERTED_ID] = {"message_id", INT8OID},
+};
+static DurableStatement outbox_insert = {
+	.name = "outbox_insert",
+	.sql = "INSERT INTO durable.outbox (partition_key, message_id, created_at,"
+	" topic, key, payload)"
+	" VALUES ($1, pg_catalog.nextval('durable.outbox_seq'::pg_catalog.regclass)"
+	" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $3, $4, $5, $6)"
+	" RETURNING message_id",
+	.nargs = 6, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID,
+	JSONBOID},
+	DURABLE_COLUMNS(outbox_inserted_columns),
+};
+
+/*
+ * DurableOutboxEmit
+ *		Add a message in the caller's transaction (key may be NULL); it
+ *		exists, and publishers hear of it, only if that transaction commits.
+ *		Messages of one key share a partition.  Returns its id.
+ */
+int64
+DurableOutboxEmit(const char *topic, const char *key, Jsonb *payload)
+{
+	int32		partition = DurableKeyPartition(topic, key ? key : "");
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	int64		message_id;
 
-	DurableRequireArg(fcinfo, 1, "payload");
-	payload = DurableJsonbArg(fcinfo, 1, "payload");
-	if (!PG_ARGISNULL(2))
-		key = DurableTextArgCString(fcinfo, 2, "key");
-	partition = DurableKeyPartition(topic, key ? key : "");
-
-	SPI_connect();
 	args[0] = Int32GetDatum(partition);
 	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
@@ -60,21 +65,113 @@ durable_outbox_emit(PG_FUNCTION_ARGS)
 	args[4] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[4] = key ? ' ' : 'n';
 	args[5] = JsonbPGetDatum(payload);
-	DurableExecuteStmt(STMT_OUTBOX_INSERT, args, nulls, SPI_OK_INSERT_RETURNING, 0);
-	message_id = DurableResultInt64(0, 1);
-	SPI_finish();
+	DurableExecute(&outbox_insert, args, nulls, SPI_OK_INSERT_RETURNING, 0);
+	message_id = DurableColumnInt64(0, OUTBOX_INSERTED_ID);
 	Async_Notify(DURABLE_OUTBOX_CHANNEL, topic);
-	PG_RETURN_INT64(message_id);
+	return message_id;
 }
+
+/* the rows of a claim, as durable_outbox_claim returns them */
+enum
+{
+	OUTBOX_MESSAGE_ID,
+	OUTBOX_FENCE,
+	OUTBOX_TOPIC,
+	OUTBOX_KEY,
+	OUTBOX_PAYLOAD,
+	OUTBOX_ATTEMPT,
+	OUTBOX_NCOLUMNS
+};
+static const DurableColumn outbox_columns[OUTBOX_NCOLUMNS] = {
+	[OUTBOX_MESSAGE_ID] = {"message_id", INT8OID},
+	[OUTBOX_FENCE] = {"fence", INT8OID},
+	[OUTBOX_TOPIC] = {"topic", TEXTOID},
+	[OUTBOX_KEY] = {"key", TEXTOID},
+	[OUTBOX_PAYLOAD] = {"payload", JSONBOID},
+	[OUTBOX_ATTEMPT] = {"attempt", INT4OID},
+};
+static DurableStatement outbox_claim = {
+	.name = "outbox_claim",
+	.sql = "UPDATE durable.outbox o SET"
+	" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
+	" WHERE o.message_id = ANY (ARRAY("
+	"  SELECT message_id FROM durable.outbox"
+	"  WHERE published_at IS NULL"
+	"  AND (lease_until IS NULL OR lease_until < $1)"
+	"  ORDER BY message_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	" AND o.published_at IS NULL"
+	" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
+	.nargs = 5, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID,
+	INT8OID},
+	DURABLE_COLUMNS(outbox_columns),
+};
+
+/*
+ * On Citus, where a statement on many shards cannot lock rows with
+ * SKIP LOCKED: the candidates are read first, then taken one by one,
+ * each by a statement on its shard that skips it if another publisher
+ * holds it, and checks again that it is free.
+ */
+enum
+{
+	CANDIDATE_PARTITION,
+	CANDIDATE_MESSAGE_ID,
+	CANDIDATE_NCOLUMNS
+};
+static const DurableColumn candidate_columns[CANDIDATE_NCOLUMNS] = {
+	[CANDIDATE_PARTITION] = {"partition_key", INT4OID},
+	[CANDIDATE_MESSAGE_ID] = {"message_id", INT8OID},
+};
+static DurableStatement outbox_candidates = {
+	.name = "outbox_candidates",
+	.sql = "SELECT partition_key, message_id FROM durable.outbox"
+	" WHERE published_at IS NULL"
+	" AND (lease_until IS NULL OR lease_until < $1)"
+	" AND message_id > $3"
+	" ORDER BY message_id LIMIT $2",
+	.nargs = 3, .argtypes = {TIMESTAMPTZOID, INT4OID, INT8OID},
+	DURABLE_COLUMNS(candidate_columns),
+};
+
+static DurableStatement outbox_claim_one = {
+	.name = "outbox_claim_one",
+	.sql = "UPDATE durable.outbox o SET"
+	" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
+	" WHERE o.partition_key = $6 AND o.message_id = ANY (ARRAY("
+	"  SELECT message_id FROM durable.outbox"
+	"  WHERE partition_key = $6 AND message_id = $4"
+	"  AND published_at IS NULL"
+	"  AND (lease_until IS NULL OR lease_until < $1)"
+	"  FOR UPDATE SKIP LOCKED))"
+	" AND o.published_at IS NULL"
+	" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
+	.nargs = 6, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT8OID,
+	INT8OID, INT4OID},
+	DURABLE_COLUMNS(outbox_columns),
+};
+
+enum
+{
+	OUTBOX_NEXT_FENCE,
+	OUTBOX_NEXT_FENCE_NCOLUMNS
+};
+static const DurableColumn outbox_fence_columns[OUTBOX_NEXT_FENCE_NCOLUMNS] = {
+	[OUTBOX_NEXT_FENCE] = {"nextval", INT8OID},
+};
+static DurableStatement outbox_fence = {
+	.name = "outbox_fence",
+	.sql = "SELECT pg_catalog.nextval('durable.outbox_fence_seq'::pg_catalog.regclass)",
+	DURABLE_COLUMNS(outbox_fence_columns),
+};
 
 /*
  * claim_each
- *		durable_outbox_claim on Citus: each candidate by a statement on its
- *		own shard (see STMT_OUTBOX_CANDIDATES).  A candidate another
- *		publisher took meanwhile is passed over, as SKIP LOCKED would.
+ *		DurableOutboxClaim on Citus: each candidate by a statement on its
+ *		own shard (see outbox_candidates).  A candidate another publisher
+ *		took meanwhile is passed over, as SKIP LOCKED would.
  */
 static void
-claim_each(ReturnSetInfo *rsinfo, Datum *claim_args)
+claim_each(Tuplestorestate *store, Datum *claim_args)
 {
 	int32		batch = DatumGetInt32(claim_args[3]);
 	int32		claimed = 0;
@@ -85,72 +182,69 @@ claim_each(ReturnSetInfo *rsinfo, Datum *claim_args)
 	memcpy(args, claim_args, sizeof(Datum) * 5);
 	do
 	{
-		SPITupleTable *candidates;
+		Datum	   *partitions;
+		Datum	   *ids;
+		bool		isnull;
 
 		/* the next candidates after the last one looked at, in id order */
-		n = DurableExecuteStmt(STMT_OUTBOX_CANDIDATES, candidate_args, NULL, SPI_OK_SELECT, 0);
-		candidates = SPI_tuptable;
+		n = DurableExecute(&outbox_candidates, candidate_args, NULL, SPI_OK_SELECT, 0);
+		partitions = palloc(sizeof(Datum) * Max(n, 1));
+		ids = palloc(sizeof(Datum) * Max(n, 1));
+		for (uint64 row = 0; row < n; row++)
+		{
+			partitions[row] = DurableColumnDatum(row, CANDIDATE_PARTITION, &isnull);
+			ids[row] = DurableColumnDatum(row, CANDIDATE_MESSAGE_ID, &isnull);
+		}
 		for (uint64 row = 0; row < n && claimed < batch; row++)
 		{
-			bool		isnull;
-
-			args[5] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 1, &isnull);
-			args[3] = SPI_getbinval(candidates->vals[row], candidates->tupdesc, 2, &isnull);
+			args[5] = partitions[row];
+			args[3] = ids[row];
 			candidate_args[2] = args[3];
-			if (DurableExecuteStmt(STMT_OUTBOX_CLAIM_ONE, args, NULL,
+			if (DurableExecute(&outbox_claim_one, args, NULL,
 							   SPI_OK_UPDATE_RETURNING, 0) == 1)
 			{
-				tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[0]);
+				tuplestore_puttuple(store, SPI_tuptable->vals[0]);
 				claimed++;
 			}
 		}
+		pfree(partitions);
+		pfree(ids);
 	} while (n > 0 && claimed < batch);
 }
 
 /*
- * durable_outbox_claim(publisher text, batch int = 100,
- *						lease interval = '30 seconds')
- *		RETURNS TABLE(message_id bigint, fence bigint, topic text, key text,
- *					  payload jsonb, attempt int)
- *
- * Leases up to batch unpublished messages, oldest first, skipping those
- * another publisher holds, all under one new fence.
+ * DurableOutboxClaim
+ *		Lease up to batch unpublished messages, oldest first, skipping
+ *		those another publisher holds, all under one new fence; their rows
+ *		go into store, as durable_outbox_claim returns them.
  */
-PG_FUNCTION_INFO_V1(durable_outbox_claim);
-Datum
-durable_outbox_claim(PG_FUNCTION_ARGS)
+void
+DurableOutboxClaim(const char *publisher, int32 batch, Interval *lease,
+				   Tuplestorestate *store)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *publisher = DurableNameArg(fcinfo, 0, "publisher name");
-	int32		batch = DurableBatchArg(fcinfo, 1);
-	Interval   *lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
 	Datum		args[5];
 	int64		fence;
 	uint64		n;
 
-	InitMaterializedSRF(fcinfo, 0);
 	args[0] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[1] = CStringGetTextDatum(publisher);
 	args[2] = TimestampTzGetDatum(DurableTimePlus(DatumGetTimestampTz(args[0]), lease));
 	args[3] = Int32GetDatum(batch);
 
-	SPI_connect();
-	DurableExecuteStmt(STMT_OUTBOX_FENCE, NULL, NULL, SPI_OK_SELECT, 0);
-	fence = DurableResultInt64(0, 1);
+	DurableExecute(&outbox_fence, NULL, NULL, SPI_OK_SELECT, 0);
+	fence = DurableColumnInt64(0, OUTBOX_NEXT_FENCE);
 	/* each node has its own sequence: on Citus a fence carries its node */
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
 	args[4] = Int64GetDatum(fence);
 	if (!DurableDistributed())
 	{
-		n = DurableExecuteStmt(STMT_OUTBOX_CLAIM, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+		n = DurableExecute(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 		for (uint64 row = 0; row < n; row++)
-			tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 	}
 	else
-		claim_each(rsinfo, args);
-	SPI_finish();
-	return (Datum) 0;
+		claim_each(store, args);
 }
 
 static int
@@ -162,39 +256,30 @@ compare_ids(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static DurableStatement outbox_ack = {
+	.name = "outbox_ack",
+	.sql = "UPDATE durable.outbox SET published_at = $3, lease_until = NULL"
+	" WHERE partition_key = ANY ($4) AND message_id = ANY ($1)"
+	" AND fence = $2 AND published_at IS NULL",
+	.nargs = 4, .argtypes = {INT8ARRAYOID, INT8OID, TIMESTAMPTZOID, INT4ARRAYOID},
+};
+
 /*
- * durable_outbox_ack(message_ids bigint[], fence bigint) RETURNS int
- *
- * Marks the messages published; returns how many.  All of them must still
- * be held under fence: otherwise 55U01, and none is marked.
+ * DurableOutboxAck
+ *		Mark the messages of ids (nelems of them, none NULL, sorted here in
+ *		place) published; returns how many.  All of them must still be held
+ *		under fence: otherwise 55U01, and none is marked.
  */
-PG_FUNCTION_INFO_V1(durable_outbox_ack);
-Datum
-durable_outbox_ack(PG_FUNCTION_ARGS)
+uint64
+DurableOutboxAck(Datum *elems, int nelems, int64 fence)
 {
-	ArrayType  *ids;
-	int64		fence;
-	Datum	   *elems;
-	bool	   *elnulls;
-	int			nelems;
 	Datum	   *partitions;
 	Datum		args[4];
 	uint64		acked;
-
 	int			ndistinct;
 
-	DurableRequireArg(fcinfo, 0, "message_ids");
-	ids = PG_GETARG_ARRAYTYPE_P(0);
-	fence = DurableFenceArg(fcinfo, 1);
-	deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
-					  &elems, &elnulls, &nelems);
 	if (nelems == 0)
-		PG_RETURN_INT32(0);
-	for (int i = 0; i < nelems; i++)
-		if (elnulls[i])
-			ereport(ERROR,
-					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("message id %d of the array is null", i + 1));
+		return 0;
 
 	/*
 	 * The same id twice is one message.  The partitions are taken from the
@@ -216,8 +301,7 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[3] = PointerGetDatum(construct_array(partitions, nelems, INT4OID,
 											  sizeof(int32), true, TYPALIGN_INT));
-	SPI_connect();
-	acked = DurableExecuteStmt(STMT_OUTBOX_ACK, args, NULL, SPI_OK_UPDATE, 0);
+	acked = DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
 	if (acked != (uint64) nelems)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
@@ -226,6 +310,5 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 				errdetail("%llu of %d messages are held under this fence and unpublished.",
 						  (unsigned long long) acked, nelems),
 				errhint("The lease ran out and the messages were handed out again; they will be published by their new holder."));
-	SPI_finish();
-	PG_RETURN_INT32((int32) acked);
+	return acked;
 }

@@ -21,14 +21,15 @@
  */
 #include "core/core.h"
 
+#include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "core/sql.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* columns of STMT_EXPIRED */
 enum
 {
-	EXPIRED_TASK_ID = 1,
+	EXPIRED_TASK_ID,
 	EXPIRED_FENCE,
 	EXPIRED_ATTEMPT,
 	EXPIRED_MAX_ATTEMPTS,
@@ -40,7 +41,39 @@ enum
 	EXPIRED_QUEUE,
 	EXPIRED_RETRY_LIMITED,
 	EXPIRED_STEPS_IN_DOUBT,
-	EXPIRED_RUN_AT
+	EXPIRED_RUN_AT,
+	EXPIRED_NCOLUMNS
+};
+static const DurableColumn expired_columns[EXPIRED_NCOLUMNS] = {
+	[EXPIRED_TASK_ID] = {"task_id", INT8OID},
+	[EXPIRED_FENCE] = {"fence", INT8OID},
+	[EXPIRED_ATTEMPT] = {"attempt", INT4OID},
+	[EXPIRED_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[EXPIRED_CLASS] = {"class", TEXTOID},
+	[EXPIRED_OWNER] = {"owner", TEXTOID},
+	[EXPIRED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[EXPIRED_RETRY_BASE] = {"retry_base", INT4OID},
+	[EXPIRED_RETRY_CAP] = {"retry_cap", INT4OID},
+	[EXPIRED_QUEUE] = {"queue_name", TEXTOID},
+	[EXPIRED_RETRY_LIMITED] = {"retry_limited", BOOLOID},
+	[EXPIRED_STEPS_IN_DOUBT] = {"steps_in_doubt", INT4OID},
+	[EXPIRED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+};
+static DurableStatement expired = {
+	.name = "expired",
+	.sql = "SELECT t.task_id, t.fence, t.attempt, t.max_attempts, t.class::text,"
+	" t.owner, t.lease_until, q.retry_base, q.retry_cap, t.queue_name,"
+	" q.retry_capacity IS NOT NULL AS retry_limited, t.steps_in_doubt,"
+	" t.run_at"
+	" FROM durable.live_tasks t"
+	" JOIN durable.queues q ON q.queue_name = t.queue_name"
+	" WHERE t.partition_key = $1"
+	" AND t.state = 'running'"
+	" AND t.lease_until < $2"
+	" ORDER BY t.lease_until LIMIT $3"
+	" FOR NO KEY UPDATE OF t SKIP LOCKED",
+	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	DURABLE_COLUMNS(expired_columns),
 };
 
 #define DURABLE_RECONCILER_ACTOR "durable reconciler"
@@ -52,22 +85,22 @@ read_expired(uint64 row, DurableTask *task, int32 partition)
 	bool		isnull;
 
 	task->partition = partition;
-	task->task_id = DurableResultInt64(row, EXPIRED_TASK_ID);
+	task->task_id = DurableColumnInt64(row, EXPIRED_TASK_ID);
 	task->state = "running";
-	task->fence = DurableResultInt64(row, EXPIRED_FENCE);
-	task->attempt = (int32) DurableResultInt64(row, EXPIRED_ATTEMPT);
-	task->max_attempts = (int32) DurableResultInt64(row, EXPIRED_MAX_ATTEMPTS);
+	task->fence = DurableColumnInt64(row, EXPIRED_FENCE);
+	task->attempt = DurableColumnInt32(row, EXPIRED_ATTEMPT);
+	task->max_attempts = DurableColumnInt32(row, EXPIRED_MAX_ATTEMPTS);
 	task->created_at = 0;
 	task->deadline = DURABLE_NO_DEADLINE;
-	task->class = DurableResultText(row, EXPIRED_CLASS);
-	task->owner = DurableResultText(row, EXPIRED_OWNER);
-	task->lease_until = DatumGetTimestampTz(DurableResultDatum(row, EXPIRED_LEASE_UNTIL, &isnull));
-	task->retry_base = (int32) DurableResultInt64(row, EXPIRED_RETRY_BASE);
-	task->retry_cap = (int32) DurableResultInt64(row, EXPIRED_RETRY_CAP);
-	task->queue = DurableResultText(row, EXPIRED_QUEUE);
-	task->retry_limited = DatumGetBool(DurableResultDatum(row, EXPIRED_RETRY_LIMITED, &isnull));
-	task->steps_in_doubt = (int32) DurableResultInt64(row, EXPIRED_STEPS_IN_DOUBT);
-	task->run_at = DatumGetTimestampTz(DurableResultDatum(row, EXPIRED_RUN_AT, &isnull));
+	task->class = DurableColumnText(row, EXPIRED_CLASS);
+	task->owner = DurableColumnText(row, EXPIRED_OWNER);
+	task->lease_until = DatumGetTimestampTz(DurableColumnDatum(row, EXPIRED_LEASE_UNTIL, &isnull));
+	task->retry_base = DurableColumnInt32(row, EXPIRED_RETRY_BASE);
+	task->retry_cap = DurableColumnInt32(row, EXPIRED_RETRY_CAP);
+	task->queue = DurableColumnText(row, EXPIRED_QUEUE);
+	task->retry_limited = DurableColumnBool(row, EXPIRED_RETRY_LIMITED);
+	task->steps_in_doubt = DurableColumnInt32(row, EXPIRED_STEPS_IN_DOUBT);
+	task->run_at = DatumGetTimestampTz(DurableColumnDatum(row, EXPIRED_RUN_AT, &isnull));
 	task->version = 0;			/* not needed: events number themselves */
 	task->checkpoint_version = 0;
 	task->restricted = false;	/* the reconciler acts for every role */
@@ -149,7 +182,7 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 	args[0] = Int32GetDatum(partition);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int32GetDatum(batch);
-	n = DurableExecuteStmt(STMT_EXPIRED, args, NULL, SPI_OK_SELECT, 0);
+	n = DurableExecute(&expired, args, NULL, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
 
@@ -167,6 +200,45 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 	pfree(tasks);
 	return n;
 }
+
+enum
+{
+	STUCK_TASK_ID,
+	STUCK_PROGRESS,
+	STUCK_PROGRESS_AT,
+	STUCK_OWNER,
+	STUCK_PROGRESS_TIMEOUT,
+	STUCK_NCOLUMNS
+};
+static const DurableColumn stuck_columns[STUCK_NCOLUMNS] = {
+	[STUCK_TASK_ID] = {"task_id", INT8OID},
+	[STUCK_PROGRESS] = {"progress", TEXTOID},
+	[STUCK_PROGRESS_AT] = {"progress_at", TIMESTAMPTZOID},
+	[STUCK_OWNER] = {"owner", TEXTOID},
+	[STUCK_PROGRESS_TIMEOUT] = {"progress_timeout", INTERVALOID},
+};
+static DurableStatement stuck = {
+	.name = "stuck",
+	/* the timeout as DurableColumnText writes it, whatever IntervalStyle */
+	.sql = "SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout"
+	" FROM durable.live_tasks t"
+	" JOIN durable.queues q ON q.queue_name = t.queue_name"
+	" WHERE t.partition_key = $1 AND t.state = 'running'"
+	" AND q.progress_timeout IS NOT NULL"
+	" AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
+	" AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)"
+	" ORDER BY t.lease_until LIMIT $3"
+	" FOR NO KEY UPDATE OF t SKIP LOCKED",
+	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	DURABLE_COLUMNS(stuck_columns),
+};
+
+static DurableStatement stuck_mark = {
+	.name = "stuck_mark",
+	.sql = "UPDATE durable.live_tasks SET stuck_alarm_at = $3"
+	" WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 3, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID},
+};
 
 /*
  * DurableRaiseStuckAlarms
@@ -188,7 +260,7 @@ DurableRaiseStuckAlarms(int32 partition, TimestampTz now, int batch,
 	args[0] = Int32GetDatum(partition);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int32GetDatum(batch);
-	n = DurableExecuteStmt(STMT_STUCK, args, NULL, SPI_OK_SELECT, 0);
+	n = DurableExecute(&stuck, args, NULL, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
 
@@ -199,13 +271,14 @@ DurableRaiseStuckAlarms(int32 partition, TimestampTz now, int batch,
 		DurableDetail detail;
 		bool		isnull;
 
-		ids[i] = DurableResultInt64(i, 1);
+		ids[i] = DurableColumnInt64(i, STUCK_TASK_ID);
 		DurableDetailInit(&detail);
-		DurableDetailText(&detail, "progress", DurableResultText(i, 2));
+		DurableDetailText(&detail, "progress", DurableColumnText(i, STUCK_PROGRESS));
 		DurableDetailTime(&detail, "progress_at",
-						  DatumGetTimestampTz(DurableResultDatum(i, 3, &isnull)));
-		DurableDetailText(&detail, "owner", DurableResultText(i, 4));
-		DurableDetailText(&detail, "progress_timeout", DurableResultText(i, 5));
+						  DatumGetTimestampTz(DurableColumnDatum(i, STUCK_PROGRESS_AT, &isnull)));
+		DurableDetailText(&detail, "owner", DurableColumnText(i, STUCK_OWNER));
+		DurableDetailText(&detail, "progress_timeout",
+						  DurableColumnText(i, STUCK_PROGRESS_TIMEOUT));
 		details[i] = DurableDetailFinish(&detail);
 	}
 
@@ -219,7 +292,7 @@ DurableRaiseStuckAlarms(int32 partition, TimestampTz now, int batch,
 		mark[0] = Int32GetDatum(partition);
 		mark[1] = Int64GetDatum(ids[i]);
 		mark[2] = TimestampTzGetDatum(now);
-		DurableExecuteStmt(STMT_STUCK_MARK, mark, NULL, SPI_OK_UPDATE, 0);
+		DurableExecute(&stuck_mark, mark, NULL, SPI_OK_UPDATE, 0);
 		DurableAppendEvent(&task, now, "stuck", DURABLE_RECONCILER_ACTOR,
 						   details[i], NULL, 0);
 		snprintf(payload, sizeof(payload), INT64_FORMAT, ids[i]);

@@ -62,29 +62,17 @@ DurableJudgeSteps(DurableTask *task, const char *except, bool apply,
 				  const char *actor, TimestampTz now, DurableDetail *detail,
 				  DurableVerdict *verdict)
 {
-	Datum		args[2];
 	uint64		n;
 	uint64		kept;
 	char	  **names;
 	DurableDetail *items;
 
 	memset(verdict, 0, sizeof(*verdict));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	n = DurableExecuteStmt(STMT_STEPS_UNSETTLED, args, NULL, SPI_OK_SELECT, 0);
-	if (n == 0)
-		return false;
-
-	/* the names outlive the result, which the next statement replaces */
-	names = palloc(sizeof(char *) * n);
+	names = DurableUnsettledSteps(task, &n);
 	kept = 0;
 	for (uint64 i = 0; i < n; i++)
-	{
-		char	   *name = DurableResultText(i, 1);
-
-		if (except == NULL || strcmp(name, except) != 0)
-			names[kept++] = name;
-	}
+		if (except == NULL || strcmp(names[i], except) != 0)
+			names[kept++] = names[i];
 	n = kept;
 	if (n == 0)
 		return false;

@@ -18,36 +18,20 @@
  * that was slow rather than dead, and was taken over, gets 55U01 and
  * writes nothing, so it cannot move the new owner's recovery point back or
  * finish the request with its own answer.  A fence that is still current is
- * accepted after its lock has run out, as long as nobody took over.
+ * accepted after its lock has run out, as long as nobody took over.  The
+ * SQL entry points are api/messaging.c's.
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
-#include "funcapi.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 /* how long a key that never finishes is remembered */
 #define DURABLE_REQUEST_RETENTION_DAYS 1
-
-/* columns of STMT_IDEMPOTENT_LOCK */
-enum
-{
-	KEY_REQUEST_HASH = 1,
-	KEY_COMPLETED,
-	KEY_LOCKED_UNTIL,
-	KEY_EXPIRES_AT,
-	KEY_RECOVERY_POINT,
-	KEY_RESPONSE,
-	KEY_FENCE
-};
-
-/* the arguments of durable_idempotent_begin's result */
-#define BEGIN_COLUMNS 4
 
 typedef struct RequestKey
 {
@@ -57,58 +41,31 @@ typedef struct RequestKey
 } RequestKey;
 
 static void
-request_key_args(FunctionCallInfo fcinfo, RequestKey *rk)
+request_key(const char *scope, const char *key, RequestKey *rk)
 {
-	char	   *key;
-
-	rk->scope = DurableNameArg(fcinfo, 0, "scope");
-	DurableRequireArg(fcinfo, 1, "key");
-	key = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (key[0] == '\0' || strlen(key) > 255)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("idempotency key must have between 1 and 255 bytes"));
+	rk->scope = scope;
 	rk->key = key;
-	rk->args[0] = Int32GetDatum(DurableKeyPartition(rk->scope, key));
-	rk->args[1] = CStringGetTextDatum(rk->scope);
+	rk->args[0] = Int32GetDatum(DurableKeyPartition(scope, key));
+	rk->args[1] = CStringGetTextDatum(scope);
 	rk->args[2] = CStringGetTextDatum(key);
 }
 
-static TimestampTz
-plus_interval(TimestampTz t, Interval *span)
+enum
 {
-	return DurableTimePlus(t, span);
-}
-
-/*
- * The 0.1.0 declarations of these functions had no fence.  A library that
- * is newer than the installed SQL refuses them rather than write unfenced.
- */
-static void
-refuse_unfenced(const char *function)
-{
-	ereport(ERROR,
-			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			errmsg("%s() without a fence is no longer supported", function),
-			errdetail("The installed SQL declaration of durable is older than its library."),
-			errhint("Run ALTER EXTENSION durable UPDATE."));
-}
-
-/* the fence is given to the one handler that owns the request, only */
-static void
-put_status(FunctionCallInfo fcinfo, const char *status, const char *point,
-		   int64 fence, Datum response, bool response_null)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[BEGIN_COLUMNS];
-	bool		nulls[BEGIN_COLUMNS] = {false, false, fence == 0, response_null};
-
-	values[0] = CStringGetTextDatum(status);
-	values[1] = CStringGetTextDatum(point);
-	values[2] = Int64GetDatum(fence);
-	values[3] = response;
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
+	NEXT_FENCE,
+	NEXT_FENCE_NCOLUMNS
+};
+static const DurableColumn next_fence_columns[NEXT_FENCE_NCOLUMNS] = {
+	[NEXT_FENCE] = {"nextval", INT8OID},
+};
+static DurableStatement idempotent_fence = {
+	.name = "idempotent_fence",
+	/* none before the 0.5.0 SQL, whose update makes the sequence */
+	.sql = "SELECT pg_catalog.nextval(s)"
+	" FROM pg_catalog.to_regclass('durable.request_fence_seq') s"
+	" WHERE s IS NOT NULL",
+	DURABLE_COLUMNS(next_fence_columns),
+};
 
 /*
  * new_fence
@@ -125,24 +82,55 @@ new_fence(Datum *value, char *null)
 {
 	int64		fence;
 
-	if (DurableExecuteStmt(STMT_IDEMPOTENT_FENCE, NULL, NULL, SPI_OK_SELECT, 0) == 0)
+	if (DurableExecute(&idempotent_fence, NULL, NULL, SPI_OK_SELECT, 0) == 0)
 	{
 		*value = (Datum) 0;
 		*null = 'n';
 		return;
 	}
-	fence = DurableResultInt64(0, 1);
+	fence = DurableColumnInt64(0, NEXT_FENCE);
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
 	*value = Int64GetDatum(fence);
 	*null = ' ';
 }
 
+enum
+{
+	KEY_REQUEST_HASH,
+	KEY_COMPLETED,
+	KEY_LOCKED_UNTIL,
+	KEY_EXPIRES_AT,
+	KEY_RECOVERY_POINT,
+	KEY_RESPONSE,
+	KEY_FENCE,
+	KEY_NCOLUMNS
+};
+static const DurableColumn key_columns[KEY_NCOLUMNS] = {
+	[KEY_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[KEY_COMPLETED] = {"completed", BOOLOID},
+	[KEY_LOCKED_UNTIL] = {"locked_until", TIMESTAMPTZOID},
+	[KEY_EXPIRES_AT] = {"expires_at", TIMESTAMPTZOID},
+	[KEY_RECOVERY_POINT] = {"recovery_point", TEXTOID},
+	[KEY_RESPONSE] = {"response", JSONBOID},
+	[KEY_FENCE] = {"fence", INT8OID},
+};
+static DurableStatement idempotent_lock = {
+	.name = "idempotent_lock",
+	.sql = "SELECT request_hash, completed, locked_until, expires_at,"
+	" recovery_point, response, fence"
+	" FROM durable.idempotency_keys"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" FOR NO KEY UPDATE",
+	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(key_columns),
+};
+
 /* lock an existing key, or raise 42704 */
 static void
 lock_key(const RequestKey *rk)
 {
-	if (DurableExecuteStmt(STMT_IDEMPOTENT_LOCK, (Datum *) rk->args, NULL,
+	if (DurableExecute(&idempotent_lock, (Datum *) rk->args, NULL,
 					   SPI_OK_SELECT, 1) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -151,76 +139,120 @@ lock_key(const RequestKey *rk)
 				errhint("Begin it with durable_idempotent_begin()."));
 }
 
+static DurableStatement idempotent_insert = {
+	.name = "idempotent_insert",
+	.sql = "INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
+	" request_hash, created_at, locked_until, expires_at, recovery_point,"
+	" fence)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', COALESCE($8, 1))"
+	" ON CONFLICT (partition_key, scope, key) DO NOTHING",
+	.nargs = 8, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+};
+
+/* restart and update return the key's fence */
+enum
+{
+	KEY_NEW_FENCE,
+	KEY_NEW_FENCE_NCOLUMNS
+};
+static const DurableColumn key_fence_columns[KEY_NEW_FENCE_NCOLUMNS] = {
+	[KEY_NEW_FENCE] = {"fence", INT8OID},
+};
+static DurableStatement idempotent_restart = {
+	.name = "idempotent_restart",
+	.sql = "UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
+	" created_at = $5, locked_until = $6, expires_at = $7,"
+	" recovery_point = 'started', response = NULL,"
+	" fence = COALESCE($8, fence + 1)"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" RETURNING fence",
+	.nargs = 8, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+	DURABLE_COLUMNS(key_fence_columns),
+};
+
+static DurableStatement idempotent_update = {
+	.name = "idempotent_update",
+	.sql = "UPDATE durable.idempotency_keys SET"
+	" locked_until = COALESCE($4, locked_until),"
+	" recovery_point = COALESCE($5, recovery_point),"
+	" completed = $6, response = COALESCE($7, response),"
+	" expires_at = COALESCE($8, expires_at),"
+	" fence = COALESCE($10, fence + $9)"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" RETURNING fence",
+	.nargs = 10, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+	BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID, INT8OID},
+	DURABLE_COLUMNS(key_fence_columns),
+};
+
+/* the answer of a begin; the fence goes to the one handler that owns it */
+static void
+set_status(DurableRequestStatus *out, const char *status, const char *point,
+		   int64 fence, Datum response, bool response_null)
+{
+	out->status = status;
+	out->recovery_point = point;
+	out->fence = fence;
+	out->response = response;
+	out->response_null = response_null;
+}
+
 /*
- * durable_idempotent_begin(scope text, key text, request jsonb,
- *							lock interval = '1 minute')
- *		RETURNS TABLE(status text, recovery_point text, fence bigint,
- *					  response jsonb)
- *
- * 'started': the caller owns the request under fence until the lock ends,
- * from recovery_point on ('started' for a new key); 'in_progress': another
- * handler owns it now; 'completed': the stored response is the answer.
- * fence is NULL unless 'started'.  Raises 55U03 when the key was used for
- * another request.
+ * DurableIdempotentBegin
+ *		Begin a request under its key: 'started' (the caller owns it under
+ *		a fence until the lock ends, from its recovery point on), or
+ *		'in_progress' (another handler owns it now), or 'completed' (the
+ *		stored response is the answer).  The fence is 0 unless 'started';
+ *		the strings and the response are in SPI memory.  Raises 55U03 when
+ *		the key was used for another request.
  */
-PG_FUNCTION_INFO_V1(durable_idempotent_begin);
-Datum
-durable_idempotent_begin(PG_FUNCTION_ARGS)
+void
+DurableIdempotentBegin(const char *scope, const char *key, Jsonb *request,
+					   Interval *lock, DurableRequestStatus *out)
 {
 	RequestKey	rk;
-	Jsonb	   *request;
-	Interval   *lock = DurablePositiveIntervalArg(fcinfo, 3, "lock");
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
-	bytea	   *hash;
+	bytea	   *hash = DurableJsonbHash(request);
 	Datum		args[8];
 	char		args_nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	Datum		response;
 	bool		response_null;
 	char	   *point;
-	int64		fence;
 
-	request_key_args(fcinfo, &rk);
-	DurableRequireArg(fcinfo, 2, "request");
-	request = DurableJsonbArg(fcinfo, 2, "request");
-	hash = DurableJsonbHash(request);
-	InitMaterializedSRF(fcinfo, 0);
-	if (((ReturnSetInfo *) fcinfo->resultinfo)->setDesc->natts != BEGIN_COLUMNS)
-		refuse_unfenced("durable_idempotent_begin");
-
+	request_key(scope, key, &rk);
 	memcpy(args, rk.args, sizeof(rk.args));
 	args[3] = PointerGetDatum(hash);
 	args[4] = TimestampTzGetDatum(now);
-	args[5] = TimestampTzGetDatum(plus_interval(now, lock));
-	args[6] = TimestampTzGetDatum(plus_interval(now, &retention));
+	args[5] = TimestampTzGetDatum(DurableTimePlus(now, lock));
+	args[6] = TimestampTzGetDatum(DurableTimePlus(now, &retention));
 
-	SPI_connect();
 	new_fence(&args[7], &args_nulls[7]);
-	if (DurableExecuteStmt(STMT_IDEMPOTENT_INSERT, args, args_nulls, SPI_OK_INSERT, 0) == 1)
+	if (DurableExecute(&idempotent_insert, args, args_nulls, SPI_OK_INSERT, 0) == 1)
 	{
-		put_status(fcinfo, "started", "started",
+		set_status(out, "started", "started",
 				   args_nulls[7] == 'n' ? 1 : DatumGetInt64(args[7]),
 				   (Datum) 0, true);
-		SPI_finish();
-		return (Datum) 0;
+		return;
 	}
 
 	lock_key(&rk);
-	if (DatumGetTimestampTz(DurableResultDatum(0, KEY_EXPIRES_AT, &isnull)) <= now)
+	if (DatumGetTimestampTz(DurableColumnDatum(0, KEY_EXPIRES_AT, &isnull)) <= now)
 	{
 		/*
 		 * Forgotten after its retention window: a new request, under a new
 		 * fence, so that a handler of the old one still cannot write.
 		 */
-		DurableExecuteStmt(STMT_IDEMPOTENT_RESTART, args, args_nulls,
+		DurableExecute(&idempotent_restart, args, args_nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
-		put_status(fcinfo, "started", "started", DurableResultInt64(0, 1),
-				   (Datum) 0, true);
-		SPI_finish();
-		return (Datum) 0;
+		set_status(out, "started", "started",
+				   DurableColumnInt64(0, KEY_NEW_FENCE), (Datum) 0, true);
+		return;
 	}
-	if (!DurableRequestMatches(DatumGetByteaPP(DurableResultDatum(0, KEY_REQUEST_HASH, &isnull)),
+	if (!DurableRequestMatches(DatumGetByteaPP(DurableColumnDatum(0, KEY_REQUEST_HASH, &isnull)),
 							   hash, request))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
@@ -230,12 +262,12 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 						  rk.scope),
 				errhint("Use a new idempotency key for a new request."));
 
-	point = DurableResultText(0, KEY_RECOVERY_POINT);
-	response = DurableResultDatum(0, KEY_RESPONSE, &response_null);
-	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
-		put_status(fcinfo, "completed", point, 0, response, response_null);
-	else if (DatumGetTimestampTz(DurableResultDatum(0, KEY_LOCKED_UNTIL, &isnull)) > now)
-		put_status(fcinfo, "in_progress", point, 0, (Datum) 0, true);
+	point = DurableColumnText(0, KEY_RECOVERY_POINT);
+	response = DurableColumnDatum(0, KEY_RESPONSE, &response_null);
+	if (DurableColumnBool(0, KEY_COMPLETED))
+		set_status(out, "completed", point, 0, response, response_null);
+	else if (DatumGetTimestampTz(DurableColumnDatum(0, KEY_LOCKED_UNTIL, &isnull)) > now)
+		set_status(out, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
 		Datum		update[10];
@@ -251,25 +283,11 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 		update[8] = Int64GetDatum(1);
 		update[9] = args[7];
 		nulls[9] = args_nulls[7];
-		DurableExecuteStmt(STMT_IDEMPOTENT_UPDATE, update, nulls,
+		DurableExecute(&idempotent_update, update, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
-		fence = DurableResultInt64(0, 1);
-		put_status(fcinfo, "started", point, fence, (Datum) 0, true);
+		set_status(out, "started", point,
+				   DurableColumnInt64(0, KEY_NEW_FENCE), (Datum) 0, true);
 	}
-	SPI_finish();
-	return (Datum) 0;
-}
-
-/* the fence argument of advance and finish */
-static int64
-request_fence_arg(FunctionCallInfo fcinfo, int argno)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("fence must not be null"),
-				errhint("Pass the fence that durable_idempotent_begin returned with status \"started\"."));
-	return PG_GETARG_INT64(argno);
 }
 
 /*
@@ -281,17 +299,15 @@ request_fence_arg(FunctionCallInfo fcinfo, int argno)
 static void
 require_held(const RequestKey *rk, int64 fence)
 {
-	bool		isnull;
-
 	lock_key(rk);
-	if (DurableResultInt64(0, KEY_FENCE) != fence)
+	if (DurableColumnInt64(0, KEY_FENCE) != fence)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 				errmsg("fencing token %lld is stale for idempotency key \"%s\" in scope \"%s\"",
 					   (long long) fence, rk->key, rk->scope),
 				errdetail("The request was taken over by another handler, or this fence was never handed out."),
 				errhint("Stop handling the request and roll back; its current owner answers it."));
-	if (DatumGetBool(DurableResultDatum(0, KEY_COMPLETED, &isnull)))
+	if (DurableColumnBool(0, KEY_COMPLETED))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("idempotency key \"%s\" in scope \"%s\" is already completed",
@@ -299,84 +315,61 @@ require_held(const RequestKey *rk, int64 fence)
 }
 
 /*
- * durable_idempotent_advance(scope text, key text, fence bigint,
- *							  recovery_point text, lock interval = NULL)
- *		RETURNS void
- *
- * Records the point the request has reached (after committing the work
- * up to it in the same transaction), and extends the lock when given.
- * Raises 55U01 unless fence is the key's current one.
+ * DurableIdempotentAdvance
+ *		Record the recovery point a request has reached under fence (55U01
+ *		unless it is the key's current one), and extend its lock when lock
+ *		is not NULL.
  */
-PG_FUNCTION_INFO_V1(durable_idempotent_advance);
-Datum
-durable_idempotent_advance(PG_FUNCTION_ARGS)
+void
+DurableIdempotentAdvance(const char *scope, const char *key, int64 fence,
+						 text *recovery_point, Interval *lock)
 {
 	RequestKey	rk;
-	int64		fence;
 	Datum		update[10];
 	char		nulls[10] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' ', 'n'};
 
-	if (PG_NARGS() != 5)
-		refuse_unfenced("durable_idempotent_advance");
-	request_key_args(fcinfo, &rk);
-	fence = request_fence_arg(fcinfo, 2);
+	request_key(scope, key, &rk);
 	memcpy(update, rk.args, sizeof(rk.args));
-	DurableRequireArg(fcinfo, 3, "recovery_point");
-	update[4] = PointerGetDatum(DurableTextArg(fcinfo, 3, "recovery_point"));
+	update[4] = PointerGetDatum(recovery_point);
 	update[5] = BoolGetDatum(false);
 	update[8] = Int64GetDatum(0);
-	if (!PG_ARGISNULL(4))
+	if (lock != NULL)
 	{
-		update[3] = TimestampTzGetDatum(plus_interval(GetCurrentTransactionStartTimestamp(),
-													  DurablePositiveIntervalArg(fcinfo, 4, "lock")));
+		update[3] = TimestampTzGetDatum(DurableTimePlus(GetCurrentTransactionStartTimestamp(),
+														lock));
 		nulls[3] = ' ';
 	}
 
-	SPI_connect();
 	require_held(&rk, fence);
-	DurableExecuteStmt(STMT_IDEMPOTENT_UPDATE, update, nulls,
+	DurableExecute(&idempotent_update, update, nulls,
 				   SPI_OK_UPDATE_RETURNING, 0);
-	SPI_finish();
-	PG_RETURN_VOID();
 }
 
 /*
- * durable_idempotent_finish(scope text, key text, fence bigint,
- *							 response jsonb, retention interval = '24 hours')
- *		RETURNS void
- *
- * Stores the response; every later begin of the key with the same request
- * gets it back, until retention has passed.  Raises 55U01 unless fence is
- * the key's current one.
+ * DurableIdempotentFinish
+ *		Store a request's response under fence (55U01 unless it is the
+ *		key's current one); every later begin of the key with the same
+ *		request gets it back, until retention has passed.
  */
-PG_FUNCTION_INFO_V1(durable_idempotent_finish);
-Datum
-durable_idempotent_finish(PG_FUNCTION_ARGS)
+void
+DurableIdempotentFinish(const char *scope, const char *key, int64 fence,
+						Jsonb *response, Interval *retention)
 {
 	RequestKey	rk;
-	int64		fence;
 	Datum		update[10];
 	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 'n'};
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
-	if (PG_NARGS() != 5)
-		refuse_unfenced("durable_idempotent_finish");
-	request_key_args(fcinfo, &rk);
-	fence = request_fence_arg(fcinfo, 2);
-	DurableRequireArg(fcinfo, 3, "response");
+	request_key(scope, key, &rk);
 	memcpy(update, rk.args, sizeof(rk.args));
 	update[3] = TimestampTzGetDatum(now);
 	update[4] = CStringGetTextDatum("finished");
 	update[5] = BoolGetDatum(true);
-	update[6] = JsonbPGetDatum(DurableJsonbArg(fcinfo, 3, "response"));
-	update[7] = TimestampTzGetDatum(plus_interval(now,
-												  DurablePositiveIntervalArg(fcinfo, 4, "retention")));
+	update[6] = JsonbPGetDatum(response);
+	update[7] = TimestampTzGetDatum(DurableTimePlus(now, retention));
 	update[8] = Int64GetDatum(0);
 
-	SPI_connect();
 	require_held(&rk, fence);
-	DurableExecuteStmt(STMT_IDEMPOTENT_UPDATE, update, nulls,
+	DurableExecute(&idempotent_update, update, nulls,
 				   SPI_OK_UPDATE_RETURNING, 0);
-	SPI_finish();
-	PG_RETURN_VOID();
 }

@@ -3,7 +3,8 @@
  * sql.h
  *	  Fragments of SQL that the statements of more than one core module
  *	  share: the columns of a task and a step as they move between live
- *	  tables and history, a moved task's queue, times on the UTC calendar.
+ *	  tables and history, the parameters of a move, times on the UTC
+ *	  calendar.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,17 +32,6 @@
 	" receipt, effect_id, error_class, request, result, evidence, error"
 
 #define QUEUE_OF_U " LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
-
-/* failed tasks of a queue ($2) that may be replayed, in the partitions given */
-#define DEAD_LETTERS(partitions) \
-	"SELECT t.task_id FROM durable.task_history t" \
-	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
-	" AND t.state = 'failed'" \
-	" AND t.steps_in_doubt = 0" \
-	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
-	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
-	"  AND s.state = 'failed')" \
-	" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED"
 
 /*
  * What a wait ended with, for its entry: no key for none, so that an SQL

@@ -2,7 +2,9 @@
  *
  * step.c
  *	  Steps: the side-effecting operations of a task, moved through their
- *	  state machine by compare-and-swap.
+ *	  state machine by compare-and-swap.  A step's rows only: reading them,
+ *	  planning, changing and settling one step.  What a step's outcome does
+ *	  to its task is outcome.c's.
  *
  * A step is planned once, with a class and a stable idempotency key that
  * never changes across attempts or takeovers; a replay gets the stored row
@@ -18,42 +20,17 @@
  * one raises 55U02.  Locking: every step change first locks the task row
  * under the caller's fence (DurableTaskHeld), so the steps of one task
  * change one at a time and the task's version numbers their events.
+ * Nothing here moves a task.
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
-#include "funcapi.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
-
-/* prefix of the steps durable_compensate plans */
-#define DURABLE_COMPENSATION_PREFIX "compensate:"
-
-/*
- * The longest name a step can be planned with: its compensation step,
- * "compensate:<name>", must still be a name the API takes.
- */
-#define DURABLE_MAX_STEP_NAME_LEN \
-	(DURABLE_MAX_NAME_LEN - (int) (sizeof(DURABLE_COMPENSATION_PREFIX) - 1))
-
-/* columns of STMT_STEP_GET */
-enum
-{
-	STEP_STATE = 1,
-	STEP_CLASS,
-	STEP_VERSION,
-	STEP_ATTEMPT,
-	STEP_ORDINAL,
-	STEP_KEY,
-	STEP_REQUEST_HASH,
-	STEP_RESULT,
-	STEP_RECEIPT,
-	STEP_COMPENSATES
-};
 
 static const struct
 {
@@ -89,6 +66,42 @@ DurableStepStateInDoubt(const char *state)
 	return strcmp(state, "started") == 0 || strcmp(state, "unknown") == 0;
 }
 
+enum
+{
+	STEP_STATE,
+	STEP_CLASS,
+	STEP_VERSION,
+	STEP_ATTEMPT,
+	STEP_ORDINAL,
+	STEP_KEY,
+	STEP_REQUEST_HASH,
+	STEP_RESULT,
+	STEP_RECEIPT,
+	STEP_COMPENSATES,
+	STEP_NCOLUMNS
+};
+static const DurableColumn step_columns[STEP_NCOLUMNS] = {
+	[STEP_STATE] = {"state", TEXTOID},
+	[STEP_CLASS] = {"class", TEXTOID},
+	[STEP_VERSION] = {"version", INT4OID},
+	[STEP_ATTEMPT] = {"attempt", INT4OID},
+	[STEP_ORDINAL] = {"ordinal", INT4OID},
+	[STEP_KEY] = {"idempotency_key", TEXTOID},
+	[STEP_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[STEP_RESULT] = {"result", JSONBOID},
+	[STEP_RECEIPT] = {"receipt", TEXTOID},
+	[STEP_COMPENSATES] = {"compensates", TEXTOID},
+};
+static DurableStatement step_get = {
+	.name = "step_get",
+	.sql = "SELECT state::text, class::text, version, attempt, ordinal,"
+	" idempotency_key, request_hash, result, receipt, compensates"
+	" FROM durable.live_steps"
+	" WHERE partition_key = $1 AND task_id = $2 AND step = $3",
+	.nargs = 3, .argtypes = {INT4OID, INT8OID, TEXTOID},
+	DURABLE_COLUMNS(step_columns),
+};
+
 /*
  * DurableStepFetch
  *		Read a step of a task; strings point into SPI memory.  Returns false
@@ -104,21 +117,21 @@ DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = CStringGetTextDatum(name);
-	if (DurableExecuteStmt(STMT_STEP_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(&step_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 
 	step->name = pstrdup(name);
-	step->state = DurableResultText(0, STEP_STATE);
-	step->class = DurableResultText(0, STEP_CLASS);
-	step->version = (int32) DurableResultInt64(0, STEP_VERSION);
-	step->attempt = (int32) DurableResultInt64(0, STEP_ATTEMPT);
-	step->ordinal = (int32) DurableResultInt64(0, STEP_ORDINAL);
-	step->idempotency_key = DurableResultText(0, STEP_KEY);
-	step->request_hash = DatumGetByteaPCopy(DurableResultDatum(0, STEP_REQUEST_HASH, &isnull));
-	d = DurableResultDatum(0, STEP_RESULT, &isnull);
+	step->state = DurableColumnText(0, STEP_STATE);
+	step->class = DurableColumnText(0, STEP_CLASS);
+	step->version = DurableColumnInt32(0, STEP_VERSION);
+	step->attempt = DurableColumnInt32(0, STEP_ATTEMPT);
+	step->ordinal = DurableColumnInt32(0, STEP_ORDINAL);
+	step->idempotency_key = DurableColumnText(0, STEP_KEY);
+	step->request_hash = DatumGetByteaPCopy(DurableColumnDatum(0, STEP_REQUEST_HASH, &isnull));
+	d = DurableColumnDatum(0, STEP_RESULT, &isnull);
 	step->result = isnull ? NULL : DatumGetJsonbPCopy(d);
-	step->receipt = DurableResultText(0, STEP_RECEIPT);
-	step->compensates = DurableResultText(0, STEP_COMPENSATES);
+	step->receipt = DurableColumnText(0, STEP_RECEIPT);
+	step->compensates = DurableColumnText(0, STEP_COMPENSATES);
 	return true;
 }
 
@@ -134,6 +147,25 @@ DurableStepFetchOrError(const DurableTask *task, const char *name,
 				errhint("Plan it first with durable_step()."));
 }
 
+/* the names of steps of a task, newest first */
+enum
+{
+	STEP_NAME,
+	STEP_NAME_NCOLUMNS
+};
+static const DurableColumn step_name_columns[STEP_NAME_NCOLUMNS] = {
+	[STEP_NAME] = {"step", TEXTOID},
+};
+static DurableStatement steps_in_doubt = {
+	.name = "steps_in_doubt",
+	.sql = "SELECT step FROM durable.live_steps"
+	" WHERE partition_key = $1 AND task_id = $2"
+	" AND state IN ('started', 'unknown')"
+	" ORDER BY ordinal DESC",
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(step_name_columns),
+};
+
 /*
  * DurableStepInDoubt
  *		The latest step of a task that is started or unknown, if any.
@@ -148,15 +180,49 @@ DurableStepInDoubt(const DurableTask *task, DurableStep *step)
 		return false;
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
-	if (DurableExecuteStmt(STMT_STEPS_IN_DOUBT, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(&steps_in_doubt, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
-	name = DurableResultText(0, 1);
+	name = DurableColumnText(0, STEP_NAME);
 	return DurableStepFetch(task, name, step);
 }
 
-/* 55U02 unless the caller's version is the step's current one */
-static void
-check_step_version(const DurableTask *task, const DurableStep *step,
+static DurableStatement steps_unsettled = {
+	.name = "steps_unsettled",
+	.sql = "SELECT step FROM durable.live_steps"
+	" WHERE partition_key = $1 AND task_id = $2"
+	" AND state IN ('started', 'unknown', 'failed')"
+	" ORDER BY ordinal DESC",
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(step_name_columns),
+};
+
+/*
+ * DurableUnsettledSteps
+ *		The names of the steps of a task that are started, unknown or
+ *		failed, newest first; *n is how many.  The names are copied, so they
+ *		outlive the result, which the next statement replaces.
+ */
+char	  **
+DurableUnsettledSteps(const DurableTask *task, uint64 *n)
+{
+	Datum		args[2];
+	char	  **names;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[1] = Int64GetDatum(task->task_id);
+	*n = DurableExecute(&steps_unsettled, args, NULL, SPI_OK_SELECT, 0);
+	names = palloc(sizeof(char *) * Max(*n, 1));
+	for (uint64 i = 0; i < *n; i++)
+		names[i] = DurableColumnText(i, STEP_NAME);
+	return names;
+}
+
+/*
+ * DurableStepCheckVersion
+ *		55U02 unless the caller's version is the step's current one.
+ */
+void
+DurableStepCheckVersion(const DurableTask *task, const DurableStep *step,
 				   int32 expected)
 {
 	if (step->version != expected)
@@ -180,6 +246,33 @@ report_bad_transition(const DurableTask *task, const DurableStep *step,
 				   to_state),
 			errdetail("The allowed moves are listed in durable.step_transitions."));
 }
+
+enum
+{
+	STEP_UPDATED_VERSION,
+	STEP_UPDATED_NCOLUMNS
+};
+static const DurableColumn step_updated_columns[STEP_UPDATED_NCOLUMNS] = {
+	[STEP_UPDATED_VERSION] = {"version", INT4OID},
+};
+static DurableStatement step_update = {
+	.name = "step_update",
+	.sql = "UPDATE durable.live_steps SET state = $4::durable.step_state,"
+	" version = version + 1, attempt = attempt + $5, updated_at = $6,"
+	" result = COALESCE($7, result),"
+	" receipt = CASE WHEN $13 THEN NULL ELSE COALESCE($8, receipt) END,"
+	" effect_id = CASE WHEN $13 THEN NULL ELSE COALESCE($9, effect_id) END,"
+	" evidence = CASE WHEN $13 THEN NULL ELSE COALESCE($10, evidence) END,"
+	" error_class = COALESCE($11, error_class),"
+	" error = COALESCE($12, error)"
+	" WHERE partition_key = $1 AND task_id = $2 AND step = $3"
+	" AND version = $14"
+	" RETURNING version",
+	.nargs = 14, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID,
+		TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
+	JSONBOID, BOOLOID, INT4OID},
+	DURABLE_COLUMNS(step_updated_columns),
+};
 
 /*
  * DurableStepChangeState
@@ -223,7 +316,7 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 	nulls[11] = change->error ? ' ' : 'n';
 	args[12] = BoolGetDatum(change->clear_evidence);
 	args[13] = Int32GetDatum(step->version);
-	if (DurableExecuteStmt(STMT_STEP_UPDATE, args, nulls,
+	if (DurableExecute(&step_update, args, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0) != 1)
 		elog(ERROR, "step \"%s\" of task %lld changed under its task's row lock",
 			 step->name, (long long) task->task_id);
@@ -263,30 +356,28 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		step->receipt = change->receipt;
 }
 
-/* a step name: like a queue name, at most DURABLE_MAX_NAME_LEN bytes */
-static char *
-step_name_arg(FunctionCallInfo fcinfo, int argno)
-{
-	return DurableNameArg(fcinfo, argno, "step name");
-}
-
-static int32
-expected_version_arg(FunctionCallInfo fcinfo, int argno)
-{
-	DurableRequireArg(fcinfo, argno, "expected_version");
-	return PG_GETARG_INT32(argno);
-}
+static DurableStatement step_insert = {
+	.name = "step_insert",
+	.sql = "INSERT INTO durable.live_steps (partition_key, task_id, step, state, class,"
+	" ordinal, created_at, updated_at, idempotency_key, request_hash,"
+	" request, compensates)"
+	" VALUES ($1, $2, $3, 'planned', $4::durable.activity_class, $5, $6, $6,"
+	" $7, $8, $9, $10)"
+	" ON CONFLICT (partition_key, task_id, step) DO NOTHING",
+	.nargs = 10, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID,
+	TIMESTAMPTZOID, TEXTOID, BYTEAOID, JSONBOID, TEXTOID},
+};
 
 /*
- * plan_step
+ * DurablePlanStep
  *		Plan a step of a held task, or find it planned: returns true when
  *		this call planned it.  A replay with another request raises 55U03,
  *		one with another class 22023.
  */
-static bool
-plan_step(DurableTask *task, const char *name, const char *class,
-		  Jsonb *request, const char *target, const char *compensates,
-		  TimestampTz now, DurableStep *step)
+bool
+DurablePlanStep(DurableTask *task, const char *name, const char *class,
+				Jsonb *request, const char *target, const char *compensates,
+				TimestampTz now, DurableStep *step)
 {
 	text	   *parts[4];
 	int			nparts = 0;
@@ -346,7 +437,7 @@ plan_step(DurableTask *task, const char *name, const char *class,
 	nulls[8] = request ? ' ' : 'n';
 	args[9] = compensates ? CStringGetTextDatum(compensates) : (Datum) 0;
 	nulls[9] = compensates ? ' ' : 'n';
-	if (DurableExecuteStmt(STMT_STEP_INSERT, args, nulls, SPI_OK_INSERT, 0) != 1)
+	if (DurableExecute(&step_insert, args, nulls, SPI_OK_INSERT, 0) != 1)
 		elog(ERROR, "step \"%s\" of task %lld appeared under its task's row lock",
 			 name, (long long) task->task_id);
 
@@ -361,70 +452,21 @@ plan_step(DurableTask *task, const char *name, const char *class,
 	return true;
 }
 
-/* one row of durable_step's result */
-static void
-put_step_row(ReturnSetInfo *rsinfo, const DurableStep *step)
-{
-	Datum		values[6];
-	bool		nulls[6] = {false, false, false, false, false, false};
-
-	values[0] = CStringGetTextDatum(step->state);
-	values[1] = Int32GetDatum(step->version);
-	values[2] = Int32GetDatum(step->attempt);
-	values[3] = CStringGetTextDatum(step->idempotency_key);
-	values[4] = JsonbPGetDatum(step->result);
-	nulls[4] = step->result == NULL;
-	values[5] = step->receipt ? CStringGetTextDatum(step->receipt) : (Datum) 0;
-	nulls[5] = step->receipt == NULL;
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
-
 /*
- * durable_step(task_id bigint, fence bigint, step text, class text,
- *				request jsonb = NULL, target text = NULL)
- *		RETURNS TABLE(state text, version int, attempt int,
- *					  idempotency_key text, result jsonb, receipt text)
- *
- * Plans the step (PLANNED) or returns it as it is: a committed step comes
- * back with its result, so a resumed worker skips it.  Its key is
- * durable_idempotency_key(installation_id, task_id, step[, target]) and
- * never changes.
- * Raises 55U01 for a stale fence, 55U03 for a replay with another request.
+ * DurableStepGetOrPlan
+ *		durable_step: plan a step of a task held under fence (PLANNED), or
+ *		read it back as it is.
  */
-PG_FUNCTION_INFO_V1(durable_step);
-Datum
-durable_step(PG_FUNCTION_ARGS)
+void
+DurableStepGetOrPlan(int64 task_id, int64 fence, const char *name,
+					 const char *class, Jsonb *request, const char *target,
+					 DurableStep *step)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = step_name_arg(fcinfo, 2);
-	char	   *class;
-	Jsonb	   *request = DurableJsonbArg(fcinfo, 4, "request");
-	char	   *target = NULL;
 	DurableTask task;
-	DurableStep step;
 
-	if (strlen(name) > DURABLE_MAX_STEP_NAME_LEN)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("step name \"%s\" is too long", DurableClipName(name, 20)),
-				errdetail("It has %zu bytes; a step name may have at most %d, so that its compensation step \"%s<name>\" has at most %d.",
-						  strlen(name), DURABLE_MAX_STEP_NAME_LEN,
-						  DURABLE_COMPENSATION_PREFIX, DURABLE_MAX_NAME_LEN));
-	DurableRequireArg(fcinfo, 3, "class");
-	class = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	(void) DurableParseActivityClass(class);
-	if (!PG_ARGISNULL(5))
-		target = DurableTextArgCString(fcinfo, 5, "target");
-
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
 	DurableTaskHeld(task_id, fence, &task);
-	plan_step(&task, name, class, request, target, NULL,
-			  GetCurrentTransactionStartTimestamp(), &step);
-	put_step_row((ReturnSetInfo *) fcinfo->resultinfo, &step);
-	SPI_finish();
-	return (Datum) 0;
+	DurablePlanStep(&task, name, class, request, target, NULL,
+					GetCurrentTransactionStartTimestamp(), step);
 }
 
 /*
@@ -433,231 +475,55 @@ durable_step(PG_FUNCTION_ARGS)
  *		compare-and-swap on expected; returns the step's new version.
  */
 static int32
-change_held_step(int64 task_id, int64 fence, const char *name, int32 expected,
-				 const DurableStepChange *change)
+change_held_step(int64 task_id, int64 fence, const char *name,
+				 int32 expected, const DurableStepChange *change)
 {
 	DurableTask task;
 	DurableStep step;
 
 	DurableTaskHeld(task_id, fence, &task);
 	DurableStepFetchOrError(&task, name, &step);
-	check_step_version(&task, &step, expected);
+	DurableStepCheckVersion(&task, &step, expected);
 	DurableStepChangeState(&task, &step, change,
 						   GetCurrentTransactionStartTimestamp());
 	return step.version;
 }
 
 /*
- * durable_step_start(task_id bigint, fence bigint, step text,
- *					  expected_version int) RETURNS int
- *
- * PLANNED -> STARTED, a new attempt; returns the step's new version.  Call
- * it, and commit, before the external call, so that a crash after the call
- * leaves a step that recovery knows may have taken effect.
+ * DurableStepStart
+ *		PLANNED -> STARTED, a new attempt; returns the step's new version.
  */
-PG_FUNCTION_INFO_V1(durable_step_start);
-Datum
-durable_step_start(PG_FUNCTION_ARGS)
+int32
+DurableStepStart(int64 task_id, int64 fence, const char *name, int32 expected)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = step_name_arg(fcinfo, 2);
-	int32		expected = expected_version_arg(fcinfo, 3);
 	DurableStepChange change = {0};
-	int32		version;
 
 	change.to_state = "started";
 	change.new_attempt = true;
 	change.clear_evidence = true;
 	change.kind = "step_started";
-	SPI_connect();
-	version = change_held_step(task_id, fence, name, expected, &change);
-	SPI_finish();
-	PG_RETURN_INT32(version);
+	return change_held_step(task_id, fence, name, expected, &change);
 }
 
 /*
- * durable_step_unknown(task_id bigint, fence bigint, step text,
- *						expected_version int, reason text = NULL) RETURNS int
- *
- * STARTED -> UNKNOWN: the call timed out and nobody knows whether it took
- * effect.  A timeout is not a failure: the step is never retried without
- * evidence (a receipt) or a person's decision.
+ * DurableStepUnknown
+ *		STARTED -> UNKNOWN, with the reason when given; returns the step's
+ *		new version.
  */
-PG_FUNCTION_INFO_V1(durable_step_unknown);
-Datum
-durable_step_unknown(PG_FUNCTION_ARGS)
+int32
+DurableStepUnknown(int64 task_id, int64 fence, const char *name,
+				   int32 expected, const char *reason)
 {
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = step_name_arg(fcinfo, 2);
-	int32		expected = expected_version_arg(fcinfo, 3);
 	DurableStepChange change = {0};
 	DurableDetail detail;
-	int32		version;
 
 	DurableDetailInit(&detail);
-	if (!PG_ARGISNULL(4))
-		DurableDetailText(&detail, "reason", DurableTextArgCString(fcinfo, 4, "reason"));
+	if (reason != NULL)
+		DurableDetailText(&detail, "reason", reason);
 	change.to_state = "unknown";
 	change.kind = "step_unknown";
 	change.detail = &detail;
-	SPI_connect();
-	version = change_held_step(task_id, fence, name, expected, &change);
-	SPI_finish();
-	PG_RETURN_INT32(version);
-}
-
-/*
- * DurableCommitStep
- *		The step form of durable_commit: STARTED, or UNKNOWN with a
- *		'succeeded' receipt, -> COMMITTED.  Committing a compensation step
- *		moves the step it compensates to COMPENSATED.
- */
-void
-DurableCommitStep(int64 task_id, int64 fence, const char *name,
-				  int32 expected, Jsonb *result)
-{
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableTask task;
-	DurableStep step;
-	DurableStepChange change = {0};
-
-	DurableTaskHeld(task_id, fence, &task);
-	DurableStepFetchOrError(&task, name, &step);
-	check_step_version(&task, &step, expected);
-	if (strcmp(step.state, "unknown") == 0 &&
-		(step.receipt == NULL || strcmp(step.receipt, "succeeded") != 0))
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("cannot commit step \"%s\" of task %lld without evidence",
-					   name, (long long) task_id),
-				errdetail("The step's outcome is unknown."),
-				errhint("Record what the external system says with durable_record_receipt()."));
-	change.to_state = "committed";
-	change.result = result;
-	change.kind = "step_committed";
-	DurableStepChangeState(&task, &step, &change, now);
-
-	if (step.compensates != NULL)
-	{
-		DurableStep original;
-		DurableStepChange compensated = {0};
-
-		DurableStepFetchOrError(&task, step.compensates, &original);
-		if (strcmp(original.state, "compensated") != 0)
-		{
-			compensated.to_state = "compensated";
-			compensated.kind = "step_compensated";
-			DurableStepChangeState(&task, &original, &compensated, now);
-		}
-	}
-}
-
-/*
- * DurableFailStep
- *		The step form of durable_fail: a started step's attempt failed.  The
- *		retry budget decides with the step's attempts: schedule_retry puts
- *		the step back to PLANNED (same key) and parks the task WAITING;
- *		fail_permanent, attempts_exhausted and deadline_exceeded fail step
- *		and task; manual_review leaves the step UNKNOWN and the task in
- *		NEEDS_REVIEW.  The task's other steps in doubt are judged as after a
- *		lost lease, and a more cautious action of theirs is the task's
- *		(recovery.c).  Returns the step's action.
- */
-const char *
-DurableFailStep(int64 task_id, int64 fence, const char *name,
-				const char *error_class_name, Jsonb *error, int64 retry_after)
-{
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableErrorClass error_class = DurableParseErrorClass(error_class_name);
-	DurableTask task;
-	DurableStep step;
-	DurableStepChange change = {0};
-	DurableMove move = {0};
-	DurableDetail step_detail;
-	DurableDetail task_detail;
-	DurableNextAction action;
-	DurableRecoveryAction own = DURABLE_RECOVERY_RECORD_FAILURE;
-	DurableVerdict others;
-	int64		wait;
-	const char *action_name;
-
-	DurableTaskHeld(task_id, fence, &task);
-	DurableStepFetchOrError(&task, name, &step);
-	if (strcmp(step.state, "started") != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("cannot fail step \"%s\" of task %lld in state %s",
-					   name, (long long) task_id, step.state),
-				errhint("Only a started step has an attempt that can fail."));
-
-	wait = DurableRetryWaitFor(&task, step.idempotency_key, step.attempt,
-							   retry_after);
-	action = DurableDecideNext(step.attempt, task.max_attempts,
-							   Max(now - task.created_at, 0), task.deadline,
-							   error_class, wait);
-	action_name = DurableNextActionName(action);
-
-	DurableDetailInit(&step_detail);
-	DurableDetailText(&step_detail, "action", action_name);
-	change.error_class = error_class_name;
-	change.error = error;
-	change.kind = "step_failed";
-	change.detail = &step_detail;
-	move.from_state = "running";
-	move.fence = fence;
-	move.error = error;
-	move.allow_doubt = true;
-
-	switch (action)
-	{
-		case DURABLE_NEXT_SCHEDULE_RETRY:
-			change.to_state = "planned";
-			change.clear_evidence = true;
-			own = DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
-			break;
-		case DURABLE_NEXT_MANUAL_REVIEW:
-			change.to_state = "unknown";
-			own = DURABLE_RECOVERY_MANUAL_REVIEW;
-			break;
-		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
-			change.to_state = "failed";
-			own = DURABLE_RECOVERY_EXHAUSTED;
-			break;
-		case DURABLE_NEXT_FAIL_PERMANENT:
-		case DURABLE_NEXT_DEADLINE_EXCEEDED:
-			change.to_state = "failed";
-			own = DURABLE_RECOVERY_RECORD_FAILURE;
-			break;
-	}
-	DurableStepChangeState(&task, &step, &change, now);
-
-	DurableDetailInit(&task_detail);
-	DurableDetailText(&task_detail, "action", action_name);
-	DurableDetailText(&task_detail, "step", name);
-	DurableDetailText(&task_detail, "error_class", error_class_name);
-	DurableDetailInt(&task_detail, "attempt", step.attempt);
-	DurableDetailInt(&task_detail, "max_attempts", task.max_attempts);
-
-	/*
-	 * The worker gives the task up, so its other steps in doubt are judged
-	 * as after a lost lease, and the task takes the most cautious action.
-	 */
-	if (DurableJudgeSteps(&task, name, true, NULL, now, &task_detail, &others) &&
-		DurableMostCautious(own, others.action) != own)
-	{
-		DurableVerdictMove(&task, &others, now, &task_detail, &move);
-		move.kind = others.action == DURABLE_RECOVERY_MANUAL_REVIEW ? "needs_review" :
-			others.action == DURABLE_RECOVERY_RECONCILE ? "awaiting_reconcile" :
-			"failed";
-	}
-	else
-		DurableNextActionMove(&task, action, now, Max(wait, others.retry_wait),
-							  &task_detail, &move);
-	move.detail = DurableDetailFinish(&task_detail);
-	DurableMoveLockedTask(&task, &move, now);
-	return action_name;
+	return change_held_step(task_id, fence, name, expected, &change);
 }
 
 /*
@@ -708,221 +574,3 @@ DurableSettleStep(DurableTask *task, DurableStep *step,
 	return step->state;
 }
 
-/*
- * durable_record_receipt(task_id bigint, fence bigint, step text,
- *						  receipt text, effect_id text = NULL,
- *						  evidence jsonb = NULL) RETURNS text
- *
- * Records what the external system says about a started or unknown step:
- * 'succeeded', 'failed_permanent' or 'not_executed'.  On a started step it
- * is kept as evidence for recovery ('not_executed' puts the step back to
- * PLANNED at once).  On an unknown step it settles the step through the
- * recovery table: committed, failed, or planned again with the same key;
- * and when a reconcile handler holds the task (durable_claim_reconcile),
- * the task is released: READY to resume, or FAILED.  Returns the step's
- * state afterwards.
- */
-PG_FUNCTION_INFO_V1(durable_record_receipt);
-Datum
-durable_record_receipt(PG_FUNCTION_ARGS)
-{
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	char	   *name = step_name_arg(fcinfo, 2);
-	char	   *receipt_name;
-	DurableReceipt receipt;
-	char	   *effect_id = NULL;
-	Jsonb	   *evidence = DurableJsonbArg(fcinfo, 5, "evidence");
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableTask task;
-	DurableStep step;
-	DurableStepChange change = {0};
-	char		state[NAMEDATALEN];
-
-	DurableRequireArg(fcinfo, 3, "receipt");
-	receipt_name = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	receipt = DurableParseReceipt(receipt_name);
-	if (!PG_ARGISNULL(4))
-		effect_id = DurableTextArgCString(fcinfo, 4, "effect_id");
-
-	SPI_connect();
-	DurableTaskHeld(task_id, fence, &task);
-	DurableStepFetchOrError(&task, name, &step);
-	if (!DurableStepStateInDoubt(step.state))
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("cannot record a receipt for step \"%s\" of task %lld in state %s",
-					   name, (long long) task_id, step.state),
-				errhint("Receipts are evidence about a started or unknown step."));
-
-	/* first the evidence itself, kept with the step and in its history */
-	change.to_state = step.state;
-	change.evidence_only = true;
-	change.receipt = receipt_name;
-	change.effect_id = effect_id;
-	change.evidence = evidence;
-	if (receipt == DURABLE_RECEIPT_SUCCEEDED)
-		change.result = evidence;
-	change.kind = "receipt_recorded";
-	DurableStepChangeState(&task, &step, &change, now);
-
-	if (strcmp(step.state, "started") == 0 && receipt == DURABLE_RECEIPT_NOT_EXECUTED)
-		DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
-						  NULL, NULL, NULL, now);
-	else if (strcmp(step.state, "unknown") == 0)
-	{
-		DurableActivityClass class = DurableParseActivityClass(step.class);
-		DurableRecoveryAction action;
-
-		action = DurableDecideRecovery(true, receipt,
-									   DURABLE_CLASS_RETRY_SAFE(class),
-									   step.attempt, task.max_attempts,
-									   class == DURABLE_CLASS_QUERYABLE);
-		DurableSettleStep(&task, &step, action, NULL, NULL, NULL, now);
-
-		/*
-		 * A reconcile handler's work ends with the evidence for the last of
-		 * the task's steps in doubt; until then it records the next one.
-		 */
-		if (task.run_at == DURABLE_AWAITING_RECONCILE)
-		{
-			DurableMove move = {0};
-			DurableDetail detail;
-
-			DurableDetailInit(&detail);
-			DurableDetailText(&detail, "action", DurableRecoveryActionName(action));
-			DurableDetailText(&detail, "step", name);
-			DurableDetailText(&detail, "receipt", receipt_name);
-			move.from_state = "running";
-			move.fence = fence;
-			move.kind = "reconciled";
-			move.allow_doubt = true;
-			if (DurableReleaseMove(&task, NULL, now, &detail, &move))
-			{
-				move.detail = DurableDetailFinish(&detail);
-				DurableMoveLockedTask(&task, &move, now);
-			}
-		}
-	}
-	/* the state names point into SPI memory: copy before SPI_finish */
-	strlcpy(state, step.state, sizeof(state));
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(state));
-}
-
-/*
- * durable_claim_reconcile(queue text, worker text, lease interval = NULL,
- *						   batch int = 1)
- *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
- *					  step text, idempotency_key text, request jsonb)
- *
- * Hands reconcile handlers the tasks whose queryable step's outcome is
- * unknown, under a lease with a new fence, like durable_claim: the handler
- * looks the operation up by its idempotency key and records what it finds
- * with durable_record_receipt().  A look-up is not an attempt.
- */
-PG_FUNCTION_INFO_V1(durable_claim_reconcile);
-Datum
-durable_claim_reconcile(PG_FUNCTION_ARGS)
-{
-	return DurableClaimResult(fcinfo, DURABLE_CLAIM_RECONCILE);
-}
-
-/*
- * durable_checkpoint(task_id bigint, fence bigint, checkpoint jsonb,
- *					  expected_version int) RETURNS int
- *
- * Saves the task's checkpoint by compare-and-swap on its checkpoint
- * version (0 before the first) and returns the new version; claims hand the
- * last checkpoint to the next holder.  Raises 55U02 for another version.
- */
-PG_FUNCTION_INFO_V1(durable_checkpoint);
-Datum
-durable_checkpoint(PG_FUNCTION_ARGS)
-{
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	Jsonb	   *checkpoint;
-	int32		expected = expected_version_arg(fcinfo, 3);
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableTask task;
-	Datum		args[3];
-	DurableDetail detail;
-
-	DurableRequireArg(fcinfo, 2, "checkpoint");
-	checkpoint = DurableJsonbArg(fcinfo, 2, "checkpoint");
-
-	SPI_connect();
-	DurableTaskHeld(task_id, fence, &task);
-	if (task.checkpoint_version != expected)
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_VERSION_MISMATCH),
-				errmsg("could not save the checkpoint of task %lld because it was modified concurrently",
-					   (long long) task_id),
-				errdetail("Expected version %d, but the current version is %d.",
-						  expected, task.checkpoint_version));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = JsonbPGetDatum(checkpoint);
-	DurableExecuteStmt(STMT_CHECKPOINT, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
-
-	DurableDetailInit(&detail);
-	DurableDetailInt(&detail, "checkpoint_version", expected + 1);
-	DurableAppendEvent(&task, now, "checkpoint", NULL,
-					   DurableDetailFinish(&detail), NULL, 0);
-	SPI_finish();
-	PG_RETURN_INT32(expected + 1);
-}
-
-/*
- * durable_compensate(task_id bigint, fence bigint)
- *		RETURNS TABLE(step text, compensates text, state text, version int,
- *					  idempotency_key text)
- *
- * Plans one idempotent compensation step, "compensate:<step>", for each
- * committed step, and returns them newest first: the order in which to run
- * them.  Committing a compensation step moves its step to COMPENSATED.
- * Calling it again plans nothing new and returns the same steps, so a
- * compensation never takes effect twice.
- */
-PG_FUNCTION_INFO_V1(durable_compensate);
-Datum
-durable_compensate(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	int64		fence = DurableFenceArg(fcinfo, 1);
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	DurableTask task;
-	Datum		args[2];
-	uint64		n;
-	char	  **originals;
-
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	DurableTaskHeld(task_id, fence, &task);
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	n = DurableExecuteStmt(STMT_STEPS_TO_COMPENSATE, args, NULL, SPI_OK_SELECT, 0);
-	originals = palloc(sizeof(char *) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-		originals[i] = DurableResultText(i, 1);
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		char	   *name = psprintf(DURABLE_COMPENSATION_PREFIX "%s", originals[i]);
-		DurableStep step;
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		plan_step(&task, name, "idempotent", NULL, NULL, originals[i], now, &step);
-		values[0] = CStringGetTextDatum(name);
-		values[1] = CStringGetTextDatum(originals[i]);
-		values[2] = CStringGetTextDatum(step.state);
-		values[3] = Int32GetDatum(step.version);
-		values[4] = CStringGetTextDatum(step.idempotency_key);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	SPI_finish();
-	return (Datum) 0;
-}

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * tick.c
- *	  One tick of reconciliation (api/reconcile.c's durable_reconcile()
+ *	  One tick of reconciliation (api/operations.c's durable_reconcile()
  *	  and the background worker run it).
  *
  * A tick is what the background worker runs in one transaction and

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * idempotency.c
+ * keys.c
  *	  Request hashes and idempotency keys.
  *
  * An idempotency key names a logical operation, never an attempt, and is

@@ -24,7 +24,10 @@ sub log_count
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
+# One transaction: a tick between the schedule's UPDATE and the enqueue
+# that takes its key would run the occurrence first.
 sql(q{
+	BEGIN;
 	SELECT durable_create_queue('jobs', lease => '100 ms', max_attempts => 1000,
 	                            retry_base => 1, retry_cap => 1);
 	SELECT durable_create_queue('deep', lease => '100 ms', max_attempts => 1000,
@@ -47,6 +50,7 @@ sql(q{
 	ALTER TABLE durable.task_history ATTACH PARTITION durable.task_history_p20000101
 	    FOR VALUES FROM ('2000-01-01 00:00:00+00') TO ('2000-01-02 00:00:00+00');
 	CREATE VIEW holds_a_day AS SELECT * FROM durable.task_history_p20000101;
+	COMMIT;
 });
 
 # Workers that crash, again and again: every lease they leave must come
