@@ -35,4 +35,9 @@ extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
 extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,
 							  Jsonb *payload);
 
+/* ---- tasks.c: helpers the api files share (not entry points) ---- */
+extern Datum DurableClaimResult(FunctionCallInfo fcinfo, DurableClaimKind kind);
+extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
+							   int key_argno, DurableEnqueueRequest *req);
+
 #endif							/* DURABLE_API_H */

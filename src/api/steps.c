@@ -198,7 +198,7 @@ PG_FUNCTION_INFO_V1(durable_claim_reconcile);
 Datum
 durable_claim_reconcile(PG_FUNCTION_ARGS)
 {
-	return DurableClaimFunction(fcinfo, STMT_RECONCILE_CLAIM);
+	return DurableClaimResult(fcinfo, DURABLE_CLAIM_RECONCILE);
 }
 
 /*

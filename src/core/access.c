@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * access.c
- *	  Which roles may use a queue: durable_grant_queue, durable_revoke_queue
- *	  and the check every call that acts on a queue or its tasks makes.
+ *	  Which roles may use a queue: grants and revocations (the SQL
+ *	  functions are api/queues.c's) and the check every call that acts on
+ *	  a queue or its tasks makes.
  *
  * The durable_producer and durable_worker roles open the API; a queue can
  * narrow it to roles of its own, so that one application's workers cannot
@@ -20,7 +21,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -32,6 +33,29 @@
 static const char *const privilege_names[] = {
 	[DURABLE_PRIV_ENQUEUE] = "enqueue",
 	[DURABLE_PRIV_WORK] = "work",
+};
+
+/* whether a queue is restricted, and the roles granted a privilege on it */
+enum
+{
+	ACCESS_RESTRICTED,
+	ACCESS_GRANTEES,
+	ACCESS_NCOLUMNS
+};
+
+static const DurableColumn access_columns[ACCESS_NCOLUMNS] = {
+	[ACCESS_RESTRICTED] = {"restricted", BOOLOID},
+	[ACCESS_GRANTEES] = {"grantees", OIDARRAYOID},
+};
+
+static DurableStatement queue_access = {
+	.name = "queue_access",
+	.sql = "SELECT q.restricted, ARRAY(SELECT g.grantee FROM durable.queue_grants g"
+	"  WHERE g.queue_name = q.queue_name AND g.privilege = $2) AS grantees"
+	" FROM durable.queues q WHERE q.queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(access_columns),
 };
 
 static void
@@ -63,11 +87,11 @@ DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what)
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = CStringGetTextDatum(privilege_names[what]);
-	if (DurableExecuteStmt(STMT_QUEUE_ACCESS, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(&queue_access, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return;
-	if (!DatumGetBool(DurableResultDatum(0, 1, &isnull)))
+	if (!DurableColumnBool(0, ACCESS_RESTRICTED))
 		return;
-	grantees = DatumGetArrayTypeP(DurableResultDatum(0, 2, &isnull));
+	grantees = DatumGetArrayTypeP(DurableColumnDatum(0, ACCESS_GRANTEES, &isnull));
 	deconstruct_array(grantees, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
 					  &values, NULL, &n);
 	for (int i = 0; i < n; i++)
@@ -91,84 +115,95 @@ DurableCheckRestrictedQueue(const char *queue, bool restricted,
 		DurableCheckQueueAccess(queue, what);
 }
 
-/* 'enqueue', 'work' or 'all' */
-static ArrayType *
-privileges_arg(FunctionCallInfo fcinfo, int argno)
+/*
+ * DurableCheckQueuesAccess
+ *		42501 unless the caller may use, for what, the queue of each of n
+ *		tasks (of a batch) whose queue is restricted; each queue is checked
+ *		once.  The check runs statements of its own: the caller collects
+ *		the queues from its result first.
+ */
+void
+DurableCheckQueuesAccess(char **queues, const bool *restricted, uint64 n,
+						 DurableQueuePrivilege what)
 {
-	char	   *name;
+	char	  **seen = palloc(sizeof(char *) * Max(n, 1));
+	uint64		nseen = 0;
+
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		found = false;
+
+		if (!restricted[r])
+			continue;
+		for (uint64 i = 0; i < nseen && !found; i++)
+			found = strcmp(seen[i], queues[r]) == 0;
+		if (!found)
+			seen[nseen++] = queues[r];
+	}
+	for (uint64 i = 0; i < nseen; i++)
+		DurableCheckQueueAccess(seen[i], what);
+	pfree(seen);
+}
+
+/* a grant returns a row per privilege it added */
+enum
+{
+	GRANTED_ONE,
+	GRANTED_NCOLUMNS
+};
+
+static const DurableColumn granted_columns[GRANTED_NCOLUMNS] = {
+	[GRANTED_ONE] = {"?column?", INT4OID},
+};
+
+static DurableStatement queue_grant = {
+	.name = "queue_grant",
+	.sql = "WITH q AS (UPDATE durable.queues SET restricted = true"
+	"  WHERE queue_name = $1 RETURNING queue_name)"
+	" INSERT INTO durable.queue_grants (queue_name, grantee, privilege)"
+	" SELECT q.queue_name, $2, p FROM q, pg_catalog.unnest($3::text[]) p"
+	" ON CONFLICT DO NOTHING"
+	" RETURNING 1",
+	.nargs = 3,
+	.argtypes = {TEXTOID, OIDOID, TEXTARRAYOID},
+	DURABLE_COLUMNS(granted_columns),
+};
+
+static DurableStatement queue_revoke = {
+	.name = "queue_revoke",
+	.sql = "DELETE FROM durable.queue_grants"
+	" WHERE queue_name = $1 AND grantee = $2 AND privilege = ANY ($3)",
+	.nargs = 3,
+	.argtypes = {TEXTOID, OIDOID, TEXTARRAYOID},
+};
+
+/*
+ * DurableChangeQueueGrant
+ *		Grant (or revoke, when not grant) grantee (InvalidOid for 'public')
+ *		the privileges to enqueue into a queue and/or to work on its tasks.
+ *		A grant restricts the queue to its grants from then on; granting
+ *		twice changes nothing.  42704 for an unknown queue.
+ */
+void
+DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
+						bool work, bool grant)
+{
+	DurableQueue settings;
 	Datum		names[2];
 	int			n = 0;
-
-	DurableRequireArg(fcinfo, argno, "privilege");
-	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (strcmp(name, "enqueue") == 0 || strcmp(name, "all") == 0)
-		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_ENQUEUE]);
-	if (strcmp(name, "work") == 0 || strcmp(name, "all") == 0)
-		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_WORK]);
-	if (n == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("unknown queue privilege \"%s\"", name),
-				errhint("The privilege must be \"enqueue\", \"work\" or \"all\"."));
-	return construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT);
-}
-
-/* a role by name, or InvalidOid for 'public' */
-static Oid
-grantee_arg(FunctionCallInfo fcinfo, int argno)
-{
-	char	   *name = DurableNameArg(fcinfo, argno, "role");
-
-	if (strcmp(name, "public") == 0)
-		return InvalidOid;
-	return get_role_oid(name, false);
-}
-
-static Datum
-change_grant(FunctionCallInfo fcinfo, DurableStmt stmt)
-{
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	Oid			grantee = grantee_arg(fcinfo, 1);
-	ArrayType  *privileges = privileges_arg(fcinfo, 2);
-	DurableQueue settings;
 	Datum		args[3];
 
+	if (enqueue)
+		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_ENQUEUE]);
+	if (work)
+		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_WORK]);
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = ObjectIdGetDatum(grantee);
-	args[2] = PointerGetDatum(privileges);
-	SPI_connect();
+	args[2] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false,
+											  TYPALIGN_INT));
 	DurableQueueGet(queue, &settings);
-	DurableExecuteStmt(stmt, args, NULL,
-				   stmt == STMT_QUEUE_GRANT ? SPI_OK_INSERT_RETURNING :
-				   SPI_OK_DELETE, 0);
-	SPI_finish();
-	PG_RETURN_VOID();
-}
-
-/*
- * durable_grant_queue(queue text, role text, privilege text) RETURNS void
- *
- * Lets role ('public' for everyone holding the API roles) enqueue into the
- * queue ('enqueue'), work on its tasks ('work': claim, heartbeat, steps,
- * commit, fail, reconcile), or both ('all'); the queue is restricted to its
- * grants from the first one on.  Granting twice changes nothing.
- */
-PG_FUNCTION_INFO_V1(durable_grant_queue);
-Datum
-durable_grant_queue(PG_FUNCTION_ARGS)
-{
-	return change_grant(fcinfo, STMT_QUEUE_GRANT);
-}
-
-/*
- * durable_revoke_queue(queue text, role text, privilege text) RETURNS void
- *
- * Takes a grant back; the queue stays restricted, also with no grant left
- * (then only superusers may use it).
- */
-PG_FUNCTION_INFO_V1(durable_revoke_queue);
-Datum
-durable_revoke_queue(PG_FUNCTION_ARGS)
-{
-	return change_grant(fcinfo, STMT_QUEUE_REVOKE);
+	if (grant)
+		DurableExecute(&queue_grant, args, NULL, SPI_OK_INSERT_RETURNING, 0);
+	else
+		DurableExecute(&queue_revoke, args, NULL, SPI_OK_DELETE, 0);
 }

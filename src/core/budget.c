@@ -40,13 +40,48 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-/* columns of STMT_QUEUE_TOKENS_LOCK */
+/* a queue's retry-token bucket */
 enum
 {
-	TOKENS_CAPACITY = 1,
+	TOKENS_CAPACITY,
 	TOKENS_RATE,
 	TOKENS_LEVEL,
-	TOKENS_AT
+	TOKENS_AT,
+	TOKENS_NCOLUMNS
+};
+
+static const DurableColumn tokens_columns[TOKENS_NCOLUMNS] = {
+	[TOKENS_CAPACITY] = {"retry_capacity", INT4OID},
+	[TOKENS_RATE] = {"retry_refill_rate", FLOAT8OID},
+	[TOKENS_LEVEL] = {"retry_tokens", FLOAT8OID},
+	[TOKENS_AT] = {"retry_tokens_at", TIMESTAMPTZOID},
+};
+
+static DurableStatement queue_tokens_lock = {
+	.name = "queue_tokens_lock",
+	.sql = "SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at"
+	" FROM durable.queues WHERE queue_name = $1"
+	" FOR NO KEY UPDATE",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(tokens_columns),
+};
+
+static DurableStatement queue_tokens_set = {
+	.name = "queue_tokens_set",
+	.sql = "UPDATE durable.queues SET retry_tokens = $2, retry_tokens_at = $3"
+	" WHERE queue_name = $1",
+	.nargs = 3,
+	.argtypes = {TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
+};
+
+static DurableStatement task_defer = {
+	.name = "task_defer",
+	.sql = "UPDATE durable.live_tasks SET run_at = $3"
+	" WHERE partition_key = $1 AND task_id = $2"
+	" AND state = 'waiting' AND run_at < $3",
+	.nargs = 3,
+	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID},
 };
 
 /*
@@ -96,15 +131,15 @@ take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
 	TimestampTz at;
 
 	args[0] = CStringGetTextDatum(queue);
-	if (DurableExecuteStmt(STMT_QUEUE_TOKENS_LOCK, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(&queue_tokens_lock, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
-	capacity = DatumGetInt32(DurableResultDatum(0, TOKENS_CAPACITY, &isnull));
+	capacity = DatumGetInt32(DurableColumnDatum(0, TOKENS_CAPACITY, &isnull));
 	if (isnull)
 		return false;			/* the bucket was removed meanwhile */
-	rate = DatumGetFloat8(DurableResultDatum(0, TOKENS_RATE, &isnull));
-	tokens = DatumGetFloat8(DurableResultDatum(0, TOKENS_LEVEL, &isnull));
-	at = DatumGetTimestampTz(DurableResultDatum(0, TOKENS_AT, &isnull));
+	rate = DatumGetFloat8(DurableColumnDatum(0, TOKENS_RATE, &isnull));
+	tokens = DatumGetFloat8(DurableColumnDatum(0, TOKENS_LEVEL, &isnull));
+	at = DatumGetTimestampTz(DurableColumnDatum(0, TOKENS_AT, &isnull));
 
 	/* transaction start times of concurrent retries need not be in order */
 	if (now > at)
@@ -140,7 +175,7 @@ take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
 
 	args[1] = Float8GetDatum(tokens);
 	args[2] = TimestampTzGetDatum(at);
-	DurableExecuteStmt(STMT_QUEUE_TOKENS_SET, args, NULL, SPI_OK_UPDATE, 0);
+	DurableExecute(&queue_tokens_set, args, NULL, SPI_OK_UPDATE, 0);
 	return true;
 }
 
@@ -284,7 +319,7 @@ take_queue_tokens(void *arg)
 		args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
 		args[1] = Int64GetDatum(task.task_id);
 		args[2] = TimestampTzGetDatum(times[i]);
-		if (DurableExecuteStmt(STMT_TASK_DEFER, args, NULL, SPI_OK_UPDATE, 0) != 1)
+		if (DurableExecute(&task_defer, args, NULL, SPI_OK_UPDATE, 0) != 1)
 			continue;			/* no longer waiting: nothing to defer */
 		DurableDetailInit(&detail);
 		DurableDetailTime(&detail, "deferred_until", times[i]);

@@ -143,37 +143,6 @@ DurableSpawn(int64 fence, const char *name, const DurableEnqueueRequest *req,
 	return child_id;
 }
 
-/*
- * DurableCancelledParent
- *		The parent of a live task when that parent was cancelled, else 0.
- *		A child whose steps were in doubt when its parent was cancelled
- *		went to review instead (task.c); once nothing of it is in doubt it
- *		follows its parent rather than resume for nobody.
- */
-int64
-DurableCancelledParent(const DurableTask *task)
-{
-	Datum		args[2];
-	int64		parent_id;
-	Datum		parent[2];
-
-	args[0] = Int32GetDatum(task->partition);
-	args[1] = Int64GetDatum(task->task_id);
-	if (DurableExecuteStmt(STMT_TASK_PARENT, args, NULL, SPI_OK_SELECT, 0) == 0)
-		return 0;
-	parent_id = DurableResultInt64(0, 1);
-	/* its state wherever it is, live or in history (one task of each array) */
-	args[0] = Int64GetDatum(parent_id);
-	args[1] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
-	parent[0] = PointerGetDatum(construct_array(&args[0], 1, INT8OID, sizeof(int64),
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	parent[1] = PointerGetDatum(construct_array(&args[1], 1, INT4OID, sizeof(int32),
-												true, TYPALIGN_INT));
-	if (DurableExecuteStmt(STMT_CHILDREN_STATES, parent, NULL, SPI_OK_SELECT, 0) == 0)
-		return 0;				/* retention has removed it */
-	return strcmp(DurableResultText(0, 2), "cancelled") == 0 ? parent_id : 0;
-}
-
 /* a join's arguments */
 static Jsonb *
 join_args(ArrayType *children, const Interval *timeout)

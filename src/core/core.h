@@ -23,48 +23,8 @@ extern int	durable_inbox_retention;
 /* ---- legacy.c: statements by number (transitional) ---- */
 typedef enum DurableStmt
 {
-	STMT_QUEUE_GET,
-	STMT_QUEUE_INSERT,
-	STMT_QUEUE_ALTER,
-	STMT_QUEUE_SET_PAUSED,
-	STMT_QUEUE_GET_SHARE,
-	STMT_QUEUE_GET_FOR_DROP,
-	STMT_QUEUE_UNFINISHED,
-	STMT_QUEUE_DROP,
-	STMT_QUEUE_ACCESS,
-	STMT_QUEUE_GRANT,
-	STMT_QUEUE_REVOKE,
-	STMT_QUEUE_TOKENS_LOCK,
-	STMT_QUEUE_TOKENS_SET,
-	STMT_QUEUE_SCHEDULES,
-	STMT_QUEUE_DROP_SCHEDULES,
-	STMT_TASK_DEFER,
-	STMT_ENQUEUE,
-	STMT_ENQUEUE_KEYED,
-	STMT_ENQUEUE_EXISTING,
-	STMT_CLAIM,
-	STMT_CLAIM_PROBE,
-	STMT_CLAIM_LIMITED,
-	STMT_HEARTBEAT,
-	STMT_HEARTBEAT_BATCH,
-	STMT_TRANSITION,
-	STMT_FINISH,
-	STMT_REVIVE,
-	STMT_EVENT_APPEND,
 	STMT_STEPS_UNSETTLED,
-	STMT_RECONCILE_CLAIM,
-	STMT_TASK_GET,
-	STMT_TASK_LOCK,
-	STMT_COMMIT_BATCH,
-	STMT_TASK_IDS,
-	STMT_ENQUEUE_BATCH,
 	STMT_CHILDREN_STATES,
-	STMT_PARENT_LOCK,
-	STMT_PARENT_WAKE,
-	STMT_TASK_PARENT,
-	STMT_EVENT_WAITS_DROP,
-	STMT_QUEUE_DROP_EVENTS,
-	STMT_TICK_FAILURES_FORGET,
 	DURABLE_NUM_STMTS
 } DurableStmt;
 
@@ -74,7 +34,7 @@ extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);
 extern int64 DurableResultInt64(uint64 row, int col);
 extern char *DurableResultText(uint64 row, int col);
 
-/* ---- task.c: reading and moving one task ---- */
+/* ---- task.c: reading one task, appending its events ---- */
 typedef struct DurableTask
 {
 	int32		partition;
@@ -102,6 +62,18 @@ typedef struct DurableTask
 /* run_at of a task parked until a reconcile handler looks its step up */
 #define DURABLE_AWAITING_RECONCILE DT_NOEND
 
+extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
+extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
+DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
+extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
+extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
+								const char *kind, const char *actor,
+								Jsonb *detail, const char *step,
+								int32 doubt_delta);
+extern bool DurableTaskIsTerminal(const char *state);
+extern int64 DurableCancelledParent(const DurableTask *task);
+
+/* ---- move.c: moving one task, and what its finish owes its family ---- */
 typedef struct DurableMove
 {
 	const char *from_state;		/* the state the task must still be in */
@@ -128,31 +100,47 @@ typedef struct DurableMoved
 	bool		restricted;
 } DurableMoved;
 
-extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
-extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now, DurableMoved *moved);
-extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
-									int64 parent_id, TimestampTz now);
-extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
-extern void DurableAnnounceWoken(uint64 rows);
 extern void DurableMoveLockedTask(const DurableTask *task,
 								  const DurableMove *move, TimestampTz now);
 extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
-DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
-extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
-extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
-								const char *kind, const char *actor,
-								Jsonb *detail, const char *step,
-								int32 doubt_delta);
-extern bool DurableTaskIsTerminal(const char *state);
+extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
+									int64 parent_id, TimestampTz now);
+extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
+extern void DurableAnnounceWoken(uint64 rows);
 
-/* ---- lease.c ---- */
-extern Datum DurableClaimFunction(FunctionCallInfo fcinfo, DurableStmt stmt);
-extern int	DurableClaimInto(DurableStmt stmt, const char *queue,
-							 const char *worker, Interval *lease, int batch,
-							 Tuplestorestate *store);
+/* ---- claim.c: leases ---- */
+typedef enum DurableClaimKind
+{
+	DURABLE_CLAIM_READY,		/* ready work: durable_claim's rows */
+	DURABLE_CLAIM_RECONCILE		/* steps awaiting a look-up:
+								 * durable_claim_reconcile's rows */
+} DurableClaimKind;
+
+extern int	DurableClaim(DurableClaimKind kind, const char *queue,
+						 const char *worker, Interval *lease, int batch,
+						 Tuplestorestate *store);
+extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
+										text *progress, Interval *lease);
+extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
+								  Interval *lease, int n, int64 *task_ids,
+								  TimestampTz *until, bool *held);
+extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
+
+/* ---- commit.c: a task's commit, failure or cancellation ---- */
+extern void DurableCommitTask(int64 task_id, int64 fence, Jsonb *result);
+extern void DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
+								  const char *worker, Interval *lease,
+								  int batch, Tuplestorestate *store);
+extern void DurableCommitBatch(ArrayType *ids, ArrayType *fences,
+							   ArrayType *results, int n);
+extern const char *DurableFailTask(int64 task_id, int64 fence,
+								   const char *error_class_name,
+								   Jsonb *error, bool has_retry_after,
+								   int64 retry_after);
+extern void DurableCancelTask(int64 task_id, const char *reason);
 
 /* ---- wait.c: named waits ---- */
 typedef struct DurableWait
@@ -185,7 +173,6 @@ extern const char *DurableSleep(int64 task_id, int64 fence, const char *name,
 								TimestampTz now);
 
 /* ---- child.c: children ---- */
-extern int64 DurableCancelledParent(const DurableTask *task);
 struct DurableEnqueueRequest;
 extern int64 DurableSpawn(int64 fence, const char *name,
 						  const struct DurableEnqueueRequest *req,
@@ -234,10 +221,37 @@ typedef struct DurableQueue
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 } DurableQueue;
 
+/* settings to create a queue with, or to change (0 or NULL: none, keep) */
+typedef struct DurableQueueSettings
+{
+	int32		partitions;		/* create only */
+	Interval   *lease;
+	int32		max_attempts;
+	int32		retry_base;
+	int32		retry_cap;
+	Interval   *deadline;
+	int32		retry_capacity;
+	double		retry_refill_rate;
+	Interval   *progress_timeout;
+	bool		has_notify;		/* alter: whether notify is given */
+	bool		notify;
+	int32		concurrency_limit;
+	bool		clear_deadline; /* alter only: remove an optional setting */
+	bool		clear_retry_capacity;
+	bool		clear_progress_timeout;
+	bool		clear_concurrency_limit;
+} DurableQueueSettings;
+
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
+extern void DurableCreateQueue(const char *queue,
+							   const DurableQueueSettings *settings);
+extern void DurableAlterQueue(const char *queue,
+							  const DurableQueueSettings *settings);
+extern void DurableSetQueuePaused(const char *queue, bool paused);
+extern void DurableDropQueue(const char *queue, bool cascade);
 
 /* ---- enqueue.c ---- */
 /* the channel on which durable announces ready work; the payload is the queue */
@@ -259,10 +273,13 @@ typedef struct DurableEnqueueRequest
 	int64		parent_id;		/* 0: none */
 } DurableEnqueueRequest;
 
-extern void DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno,
-							   int key_argno, DurableEnqueueRequest *req);
+extern void DurableCheckKey(const char *key, const char *what);
 extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
 							const DurableQueue *settings, TimestampTz now);
+extern int64 DurableEnqueueTask(const DurableEnqueueRequest *req);
+extern void DurableEnqueueBatch(const DurableEnqueueRequest *req,
+								ArrayType *payloads, ArrayType *keys,
+								ArrayType *ckeys, int n, int64 *result);
 extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 								   const char *key, bytea *request_hash,
 								   Jsonb *payload);
@@ -279,6 +296,10 @@ typedef enum DurableQueuePrivilege
 extern void DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what);
 extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
 										DurableQueuePrivilege what);
+extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
+									bool enqueue, bool work, bool grant);
+extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
+									 uint64 n, DurableQueuePrivilege what);
 
 /* ---- step.c: a step's rows (fetch, in doubt, change state, settle) ---- */
 typedef struct DurableStep

@@ -2,6 +2,7 @@
  *
  * enqueue.c
  *	  Adding tasks, idempotently: one, a batch, a child, an occurrence.
+ *	  The SQL functions are api/tasks.c's.
  *
  * With an idempotency key, the key's partition comes from a hash of the
  * key, and a unique index on (partition, queue, key) makes the insert
@@ -11,7 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -19,6 +20,31 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/* the event of an enqueue, from the inserted task t */
+#define ENQUEUE_EVENT \
+	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
+	" 'enqueued', $15, $15 FROM t" \
+	" RETURNING task_id"
+
+#define ENQUEUE_ARGTYPES \
+	{INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, \
+	 TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID, \
+	 JSONBOID, JSONBOID, TEXTOID, INT8OID, TEXTOID}
+
+/* the event of an enqueue, from the task's row given as $18..$21 */
+#define ENQUEUE_EVENT_SPLIT \
+	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
+	" at, kind, actor, role)" \
+	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15)" \
+	" RETURNING task_id"
+
+#define ENQUEUE_COLUMNS \
+	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
+	" created_at, deadline, queue_name, idempotency_key, request_hash," \
+	" workflow_version, payload, metadata, parent_id, concurrency_key"
 
 /* idempotency keys and concurrency keys are names, not documents */
 #define DURABLE_MAX_KEY_LEN 255
@@ -65,8 +91,13 @@ DurableQueueKeyPartition(const DurableQueue *settings, const char *key)
 								 key_partition_index(key, settings->partitions));
 }
 
-static void
-check_key(const char *key, const char *what)
+/*
+ * DurableCheckKey
+ *		22023 unless an idempotency key or a concurrency key (what) has
+ *		between 1 and DURABLE_MAX_KEY_LEN bytes.
+ */
+void
+DurableCheckKey(const char *key, const char *what)
 {
 	if (key[0] == '\0' || strlen(key) > DURABLE_MAX_KEY_LEN)
 		ereport(ERROR,
@@ -77,42 +108,86 @@ check_key(const char *key, const char *what)
 				errhint("Derive long keys with durable_idempotency_key().") : 0);
 }
 
-/*
- * DurableEnqueueArgs
- *		Read the arguments that durable_enqueue, durable_enqueue_batch and
- *		durable_spawn share, from argno on: run_at, priority, class,
- *		max_attempts, deadline, workflow_version, metadata (and, when
- *		key_argno >= 0, the concurrency key there).
- */
-void
-DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
-				   DurableEnqueueRequest *req)
+/* the id of the task an enqueue added */
+enum
 {
-	if (!PG_ARGISNULL(argno))
-		req->run_at = PG_GETARG_TIMESTAMPTZ(argno);
-	if (req->run_at != 0 && TIMESTAMP_NOT_FINITE(req->run_at))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("run_at must be a finite time"));
-	DurableRequireArg(fcinfo, argno + 1, "priority");
-	req->priority = PG_GETARG_INT32(argno + 1);
-	DurableRequireArg(fcinfo, argno + 2, "class");
-	req->class = text_to_cstring(PG_GETARG_TEXT_PP(argno + 2));
-	(void) DurableParseActivityClass(req->class);
-	if (!PG_ARGISNULL(argno + 3))
-		req->max_attempts = DurableIntArgAtLeast(fcinfo, argno + 3, "max_attempts", 1);
-	if (!PG_ARGISNULL(argno + 4))
-		req->deadline = DurablePositiveIntervalArg(fcinfo, argno + 4, "deadline");
-	req->workflow_version = DurableTextArg(fcinfo, argno + 5, "workflow_version");
-	req->metadata = DurableJsonbArg(fcinfo, argno + 6, "metadata");
-	if (key_argno >= 0 && !PG_ARGISNULL(key_argno))
-	{
-		req->concurrency_key = text_to_cstring(PG_GETARG_TEXT_PP(key_argno));
-		check_key(req->concurrency_key, "concurrency key");
-	}
-}
+	ENQUEUED_TASK_ID,
+	ENQUEUED_NCOLUMNS
+};
 
-/* the parameters of STMT_ENQUEUE and STMT_ENQUEUE_KEYED */
+static const DurableColumn enqueued_columns[ENQUEUED_NCOLUMNS] = {
+	[ENQUEUED_TASK_ID] = {"task_id", INT8OID},
+};
+
+static DurableStatement enqueue = {
+	.name = "enqueue",
+	.sql = "WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
+	"  class, priority, max_attempts, run_at, created_at, deadline,"
+	"  queue_name, idempotency_key, request_hash, workflow_version,"
+	"  payload, metadata, parent_id, concurrency_key)"
+	"  VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+	"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
+	"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
+	"  $11, $12, $13, $14, $16, $17)"
+	"  RETURNING partition_key, task_id, version, fence)"
+	ENQUEUE_EVENT,
+	.nargs = 17,
+	.argtypes = ENQUEUE_ARGTYPES,
+	DURABLE_COLUMNS(enqueued_columns),
+	.nsplit = 2,
+	.split = {
+	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
+		" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
+		" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
+		" $11, $12, $13, $14, $16, $17)"
+		" RETURNING partition_key, task_id, version, fence",
+	DURABLE_SPLIT_NO_INPUT, true},
+	{ENQUEUE_EVENT_SPLIT, 0, true},
+	},
+};
+
+/* a key is bound in durable.task_keys, where it outlives the task's run */
+static DurableStatement enqueue_keyed = {
+	.name = "enqueue_keyed",
+	.sql = "WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
+	"  idempotency_key, task_id, request_hash, created_at)"
+	"  VALUES ($1, $9, $10,"
+	"  pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+	"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+	"  RETURNING task_id),"
+	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
+	"  class, priority, max_attempts, run_at, created_at, deadline,"
+	"  queue_name, idempotency_key, request_hash, workflow_version,"
+	"  payload, metadata, parent_id, concurrency_key)"
+	"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
+	"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 FROM k"
+	"  RETURNING partition_key, task_id, version, fence)"
+	ENQUEUE_EVENT,
+	.nargs = 17,
+	.argtypes = ENQUEUE_ARGTYPES,
+	DURABLE_COLUMNS(enqueued_columns),
+	.nsplit = 3,
+	.split = {
+	{"INSERT INTO durable.task_keys (partition_key, queue_name,"
+		" idempotency_key, task_id, request_hash, created_at)"
+		" VALUES ($1, $9, $10,"
+		" pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+		" ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+		" RETURNING task_id",
+	DURABLE_SPLIT_NO_INPUT, true},
+	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
+		" VALUES ($1, $18, 'ready', $3::durable.activity_class, $4, $5, $6,"
+		" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17)"
+		" RETURNING partition_key, task_id, version, fence",
+	0, true},
+	{ENQUEUE_EVENT_SPLIT, 1, true},
+	},
+};
+
+/* the parameters of enqueue and enqueue_keyed */
 #define ENQUEUE_NARGS 17
 
 /*
@@ -138,7 +213,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	DurableEnsureHistoryDays(now);
 	if (key != NULL)
 	{
-		check_key(key, "idempotency key");
+		DurableCheckKey(key, "idempotency key");
 		request_hash = DurableJsonbHash(req->payload);
 	}
 	partition = task_partition(settings, key);
@@ -176,16 +251,56 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	nulls[16] = req->concurrency_key ? ' ' : 'n';
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
-	if (DurableExecuteStmt(key ? STMT_ENQUEUE_KEYED : STMT_ENQUEUE, args, nulls,
+	if (DurableExecute(key ? &enqueue_keyed : &enqueue, args, nulls,
 					   SPI_OK_INSERT_RETURNING, 0) == 1)
 	{
-		task_id = DurableResultInt64(0, 1);
+		task_id = DurableColumnInt64(0, ENQUEUED_TASK_ID);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		return task_id;
 	}
 	return DurableEnqueuedBefore(partition, req->queue, key, request_hash,
 								 req->payload);
+}
+
+/* the task a key was first enqueued with, and the hash of its request */
+enum
+{
+	EXISTING_TASK_ID,
+	EXISTING_REQUEST_HASH,
+	EXISTING_NCOLUMNS
+};
+
+static const DurableColumn existing_columns[EXISTING_NCOLUMNS] = {
+	[EXISTING_TASK_ID] = {"task_id", INT8OID},
+	[EXISTING_REQUEST_HASH] = {"request_hash", BYTEAOID},
+};
+
+static DurableStatement enqueue_existing = {
+	.name = "enqueue_existing",
+	.sql = "SELECT task_id, request_hash FROM durable.task_keys"
+	" WHERE partition_key = $1"
+	" AND queue_name = $2"
+	" AND idempotency_key = $3",
+	.nargs = 3,
+	.argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(existing_columns),
+};
+
+/*
+ * DurableEnqueueTask
+ *		Add one task to a queue as DurableEnqueue does, at the
+ *		transaction's start time, after reading the queue's row: 42704 for
+ *		an unknown queue, 42501 for a role the queue does not let enqueue.
+ */
+int64
+DurableEnqueueTask(const DurableEnqueueRequest *req)
+{
+	DurableQueue settings;
+
+	DurableQueueGetShared(req->queue, &settings);
+	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	return DurableEnqueue(req, &settings, GetCurrentTransactionStartTimestamp());
 }
 
 /*
@@ -205,14 +320,14 @@ DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
 	existing[0] = Int32GetDatum(partition);
 	existing[1] = CStringGetTextDatum(queue);
 	existing[2] = CStringGetTextDatum(key);
-	if (DurableExecuteStmt(STMT_ENQUEUE_EXISTING, existing, NULL,
+	if (DurableExecute(&enqueue_existing, existing, NULL,
 					   SPI_OK_SELECT, 1) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				errmsg("could not serialize access due to a concurrent enqueue of idempotency key \"%s\"",
 					   key));
-	task_id = DurableResultInt64(0, 1);
-	first_hash = DatumGetByteaPP(DurableResultDatum(0, 2, &isnull));
+	task_id = DurableColumnInt64(0, EXISTING_TASK_ID);
+	first_hash = DatumGetByteaPP(DurableColumnDatum(0, EXISTING_REQUEST_HASH, &isnull));
 	if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
@@ -222,57 +337,6 @@ DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
 						  (long long) task_id, queue),
 				errhint("Use a new idempotency key for a new request."));
 	return task_id;
-}
-
-/*
- * durable_enqueue(queue text, payload jsonb = '{}', idempotency_key text = NULL,
- *		run_at timestamptz = NULL, priority int = 0, class text = 'idempotent',
- *		max_attempts int = NULL, deadline interval = NULL,
- *		workflow_version text = NULL, metadata jsonb = NULL,
- *		concurrency_key text = NULL) RETURNS bigint
- *
- * Returns the new task's id, or the first task's id for a key seen before
- * with the same payload.  Raises 55U03 for a key seen with another payload,
- * 42704 for an unknown queue, 22023/22004/54000 for bad arguments.
- */
-PG_FUNCTION_INFO_V1(durable_enqueue);
-Datum
-durable_enqueue(PG_FUNCTION_ARGS)
-{
-	DurableEnqueueRequest req = {0};
-	DurableQueue settings;
-	int64		task_id;
-
-	req.queue = DurableNameArg(fcinfo, 0, "queue name");
-	DurableRequireArg(fcinfo, 1, "payload");
-	req.payload = DurableJsonbArg(fcinfo, 1, "payload");
-	if (!PG_ARGISNULL(2))
-		req.idempotency_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	DurableEnqueueArgs(fcinfo, 3, PG_NARGS() > 10 ? 10 : -1, &req);
-
-	SPI_connect();
-	DurableQueueGetShared(req.queue, &settings);
-	DurableCheckRestrictedQueue(req.queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
-	task_id = DurableEnqueue(&req, &settings, GetCurrentTransactionStartTimestamp());
-	SPI_finish();
-	PG_RETURN_INT64(task_id);
-}
-
-/* the elements of a one-dimensional text[] or jsonb[] argument */
-static int
-array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
-		  Datum **elems, bool **elnulls)
-{
-	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
-	int			n;
-
-	if (ARR_NDIM(array) > 1)
-		ereport(ERROR,
-				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				errmsg("%s must be a one-dimensional array", name));
-	deconstruct_array(array, elemtype, -1, false, TYPALIGN_INT,
-					  elems, elnulls, &n);
-	return n;
 }
 
 /* 22004 for a null payload of a batch, 54000 for one too large */
@@ -286,37 +350,88 @@ check_batch_element(int i, Datum *payloads, bool *payload_nulls)
 	DurableCheckPayloadSize(VARSIZE_ANY(DatumGetPointer(payloads[i])), "payload");
 }
 
-/* the ids of a batch, as the array it returns */
-static ArrayType *
-id_array(const int64 *result, int n)
+/* the sequence numbers of new tasks' ids */
+enum
 {
-	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
+	IDS_NEXTVAL,
+	IDS_NCOLUMNS
+};
 
-	for (int i = 0; i < n; i++)
-		ids[i] = Int64GetDatum(result[i]);
-	return construct_array(ids, n, INT8OID, sizeof(int64),
-						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-}
+static const DurableColumn ids_columns[IDS_NCOLUMNS] = {
+	[IDS_NEXTVAL] = {"nextval", INT8OID},
+};
+
+static DurableStatement task_ids = {
+	.name = "task_ids",
+	.sql = "SELECT pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
+	" FROM pg_catalog.generate_series(1, $1)",
+	.nargs = 1,
+	.argtypes = {INT4OID},
+	DURABLE_COLUMNS(ids_columns),
+};
+
+/* the elements of a batch whose key was there before, counted from 1 */
+enum
+{
+	BEFORE_N,
+	BEFORE_NCOLUMNS
+};
+
+static const DurableColumn before_columns[BEFORE_NCOLUMNS] = {
+	[BEFORE_N] = {"n", INT8OID},
+};
+
+static DurableStatement enqueue_batch = {
+	.name = "enqueue_batch",
+	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int4[]),"
+	"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]),"
+	"  pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bytea[]),"
+	"  pg_catalog.unnest($6::text[])) WITH ORDINALITY"
+	"  AS i(partition_key, task_id, payload, idempotency_key, request_hash,"
+	"  concurrency_key, n)),"
+	" k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
+	"  idempotency_key, task_id, request_hash, created_at)"
+	"  SELECT partition_key, $7, idempotency_key, task_id, request_hash, $8"
+	"  FROM i WHERE idempotency_key IS NOT NULL ORDER BY n"
+	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
+	"  RETURNING task_id),"
+	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
+	"  class, priority, max_attempts, run_at, created_at, deadline,"
+	"  queue_name, idempotency_key, request_hash, workflow_version,"
+	"  payload, metadata, concurrency_key)"
+	"  SELECT partition_key, task_id, 'ready', $10::durable.activity_class,"
+	"  $11, $12, $9, $8, $13, $7, idempotency_key, request_hash, $14,"
+	"  payload, $15, concurrency_key FROM i"
+	"  WHERE idempotency_key IS NULL OR task_id IN (SELECT task_id FROM k)"
+	"  RETURNING partition_key, task_id, version, fence),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, role)"
+	"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
+	"  'enqueued', $16, $16 FROM t)"
+	" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
+	.nargs = 16,
+	.argtypes = {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
+		BYTEAARRAYOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID},
+	DURABLE_COLUMNS(before_columns),
+};
 
 /*
- * durable_enqueue_batch(queue text, payloads jsonb[], idempotency_keys
- *		text[] = NULL, run_at timestamptz = NULL, priority int = 0,
- *		class text = 'idempotent', max_attempts int = NULL,
- *		deadline interval = NULL, workflow_version text = NULL,
- *		metadata jsonb = NULL, concurrency_keys text[] = NULL)
- *		RETURNS bigint[]
- *
- * Adds a task per payload, in one statement, and returns their ids in
- * order.  Each element follows durable_enqueue's rules for its own key (a
- * NULL element has none): a key seen before with the same payload gives
- * its first task's id (also a key repeated within the batch), with another
- * payload 55U03 for the whole batch.  All or nothing: any error adds none.
+ * DurableEnqueueBatch
+ *		Add a task per payload of payloads (jsonb[] of n elements), in one
+ *		statement, with the settings of req and each its own idempotency key
+ *		and concurrency key of keys and ckeys (text[] of n elements, or
+ *		NULL for none), and write their ids, in order, to result.  Each
+ *		element follows DurableEnqueue's rules for its own key (a NULL
+ *		element has none); all or nothing.  On Citus, task by task, each on
+ *		its own shard.  42704 for an unknown queue, 42501 for a role the
+ *		queue does not let enqueue.
  */
-PG_FUNCTION_INFO_V1(durable_enqueue_batch);
-Datum
-durable_enqueue_batch(PG_FUNCTION_ARGS)
+void
+DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
+					ArrayType *key_array, ArrayType *ckey_array, int n,
+					int64 *result)
 {
-	DurableEnqueueRequest req = {0};
 	DurableQueue settings;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Datum	   *payloads;
@@ -325,53 +440,38 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 	bool	   *key_nulls = NULL;
 	Datum	   *ckeys = NULL;
 	bool	   *ckey_nulls = NULL;
-	int			n;
+	int			count;
 	Datum	   *partitions;
 	Datum	   *ids;
 	Datum	   *hashes;
 	bool	   *hash_nulls;
-	int64	   *result;
 	Datum		args[16];
 	char		nulls[16];
 	uint64		existing;
 	int			dims[1];
 	int			lbs[1] = {1};
 
-	req.queue = DurableNameArg(fcinfo, 0, "queue name");
-	DurableRequireArg(fcinfo, 1, "payloads");
-	n = array_arg(fcinfo, 1, JSONBOID, "payloads", &payloads, &payload_nulls);
-	if (n > DURABLE_MAX_BATCH)
-		ereport(ERROR,
-				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("a batch can enqueue at most %d tasks", DURABLE_MAX_BATCH),
-				errdetail("The batch has %d payloads.", n));
-	if (!PG_ARGISNULL(2) &&
-		array_arg(fcinfo, 2, TEXTOID, "idempotency_keys", &keys, &key_nulls) != n)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("idempotency_keys must have one element per payload"));
-	if (!PG_ARGISNULL(10) &&
-		array_arg(fcinfo, 10, TEXTOID, "concurrency_keys", &ckeys, &ckey_nulls) != n)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("concurrency_keys must have one element per payload"));
-	DurableEnqueueArgs(fcinfo, 3, -1, &req);
-
-	result = palloc(sizeof(int64) * Max(n, 1));
+	deconstruct_array(payload_array, JSONBOID, -1, false, TYPALIGN_INT,
+					  &payloads, &payload_nulls, &count);
+	if (key_array)
+		deconstruct_array(key_array, TEXTOID, -1, false, TYPALIGN_INT,
+						  &keys, &key_nulls, &count);
+	if (ckey_array)
+		deconstruct_array(ckey_array, TEXTOID, -1, false, TYPALIGN_INT,
+						  &ckeys, &ckey_nulls, &count);
 	partitions = palloc(sizeof(Datum) * Max(n, 1));
 	ids = palloc(sizeof(Datum) * Max(n, 1));
 	hashes = palloc0(sizeof(Datum) * Max(n, 1));
 	hash_nulls = palloc(sizeof(bool) * Max(n, 1));
 
-	SPI_connect();
-	DurableQueueGetShared(req.queue, &settings);
-	DurableCheckRestrictedQueue(req.queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	DurableQueueGetShared(req->queue, &settings);
+	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	if (DurableDistributed())
 	{
 		/* on Citus, task by task, each on its own shard */
 		for (int i = 0; i < n; i++)
 		{
-			DurableEnqueueRequest one = req;
+			DurableEnqueueRequest one = *req;
 
 			check_batch_element(i, payloads, payload_nulls);
 			one.payload = DatumGetJsonbP(payloads[i]);
@@ -381,14 +481,13 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 				TextDatumGetCString(ckeys[i]) : NULL;
 			result[i] = DurableEnqueue(&one, &settings, now);
 		}
-		SPI_finish();
-		PG_RETURN_ARRAYTYPE_P(id_array(result, n));
+		return;
 	}
 	if (n > 0)
 	{
-		Datum		count = Int32GetDatum(n);
+		Datum		number = Int32GetDatum(n);
 
-		DurableExecuteStmt(STMT_TASK_IDS, &count, NULL, SPI_OK_SELECT, 0);
+		DurableExecute(&task_ids, &number, NULL, SPI_OK_SELECT, 0);
 		for (int i = 0; i < n; i++)
 		{
 			char	   *key = NULL;
@@ -397,14 +496,14 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 			if (keys && !key_nulls[i])
 			{
 				key = TextDatumGetCString(keys[i]);
-				check_key(key, "idempotency key");
+				DurableCheckKey(key, "idempotency key");
 				hashes[i] = PointerGetDatum(DurableJsonbHash(DatumGetJsonbP(payloads[i])));
 			}
 			hash_nulls[i] = key == NULL;
 			if (ckeys && !ckey_nulls[i])
-				check_key(TextDatumGetCString(ckeys[i]), "concurrency key");
+				DurableCheckKey(TextDatumGetCString(ckeys[i]), "concurrency key");
 			partitions[i] = Int32GetDatum(task_partition(&settings, key));
-			result[i] = DurableResultInt64(i, 1) << DURABLE_ID_SHIFT |
+			result[i] = DurableColumnInt64(i, IDS_NEXTVAL) << DURABLE_ID_SHIFT |
 				DURABLE_TASK_ID_SUFFIX(DatumGetInt32(partitions[i]), DurableNodeId());
 			ids[i] = Int64GetDatum(result[i]);
 		}
@@ -416,59 +515,53 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 											  true, TYPALIGN_INT));
 	args[1] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[2] = PG_GETARG_DATUM(1);
-	if (keys)
-		args[3] = PG_GETARG_DATUM(2);
-	else
-		nulls[3] = 'n';
+	args[2] = PointerGetDatum(payload_array);
+	args[3] = PointerGetDatum(key_array);
+	nulls[3] = key_array ? ' ' : 'n';
 	args[4] = PointerGetDatum(construct_md_array(hashes, hash_nulls, 1, dims, lbs,
 												 BYTEAOID, -1, false, TYPALIGN_INT));
-	if (ckeys)
-		args[5] = PG_GETARG_DATUM(10);
-	else
-		nulls[5] = 'n';
-	args[6] = CStringGetTextDatum(req.queue);
+	args[5] = PointerGetDatum(ckey_array);
+	nulls[5] = ckey_array ? ' ' : 'n';
+	args[6] = CStringGetTextDatum(req->queue);
 	args[7] = TimestampTzGetDatum(now);
-	args[8] = TimestampTzGetDatum(req.run_at != 0 ? req.run_at : now);
-	args[9] = CStringGetTextDatum(req.class);
-	args[10] = Int32GetDatum(req.priority);
-	args[11] = Int32GetDatum(req.max_attempts > 0 ? req.max_attempts :
+	args[8] = TimestampTzGetDatum(req->run_at != 0 ? req->run_at : now);
+	args[9] = CStringGetTextDatum(req->class);
+	args[10] = Int32GetDatum(req->priority);
+	args[11] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
 							 settings.max_attempts);
-	if (req.deadline != NULL)
-		args[12] = IntervalPGetDatum(req.deadline);
+	if (req->deadline != NULL)
+		args[12] = IntervalPGetDatum(req->deadline);
 	else
 	{
 		args[12] = IntervalPGetDatum(&settings.deadline);
 		nulls[12] = settings.has_deadline ? ' ' : 'n';
 	}
-	args[13] = PointerGetDatum(req.workflow_version);
-	nulls[13] = req.workflow_version ? ' ' : 'n';
-	args[14] = JsonbPGetDatum(req.metadata);
-	nulls[14] = req.metadata ? ' ' : 'n';
+	args[13] = PointerGetDatum(req->workflow_version);
+	nulls[13] = req->workflow_version ? ' ' : 'n';
+	args[14] = JsonbPGetDatum(req->metadata);
+	nulls[14] = req->metadata ? ' ' : 'n';
 	args[15] = CStringGetTextDatum(DurableCallerName());
 
 	/* the statement returns the elements whose key was there before */
-	existing = n > 0 ? DurableExecuteStmt(STMT_ENQUEUE_BATCH, args, nulls,
+	existing = n > 0 ? DurableExecute(&enqueue_batch, args, nulls,
 									  SPI_OK_SELECT, 0) : 0;
 	if (existing > 0)
 	{
 		int		   *which = palloc(sizeof(int) * existing);
 
 		for (uint64 r = 0; r < existing; r++)
-			which[r] = (int) DurableResultInt64(r, 1) - 1;
+			which[r] = (int) DurableColumnInt64(r, BEFORE_N) - 1;
 		for (uint64 r = 0; r < existing; r++)
 		{
 			int			i = which[r];
 
 			result[i] = DurableEnqueuedBefore(DatumGetInt32(partitions[i]),
-											  req.queue,
+											  req->queue,
 											  TextDatumGetCString(keys[i]),
 											  DatumGetByteaPP(hashes[i]),
 											  DatumGetJsonbP(payloads[i]));
 		}
 	}
-	if (n > 0 && settings.notify && (req.run_at == 0 || req.run_at <= now))
-		Async_Notify(DURABLE_READY_CHANNEL, req.queue);
-	SPI_finish();
-	PG_RETURN_ARRAYTYPE_P(id_array(result, n));
+	if (n > 0 && settings.notify && (req->run_at == 0 || req->run_at <= now))
+		Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 }

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * queue.c
- *	  Queues: their settings, their partitions, pause and resume.
+ *	  Queues: their settings, their partitions, creating, altering,
+ *	  pausing, resuming and dropping them.  The SQL functions are
+ *	  api/queues.c's.
  *
  * A queue spreads over "partitions" consecutive partition keys starting at
  * a base taken from a hash of its name.  The count is fixed when the queue
@@ -9,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "api/api.h"
+#include "core/core.h"
 
 #include "utils/guc.h"
 
@@ -21,10 +23,16 @@
 #include "utils/timestamp.h"
 #include "access/xact.h"
 
-/* columns of STMT_QUEUE_GET */
+/* what of a queue's ($1, in its partitions $2) goes with it, by table */
+#define QUEUE_TASKS(table) \
+	" USING " table " t WHERE x.partition_key = t.partition_key" \
+	" AND x.task_id = t.task_id AND t.partition_key = ANY ($2)" \
+	" AND t.queue_name = $1"
+
+/* a queue's settings */
 enum
 {
-	QUEUE_PARTITION_BASE = 1,
+	QUEUE_PARTITION_BASE,
 	QUEUE_PARTITIONS,
 	QUEUE_LEASE,
 	QUEUE_MAX_ATTEMPTS,
@@ -32,7 +40,52 @@ enum
 	QUEUE_NOTIFY,
 	QUEUE_PAUSED,
 	QUEUE_RESTRICTED,
-	QUEUE_CONCURRENCY_LIMIT
+	QUEUE_CONCURRENCY_LIMIT,
+	QUEUE_NCOLUMNS
+};
+
+static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
+	[QUEUE_PARTITION_BASE] = {"partition_base", INT4OID},
+	[QUEUE_PARTITIONS] = {"partitions", INT4OID},
+	[QUEUE_LEASE] = {"lease", INTERVALOID},
+	[QUEUE_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[QUEUE_DEADLINE] = {"deadline", INTERVALOID},
+	[QUEUE_NOTIFY] = {"notify", BOOLOID},
+	[QUEUE_PAUSED] = {"paused", BOOLOID},
+	[QUEUE_RESTRICTED] = {"restricted", BOOLOID},
+	[QUEUE_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+};
+
+static DurableStatement queue_get = {
+	.name = "queue_get",
+	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
+	" notify, paused, restricted, concurrency_limit"
+	" FROM durable.queues WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(queue_columns),
+};
+
+static DurableStatement queue_get_share = {
+	.name = "queue_get_share",
+	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
+	" notify, paused, restricted, concurrency_limit"
+	" FROM durable.queues WHERE queue_name = $1"
+	" FOR KEY SHARE",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(queue_columns),
+};
+
+static DurableStatement queue_get_for_drop = {
+	.name = "queue_get_for_drop",
+	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
+	" notify, paused, restricted, concurrency_limit"
+	" FROM durable.queues WHERE queue_name = $1"
+	" FOR UPDATE",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(queue_columns),
 };
 
 static void
@@ -44,29 +97,29 @@ report_no_queue(const char *queue)
 			errhint("Create it with durable_create_queue()."));
 }
 
-/* read a queue's settings with one of the STMT_QUEUE_GET statements */
+/* read a queue's settings with one of the queue_get statements */
 static void
-queue_get(DurableStmt stmt, const char *queue, DurableQueue *result)
+read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 {
 	Datum		arg = CStringGetTextDatum(queue);
 	bool		isnull;
 	Datum		d;
 
-	if (DurableExecuteStmt(stmt, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(stmt, &arg, NULL, SPI_OK_SELECT, 1) == 0)
 		report_no_queue(queue);
 
-	result->partition_base = (int32) DurableResultInt64(0, QUEUE_PARTITION_BASE);
-	result->partitions = (int32) DurableResultInt64(0, QUEUE_PARTITIONS);
-	result->lease = *DatumGetIntervalP(DurableResultDatum(0, QUEUE_LEASE, &isnull));
-	result->max_attempts = (int32) DurableResultInt64(0, QUEUE_MAX_ATTEMPTS);
-	d = DurableResultDatum(0, QUEUE_DEADLINE, &isnull);
+	result->partition_base = DurableColumnInt32(0, QUEUE_PARTITION_BASE);
+	result->partitions = DurableColumnInt32(0, QUEUE_PARTITIONS);
+	result->lease = *DatumGetIntervalP(DurableColumnDatum(0, QUEUE_LEASE, &isnull));
+	result->max_attempts = DurableColumnInt32(0, QUEUE_MAX_ATTEMPTS);
+	d = DurableColumnDatum(0, QUEUE_DEADLINE, &isnull);
 	result->has_deadline = !isnull;
 	if (!isnull)
 		result->deadline = *DatumGetIntervalP(d);
-	result->notify = DatumGetBool(DurableResultDatum(0, QUEUE_NOTIFY, &isnull));
-	result->paused = DatumGetBool(DurableResultDatum(0, QUEUE_PAUSED, &isnull));
-	result->restricted = DatumGetBool(DurableResultDatum(0, QUEUE_RESTRICTED, &isnull));
-	d = DurableResultDatum(0, QUEUE_CONCURRENCY_LIMIT, &isnull);
+	result->notify = DatumGetBool(DurableColumnDatum(0, QUEUE_NOTIFY, &isnull));
+	result->paused = DatumGetBool(DurableColumnDatum(0, QUEUE_PAUSED, &isnull));
+	result->restricted = DatumGetBool(DurableColumnDatum(0, QUEUE_RESTRICTED, &isnull));
+	d = DurableColumnDatum(0, QUEUE_CONCURRENCY_LIMIT, &isnull);
 	result->concurrency_limit = isnull ? 0 : DatumGetInt32(d);
 }
 
@@ -78,7 +131,7 @@ queue_get(DurableStmt stmt, const char *queue, DurableQueue *result)
 void
 DurableQueueGet(const char *queue, DurableQueue *result)
 {
-	queue_get(STMT_QUEUE_GET, queue, result);
+	read_queue(&queue_get, queue, result);
 }
 
 /*
@@ -104,8 +157,8 @@ DurableQueueGetShared(const char *queue, DurableQueue *result)
 	 * the same lock where it matters: on the node of the task's shard, whose
 	 * copy of the queue's row a drop also locks.
 	 */
-	queue_get(DurableDistributed() ? STMT_QUEUE_GET : STMT_QUEUE_GET_SHARE,
-			  queue, result);
+	read_queue(DurableDistributed() ? &queue_get : &queue_get_share,
+			   queue, result);
 }
 
 /* the partition key of a queue's index-th partition */
@@ -139,187 +192,175 @@ DurableQueuePartitionArray(const DurableQueue *queue)
 						   sizeof(int32), true, TYPALIGN_INT);
 }
 
-/*
- * A retry refill rate, in tokens a second, from DURABLE_MIN_REFILL_RATE (one
- * token in about eleven and a half days) to DURABLE_MAX_REFILL_RATE.  Below
- * the floor the time of the next token is so far off that it leaves the
- * timestamp range (or the conversion to microseconds overflows); above the
- * ceiling the bucket limits nothing.  budget.c still checks every time it
- * computes, since a deep deficit of tokens can reach far at any rate.
- */
-#define DURABLE_MIN_REFILL_RATE 0.000001
-#define DURABLE_MAX_REFILL_RATE 1000000
-
-static double
-refill_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+/* the optional settings of a queue, bound as NULL when they are 0 */
+static void
+bind_int(Datum *args, char *nulls, int i, int32 value)
 {
-	double		rate;
-
-	DurableRequireArg(fcinfo, argno, name);
-	rate = PG_GETARG_FLOAT8(argno);
-	if (!(rate >= DURABLE_MIN_REFILL_RATE && rate <= DURABLE_MAX_REFILL_RATE))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must be between %s and %s tokens per second", name,
-					   CppAsString2(DURABLE_MIN_REFILL_RATE),
-					   CppAsString2(DURABLE_MAX_REFILL_RATE)),
-				errdetail("The value given was %g.", rate));
-	return rate;
+	args[i] = Int32GetDatum(value);
+	nulls[i] = value > 0 ? ' ' : 'n';
 }
 
-/*
- * durable_create_queue(queue text, lease interval = '30 seconds',
- *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
- *		deadline interval = NULL, retry_capacity int = NULL,
- *		retry_refill_rate float8 = 10, progress_timeout interval = NULL,
- *		partitions int = 1, notify bool = false,
- *		concurrency_limit int = NULL) RETURNS void
- *
- * Raises 42710 when the queue exists, 22023/22004 for bad settings.
- */
-PG_FUNCTION_INFO_V1(durable_create_queue);
-Datum
-durable_create_queue(PG_FUNCTION_ARGS)
+static void
+bind_interval(Datum *args, char *nulls, int i, Interval *value)
 {
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	args[i] = PointerGetDatum(value);
+	nulls[i] = value ? ' ' : 'n';
+}
+
+static DurableStatement queue_insert = {
+	.name = "queue_insert",
+	.sql = "INSERT INTO durable.queues (queue_name, partition_base, partitions,"
+	" lease, max_attempts, retry_base, retry_cap, deadline,"
+	" retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at,"
+	" progress_timeout, notify, created_at, concurrency_limit)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+	" COALESCE($9, 0), $11, $12, $13, $11, $14)"
+	" ON CONFLICT (queue_name) DO NOTHING",
+	.nargs = 14,
+	.argtypes = {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
+	INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
+	INT4OID},
+};
+
+/*
+ * DurableCreateQueue
+ *		Create a queue with settings (checked by the caller; every one is
+ *		given, but the optional deadline, retry_capacity, progress_timeout
+ *		and concurrency_limit).  42710 when the queue exists.
+ */
+void
+DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
+{
 	Datum		args[14];
 	char		nulls[14];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = Int32GetDatum(queue_partition_base(queue));
-	args[2] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 9, "partitions", 1));
-	if (DatumGetInt32(args[2]) > DURABLE_MAX_PARTITIONS)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("partitions must be at most %d", DURABLE_MAX_PARTITIONS));
-	args[3] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 1, "lease"));
-	args[4] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 2, "max_attempts", 1));
-	args[5] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 3, "retry_base", 1));
-	args[6] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 4, "retry_cap", 1));
-	if (PG_ARGISNULL(5))
-		nulls[7] = 'n';
-	else
-		args[7] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 5, "deadline"));
-	if (PG_ARGISNULL(6))
-		nulls[8] = 'n';
-	else
-		args[8] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 6, "retry_capacity", 1));
-	args[9] = Float8GetDatum(refill_rate_arg(fcinfo, 7, "retry_refill_rate"));
+	args[2] = Int32GetDatum(settings->partitions);
+	args[3] = PointerGetDatum(settings->lease);
+	args[4] = Int32GetDatum(settings->max_attempts);
+	args[5] = Int32GetDatum(settings->retry_base);
+	args[6] = Int32GetDatum(settings->retry_cap);
+	bind_interval(args, nulls, 7, settings->deadline);
+	bind_int(args, nulls, 8, settings->retry_capacity);
+	args[9] = Float8GetDatum(settings->retry_refill_rate);
 	args[10] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	if (PG_ARGISNULL(8))
-		nulls[11] = 'n';
-	else
-		args[11] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, 8, "progress_timeout"));
-	DurableRequireArg(fcinfo, 10, "notify");
-	args[12] = BoolGetDatum(PG_GETARG_BOOL(10));
-	if (PG_NARGS() <= 11 || PG_ARGISNULL(11))
-		nulls[13] = 'n';
-	else
-		args[13] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1));
-
-	SPI_connect();
-	if (DurableExecuteStmt(STMT_QUEUE_INSERT, args, nulls, SPI_OK_INSERT, 0) == 0)
+	bind_interval(args, nulls, 11, settings->progress_timeout);
+	args[12] = BoolGetDatum(settings->notify);
+	bind_int(args, nulls, 13, settings->concurrency_limit);
+	if (DurableExecute(&queue_insert, args, nulls, SPI_OK_INSERT, 0) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_DUPLICATE_OBJECT),
 				errmsg("queue \"%s\" already exists", queue),
 				errhint("Change its settings with durable_alter_queue()."));
-	SPI_finish();
-	PG_RETURN_VOID();
 }
 
+static DurableStatement queue_alter = {
+	.name = "queue_alter",
+	.sql = "UPDATE durable.queues SET"
+	" lease = COALESCE($2, lease),"
+	" max_attempts = COALESCE($3, max_attempts),"
+	" retry_base = COALESCE($4, retry_base),"
+	" retry_cap = COALESCE($5, retry_cap),"
+	" deadline = CASE WHEN $11 THEN NULL ELSE COALESCE($6, deadline) END,"
+	" retry_capacity = CASE WHEN $12 THEN NULL ELSE COALESCE($7, retry_capacity) END,"
+	" retry_tokens = CASE WHEN $7 IS NULL THEN retry_tokens"
+	"  WHEN retry_capacity IS NULL THEN $7::float8"
+	"  ELSE LEAST(retry_tokens, $7::float8) END,"
+	" retry_refill_rate = COALESCE($8, retry_refill_rate),"
+	" progress_timeout = CASE WHEN $13 THEN NULL ELSE COALESCE($9, progress_timeout) END,"
+	" notify = COALESCE($10, notify),"
+	" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END"
+	" WHERE queue_name = $1",
+	.nargs = 15,
+	.argtypes = {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
+		INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID,
+	INT4OID, BOOLOID},
+};
+
 /*
- * durable_alter_queue(queue text, lease interval = NULL, ...,
- *		clear text[] = NULL, concurrency_limit int = NULL) RETURNS void
- *
- * NULL keeps a setting; clear names the optional settings to remove
- * ('deadline', 'retry_capacity', 'progress_timeout', 'concurrency_limit').
- * The partition count cannot change.
+ * DurableAlterQueue
+ *		Change the settings of a queue that are given (a NULL pointer, 0,
+ *		or has_notify false keeps one), and remove the optional ones marked
+ *		to clear.  The partition count cannot change.  42704 when there is
+ *		no such queue.
  */
-PG_FUNCTION_INFO_V1(durable_alter_queue);
-Datum
-durable_alter_queue(PG_FUNCTION_ARGS)
+void
+DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 {
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	static const char *const names[] = {
-		NULL, "lease", "max_attempts", "retry_base", "retry_cap", "deadline",
-		"retry_capacity", "retry_refill_rate", "progress_timeout", "notify"
-	};
-	static const char *const clearable[] = {"deadline", "retry_capacity",
-	"progress_timeout", "concurrency_limit"};
 	Datum		args[15];
 	char		nulls[15];
-	bool		clear[4] = {false, false, false, false};
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
-	for (int i = 1; i <= 9; i++)
-	{
-		if (PG_ARGISNULL(i))
-		{
-			nulls[i] = 'n';
-			continue;
-		}
-		switch (i)
-		{
-			case 1:
-			case 5:
-			case 8:
-				args[i] = PointerGetDatum(DurablePositiveIntervalArg(fcinfo, i, names[i]));
-				break;
-			case 7:
-				args[i] = Float8GetDatum(refill_rate_arg(fcinfo, i, names[i]));
-				break;
-			case 9:
-				args[i] = PG_GETARG_DATUM(i);
-				break;
-			default:
-				args[i] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, i, names[i], 1));
-				break;
-		}
-	}
-	if (!PG_ARGISNULL(10))
-	{
-		Datum	   *elems;
-		bool	   *elnulls;
-		int			nelems;
-
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(10), TEXTOID, -1, false,
-						  TYPALIGN_INT, &elems, &elnulls, &nelems);
-		for (int i = 0; i < nelems; i++)
-		{
-			char	   *name = elnulls[i] ? "NULL" : TextDatumGetCString(elems[i]);
-			int			j;
-
-			for (j = 0; j < (int) lengthof(clearable); j++)
-				if (strcmp(name, clearable[j]) == 0)
-					break;
-			if (j == (int) lengthof(clearable))
-				ereport(ERROR,
-						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("queue setting \"%s\" cannot be cleared", name),
-						errhint("Only \"deadline\", \"retry_capacity\", \"progress_timeout\" and \"concurrency_limit\" can be cleared."));
-			clear[j] = true;
-		}
-	}
-	args[10] = BoolGetDatum(clear[0]);
-	args[11] = BoolGetDatum(clear[1]);
-	args[12] = BoolGetDatum(clear[2]);
-	if (PG_NARGS() <= 11 || PG_ARGISNULL(11))
-		nulls[13] = 'n';
-	else
-		args[13] = Int32GetDatum(DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1));
-	args[14] = BoolGetDatum(clear[3]);
-
-	SPI_connect();
-	if (DurableExecuteStmt(STMT_QUEUE_ALTER, args, nulls, SPI_OK_UPDATE, 0) == 0)
+	bind_interval(args, nulls, 1, settings->lease);
+	bind_int(args, nulls, 2, settings->max_attempts);
+	bind_int(args, nulls, 3, settings->retry_base);
+	bind_int(args, nulls, 4, settings->retry_cap);
+	bind_interval(args, nulls, 5, settings->deadline);
+	bind_int(args, nulls, 6, settings->retry_capacity);
+	args[7] = Float8GetDatum(settings->retry_refill_rate);
+	nulls[7] = settings->retry_refill_rate > 0 ? ' ' : 'n';
+	bind_interval(args, nulls, 8, settings->progress_timeout);
+	args[9] = BoolGetDatum(settings->notify);
+	nulls[9] = settings->has_notify ? ' ' : 'n';
+	args[10] = BoolGetDatum(settings->clear_deadline);
+	args[11] = BoolGetDatum(settings->clear_retry_capacity);
+	args[12] = BoolGetDatum(settings->clear_progress_timeout);
+	bind_int(args, nulls, 13, settings->concurrency_limit);
+	args[14] = BoolGetDatum(settings->clear_concurrency_limit);
+	if (DurableExecute(&queue_alter, args, nulls, SPI_OK_UPDATE, 0) == 0)
 		report_no_queue(queue);
-	SPI_finish();
-	PG_RETURN_VOID();
 }
 
+static DurableStatement queue_set_paused = {
+	.name = "queue_set_paused",
+	.sql = "UPDATE durable.queues SET paused = $2"
+	" WHERE queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, BOOLOID},
+};
+
 /*
- * The schedules in the last statement's result (column 1), one a line, as
+ * DurableSetQueuePaused
+ *		Pause a queue, or resume it.  A paused queue hands out no task;
+ *		enqueues, running tasks, their commits and the reconciler go on.
+ *		42704 when there is no such queue.
+ */
+void
+DurableSetQueuePaused(const char *queue, bool paused)
+{
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = BoolGetDatum(paused);
+	if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		report_no_queue(queue);
+}
+
+/* the schedules that target a queue */
+enum
+{
+	SCHEDULE_NAME,
+	SCHEDULE_NCOLUMNS
+};
+
+static const DurableColumn schedule_columns[SCHEDULE_NCOLUMNS] = {
+	[SCHEDULE_NAME] = {"schedule_name", TEXTOID},
+};
+
+static DurableStatement queue_schedules = {
+	.name = "queue_schedules",
+	.sql = "SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
+	" ORDER BY schedule_name",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(schedule_columns),
+};
+
+/*
+ * The schedules in the rows of queue_schedules, one a line, as
  * PostgreSQL's DROP lists dependent objects: the first hundred, then how
  * many more.
  */
@@ -333,7 +374,7 @@ schedule_list_text(const char *queue, uint64 n)
 	initStringInfo(&buf);
 	for (uint64 r = 0; r < n && r < MAX_REPORTED_SCHEDULES; r++)
 		appendStringInfo(&buf, "%sschedule \"%s\" targets queue \"%s\"",
-						 r > 0 ? "\n" : "", DurableResultText(r, 1), queue);
+						 r > 0 ? "\n" : "", DurableColumnText(r, SCHEDULE_NAME), queue);
 	if (n > MAX_REPORTED_SCHEDULES)
 		appendStringInfo(&buf, "\nand %llu other schedules",
 						 (unsigned long long) (n - MAX_REPORTED_SCHEDULES));
@@ -342,7 +383,7 @@ schedule_list_text(const char *queue, uint64 n)
 
 /*
  * The parts of the tick that are the queue's (tick.c): its retry tokens
- * and its schedules, named from the n rows of STMT_QUEUE_SCHEDULES, as a
+ * and its schedules, named from the n rows of queue_schedules, as a
  * text[] datum.
  */
 static Datum
@@ -353,13 +394,108 @@ queue_tick_parts(const char *queue, uint64 n)
 	names[0] = CStringGetTextDatum(psprintf("retry tokens: %s", queue));
 	for (uint64 r = 0; r < n; r++)
 		names[r + 1] = CStringGetTextDatum(psprintf("schedule: %s",
-													DurableResultText(r, 1)));
+													DurableColumnText(r, SCHEDULE_NAME)));
 	return PointerGetDatum(construct_array(names, (int) n + 1, TEXTOID, -1,
 										   false, TYPALIGN_INT));
 }
 
+/* the unfinished tasks of a queue */
+enum
+{
+	UNFINISHED_COUNT,
+	UNFINISHED_NCOLUMNS
+};
+
+static const DurableColumn unfinished_columns[UNFINISHED_NCOLUMNS] = {
+	[UNFINISHED_COUNT] = {"unfinished", INT8OID},
+};
+
+static DurableStatement queue_unfinished = {
+	.name = "queue_unfinished",
+	.sql = "SELECT pg_catalog.count(*) AS unfinished FROM durable.live_tasks"
+	" WHERE partition_key = ANY ($2)"
+	" AND queue_name = $1"
+	" AND state NOT IN ('completed', 'failed', 'cancelled')",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+	DURABLE_COLUMNS(unfinished_columns),
+};
+
+static DurableStatement queue_drop = {
+	.name = "queue_drop",
+	.sql = "WITH l AS (DELETE FROM durable.live_tasks"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1"
+	"  RETURNING partition_key, task_id),"
+	" h AS (DELETE FROM durable.task_history"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1"
+	"  RETURNING partition_key, task_id),"
+	" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
+	" e AS (DELETE FROM durable.event_log e USING t"
+	"  WHERE e.partition_key = t.partition_key"
+	"  AND e.task_id = t.task_id),"
+	" s AS (DELETE FROM durable.live_steps s USING l t"
+	"  WHERE s.partition_key = t.partition_key"
+	"  AND s.task_id = t.task_id),"
+	" sh AS (DELETE FROM durable.step_history s USING h t"
+	"  WHERE s.partition_key = t.partition_key"
+	"  AND s.task_id = t.task_id),"
+	" k AS (DELETE FROM durable.task_keys"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1)"
+	" DELETE FROM durable.queues WHERE queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+	.nsplit = 5,
+	.split = {
+	{"WITH a AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+		" b AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"WITH a AS (DELETE FROM durable.live_steps x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+		" b AS (DELETE FROM durable.step_history x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1 RETURNING 1),"
+		" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1 RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"DELETE FROM durable.queues WHERE queue_name = $1", DURABLE_SPLIT_NO_INPUT, false},
+	},
+};
+
+static DurableStatement queue_drop_events = {
+	.name = "queue_drop_events",
+	.sql = "WITH w AS (DELETE FROM durable.event_waits"
+	"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+	" DELETE FROM durable.emitted_events"
+	" WHERE partition_key = ANY ($2) AND queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+};
+
+static DurableStatement tick_failures_forget = {
+	.name = "tick_failures_forget",
+	.sql = "DELETE FROM durable.tick_failures WHERE part = ANY ($1)",
+	.nargs = 1,
+	.argtypes = {TEXTARRAYOID},
+};
+
+static DurableStatement queue_drop_schedules = {
+	.name = "queue_drop_schedules",
+	.sql = "DELETE FROM durable.schedules WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
 /*
- * durable_drop_queue(queue text, cascade boolean = false) RETURNS void
+ * DurableDropQueue
+ *		Drop a queue, with its schedules when cascade (durable_drop_queue).
  *
  * Locks the queue's row FOR UPDATE, which waits for the enqueues and
  * replays under way in the queue and keeps new ones out (they lock the row
@@ -374,26 +510,17 @@ queue_tick_parts(const char *queue, uint64 n)
  * the drop is refused (2BP01, naming them), unless cascade is true, which
  * removes them in the same transaction.  durable_schedule locks the queue's
  * row FOR KEY SHARE too, so no schedule comes to target the queue while the
- * drop holds it.  The 0.4.0 definition has no cascade (PG_NARGS() 1).
+ * drop holds it.
  */
-PG_FUNCTION_INFO_V1(durable_drop_queue);
-Datum
-durable_drop_queue(PG_FUNCTION_ARGS)
+void
+DurableDropQueue(const char *queue, bool cascade)
 {
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	bool		cascade = false;
 	DurableQueue settings;
 	Datum		args[2];
 	int64		unfinished;
 	uint64		schedules;
 	char	   *schedule_names = NULL;
 	Datum		parts;
-
-	if (PG_NARGS() > 1)
-	{
-		DurableRequireArg(fcinfo, 1, "cascade");
-		cascade = PG_GETARG_BOOL(1);
-	}
 
 	/*
 	 * Under a transaction snapshot a task enqueued by a transaction that
@@ -408,7 +535,6 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 					   "SERIALIZABLE" : "REPEATABLE READ"),
 				errhint("Drop queues in a READ COMMITTED transaction."));
 
-	SPI_connect();
 	/*
 	 * On Citus the drop locks the queue's row on every node and then
 	 * deletes on every shard, which Citus does in one transaction only over
@@ -421,11 +547,11 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
-	queue_get(STMT_QUEUE_GET_FOR_DROP, queue, &settings);
+	read_queue(&queue_get_for_drop, queue, &settings);
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-	DurableExecuteStmt(STMT_QUEUE_UNFINISHED, args, NULL, SPI_OK_SELECT, 0);
-	unfinished = DurableResultInt64(0, 1);
+	DurableExecute(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
+	unfinished = DurableColumnInt64(0, UNFINISHED_COUNT);
 	if (unfinished > 0)
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_IN_USE),
@@ -435,7 +561,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 								 "%lld tasks are not completed, failed or cancelled.",
 								 unfinished, (long long) unfinished),
 				errhint("Cancel them with durable_cancel() or let them finish."));
-	schedules = DurableExecuteStmt(STMT_QUEUE_SCHEDULES, args, NULL, SPI_OK_SELECT, 0);
+	schedules = DurableExecute(&queue_schedules, args, NULL, SPI_OK_SELECT, 0);
 	if (schedules > 0)
 		schedule_names = schedule_list_text(queue, schedules);
 	parts = queue_tick_parts(queue, schedules);
@@ -446,61 +572,23 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 					   queue),
 				errdetail("%s", schedule_names),
 				errhint("Use durable_drop_queue(..., cascade => true) to drop the schedules too, or durable_unschedule() them first."));
-	DurableExecuteStmt(STMT_QUEUE_DROP, args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop, args, NULL, SPI_OK_DELETE, 0);
 	/*
 	 * Its events go too, and the awaits of them that tasks of other queues
 	 * registered: a new queue of that name starts with none, and its
 	 * emits wake nobody who awaited the old one's.
 	 */
-	DurableExecuteStmt(STMT_QUEUE_DROP_EVENTS, args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop_events, args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
-	DurableExecuteStmt(STMT_TICK_FAILURES_FORGET, &parts, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&tick_failures_forget, &parts, NULL, SPI_OK_DELETE, 0);
 	if (schedules > 0)
 	{
-		DurableExecuteStmt(STMT_QUEUE_DROP_SCHEDULES, args, NULL, SPI_OK_DELETE, 0);
+		DurableExecute(&queue_drop_schedules, args, NULL, SPI_OK_DELETE, 0);
 		ereport(NOTICE,
 				errmsg_plural("drop cascades to %llu schedule",
 							  "drop cascades to %llu schedules",
 							  schedules, (unsigned long long) schedules),
 				errdetail("%s", schedule_names));
 	}
-	SPI_finish();
-	PG_RETURN_VOID();
 }
 
-static void
-set_paused(FunctionCallInfo fcinfo, bool paused)
-{
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	Datum		args[2];
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = BoolGetDatum(paused);
-	SPI_connect();
-	if (DurableExecuteStmt(STMT_QUEUE_SET_PAUSED, args, NULL, SPI_OK_UPDATE, 0) == 0)
-		report_no_queue(queue);
-	SPI_finish();
-}
-
-/*
- * durable_pause(queue text) RETURNS void
- * durable_resume(queue text) RETURNS void
- *
- * A paused queue hands out no task; enqueues, running tasks, their commits
- * and the reconciler go on, so nothing is lost.
- */
-PG_FUNCTION_INFO_V1(durable_pause);
-Datum
-durable_pause(PG_FUNCTION_ARGS)
-{
-	set_paused(fcinfo, true);
-	PG_RETURN_VOID();
-}
-
-PG_FUNCTION_INFO_V1(durable_resume);
-Datum
-durable_resume(PG_FUNCTION_ARGS)
-{
-	set_paused(fcinfo, false);
-	PG_RETURN_VOID();
-}

@@ -1,30 +1,39 @@
 /*-------------------------------------------------------------------------
  *
  * task.c
- *	  Reading one task, moving it between states under a fence, and the
- *	  errors a fenced write raises.
+ *	  Reading one task, the errors a fenced write raises, and appending an
+ *	  event to a task without moving it.  Moving a task is move.c's.
  *
- * Fencing: a write names the fence it was given by its claim.  Every move
- * re-checks fence and state in the UPDATE's own WHERE clause, so a write
- * that waited for the row lock of a reconciler or of another worker sees
- * the row as that transaction left it, and finds nothing to update when it
- * lost.  Only then is the row read again to say why, in the caller's
- * transaction, so the caller's own writes roll back with the error.
+ * Fencing: a write names the fence it was given by its claim, and a move
+ * re-checks fence and state in its own statement (move.c).  Only when it
+ * found nothing to update is the row read again here to say why, in the
+ * caller's transaction, so the caller's own writes roll back with the
+ * error.  Nothing here moves a task or calls what does.
  *
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
 
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-/* columns of STMT_TASK_GET and STMT_TASK_LOCK */
+/* the columns of a task that fail, cancel and error reports read */
+#define TASK_COLUMNS(table) \
+	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
+	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
+	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
+	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
+	" FROM " table " t" \
+	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
+	" WHERE t.partition_key = $1" \
+	" AND t.task_id = $2"
+
+/* the columns of task_get and task_lock (TASK_COLUMNS) */
 enum
 {
-	TASK_STATE = 1,
+	TASK_STATE,
 	TASK_FENCE,
 	TASK_ATTEMPT,
 	TASK_MAX_ATTEMPTS,
@@ -41,19 +50,50 @@ enum
 	TASK_RUN_AT,
 	TASK_STEPS_IN_DOUBT,
 	TASK_CHECKPOINT_VERSION,
-	TASK_RESTRICTED
+	TASK_RESTRICTED,
+	TASK_NCOLUMNS
 };
 
-static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
-static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
+static const DurableColumn task_columns[TASK_NCOLUMNS] = {
+	[TASK_STATE] = {"state", TEXTOID},
+	[TASK_FENCE] = {"fence", INT8OID},
+	[TASK_ATTEMPT] = {"attempt", INT4OID},
+	[TASK_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[TASK_CREATED_AT] = {"created_at", TIMESTAMPTZOID},
+	[TASK_DEADLINE] = {"deadline", INTERVALOID},
+	[TASK_CLASS] = {"class", TEXTOID},
+	[TASK_QUEUE] = {"queue_name", TEXTOID},
+	[TASK_OWNER] = {"owner", TEXTOID},
+	[TASK_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[TASK_RETRY_BASE] = {"retry_base", INT4OID},
+	[TASK_RETRY_CAP] = {"retry_cap", INT4OID},
+	[TASK_RETRY_CAPACITY] = {"retry_capacity", INT4OID},
+	[TASK_VERSION] = {"version", INT4OID},
+	[TASK_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[TASK_STEPS_IN_DOUBT] = {"steps_in_doubt", INT4OID},
+	[TASK_CHECKPOINT_VERSION] = {"checkpoint_version", INT4OID},
+	[TASK_RESTRICTED] = {"restricted", BOOLOID},
+};
+
+static DurableStatement task_get = {
+	.name = "task_get",
+	.sql = TASK_COLUMNS("durable.tasks"),
+	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(task_columns),
+};
+
+static DurableStatement task_lock = {
+	.name = "task_lock",
+	.sql = TASK_COLUMNS("durable.live_tasks") " FOR NO KEY UPDATE OF t",
+	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(task_columns),
+};
 
 static int32
 int32_or(uint64 row, int col, int32 fallback)
 {
-	bool		isnull;
-	Datum		d = DurableResultDatum(row, col, &isnull);
-
-	return isnull ? fallback : DatumGetInt32(d);
+	return DurableColumnIsNull(row, col) ? fallback :
+		DurableColumnInt32(row, col);
 }
 
 /*
@@ -77,32 +117,31 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	 * Only live tasks are locked: a finished one is in history, where
 	 * nothing but a replay moves it, and is read there to say its state.
 	 */
-	if ((!lock || DurableExecuteStmt(STMT_TASK_LOCK, args, NULL, SPI_OK_SELECT, 1) == 0) &&
-		DurableExecuteStmt(STMT_TASK_GET, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if ((!lock || DurableExecute(&task_lock, args, NULL, SPI_OK_SELECT, 1) == 0) &&
+		DurableExecute(&task_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 
-	task->state = DurableResultText(0, TASK_STATE);
-	task->fence = DurableResultInt64(0, TASK_FENCE);
-	task->attempt = (int32) DurableResultInt64(0, TASK_ATTEMPT);
-	task->max_attempts = (int32) DurableResultInt64(0, TASK_MAX_ATTEMPTS);
-	task->created_at = DatumGetTimestampTz(DurableResultDatum(0, TASK_CREATED_AT, &isnull));
-	d = DurableResultDatum(0, TASK_DEADLINE, &isnull);
+	task->state = DurableColumnText(0, TASK_STATE);
+	task->fence = DurableColumnInt64(0, TASK_FENCE);
+	task->attempt = DurableColumnInt32(0, TASK_ATTEMPT);
+	task->max_attempts = DurableColumnInt32(0, TASK_MAX_ATTEMPTS);
+	task->created_at = DatumGetTimestampTz(DurableColumnDatum(0, TASK_CREATED_AT, &isnull));
+	d = DurableColumnDatum(0, TASK_DEADLINE, &isnull);
 	task->deadline = isnull ? DURABLE_NO_DEADLINE :
 		DurableIntervalMicroseconds(DatumGetIntervalP(d), "deadline");
-	task->class = DurableResultText(0, TASK_CLASS);
-	task->queue = DurableResultText(0, TASK_QUEUE);
-	task->owner = DurableResultText(0, TASK_OWNER);
-	d = DurableResultDatum(0, TASK_LEASE_UNTIL, &isnull);
+	task->class = DurableColumnText(0, TASK_CLASS);
+	task->queue = DurableColumnText(0, TASK_QUEUE);
+	task->owner = DurableColumnText(0, TASK_OWNER);
+	d = DurableColumnDatum(0, TASK_LEASE_UNTIL, &isnull);
 	task->lease_until = isnull ? 0 : DatumGetTimestampTz(d);
 	task->retry_base = int32_or(0, TASK_RETRY_BASE, 2);
 	task->retry_cap = int32_or(0, TASK_RETRY_CAP, 60);
-	(void) DurableResultDatum(0, TASK_RETRY_CAPACITY, &isnull);
-	task->retry_limited = !isnull;
-	task->version = (int32) DurableResultInt64(0, TASK_VERSION);
-	task->run_at = DatumGetTimestampTz(DurableResultDatum(0, TASK_RUN_AT, &isnull));
-	task->steps_in_doubt = (int32) DurableResultInt64(0, TASK_STEPS_IN_DOUBT);
-	task->checkpoint_version = (int32) DurableResultInt64(0, TASK_CHECKPOINT_VERSION);
-	d = DurableResultDatum(0, TASK_RESTRICTED, &isnull);
+	task->retry_limited = !DurableColumnIsNull(0, TASK_RETRY_CAPACITY);
+	task->version = DurableColumnInt32(0, TASK_VERSION);
+	task->run_at = DatumGetTimestampTz(DurableColumnDatum(0, TASK_RUN_AT, &isnull));
+	task->steps_in_doubt = DurableColumnInt32(0, TASK_STEPS_IN_DOUBT);
+	task->checkpoint_version = DurableColumnInt32(0, TASK_CHECKPOINT_VERSION);
+	d = DurableColumnDatum(0, TASK_RESTRICTED, &isnull);
 	task->restricted = !isnull && DatumGetBool(d);
 	return true;
 }
@@ -124,6 +163,29 @@ DurableTaskIsTerminal(const char *state)
 		strcmp(state, "cancelled") == 0;
 }
 
+/* the latest step of a task that is started or unknown */
+enum
+{
+	DOUBT_STEP,
+	DOUBT_STATE,
+	DOUBT_NCOLUMNS
+};
+
+static const DurableColumn doubt_columns[DOUBT_NCOLUMNS] = {
+	[DOUBT_STEP] = {"step", TEXTOID},
+	[DOUBT_STATE] = {"state", TEXTOID},
+};
+
+static DurableStatement task_step_in_doubt = {
+	.name = "task_step_in_doubt",
+	.sql = "SELECT step, state::text AS state FROM durable.live_steps"
+	" WHERE partition_key = $1 AND task_id = $2"
+	" AND state IN ('started', 'unknown')"
+	" ORDER BY ordinal DESC LIMIT 1",
+	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(doubt_columns),
+};
+
 /*
  * DurableReportRefusal
  *		A fenced write was refused (found nothing to update): say why.
@@ -137,19 +199,27 @@ void
 DurableReportRefusal(int64 task_id, int64 fence)
 {
 	DurableTask task;
-	DurableStep step;
+	Datum		args[2];
 
 	DurableTaskFetchOrError(task_id, false, &task);
 	DurableCheckRestrictedQueue(task.queue, task.restricted, DURABLE_PRIV_WORK);
+	args[0] = Int32GetDatum(task.partition);
+	args[1] = Int64GetDatum(task_id);
 	if (task.fence == fence && strcmp(task.state, "running") == 0 &&
-		DurableStepInDoubt(&task, &step))
+		task.steps_in_doubt > 0 &&
+		DurableExecute(&task_step_in_doubt, args, NULL, SPI_OK_SELECT, 1) > 0)
+	{
+		char	   *step = DurableColumnText(0, DOUBT_STEP);
+
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld cannot finish while step \"%s\" is %s",
-					   (long long) task_id, step.name, step.state),
+					   (long long) task_id, step,
+					   DurableColumnText(0, DOUBT_STATE)),
 				errdetail("A step that was started and not committed may have taken effect."),
 				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s').",
-						step.name));
+						step));
+	}
 	if (task.fence != fence)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
@@ -180,6 +250,46 @@ DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
 	DurableCheckRestrictedQueue(task->queue, task->restricted, DURABLE_PRIV_WORK);
 }
 
+enum
+{
+	APPEND_SEQ,
+	APPEND_NCOLUMNS
+};
+
+static const DurableColumn append_columns[APPEND_NCOLUMNS] = {
+	[APPEND_SEQ] = {"seq", INT4OID},
+};
+
+static DurableStatement event_append = {
+	.name = "event_append",
+	.sql = "WITH t AS (UPDATE durable.live_tasks SET version = version + 1,"
+	"  steps_in_doubt = steps_in_doubt + $8"
+	"  WHERE partition_key = $1 AND task_id = $2"
+	"  RETURNING partition_key, task_id, version, fence, state, owner)"
+	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+	" at, kind, actor, detail, step, role)"
+	" SELECT partition_key, task_id, version, state, fence, $3, $4,"
+	" COALESCE($5, owner), $6, $7, $9 FROM t"
+	" RETURNING seq",
+	.nargs = 9,
+	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
+	TEXTOID, INT4OID, TEXTOID},
+	DURABLE_COLUMNS(append_columns),
+	.nsplit = 2,
+	.split = {
+		{"UPDATE durable.live_tasks SET version = version + 1,"
+			" steps_in_doubt = steps_in_doubt + $8"
+			" WHERE partition_key = $1 AND task_id = $2"
+			" RETURNING partition_key, task_id, version, fence, state, owner",
+		DURABLE_SPLIT_NO_INPUT, true},
+		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+			" at, kind, actor, detail, step, role)"
+			" VALUES ($10, $11, $12, $14, $13, $3, $4, COALESCE($5, $15), $6, $7, $9)"
+			" RETURNING seq",
+		0, true},
+	},
+};
+
 /*
  * DurableAppendEvent
  *		Append an event to a task whose row the caller has locked, without
@@ -193,7 +303,6 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 {
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
 
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
@@ -207,306 +316,73 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 	nulls[6] = step ? ' ' : 'n';
 	args[7] = Int32GetDatum(doubt_delta);
 	args[8] = CStringGetTextDatum(DurableCallerName());
-	if (DurableExecuteStmt(STMT_EVENT_APPEND, args, nulls,
+	if (DurableExecute(&event_append, args, nulls,
 					   SPI_OK_INSERT_RETURNING, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
-	return DatumGetInt32(DurableResultDatum(0, 1, &isnull));
+	return DurableColumnInt32(0, APPEND_SEQ);
 }
 
-/*
- * DurableMoveTask
- *		Move a task from move->from_state under move->fence to
- *		move->to_state, releasing its lease, and append the event, in one
- *		statement; a task that finishes moves with its steps from the live
- *		tables to history, and one that is replayed moves back.  Returns
- *		false when the task is no longer in that state under that fence, or
- *		has steps in doubt and move->allow_doubt is not set or the move
- *		would hand the task out again.
- */
-bool
-DurableMoveTask(const DurableTask *task, const DurableMove *move,
-				TimestampTz now, DurableMoved *moved)
+/* the parent of a live task, and that parent's state, live or in history */
+enum
 {
-	Datum		args[18];
-	char		nulls[18];
-	DurableStmt stmt;
+	PARENT_ID,
+	PARENT_NCOLUMNS
+};
 
-	/*
-	 * A task goes back to the claims only with no step in doubt, whatever
-	 * the caller allows: the row's own count decides, in the statement.
-	 */
-	bool		releases = strcmp(move->to_state, "ready") == 0 ||
-		(strcmp(move->to_state, "waiting") == 0 &&
-		 move->run_at != DURABLE_AWAITING_RECONCILE);
+static const DurableColumn parent_columns[PARENT_NCOLUMNS] = {
+	[PARENT_ID] = {"parent_id", INT8OID},
+};
 
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = Int64GetDatum(move->fence);
-	args[3] = CStringGetTextDatum(move->from_state);
-	args[4] = CStringGetTextDatum(move->to_state);
-	args[5] = Int64GetDatum(move->revoke ? 1 : 0);
-	args[6] = TimestampTzGetDatum(move->run_at);
-	nulls[6] = move->run_at == 0 ? 'n' : ' ';
-	args[7] = move->stop_code ? CStringGetTextDatum(move->stop_code) : (Datum) 0;
-	nulls[7] = move->stop_code ? ' ' : 'n';
-	args[8] = JsonbPGetDatum(move->error);
-	nulls[8] = move->error ? ' ' : 'n';
-	args[9] = JsonbPGetDatum(move->result);
-	nulls[9] = move->result ? ' ' : 'n';
-	args[10] = TimestampTzGetDatum(now);
-	args[11] = CStringGetTextDatum(move->kind);
-	args[12] = move->actor ? CStringGetTextDatum(move->actor) : (Datum) 0;
-	nulls[12] = move->actor ? ' ' : 'n';
-	args[13] = JsonbPGetDatum(move->detail);
-	nulls[13] = move->detail ? ' ' : 'n';
-	args[14] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
-	args[15] = BoolGetDatum(move->reset_attempts);
-	args[16] = CStringGetTextDatum(DurableCallerName());
-	args[17] = BoolGetDatum(move->give_back_attempt);
+static DurableStatement task_parent = {
+	.name = "task_parent",
+	.sql = "SELECT parent_id FROM durable.live_tasks"
+	" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
+	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(parent_columns),
+};
 
-	/* a task that finishes moves to history; a replayed one comes back */
-	if (DurableTaskIsTerminal(move->to_state))
-	{
-		DurableEnsureHistoryDays(now);
-		stmt = STMT_FINISH;
-	}
-	else if (DurableTaskIsTerminal(move->from_state))
-		stmt = STMT_REVIVE;
-	else
-		stmt = STMT_TRANSITION;
-	if (DurableExecuteStmt(stmt, args, nulls, SPI_OK_SELECT, 0) != 1)
-		return false;
-	if (moved != NULL)
-	{
-		bool		isnull;
+enum
+{
+	PARENT_STATE,
+	PARENT_STATE_NCOLUMNS
+};
 
-		moved->queue = DurableResultText(0, 2);
-		moved->owner = DurableResultText(0, 3);
-		moved->restricted = DatumGetBool(DurableResultDatum(0, 4, &isnull)) && !isnull;
-	}
-	if (stmt == STMT_FINISH)
-		finished(task->task_id, move, now);
-	return true;
-}
+static const DurableColumn parent_state_columns[PARENT_STATE_NCOLUMNS] = {
+	[PARENT_STATE] = {"state", TEXTOID},
+};
+
+static DurableStatement task_parent_state = {
+	.name = "task_parent_state",
+	.sql = "SELECT t.state::text AS state FROM durable.tasks t"
+	" WHERE t.partition_key = $1 AND t.task_id = $2",
+	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(parent_state_columns),
+};
 
 /*
- * finished
- *		What a task that has just finished (the row of STMT_FINISH) owes its
- *		family: a parent waiting for it may wake, and a cancelled task's
- *		unfinished children are cancelled with it; and the awaits it had
- *		registered go.
+ * DurableCancelledParent
+ *		The parent of a live task when that parent was cancelled, else 0.
+ *		A child whose steps were in doubt when its parent was cancelled
+ *		went to review instead (move.c); once nothing of it is in doubt it
+ *		follows its parent rather than resume for nobody.
  */
-static void
-finished(int64 task_id, const DurableMove *move, TimestampTz now)
+int64
+DurableCancelledParent(const DurableTask *task)
 {
-	bool		isnull;
-	Datum		d;
+	Datum		args[2];
 	int64		parent_id;
-	Datum	   *children = NULL;
-	int			nchildren = 0;
 
-	d = DurableResultDatum(0, 5, &isnull);
-	parent_id = isnull ? 0 : DatumGetInt64(d);
-	d = DurableResultDatum(0, 6, &isnull);
-	if (!isnull && strcmp(move->to_state, "cancelled") == 0)
-		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
-						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-						  &children, NULL, &nchildren);
-	/* an await it gave up on waits for nothing now */
-	if (DatumGetBool(DurableResultDatum(0, 7, &isnull)))
-	{
-		Datum		id = Int64GetDatum(task_id);
-
-		DurableExecuteStmt(STMT_EVENT_WAITS_DROP, &id, NULL, SPI_OK_DELETE, 0);
-	}
-	if (parent_id != 0)
-		DurableWakeParent(parent_id, task_id, now);
-	for (int i = 0; i < nchildren; i++)
-		cancel_child(DatumGetInt64(children[i]), task_id, now);
-}
-
-/*
- * child_to_review
- *		A child of a task just cancelled has a step started or unknown:
- *		whether that step took effect nobody knows, and a cascade is no
- *		person's decision, so the child goes to review instead of being
- *		cancelled.  A running one loses its lease, as on expiry, so its
- *		started steps are unknown now (their worker can no longer say).
- *		The event names the parent and who cancelled it.  Once a person
- *		has settled every step, the child is cancelled as its parent was
- *		(DurableReleaseMove).
- */
-static void
-child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
-{
-	const char *actor = DurableCallerName();
-	DurableMove move = {0};
-	DurableDetail detail;
-	Datum		key[2];
-	uint64		n;
-	char	  **names;
-
-	key[0] = Int32GetDatum(child->partition);
-	key[1] = Int64GetDatum(child->task_id);
-	n = DurableExecuteStmt(STMT_STEPS_UNSETTLED, key, NULL, SPI_OK_SELECT, 0);
-	/* the names outlive the result, which the next statement replaces */
-	names = palloc(sizeof(char *) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-		names[i] = DurableResultText(i, 1);
-	for (uint64 i = 0; i < n; i++)
-	{
-		DurableStep step;
-
-		DurableStepFetchOrError(child, names[i], &step);
-		if (strcmp(step.state, "started") == 0)
-			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
-							  actor, NULL, NULL, now);
-	}
-
-	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "reason", "its parent was cancelled");
-	DurableDetailInt(&detail, "parent", parent_id);
-	DurableDetailText(&detail, "cancelled_by", actor);
-	DurableDetailText(&detail, "previous_state", child->state);
-	DurableDetailInt(&detail, "steps_in_doubt", child->steps_in_doubt);
-	DurableDetailText(&detail, "action",
-					  DurableRecoveryActionName(DURABLE_RECOVERY_MANUAL_REVIEW));
-	move.from_state = child->state;
-	move.fence = child->fence;
-	move.to_state = "needs_review";
-	move.revoke = strcmp(child->state, "running") == 0;
-	move.allow_doubt = true;
-	move.kind = "parent_cancelled";
-	move.actor = actor;
-	move.detail = DurableDetailFinish(&detail);
-	DurableMoveLockedTask(child, &move, now);
-}
-
-/*
- * cancel_child
- *		Cancel a child of a task just cancelled, unless it has finished,
- *		waits in review for an operator, who alone may settle it, or has a
- *		step in doubt, which sends it to review.  Its own children go with
- *		it.
- */
-static void
-cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
-{
-	DurableTask child;
-
-	if (!DurableTaskFetch(child_id, true, &child) ||
-		DurableTaskIsTerminal(child.state) ||
-		strcmp(child.state, "needs_review") == 0)
-		return;
-	if (child.steps_in_doubt > 0)
-		child_to_review(&child, parent_id, now);
-	else
-		DurableCancelLockedTask(&child, "its parent was cancelled", parent_id, now);
-}
-
-/*
- * DurableCancelLockedTask
- *		Cancel an unfinished task the caller has read under its row lock
- *		(not in review); a running one loses its lease.  parent_id names
- *		the parent whose cancellation this is, or is 0.  Its unfinished
- *		children go with it.
- */
-void
-DurableCancelLockedTask(const DurableTask *task, const char *reason,
-						int64 parent_id, TimestampTz now)
-{
-	DurableMove move = {0};
-	DurableDetail detail;
-
-	DurableDetailInit(&detail);
-	DurableDetailText(&detail, "reason", reason);
-	if (parent_id != 0)
-		DurableDetailInt(&detail, "parent", parent_id);
-	DurableDetailText(&detail, "previous_state", task->state);
-	move.from_state = task->state;
-	move.fence = task->fence;
-	move.to_state = "cancelled";
-	move.revoke = strcmp(task->state, "running") == 0;
-	move.allow_doubt = true;
-	move.kind = "cancelled";
-	move.actor = DurableCallerName();
-	move.detail = DurableDetailFinish(&detail);
-	DurableMoveLockedTask(task, &move, now);
-}
-
-/*
- * DurableWakeParent
- *		A child has finished: wake its parent if the parent waits on a join
- *		whose children have now all finished.
- *
- *		The parent's row is updated first, whatever its state.  A parent
- *		that is registering its join holds that row, so this waits for the
- *		join to commit and then sees it; a join that comes later waits for
- *		this transaction and then sees the child finished.  The check runs
- *		as a statement of its own, with a snapshot taken after the row was
- *		had.  (An update rather than a lock, so that a transaction under
- *		REPEATABLE READ whose snapshot missed a concurrent change fails to
- *		serialize instead of missing it.)
- */
-void
-DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
-{
-	Datum		args[5];
-
+	args[0] = Int32GetDatum(task->partition);
+	args[1] = Int64GetDatum(task->task_id);
+	if (DurableExecute(&task_parent, args, NULL, SPI_OK_SELECT, 0) == 0)
+		return 0;
+	parent_id = DurableColumnInt64(0, PARENT_ID);
+	/* its state wherever it is, live or in history */
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
 	args[1] = Int64GetDatum(parent_id);
-	if (DurableExecuteStmt(STMT_PARENT_LOCK, args, NULL, SPI_OK_UPDATE, 0) == 0)
-		return;
-	args[2] = TimestampTzGetDatum(now);
-	args[3] = Int64GetDatum(child_id);
-	args[4] = CStringGetTextDatum(DurableCallerName());
-	DurableAnnounceWoken(DurableExecuteStmt(STMT_PARENT_WAKE, args, NULL,
-										SPI_OK_SELECT, 0));
-}
-
-/*
- * DurableAnnounceWoken
- *		Tasks were woken: NOTIFY the queues of the rows of the statement
- *		that woke them (a queue each), at commit, as an enqueue of ready
- *		work does.  A wake-up only: claims decide.
- */
-void
-DurableAnnounceWoken(uint64 rows)
-{
-	for (uint64 r = 0; r < rows; r++)
-		Async_Notify(DURABLE_READY_CHANNEL, DurableResultText(r, 1));
-}
-
-/*
- * DurableMoveLockedTask
- *		DurableMoveTask for a caller that has just read the task under its
- *		row lock and checked its state and fence: failing can only mean a bug.
- */
-void
-DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
-					  TimestampTz now)
-{
-	if (!DurableMoveTask(task, move, now, NULL))
-		elog(ERROR, "task %lld changed under its row lock",
-			 (long long) task->task_id);
-}
-
-/*
- * DurableMoveTaskFenced
- *		DurableMoveTask for a worker that holds the fence: anything but
- *		success raises the error that explains it, and so does a queue that
- *		does not let the worker's role work.
- */
-void
-DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
-{
-	DurableTask task;
-	DurableMoved moved;
-
-	task.task_id = task_id;
-	if (!DurableMoveTask(&task, move, now, &moved))
-		DurableReportRefusal(task_id, move->fence);
-	DurableCheckRestrictedQueue(moved.queue, moved.restricted, DURABLE_PRIV_WORK);
+	if (DurableExecute(&task_parent_state, args, NULL, SPI_OK_SELECT, 0) == 0)
+		return 0;				/* retention has removed it */
+	return strcmp(DurableColumnText(0, PARENT_STATE), "cancelled") == 0 ?
+		parent_id : 0;
 }

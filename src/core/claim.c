@@ -1,0 +1,463 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  Leases: claims of ready tasks and of steps awaiting a look-up,
+ *	  heartbeats, and a claim given back (release).
+ *
+ * A claim leases ready tasks with FOR UPDATE SKIP LOCKED and increments
+ * each one's fence; every later write names that fence and is rejected
+ * with 55U01 once the fence is not current or the task is no longer
+ * running under it.  A fence that is still current is accepted even after
+ * lease_until has passed, as long as nobody took the task over.  Lease
+ * times come from the transaction start time (see durable.h).  The SQL
+ * functions are api/tasks.c's; commits, failures and cancellations are
+ * commit.c's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "core/sql.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/*
+ * A claim in a queue with a concurrency limit ($10) takes a task c of a key
+ * only while the key's running tasks and its tasks ahead of c in claim
+ * order that could be claimed now are fewer than the limit, counted in all
+ * partitions of the queue ($9), in one probe that stops at the limit.  No
+ * lock is needed: every snapshot sees a task of the key that another claim
+ * is taking either as running or, as it was, ahead in claim order; and a
+ * task ahead goes first.
+ */
+#define KEY_BUSY \
+	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
+	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
+	" AND k.concurrency_key = c.concurrency_key" \
+	" AND k.state IN ('ready', 'waiting', 'running')" \
+	" AND (k.state = 'running' OR k.run_at <= $3" \
+	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
+	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
+	" LIMIT $10) k)"
+
+/* round-robin start over a queue's partitions */
+static uint32 next_claim_partition;
+
+/* what a claim returns: the columns of durable_claim's result */
+enum
+{
+	CLAIMED_TASK_ID,
+	CLAIMED_FENCE,
+	CLAIMED_LEASE_UNTIL,
+	CLAIMED_ATTEMPT,
+	CLAIMED_PAYLOAD,
+	CLAIMED_CHECKPOINT,
+	CLAIMED_NCOLUMNS
+};
+
+static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
+	[CLAIMED_TASK_ID] = {"task_id", INT8OID},
+	[CLAIMED_FENCE] = {"fence", INT8OID},
+	[CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[CLAIMED_ATTEMPT] = {"attempt", INT4OID},
+	[CLAIMED_PAYLOAD] = {"payload", JSONBOID},
+	[CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
+};
+
+static DurableStatement claim = {
+	.name = "claim",
+	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
+	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
+	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
+	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
+	"  claim_kind = 'claimed', claim_role = $8"
+	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+	"   SELECT task_id FROM durable.live_tasks"
+	"   WHERE partition_key = $1 AND queue_name = $2"
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+	"   ORDER BY priority DESC, run_at, task_id"
+	"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
+	"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
+	" FROM u ORDER BY priority DESC, run_at, task_id",
+	.nargs = 8,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_COLUMNS(claimed_columns),
+};
+
+static DurableStatement claim_limited = {
+	.name = "claim_limited",
+	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
+	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
+	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
+	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
+	"  claim_kind = 'claimed', claim_role = $8"
+	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+	"   SELECT task_id FROM durable.live_tasks c"
+	"   WHERE partition_key = $1 AND queue_name = $2"
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+	"   AND (concurrency_key IS NULL"
+	"    OR " KEY_BUSY " < $10)"
+	"   ORDER BY priority DESC, run_at, task_id"
+	"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
+	"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
+	" FROM u ORDER BY priority DESC, run_at, task_id",
+	.nargs = 10,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+	TIMESTAMPTZOID, TEXTOID, INT4ARRAYOID, INT4OID},
+	DURABLE_COLUMNS(claimed_columns),
+};
+
+/* whether a partition has work, and whether it has expired leases */
+enum
+{
+	PROBE_READY,
+	PROBE_EXPIRED,
+	PROBE_NCOLUMNS
+};
+
+static const DurableColumn probe_columns[PROBE_NCOLUMNS] = {
+	[PROBE_READY] = {"ready", BOOLOID},
+	[PROBE_EXPIRED] = {"expired", BOOLOID},
+};
+
+static DurableStatement claim_probe = {
+	.name = "claim_probe",
+	.sql = "SELECT EXISTS (SELECT FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND queue_name = $2"
+	"  AND state IN ('ready', 'waiting') AND run_at <= $3) AS ready,"
+	" EXISTS (SELECT FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3) AS expired",
+	.nargs = 3,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(probe_columns),
+};
+
+/* what a claim of steps awaiting a look-up returns */
+enum
+{
+	RECONCILE_TASK_ID,
+	RECONCILE_FENCE,
+	RECONCILE_LEASE_UNTIL,
+	RECONCILE_STEP,
+	RECONCILE_IDEMPOTENCY_KEY,
+	RECONCILE_REQUEST,
+	RECONCILE_NCOLUMNS
+};
+
+static const DurableColumn reconcile_columns[RECONCILE_NCOLUMNS] = {
+	[RECONCILE_TASK_ID] = {"task_id", INT8OID},
+	[RECONCILE_FENCE] = {"fence", INT8OID},
+	[RECONCILE_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[RECONCILE_STEP] = {"step", TEXTOID},
+	[RECONCILE_IDEMPOTENCY_KEY] = {"idempotency_key", TEXTOID},
+	[RECONCILE_REQUEST] = {"request", JSONBOID},
+};
+
+static DurableStatement reconcile_claim = {
+	.name = "reconcile_claim",
+	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
+	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
+	"  progress_at = $3, fence = t.fence + 1, version = t.version + 1,"
+	"  claimed_at = $3, claim_seq = t.version + 1,"
+	"  claim_kind = 'reconcile_claimed', claim_role = $8"
+	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+	"   SELECT task_id FROM durable.live_tasks"
+	"   WHERE partition_key = $1 AND queue_name = $2"
+	"   AND state = 'waiting' AND run_at = 'infinity' AND steps_in_doubt > 0"
+	"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version)"
+	" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
+	" s.request"
+	" FROM u JOIN durable.live_steps s ON s.partition_key = u.partition_key"
+	" AND s.task_id = u.task_id AND s.state = 'unknown'"
+	" ORDER BY u.task_id",
+	.nargs = 8,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_COLUMNS(reconcile_columns),
+};
+
+/*
+ * DurableClaim
+ *		Lease up to batch tasks of a queue into store, partition by
+ *		partition from a rotating start: ready work (DURABLE_CLAIM_READY,
+ *		rows as claimed_columns) or steps awaiting a look-up
+ *		(DURABLE_CLAIM_RECONCILE, rows as reconcile_columns); both
+ *		statements take (partition, queue, now, limit, worker, lease,
+ *		lease_until, role).
+ *		Nothing from a paused queue; 42501 for a role the queue does not
+ *		let work.  A partition with too little ready work first
+ *		has its expired leases settled, so that they are never handed out
+ *		without going through the recovery table.  In a queue with a
+ *		concurrency limit, claim_limited stands in for claim.
+ *		Returns how many.
+ */
+int
+DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
+			 Interval *lease, int batch, Tuplestorestate *store)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableQueue settings;
+	Datum		args[10];
+	int			claimed = 0;
+	bool		ready_work = kind == DURABLE_CLAIM_READY;
+	DurableStatement *stmt = ready_work ? &claim : &reconcile_claim;
+
+	DurableQueueGet(queue, &settings);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
+	if (settings.paused)
+		return 0;
+
+	/* in a queue with a concurrency limit, each key's running tasks count */
+	if (ready_work && settings.concurrency_limit > 0)
+	{
+		DurableRequireSingleServer("a claim in a queue with a concurrency limit");
+		stmt = &claim_limited;
+		args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		args[9] = Int32GetDatum(settings.concurrency_limit);
+	}
+
+	args[1] = CStringGetTextDatum(queue);
+	args[2] = TimestampTzGetDatum(now);
+	args[4] = CStringGetTextDatum(worker);
+	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
+	args[6] = TimestampTzGetDatum(DurableTimePlus(now, lease ? lease : &settings.lease));
+	args[7] = CStringGetTextDatum(DurableCallerName());
+
+	for (int i = 0; i < settings.partitions && claimed < batch; i++)
+	{
+		int32		partition = DurableQueuePartition(&settings,
+													  (int) (next_claim_partition++ % (uint32) settings.partitions));
+		int			wanted = batch - claimed;
+		uint64		n;
+
+		bool		expired = true;
+
+		args[0] = Int32GetDatum(partition);
+		args[3] = Int32GetDatum(wanted);
+
+		/*
+		 * On Citus a statement that locks rows makes its node a participant
+		 * of the transaction even where it takes none, and two participants
+		 * commit in two phases: a partition is first read, and locked only
+		 * when it has work.
+		 */
+		if (ready_work && DurableDistributed())
+		{
+			DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
+			expired = DurableColumnBool(0, PROBE_EXPIRED);
+			if (!DurableColumnBool(0, PROBE_READY))
+			{
+				if (expired)
+					DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+				continue;
+			}
+		}
+		n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
+		for (uint64 row = 0; row < n; row++)
+			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+		claimed += (int) n;
+
+		if (ready_work && (int) n < wanted && expired)
+			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+	}
+	return claimed;
+}
+
+/* the new lease end of a heartbeat, and the task's queue */
+enum
+{
+	HEARTBEAT_LEASE_UNTIL,
+	HEARTBEAT_QUEUE,
+	HEARTBEAT_RESTRICTED,
+	HEARTBEAT_NCOLUMNS
+};
+
+static const DurableColumn heartbeat_columns[HEARTBEAT_NCOLUMNS] = {
+	[HEARTBEAT_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[HEARTBEAT_QUEUE] = {"queue_name", TEXTOID},
+	[HEARTBEAT_RESTRICTED] = {"restricted", BOOLOID},
+};
+
+static DurableStatement heartbeat = {
+	.name = "heartbeat",
+	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
+	" lease = COALESCE($4, lease),"
+	" lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, lease)") ","
+	" heartbeat_at = $3,"
+	" progress_at = CASE WHEN $5::text IS NOT NULL"
+	"  AND $5::text IS DISTINCT FROM progress THEN $3 ELSE progress_at END,"
+	" progress = COALESCE($5, progress)"
+	" WHERE partition_key = $1"
+	" AND task_id = $2"
+	" AND fence = $6 AND state = 'running'"
+	" RETURNING lease_until, queue_name)"
+	" SELECT u.lease_until, u.queue_name, q.restricted FROM u" QUEUE_OF_U,
+	.nargs = 6,
+	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
+	DURABLE_COLUMNS(heartbeat_columns),
+};
+
+/*
+ * DurableHeartbeatTask
+ *		Extend the lease of a task held under fence to now + lease (its
+ *		current lease when NULL) and record progress (when not NULL);
+ *		progress_at moves only when progress changes.  Returns the new
+ *		lease end.  Raises 55U01 for a stale fence, 42501 for a role the
+ *		task's queue does not let work.
+ */
+TimestampTz
+DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease)
+{
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz lease_until;
+	bool		isnull;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[1] = Int64GetDatum(task_id);
+	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[3] = PointerGetDatum(lease);
+	nulls[3] = lease ? ' ' : 'n';
+	args[4] = PointerGetDatum(progress);
+	nulls[4] = progress ? ' ' : 'n';
+	args[5] = Int64GetDatum(fence);
+	if (DurableExecute(&heartbeat, args, nulls, SPI_OK_SELECT, 0) == 0)
+		DurableReportRefusal(task_id, fence);
+	lease_until = DatumGetTimestampTz(DurableColumnDatum(0, HEARTBEAT_LEASE_UNTIL, &isnull));
+	DurableCheckRestrictedQueue(DurableColumnText(0, HEARTBEAT_QUEUE),
+								!DurableColumnIsNull(0, HEARTBEAT_RESTRICTED) &&
+								DurableColumnBool(0, HEARTBEAT_RESTRICTED),
+								DURABLE_PRIV_WORK);
+	return lease_until;
+}
+
+/* a row per task of a batch heartbeat, in the order given */
+enum
+{
+	RENEWED_TASK_ID,
+	RENEWED_QUEUE,
+	RENEWED_RESTRICTED,
+	RENEWED_LEASE_UNTIL,
+	RENEWED_NCOLUMNS
+};
+
+static const DurableColumn renewed_columns[RENEWED_NCOLUMNS] = {
+	[RENEWED_TASK_ID] = {"task_id", INT8OID},
+	[RENEWED_QUEUE] = {"queue_name", TEXTOID},
+	[RENEWED_RESTRICTED] = {"restricted", BOOLOID},
+	[RENEWED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+};
+
+static DurableStatement heartbeat_batch = {
+	.name = "heartbeat_batch",
+	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
+	"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
+	" u AS (UPDATE durable.live_tasks t SET"
+	"  lease = COALESCE($4, t.lease),"
+	"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
+	"  heartbeat_at = $3"
+	"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+	"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
+	"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"
+	" SELECT i.task_id, u.queue_name, q.restricted, u.lease_until"
+	" FROM i LEFT JOIN u ON u.task_id = i.task_id AND u.fence = i.fence"
+	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
+	" ORDER BY i.n",
+	.nargs = 4,
+	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID},
+	DURABLE_COLUMNS(renewed_columns),
+};
+
+/*
+ * DurableHeartbeatBatch
+ *		Extend the lease of every task of a batch of n (at least one) that
+ *		is still running under its fence, in one statement; for each task,
+ *		in the order given, its id, whether the caller still held it, and
+ *		its new lease end, into task_ids, held and until, which the caller
+ *		allocates.  Progress is not touched.  Raises 42501 (and renews
+ *		nothing) when a renewed task's queue does not let the caller's role
+ *		work.
+ */
+void
+DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
+					  int n, int64 *task_ids, TimestampTz *until, bool *held)
+{
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	uint64		rows;
+	char	  **queues;
+	bool	   *restricted;
+
+	args[0] = PointerGetDatum(ids);
+	args[1] = PointerGetDatum(fences);
+	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[3] = PointerGetDatum(lease);
+	nulls[3] = lease ? ' ' : 'n';
+	rows = DurableExecute(&heartbeat_batch, args, nulls, SPI_OK_SELECT, 0);
+	if (rows != (uint64) n)
+		elog(ERROR, "batch heartbeat returned %llu rows for %d tasks",
+			 (unsigned long long) rows, n);
+	queues = palloc(sizeof(char *) * rows);
+	restricted = palloc(sizeof(bool) * rows);
+	for (uint64 r = 0; r < rows; r++)
+	{
+		bool		isnull;
+		Datum		d = DurableColumnDatum(r, RENEWED_LEASE_UNTIL, &isnull);
+
+		task_ids[r] = DurableColumnInt64(r, RENEWED_TASK_ID);
+		held[r] = !isnull;
+		until[r] = isnull ? 0 : DatumGetTimestampTz(d);
+		queues[r] = DurableColumnText(r, RENEWED_QUEUE);
+		restricted[r] = !DurableColumnIsNull(r, RENEWED_RESTRICTED) &&
+			DurableColumnBool(r, RENEWED_RESTRICTED);
+	}
+	DurableCheckQueuesAccess(queues, restricted, rows, DURABLE_PRIV_WORK);
+}
+
+/*
+ * DurableReleaseTask
+ *		Give a claimed task back: READY again with fence + 1, the claim's
+ *		attempt given back, an event 'released' with the reason (or NULL).
+ *		Refused (55U04) while a step is started or unknown; 55U01 for a
+ *		stale fence, 42704 for an unknown task.
+ */
+void
+DurableReleaseTask(int64 task_id, int64 fence, const char *reason)
+{
+	DurableTask task;
+	DurableStep step;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	DurableTaskHeld(task_id, fence, &task);
+	if (DurableStepInDoubt(&task, &step))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot be released while step \"%s\" is %s",
+					   (long long) task_id, step.name, step.state),
+				errdetail("A step that was started and not committed may have taken effect."),
+				errhint("Leave the task: when its lease runs out the recovery table judges step \"%s\". Or settle the step first (commit it, record a receipt, or durable_fail(..., step => '%s')).",
+						step.name, step.name));
+
+	DurableDetailInit(&detail);
+	if (reason)
+		DurableDetailText(&detail, "reason", reason);
+	DurableDetailInt(&detail, "attempt_given_back", task.attempt);
+	move.from_state = "running";
+	move.fence = fence;
+	move.to_state = "ready";
+	move.revoke = true;
+	move.give_back_attempt = true;
+	move.kind = "released";
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
+}

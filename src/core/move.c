@@ -1,0 +1,662 @@
+/*-------------------------------------------------------------------------
+ *
+ * move.c
+ *	  Moving a task between states under a fence, and what a finish owes
+ *	  the task's family: waking a parent that joins it, cancelling a
+ *	  cancelled task's children or sending them to review.
+ *
+ * Fencing: a write names the fence it was given by its claim.  Every move
+ * re-checks fence and state in the UPDATE's own WHERE clause, so a write
+ * that waited for the row lock of a reconciler or of another worker sees
+ * the row as that transaction left it, and finds nothing to update when it
+ * lost.  Only then is the row read again to say why (DurableReportRefusal
+ * in task.c), in the caller's transaction, so the caller's own writes roll
+ * back with the error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "core/sql.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/* the attempt after a move, by the parameters of transition */
+#define MOVED_ATTEMPT \
+	"CASE WHEN $16 THEN 0" \
+	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
+
+/*
+ * A running lease is its own open event: the claim sets claimed_at,
+ * claim_seq, claim_kind and claim_role instead of appending a row, and the
+ * move that ends the lease records the claim with its own event (in the
+ * event's lease_* columns, or for a task that finishes, in its row in
+ * history, which is also its last event).  durable.events shows both.
+ */
+#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
+
+/*
+ * A finished state from its name, without the enum's input function: Citus
+ * allows no function in RETURNING that is not immutable.
+ */
+#define FINISHED_STATE(name) \
+	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
+	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
+	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
+
+/*
+ * A finished task's row in history, from its live row and the parameters
+ * of transition: in the SELECT of finish, in the RETURNING of
+ * its split.
+ */
+#define FINISHED_TASK_ROW \
+	"partition_key, task_id, " FINISHED_STATE("$5") ", class, priority," \
+	" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6," \
+	" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at," \
+	" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name," \
+	" owner, progress, $8, idempotency_key, request_hash, workflow_version," \
+	" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint," \
+	" checkpoint_version, steps_in_doubt, metadata," \
+	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
+	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
+	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
+	" parent_id, concurrency_key, waits"
+
+/* the row a move takes, by the parameters of transition */
+#define MOVE_WHERE \
+	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
+	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
+
+/*
+ * What a move returns.  Whether the task's queue is restricted is read by
+ * joining durable.queues in the statement's last SELECT, not in RETURNING:
+ * on Citus, RETURNING runs on the shard, where no other table may be read.
+ */
+#define MOVE_RETURNING \
+	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name"
+
+#define TRANSITION_ARGTYPES \
+	{INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, \
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
+	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
+
+/* the changes of a move (the parameters of transition) */
+#define MOVE_SET \
+	" state = $5::durable.task_state, fence = fence + $6, version = version + 1," \
+	" run_at = COALESCE($7, run_at), stop_code = $8," \
+	" last_error = COALESCE($9, last_error), result = COALESCE($10, result)," \
+	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL"
+
+/* a lease's column given as a parameter, when the move ends the lease */
+#define ENDS_LEASE_PARAM(param) "CASE WHEN $4 = 'running' THEN " param " END"
+
+/* queue, owner and whether the queue is restricted, after a move */
+#define MOVED_QUEUE(seq, queue, owner) \
+	"SELECT " seq ", " queue "::text AS queue_name, " owner "::text AS owner," \
+	" q.restricted FROM (SELECT) x" \
+	" LEFT JOIN durable.queues q ON q.queue_name = " queue
+
+static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
+static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
+
+/*
+ * The columns of a move: transition and revive return the event's seq,
+ * finish the task's version (its last event), and what it owes its family.
+ */
+enum
+{
+	MOVED_SEQ,
+	MOVED_QUEUE,
+	MOVED_OWNER,
+	MOVED_RESTRICTED,
+	MOVED_NCOLUMNS
+};
+
+static const DurableColumn moved_columns[MOVED_NCOLUMNS] = {
+	[MOVED_SEQ] = {"seq", INT4OID},
+	[MOVED_QUEUE] = {"queue_name", TEXTOID},
+	[MOVED_OWNER] = {"owner", TEXTOID},
+	[MOVED_RESTRICTED] = {"restricted", BOOLOID},
+};
+
+enum
+{
+	FINISHED_VERSION,
+	FINISHED_QUEUE,
+	FINISHED_OWNER,
+	FINISHED_RESTRICTED,
+	FINISHED_PARENT,
+	FINISHED_CHILDREN,
+	FINISHED_WAITED,
+	FINISHED_NCOLUMNS
+};
+
+static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
+	[FINISHED_VERSION] = {"version", INT4OID},
+	[FINISHED_QUEUE] = {"queue_name", TEXTOID},
+	[FINISHED_OWNER] = {"owner", TEXTOID},
+	[FINISHED_RESTRICTED] = {"restricted", BOOLOID},
+	[FINISHED_PARENT] = {"parent_id", INT8OID},
+	[FINISHED_CHILDREN] = {"children", INT8ARRAYOID},
+	[FINISHED_WAITED] = {"waited", BOOLOID},
+};
+
+static DurableStatement transition = {
+	.name = "transition",
+	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
+	"  state = $5::durable.task_state,"
+	"  fence = fence + $6,"
+	"  version = version + 1,"
+	"  run_at = COALESCE($7, run_at),"
+	"  stop_code = $8,"
+	"  last_error = COALESCE($9, last_error),"
+	"  result = COALESCE($10, result),"
+	"  attempt = " MOVED_ATTEMPT ","
+	"  lease = NULL, lease_until = NULL"
+	MOVE_WHERE
+	MOVE_RETURNING ","
+	"  claimed_at, claim_seq, claim_kind, claim_role),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+	"  lease_kind, lease_actor, lease_role)"
+	"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
+	"  COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
+	"  " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
+	"  " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
+	"  " ENDS_LEASE("claim_role") " FROM u"
+	"  RETURNING seq)"
+	" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
+	QUEUE_OF_U,
+	.nargs = 18,
+	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_COLUMNS(moved_columns),
+	.nsplit = 3,
+	.split = {
+	/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
+	 * claimed_at, claim_seq, claim_kind, claim_role */
+	{"UPDATE durable.live_tasks SET" MOVE_SET MOVE_WHERE
+		" RETURNING partition_key, task_id, version, fence, state, owner,"
+		" queue_name, claimed_at, claim_seq, claim_kind, claim_role",
+	DURABLE_SPLIT_NO_INPUT, true},
+	{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
+		" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+		" lease_kind, lease_actor, lease_role)"
+		" VALUES ($19, $20, $21, $23, $22, $11, $12, COALESCE($13, $24), $14, $17,"
+		" " ENDS_LEASE_PARAM("$27") ", " ENDS_LEASE_PARAM("$22 - $6") ","
+		" " ENDS_LEASE_PARAM("$26") ", " ENDS_LEASE_PARAM("$28") ","
+		" " ENDS_LEASE_PARAM("$24") ", " ENDS_LEASE_PARAM("$29") ")"
+		" RETURNING seq, $25::text, $24::text",
+	0, true},
+	{MOVED_QUEUE("$19", "$20", "$21"), 1, true},
+	},
+};
+
+static DurableStatement finish = {
+	.name = "finish",
+	.sql = "WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
+	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
+	"  SELECT " FINISHED_TASK_ROW " FROM d"
+	MOVE_RETURNING ", parent_id,"
+	/* a task without waits, as most are, has no children to look for */
+	"  CASE WHEN waits IS NOT NULL THEN"
+	"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
+	"   FROM pg_catalog.jsonb_each(waits) w"
+	"   WHERE w.value ->> 'kind' = 'spawn') END AS children,"
+	"  waits IS NOT NULL AS waited),"
+	" s AS (DELETE FROM durable.live_steps s USING d"
+	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
+	"  RETURNING s.*),"
+	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+	"  SELECT s.*, $11 FROM s)"
+	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
+	" u.children, u.waited FROM u" QUEUE_OF_U,
+	.nargs = 18,
+	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_COLUMNS(finished_columns),
+	.nsplit = 5,
+	.split = {
+	/* the task's row in history, as finish makes it */
+	{"DELETE FROM durable.live_tasks" MOVE_WHERE
+		" RETURNING " FINISHED_TASK_ROW,
+	DURABLE_SPLIT_NO_INPUT, true},
+	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
+		" RETURNING version, queue_name, owner, parent_id, waits",
+	0, true},
+	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
+		" RETURNING " STEP_TABLE_COLUMNS,
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+		" VALUES ($*, $11)",
+	2, false},
+	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
+		" q.restricted, $22::int8 AS parent_id,"
+		" CASE WHEN $23 IS NOT NULL THEN"
+		" (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
+		"  FROM pg_catalog.jsonb_each($23) w"
+		"  WHERE w.value ->> 'kind' = 'spawn') END AS children,"
+		" $23 IS NOT NULL AS waited"
+		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
+	1, true},
+	},
+};
+
+static DurableStatement revive = {
+	.name = "revive",
+	.sql = "WITH d AS (DELETE FROM durable.task_history" MOVE_WHERE " RETURNING *),"
+	/* the row was the task's last event: it becomes one of the log */
+	" f AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
+	"  lease_kind, lease_actor, lease_role)"
+	"  SELECT partition_key, task_id, version, state, fence, finished_at,"
+	"  final_kind, final_actor, final_detail, final_role, claim_seq,"
+	"  claim_fence, claimed_at, claim_kind, owner, claim_role FROM d"
+	"  WHERE final_kind IS NOT NULL),"
+	" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
+	"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
+	"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
+	"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
+	"  stuck_alarm_at, NULL, NULL, deadline, queue_name, owner, progress, $8,"
+	"  idempotency_key, request_hash, workflow_version, payload,"
+	"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
+	"  checkpoint_version, steps_in_doubt, metadata,"
+	"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+	"  parent_id, concurrency_key, waits FROM d"
+	MOVE_RETURNING "),"
+	" s AS (DELETE FROM durable.step_history s USING d"
+	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
+	"  RETURNING s.*),"
+	" l AS (INSERT INTO durable.live_steps (" STEP_TABLE_COLUMNS ")"
+	"  SELECT " STEP_TABLE_COLUMNS " FROM s),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role)"
+	"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
+	"  COALESCE($13, owner), $14, $17 FROM u"
+	"  RETURNING seq)"
+	" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
+	QUEUE_OF_U,
+	.nargs = 18,
+	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_COLUMNS(moved_columns),
+};
+
+/*
+ * DurableMoveTask
+ *		Move a task from move->from_state under move->fence to
+ *		move->to_state, releasing its lease, and append the event, in one
+ *		statement; a task that finishes moves with its steps from the live
+ *		tables to history, and one that is replayed moves back.  Returns
+ *		false when the task is no longer in that state under that fence, or
+ *		has steps in doubt and move->allow_doubt is not set or the move
+ *		would hand the task out again.
+ */
+bool
+DurableMoveTask(const DurableTask *task, const DurableMove *move,
+				TimestampTz now, DurableMoved *moved)
+{
+	Datum		args[18];
+	char		nulls[18];
+	DurableStatement *stmt;
+
+	/*
+	 * A task goes back to the claims only with no step in doubt, whatever
+	 * the caller allows: the row's own count decides, in the statement.
+	 */
+	bool		releases = strcmp(move->to_state, "ready") == 0 ||
+		(strcmp(move->to_state, "waiting") == 0 &&
+		 move->run_at != DURABLE_AWAITING_RECONCILE);
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[1] = Int64GetDatum(task->task_id);
+	args[2] = Int64GetDatum(move->fence);
+	args[3] = CStringGetTextDatum(move->from_state);
+	args[4] = CStringGetTextDatum(move->to_state);
+	args[5] = Int64GetDatum(move->revoke ? 1 : 0);
+	args[6] = TimestampTzGetDatum(move->run_at);
+	nulls[6] = move->run_at == 0 ? 'n' : ' ';
+	args[7] = move->stop_code ? CStringGetTextDatum(move->stop_code) : (Datum) 0;
+	nulls[7] = move->stop_code ? ' ' : 'n';
+	args[8] = JsonbPGetDatum(move->error);
+	nulls[8] = move->error ? ' ' : 'n';
+	args[9] = JsonbPGetDatum(move->result);
+	nulls[9] = move->result ? ' ' : 'n';
+	args[10] = TimestampTzGetDatum(now);
+	args[11] = CStringGetTextDatum(move->kind);
+	args[12] = move->actor ? CStringGetTextDatum(move->actor) : (Datum) 0;
+	nulls[12] = move->actor ? ' ' : 'n';
+	args[13] = JsonbPGetDatum(move->detail);
+	nulls[13] = move->detail ? ' ' : 'n';
+	args[14] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
+	args[15] = BoolGetDatum(move->reset_attempts);
+	args[16] = CStringGetTextDatum(DurableCallerName());
+	args[17] = BoolGetDatum(move->give_back_attempt);
+
+	/* a task that finishes moves to history; a replayed one comes back */
+	if (DurableTaskIsTerminal(move->to_state))
+	{
+		DurableEnsureHistoryDays(now);
+		stmt = &finish;
+	}
+	else if (DurableTaskIsTerminal(move->from_state))
+		stmt = &revive;
+	else
+		stmt = &transition;
+	if (DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0) != 1)
+		return false;
+	/* the queue, owner and restriction are columns 1 to 3 of each */
+	StaticAssertStmt((int) MOVED_QUEUE == (int) FINISHED_QUEUE &&
+					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
+					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
+					 "a move's columns");
+	if (moved != NULL)
+	{
+		moved->queue = DurableColumnText(0, MOVED_QUEUE);
+		moved->owner = DurableColumnText(0, MOVED_OWNER);
+		moved->restricted = !DurableColumnIsNull(0, MOVED_RESTRICTED) &&
+			DurableColumnBool(0, MOVED_RESTRICTED);
+	}
+	if (stmt == &finish)
+		finished(task->task_id, move, now);
+	return true;
+}
+
+static DurableStatement event_waits_drop = {
+	.name = "event_waits_drop",
+	.sql = "DELETE FROM durable.event_waits WHERE task_id = $1",
+	.nargs = 1,
+	.argtypes = {INT8OID},
+};
+
+/*
+ * finished
+ *		What a task that has just finished (the row of finish) owes its
+ *		family: a parent waiting for it may wake, and a cancelled task's
+ *		unfinished children are cancelled with it; and the awaits it had
+ *		registered go.
+ */
+static void
+finished(int64 task_id, const DurableMove *move, TimestampTz now)
+{
+	bool		isnull;
+	Datum		d;
+	int64		parent_id;
+	Datum	   *children = NULL;
+	int			nchildren = 0;
+
+	parent_id = DurableColumnIsNull(0, FINISHED_PARENT) ? 0 :
+		DurableColumnInt64(0, FINISHED_PARENT);
+	d = DurableColumnDatum(0, FINISHED_CHILDREN, &isnull);
+	if (!isnull && strcmp(move->to_state, "cancelled") == 0)
+		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
+						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &children, NULL, &nchildren);
+	/* an await it gave up on waits for nothing now */
+	if (DurableColumnBool(0, FINISHED_WAITED))
+	{
+		Datum		id = Int64GetDatum(task_id);
+
+		DurableExecute(&event_waits_drop, &id, NULL, SPI_OK_DELETE, 0);
+	}
+	if (parent_id != 0)
+		DurableWakeParent(parent_id, task_id, now);
+	for (int i = 0; i < nchildren; i++)
+		cancel_child(DatumGetInt64(children[i]), task_id, now);
+}
+
+/* the steps of a task that are started, latest first */
+enum
+{
+	STARTED_STEP,
+	STARTED_NCOLUMNS
+};
+
+static const DurableColumn started_columns[STARTED_NCOLUMNS] = {
+	[STARTED_STEP] = {"step", TEXTOID},
+};
+
+static DurableStatement steps_started = {
+	.name = "steps_started",
+	.sql = "SELECT step FROM durable.live_steps"
+	" WHERE partition_key = $1 AND task_id = $2 AND state = 'started'"
+	" ORDER BY ordinal DESC",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(started_columns),
+};
+
+/*
+ * child_to_review
+ *		A child of a task just cancelled has a step started or unknown:
+ *		whether that step took effect nobody knows, and a cascade is no
+ *		person's decision, so the child goes to review instead of being
+ *		cancelled.  A running one loses its lease, as on expiry, so its
+ *		started steps are unknown now (their worker can no longer say).
+ *		The event names the parent and who cancelled it.  Once a person
+ *		has settled every step, the child is cancelled as its parent was
+ *		(DurableReleaseMove).
+ */
+static void
+child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
+{
+	const char *actor = DurableCallerName();
+	DurableMove move = {0};
+	DurableDetail detail;
+	Datum		key[2];
+	uint64		n;
+	char	  **names;
+
+	key[0] = Int32GetDatum(child->partition);
+	key[1] = Int64GetDatum(child->task_id);
+	n = DurableExecute(&steps_started, key, NULL, SPI_OK_SELECT, 0);
+	/* the names outlive the result, which the next statement replaces */
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		names[i] = DurableColumnText(i, STARTED_STEP);
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableStep step;
+
+		DurableStepFetchOrError(child, names[i], &step);
+		if (strcmp(step.state, "started") == 0)
+			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
+							  actor, NULL, NULL, now);
+	}
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", "its parent was cancelled");
+	DurableDetailInt(&detail, "parent", parent_id);
+	DurableDetailText(&detail, "cancelled_by", actor);
+	DurableDetailText(&detail, "previous_state", child->state);
+	DurableDetailInt(&detail, "steps_in_doubt", child->steps_in_doubt);
+	DurableDetailText(&detail, "action",
+					  DurableRecoveryActionName(DURABLE_RECOVERY_MANUAL_REVIEW));
+	move.from_state = child->state;
+	move.fence = child->fence;
+	move.to_state = "needs_review";
+	move.revoke = strcmp(child->state, "running") == 0;
+	move.allow_doubt = true;
+	move.kind = "parent_cancelled";
+	move.actor = actor;
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(child, &move, now);
+}
+
+/*
+ * cancel_child
+ *		Cancel a child of a task just cancelled, unless it has finished,
+ *		waits in review for an operator, who alone may settle it, or has a
+ *		step in doubt, which sends it to review.  Its own children go with
+ *		it.
+ */
+static void
+cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
+{
+	DurableTask child;
+
+	if (!DurableTaskFetch(child_id, true, &child) ||
+		DurableTaskIsTerminal(child.state) ||
+		strcmp(child.state, "needs_review") == 0)
+		return;
+	if (child.steps_in_doubt > 0)
+		child_to_review(&child, parent_id, now);
+	else
+		DurableCancelLockedTask(&child, "its parent was cancelled", parent_id, now);
+}
+
+/*
+ * DurableCancelLockedTask
+ *		Cancel an unfinished task the caller has read under its row lock
+ *		(not in review); a running one loses its lease.  parent_id names
+ *		the parent whose cancellation this is, or is 0.  Its unfinished
+ *		children go with it.
+ */
+void
+DurableCancelLockedTask(const DurableTask *task, const char *reason,
+						int64 parent_id, TimestampTz now)
+{
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", reason);
+	if (parent_id != 0)
+		DurableDetailInt(&detail, "parent", parent_id);
+	DurableDetailText(&detail, "previous_state", task->state);
+	move.from_state = task->state;
+	move.fence = task->fence;
+	move.to_state = "cancelled";
+	move.revoke = strcmp(task->state, "running") == 0;
+	move.allow_doubt = true;
+	move.kind = "cancelled";
+	move.actor = DurableCallerName();
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(task, &move, now);
+}
+
+static DurableStatement parent_lock = {
+	.name = "parent_lock",
+	/* an update, not a lock: see DurableWakeParent */
+	.sql = "UPDATE durable.live_tasks SET run_at = run_at"
+	" WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+};
+
+/* a statement that wakes tasks returns their queues, each once, first */
+enum
+{
+	WOKEN_QUEUE,
+	WOKEN_NCOLUMNS
+};
+
+static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
+	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
+};
+
+static DurableStatement parent_wake = {
+	.name = "parent_wake",
+	.sql = "WITH p AS (SELECT t.partition_key, t.task_id, j.key AS name"
+	"  FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
+	"  WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
+	"  AND t.run_at > $3"
+	"  AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'"
+	"  AND NOT EXISTS (SELECT FROM pg_catalog.jsonb_each(t.waits) s"
+	"   JOIN durable.live_tasks c"
+	"   ON c.partition_key = ((s.value ->> 'task_id')::int8"
+	"    & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
+	"   AND c.task_id = (s.value ->> 'task_id')::int8"
+	"   WHERE s.value ->> 'kind' = 'spawn'"
+	"   AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
+	"    OR j.value -> 'args' -> 'children' ? s.key))),"
+	" u AS (UPDATE durable.live_tasks t SET run_at = $3, version = t.version + 1"
+	"  FROM p WHERE t.partition_key = p.partition_key AND t.task_id = p.task_id"
+	"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+	"  t.queue_name, p.name),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role)"
+	"  SELECT partition_key, task_id, version, state, fence, $3, 'woken', $5,"
+	"  pg_catalog.jsonb_build_object('wait', name, 'child', $4), $5 FROM u)"
+	WOKEN_QUEUES,
+	.nargs = 5,
+	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID},
+	DURABLE_COLUMNS(woken_columns),
+};
+
+/*
+ * DurableWakeParent
+ *		A child has finished: wake its parent if the parent waits on a join
+ *		whose children have now all finished.
+ *
+ *		The parent's row is updated first, whatever its state.  A parent
+ *		that is registering its join holds that row, so this waits for the
+ *		join to commit and then sees it; a join that comes later waits for
+ *		this transaction and then sees the child finished.  The check runs
+ *		as a statement of its own, with a snapshot taken after the row was
+ *		had.  (An update rather than a lock, so that a transaction under
+ *		REPEATABLE READ whose snapshot missed a concurrent change fails to
+ *		serialize instead of missing it.)
+ */
+void
+DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
+{
+	Datum		args[5];
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	args[1] = Int64GetDatum(parent_id);
+	if (DurableExecute(&parent_lock, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		return;
+	args[2] = TimestampTzGetDatum(now);
+	args[3] = Int64GetDatum(child_id);
+	args[4] = CStringGetTextDatum(DurableCallerName());
+	DurableAnnounceWoken(DurableExecute(&parent_wake, args, NULL,
+										SPI_OK_SELECT, 0));
+}
+
+/*
+ * DurableAnnounceWoken
+ *		Tasks were woken: NOTIFY the queues of the rows of the statement
+ *		that woke them (a queue each, in its first column, queue_name), at
+ *		commit, as an enqueue of ready work does.  A wake-up only: claims
+ *		decide.
+ */
+void
+DurableAnnounceWoken(uint64 rows)
+{
+	for (uint64 r = 0; r < rows; r++)
+		Async_Notify(DURABLE_READY_CHANNEL, DurableColumnText(r, WOKEN_QUEUE));
+}
+
+/*
+ * DurableMoveLockedTask
+ *		DurableMoveTask for a caller that has just read the task under its
+ *		row lock and checked its state and fence: failing can only mean a bug.
+ */
+void
+DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
+					  TimestampTz now)
+{
+	if (!DurableMoveTask(task, move, now, NULL))
+		elog(ERROR, "task %lld changed under its row lock",
+			 (long long) task->task_id);
+}
+
+/*
+ * DurableMoveTaskFenced
+ *		DurableMoveTask for a worker that holds the fence: anything but
+ *		success raises the error that explains it, and so does a queue that
+ *		does not let the worker's role work.
+ */
+void
+DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
+{
+	DurableTask task;
+	DurableMoved moved;
+
+	task.task_id = task_id;
+	if (!DurableMoveTask(&task, move, now, &moved))
+		DurableReportRefusal(task_id, move->fence);
+	DurableCheckRestrictedQueue(moved.queue, moved.restricted, DURABLE_PRIV_WORK);
+}
