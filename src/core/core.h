@@ -20,20 +20,6 @@ extern int	durable_vacuum_threshold;
 extern int	durable_retention;
 extern int	durable_inbox_retention;
 
-/* ---- legacy.c: statements by number (transitional) ---- */
-typedef enum DurableStmt
-{
-	STMT_STEPS_UNSETTLED,
-	STMT_CHILDREN_STATES,
-	DURABLE_NUM_STMTS
-} DurableStmt;
-
-extern uint64 DurableExecuteStmt(DurableStmt id, Datum *values, const char *nulls,
-							 int expected, long tcount);
-extern Datum DurableResultDatum(uint64 row, int col, bool *isnull);
-extern int64 DurableResultInt64(uint64 row, int col);
-extern char *DurableResultText(uint64 row, int col);
-
 /* ---- task.c: reading one task, appending its events ---- */
 typedef struct DurableTask
 {
