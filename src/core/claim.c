@@ -90,6 +90,33 @@ static DurableStatement claim = {
 	DURABLE_COLUMNS(claimed_columns),
 };
 
+/*
+ * The claim of one task, the usual case: the same rows and the same
+ * result as claim with a limit of 1, in a statement whose plan is the
+ * UPDATE alone (no common table expression to scan and sort), which is
+ * cheaper to start on every call.
+ */
+static DurableStatement claim_one = {
+	.name = "claim_one",
+	.sql = "UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
+	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
+	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
+	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
+	"  claim_kind = 'claimed', claim_role = $8"
+	"  WHERE t.partition_key = $1 AND t.task_id = ("
+	"   SELECT task_id FROM durable.live_tasks"
+	"   WHERE partition_key = $1 AND queue_name = $2"
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+	"   ORDER BY priority DESC, run_at, task_id"
+	"   LIMIT $4 FOR UPDATE SKIP LOCKED)"
+	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload,"
+	"  t.checkpoint",
+	.nargs = 8,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
+	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_COLUMNS(claimed_columns),
+};
+
 static DurableStatement claim_limited = {
 	.name = "claim_limited",
 	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
@@ -261,7 +288,10 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 				continue;
 			}
 		}
-		n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
+		if (stmt == &claim && wanted == 1)
+			n = DurableExecute(&claim_one, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+		else
+			n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
 		for (uint64 row = 0; row < n; row++)
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 		claimed += (int) n;

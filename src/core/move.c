@@ -129,8 +129,7 @@ enum
 	FINISHED_OWNER,
 	FINISHED_RESTRICTED,
 	FINISHED_PARENT,
-	FINISHED_CHILDREN,
-	FINISHED_WAITED,
+	FINISHED_WAITS,
 	FINISHED_NCOLUMNS
 };
 
@@ -140,8 +139,7 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 	[FINISHED_OWNER] = {"owner", TEXTOID},
 	[FINISHED_RESTRICTED] = {"restricted", BOOLOID},
 	[FINISHED_PARENT] = {"parent_id", INT8OID},
-	[FINISHED_CHILDREN] = {"children", INT8ARRAYOID},
-	[FINISHED_WAITED] = {"waited", BOOLOID},
+	[FINISHED_WAITS] = {"waits", JSONBOID},
 };
 
 static DurableStatement transition = {
@@ -199,20 +197,14 @@ static DurableStatement finish = {
 	.sql = "WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
 	"  SELECT " FINISHED_TASK_ROW " FROM d"
-	MOVE_RETURNING ", parent_id,"
-	/* a task without waits, as most are, has no children to look for */
-	"  CASE WHEN waits IS NOT NULL THEN"
-	"  (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
-	"   FROM pg_catalog.jsonb_each(waits) w"
-	"   WHERE w.value ->> 'kind' = 'spawn') END AS children,"
-	"  waits IS NOT NULL AS waited),"
+	MOVE_RETURNING ", parent_id, waits),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
 	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 	"  SELECT s.*, $11 FROM s)"
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
-	" u.children, u.waited FROM u" QUEUE_OF_U,
+	" u.waits FROM u" QUEUE_OF_U,
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
@@ -232,12 +224,7 @@ static DurableStatement finish = {
 		" VALUES ($*, $11)",
 	2, false},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
-		" q.restricted, $22::int8 AS parent_id,"
-		" CASE WHEN $23 IS NOT NULL THEN"
-		" (SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8)"
-		"  FROM pg_catalog.jsonb_each($23) w"
-		"  WHERE w.value ->> 'kind' = 'spawn') END AS children,"
-		" $23 IS NOT NULL AS waited"
+		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits"
 		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
 	1, true},
 	},
@@ -370,6 +357,26 @@ static DurableStatement event_waits_drop = {
 	.argtypes = {INT8OID},
 };
 
+/* the children a task spawned, from its waits */
+enum
+{
+	SPAWNED_CHILDREN,
+	SPAWNED_NCOLUMNS
+};
+
+static const DurableColumn spawned_columns[SPAWNED_NCOLUMNS] = {
+	[SPAWNED_CHILDREN] = {"children", INT8ARRAYOID},
+};
+
+static DurableStatement spawned_children = {
+	.name = "spawned_children",
+	.sql = "SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8) AS children"
+	" FROM pg_catalog.jsonb_each($1) w WHERE w.value ->> 'kind' = 'spawn'",
+	.nargs = 1,
+	.argtypes = {JSONBOID},
+	DURABLE_COLUMNS(spawned_columns),
+};
+
 /*
  * finished
  *		What a task that has just finished (the row of finish) owes its
@@ -380,24 +387,29 @@ static DurableStatement event_waits_drop = {
 static void
 finished(int64 task_id, const DurableMove *move, TimestampTz now)
 {
+	bool		no_waits;
 	bool		isnull;
-	Datum		d;
+	Datum		waits;
 	int64		parent_id;
 	Datum	   *children = NULL;
 	int			nchildren = 0;
 
 	parent_id = DurableColumnIsNull(0, FINISHED_PARENT) ? 0 :
 		DurableColumnInt64(0, FINISHED_PARENT);
-	d = DurableColumnDatum(0, FINISHED_CHILDREN, &isnull);
-	if (!isnull && strcmp(move->to_state, "cancelled") == 0)
-		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
-						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-						  &children, NULL, &nchildren);
-	/* an await it gave up on waits for nothing now */
-	if (DurableColumnBool(0, FINISHED_WAITED))
+	/* a task without waits, as most are, has no children and no awaits */
+	waits = DurableColumnDatum(0, FINISHED_WAITS, &no_waits);
+	if (!no_waits)
 	{
 		Datum		id = Int64GetDatum(task_id);
 
+		if (strcmp(move->to_state, "cancelled") == 0 &&
+			DurableExecute(&spawned_children, &waits, NULL, SPI_OK_SELECT, 1) == 1 &&
+			!DurableColumnIsNull(0, SPAWNED_CHILDREN))
+			deconstruct_array(DatumGetArrayTypeP(DurableColumnDatum(0, SPAWNED_CHILDREN,
+																	&isnull)),
+							  INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &children, NULL, &nchildren);
+		/* an await it gave up on waits for nothing now */
 		DurableExecute(&event_waits_drop, &id, NULL, SPI_OK_DELETE, 0);
 	}
 	if (parent_id != 0)
