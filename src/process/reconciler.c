@@ -2,7 +2,7 @@
  *
  * reconciler.c
  *	  The durable reconciler: a background worker that runs one tick of
- *	  reconciliation (reconcile.c) per transaction, and the launcher that
+ *	  reconciliation (core/tick.c) per transaction, and the launcher that
  *	  starts it.
  *
  * It holds no logic of its own: durable_reconcile() runs the same routine,
