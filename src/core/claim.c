@@ -94,7 +94,8 @@ static DurableStatement claim = {
  * The claim of one task, the usual case: the same rows and the same
  * result as claim with a limit of 1, in a statement whose plan is the
  * UPDATE alone (no common table expression to scan and sort), which is
- * cheaper to start on every call.
+ * cheaper to start on every call.  Not on Citus, which plans the locking
+ * subquery apart from the UPDATE, and commits the two in two phases.
  */
 static DurableStatement claim_one = {
 	.name = "claim_one",
@@ -288,7 +289,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 				continue;
 			}
 		}
-		if (stmt == &claim && wanted == 1)
+		if (stmt == &claim && wanted == 1 && !DurableDistributed())
 			n = DurableExecute(&claim_one, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 		else
 			n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);

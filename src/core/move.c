@@ -95,7 +95,8 @@
 
 /* queue, owner and whether the queue is restricted, after a move */
 #define MOVED_QUEUE(seq, queue, owner) \
-	"SELECT " seq ", " queue "::text AS queue_name, " owner "::text AS owner," \
+	"SELECT " seq "::pg_catalog.int4 AS seq, " queue "::text AS queue_name," \
+	" " owner "::text AS owner," \
 	" q.restricted FROM (SELECT) x" \
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
