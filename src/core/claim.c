@@ -67,13 +67,20 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
 	[CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
 };
 
+/*
+ * What a claim changes in the row it takes ($3 now, $5 the worker, $6 the
+ * lease, $7 its end, $8 the caller's role).
+ */
+#define CLAIM_UPDATE \
+	"UPDATE durable.live_tasks t SET state = 'running', owner = $5," \
+	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL," \
+	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1," \
+	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1," \
+	"  claim_kind = 'claimed', claim_role = $8"
+
 static DurableStatement claim = {
 	.name = "claim",
-	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
-	"  claim_kind = 'claimed', claim_role = $8"
+	.sql = "WITH u AS (" CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 	"   SELECT task_id FROM durable.live_tasks"
 	"   WHERE partition_key = $1 AND queue_name = $2"
@@ -99,11 +106,7 @@ static DurableStatement claim = {
  */
 static DurableStatement claim_one = {
 	.name = "claim_one",
-	.sql = "UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
-	"  claim_kind = 'claimed', claim_role = $8"
+	.sql = CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
 	"   SELECT task_id FROM durable.live_tasks"
 	"   WHERE partition_key = $1 AND queue_name = $2"
@@ -120,11 +123,7 @@ static DurableStatement claim_one = {
 
 static DurableStatement claim_limited = {
 	.name = "claim_limited",
-	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1,"
-	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1,"
-	"  claim_kind = 'claimed', claim_role = $8"
+	.sql = "WITH u AS (" CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 	"   SELECT task_id FROM durable.live_tasks c"
 	"   WHERE partition_key = $1 AND queue_name = $2"

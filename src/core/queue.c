@@ -56,11 +56,15 @@ static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
 	[QUEUE_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
 };
 
+/* a queue's settings, by name ($1), as queue_columns */
+#define QUEUE_SELECT \
+	"SELECT partition_base, partitions, lease, max_attempts, deadline," \
+	" notify, paused, restricted, concurrency_limit" \
+	" FROM durable.queues WHERE queue_name = $1"
+
 static DurableStatement queue_get = {
 	.name = "queue_get",
-	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
-	" notify, paused, restricted, concurrency_limit"
-	" FROM durable.queues WHERE queue_name = $1",
+	.sql = QUEUE_SELECT,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 	DURABLE_COLUMNS(queue_columns),
@@ -68,9 +72,7 @@ static DurableStatement queue_get = {
 
 static DurableStatement queue_get_share = {
 	.name = "queue_get_share",
-	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
-	" notify, paused, restricted, concurrency_limit"
-	" FROM durable.queues WHERE queue_name = $1"
+	.sql = QUEUE_SELECT
 	" FOR KEY SHARE",
 	.nargs = 1,
 	.argtypes = {TEXTOID},
@@ -79,9 +81,7 @@ static DurableStatement queue_get_share = {
 
 static DurableStatement queue_get_for_drop = {
 	.name = "queue_get_for_drop",
-	.sql = "SELECT partition_base, partitions, lease, max_attempts, deadline,"
-	" notify, paused, restricted, concurrency_limit"
-	" FROM durable.queues WHERE queue_name = $1"
+	.sql = QUEUE_SELECT
 	" FOR UPDATE",
 	.nargs = 1,
 	.argtypes = {TEXTOID},
