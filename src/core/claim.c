@@ -78,22 +78,30 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
 	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1," \
 	"  claim_kind = 'claimed', claim_role = $8"
 
+/* the ready tasks of a partition a claim takes, first first, locked */
+#define READY_TO_CLAIM \
+	"   SELECT task_id FROM durable.live_tasks" \
+	"   WHERE partition_key = $1 AND queue_name = $2" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3" \
+	"   ORDER BY priority DESC, run_at, task_id" \
+	"   LIMIT $4 FOR UPDATE SKIP LOCKED"
+
+/* (partition, queue, now, limit, worker, lease, lease_until, role) */
+#define CLAIM_ARGTYPES \
+	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
+	 TIMESTAMPTZOID, TEXTOID}
+
 static DurableStatement claim = {
 	.name = "claim",
 	.sql = "WITH u AS (" CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-	"   SELECT task_id FROM durable.live_tasks"
-	"   WHERE partition_key = $1 AND queue_name = $2"
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
-	"   ORDER BY priority DESC, run_at, task_id"
-	"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	READY_TO_CLAIM "))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 	"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
 	" FROM u ORDER BY priority DESC, run_at, task_id",
 	.nargs = 8,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-	TIMESTAMPTZOID, TEXTOID},
+	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
 
@@ -108,16 +116,11 @@ static DurableStatement claim_one = {
 	.name = "claim_one",
 	.sql = CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
-	"   SELECT task_id FROM durable.live_tasks"
-	"   WHERE partition_key = $1 AND queue_name = $2"
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
-	"   ORDER BY priority DESC, run_at, task_id"
-	"   LIMIT $4 FOR UPDATE SKIP LOCKED)"
+	READY_TO_CLAIM ")"
 	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload,"
 	"  t.checkpoint",
 	.nargs = 8,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-	TIMESTAMPTZOID, TEXTOID},
+	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
 
@@ -207,8 +210,7 @@ static DurableStatement reconcile_claim = {
 	" AND s.task_id = u.task_id AND s.state = 'unknown'"
 	" ORDER BY u.task_id",
 	.nargs = 8,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-	TIMESTAMPTZOID, TEXTOID},
+	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(reconcile_columns),
 };
 

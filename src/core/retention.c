@@ -139,25 +139,24 @@ maintain_history(void *arg)
 }
 
 /* retention of one table each, a part of the tick apiece */
+#define RETAIN(table, column) \
+	"DELETE FROM durable." table " WHERE ctid = ANY (ARRAY(" \
+	" SELECT ctid FROM durable." table " WHERE " column " < $1" \
+	" LIMIT $2 FOR UPDATE SKIP LOCKED))"
+
 static DurableStatement retain_inbox = {
 	.name = "retain_inbox",
-	.sql = "DELETE FROM durable.inbox WHERE ctid = ANY (ARRAY("
-	" SELECT ctid FROM durable.inbox WHERE received_at < $1"
-	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.sql = RETAIN("inbox", "received_at"),
 	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
 };
 static DurableStatement retain_outbox = {
 	.name = "retain_outbox",
-	.sql = "DELETE FROM durable.outbox WHERE ctid = ANY (ARRAY("
-	" SELECT ctid FROM durable.outbox WHERE published_at < $1"
-	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.sql = RETAIN("outbox", "published_at"),
 	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
 };
 static DurableStatement retain_keys = {
 	.name = "retain_keys",
-	.sql = "DELETE FROM durable.idempotency_keys WHERE ctid = ANY (ARRAY("
-	" SELECT ctid FROM durable.idempotency_keys WHERE expires_at < $1"
-	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+	.sql = RETAIN("idempotency_keys", "expires_at"),
 	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
 };
 
