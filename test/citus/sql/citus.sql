@@ -29,16 +29,15 @@ ORDER BY 1;
 -- keeps the records): a call on a task of one node commits in one.  Only
 -- this session's count (the gid names the backend): the reconcilers'
 -- ticks commit beside it.
-CREATE TEMP VIEW my_two_phase AS SELECT * FROM pg_dist_transaction
-WHERE gid ~ ('^citus_[0-9]+_' || pg_backend_pid() || '_');
-SELECT count(*) AS before FROM my_two_phase \gset
+\set my_two_phase '(SELECT FROM pg_dist_transaction WHERE gid ~ (''^citus_[0-9]+_'' || pg_backend_pid() || ''_'')) t'
+SELECT count(*) AS before FROM :my_two_phase \gset
 
 -- the lifecycle of a task, its steps, a retry and a replay
 SELECT durable_create_queue('jobs', lease => '1 minute', retry_base => 1, retry_cap => 1,
                             partitions => 4);
 -- (a queue is written on every node: in two phases)
-SELECT count(*) > :before AS queue_in_two_phases FROM my_two_phase;
-SELECT count(*) AS before FROM my_two_phase \gset
+SELECT count(*) > :before AS queue_in_two_phases FROM :my_two_phase;
+SELECT count(*) AS before FROM :my_two_phase \gset
 SELECT durable_enqueue('jobs', '{"n": 1}') AS t1 \gset
 SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') AS t2 \gset
 SELECT durable_enqueue('jobs', '{"n": 2}', idempotency_key => 'k-2') = :t2 AS same_task;
@@ -60,7 +59,7 @@ SELECT durable_commit(:t1, :f1, '{"charged": 5}', step => 'charge', expected_ver
 SELECT state, result FROM durable_step(:t1, :f1, 'charge', 'queryable', '{"amount": 5}');
 SELECT durable_commit(:t1, :f1, '{"done": 1}');
 -- enqueue, claim, heartbeat, step and commit, each on the task's node only
-SELECT count(*) - :before AS two_phase_commits FROM my_two_phase;
+SELECT count(*) - :before AS two_phase_commits FROM :my_two_phase;
 
 -- a stale writer loses: 55U01
 \set VERBOSITY sqlstate
@@ -99,14 +98,14 @@ FROM durable.tasks WHERE queue_name = 'jobs' GROUP BY 1 ORDER BY 1;
 SELECT count(*) AS claimed_next FROM durable_commit_and_claim(:t2, :f2, '{"last": true}');
 
 -- request keys, the inbox and an outbox message, each on its key's node
-SELECT count(*) AS before FROM my_two_phase \gset
+SELECT count(*) AS before FROM :my_two_phase \gset
 SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}') \gset b_
 SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}');
 SELECT durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS first,
        durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS again;
 
 SELECT durable_outbox_emit('orders', '{"n": 0}', 'key-0') > 0 AS emitted;
-SELECT count(*) - :before AS two_phase_commits FROM my_two_phase;
+SELECT count(*) - :before AS two_phase_commits FROM :my_two_phase;
 
 -- the outbox: a claim across shards, an ack under its fence, a stale ack
 SELECT count(durable_outbox_emit('orders', jsonb_build_object('n', i), 'key-' || i))
