@@ -40,8 +40,11 @@ sub claimed_session
 # 1. killed right after the wait committed: the task waits, no lease to expire
 my ($s1, $t1, $f1, $pid1) = claimed_session('{"case": "committed"}');
 $s1->query_safe("SELECT durable_sleep($t1, $f1, 'nap', duration => '2 seconds')");
+my $log_offset = -s $node->logfile;
 kill 'KILL', $pid1;
 eval { $s1->quit };
+# the postmaster may not have seen the death yet: wait for its restart
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 ok($node->poll_query_until('postgres', 'SELECT true'), 'the server is back after the killed backend');
 is(sql("SELECT state FROM durable.live_tasks WHERE task_id = $t1"), 'waiting',
 	'a worker killed after its sleep committed leaves the task sleeping');
@@ -51,8 +54,10 @@ is(sql("SELECT state FROM durable.live_tasks WHERE task_id = $t1"), 'waiting',
 my ($s2, $t2, $f2, $pid2) = claimed_session('{"case": "uncommitted"}');
 $s2->query_safe('BEGIN');
 $s2->query_safe("SELECT * FROM durable_await($t2, $f2, 'hook', 'hook:2')");
+$log_offset = -s $node->logfile;
 kill 'KILL', $pid2;
 eval { $s2->quit };
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 ok($node->poll_query_until('postgres', 'SELECT true'), 'the server is back');
 is(sql("SELECT count(*) FROM durable.event_waits WHERE task_id = $t2"), '0',
 	'an await that did not commit left no registration');
