@@ -78,14 +78,14 @@ static const DurableColumn task_columns[TASK_NCOLUMNS] = {
 static DurableStatement task_get = {
 	.name = "task_get",
 	.sql = TASK_COLUMNS("durable.tasks"),
-	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(task_columns),
 };
 
 static DurableStatement task_lock = {
 	.name = "task_lock",
 	.sql = TASK_COLUMNS("durable.live_tasks") " FOR NO KEY UPDATE OF t",
-	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(task_columns),
 };
 
@@ -182,7 +182,7 @@ static DurableStatement task_step_in_doubt = {
 	" WHERE partition_key = $1 AND task_id = $2"
 	" AND state IN ('started', 'unknown')"
 	" ORDER BY ordinal DESC LIMIT 1",
-	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(doubt_columns),
 };
 
@@ -338,7 +338,7 @@ static DurableStatement task_parent = {
 	.name = "task_parent",
 	.sql = "SELECT parent_id FROM durable.live_tasks"
 	" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
-	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(parent_columns),
 };
 
@@ -356,7 +356,7 @@ static DurableStatement task_parent_state = {
 	.name = "task_parent_state",
 	.sql = "SELECT t.state::text AS state FROM durable.tasks t"
 	" WHERE t.partition_key = $1 AND t.task_id = $2",
-	.nargs = 2,.argtypes = {INT4OID, INT8OID},
+	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(parent_state_columns),
 };
 
