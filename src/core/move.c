@@ -419,27 +419,6 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 		cancel_child(DatumGetInt64(children[i]), task_id, now);
 }
 
-/* the steps of a task that are started, latest first */
-enum
-{
-	STARTED_STEP,
-	STARTED_NCOLUMNS
-};
-
-static const DurableColumn started_columns[STARTED_NCOLUMNS] = {
-	[STARTED_STEP] = {"step", TEXTOID},
-};
-
-static DurableStatement steps_started = {
-	.name = "steps_started",
-	.sql = "SELECT step FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2 AND state = 'started'"
-	" ORDER BY ordinal DESC",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
-	DURABLE_COLUMNS(started_columns),
-};
-
 /*
  * child_to_review
  *		A child of a task just cancelled has a step started or unknown:
@@ -457,17 +436,9 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 	const char *actor = DurableCallerName();
 	DurableMove move = {0};
 	DurableDetail detail;
-	Datum		key[2];
 	uint64		n;
-	char	  **names;
+	char	  **names = DurableUnsettledSteps(child, &n);
 
-	key[0] = Int32GetDatum(child->partition);
-	key[1] = Int64GetDatum(child->task_id);
-	n = DurableExecute(&steps_started, key, NULL, SPI_OK_SELECT, 0);
-	/* the names outlive the result, which the next statement replaces */
-	names = palloc(sizeof(char *) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-		names[i] = DurableColumnText(i, STARTED_STEP);
 	for (uint64 i = 0; i < n; i++)
 	{
 		DurableStep step;

@@ -202,7 +202,7 @@ statement_plan(DurableStatement *stmt)
 	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
 							  prepared_distributed ? CURSOR_OPT_CUSTOM_PLAN :
 							  CURSOR_OPT_GENERIC_PLAN);
-	if (plan != NULL && stmt->ncolumns >= 0)
+	if (plan != NULL)
 		check_columns(stmt, plan);
 	stmt->plan = keep(plan, stmt, -1);
 	remember(stmt);
@@ -249,7 +249,7 @@ split_plan(DurableStatement *stmt, int k, TupleDesc input)
 	check_parameters(stmt, k, stmt->nargs + ninput);
 	plan = SPI_prepare_cursor(buf.data, stmt->nargs + ninput, argtypes,
 							  CURSOR_OPT_CUSTOM_PLAN);
-	if (plan != NULL && k == stmt->nsplit - 1 && stmt->ncolumns >= 0)
+	if (plan != NULL && k == stmt->nsplit - 1)
 		check_columns(stmt, plan);
 	stmt->split_plans[k] = keep(plan, stmt, k);
 	remember(stmt);
@@ -377,9 +377,8 @@ static inline void
 check_column(int col, Oid type)
 {
 	Assert(last_executed != NULL && SPI_tuptable != NULL);
-	Assert(last_executed->ncolumns < 0 || col < last_executed->ncolumns);
-	Assert(last_executed->ncolumns < 0 || type == InvalidOid ||
-		   last_executed->columns[col].type == type);
+	Assert(col < last_executed->ncolumns);
+	Assert(type == InvalidOid || last_executed->columns[col].type == type);
 	(void) col;
 	(void) type;
 }
