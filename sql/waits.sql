@@ -2,6 +2,7 @@
 -- concurrency keys, batch enqueue.  Times are database time; the few
 -- waits that must pass are a second long, and what they check does not
 -- depend on how long the machine takes.
+SELECT setval('durable.task_seq', 7003) AS first_id_counter;
 SELECT durable_create_queue('flow', lease => '1 minute');
 SELECT durable_create_queue('labels');
 

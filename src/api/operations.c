@@ -56,15 +56,19 @@ durable_resolve(PG_FUNCTION_ARGS)
 }
 
 /*
- * durable_replay_dead_letters(queue text, batch int = 10)
+ * durable_replay_dead_letters(queue text, batch int = 10,
+ *							   partition int = NULL, reason text = NULL)
  *		RETURNS TABLE(task_id bigint, action text)
  *
  * Gives up to batch failed tasks of a queue, oldest first, a new run: READY
  * now, with their attempts counted from zero (their deadline still counts
- * from their creation).  Committed steps stay committed, so the replay
- * resumes where the task stopped.  A task with a failed step is no dead
- * letter to replay: a failed step is final, and a new run would only meet
- * it again.
+ * from their creation).  With a partition (a partition_key of the queue),
+ * only that partition's; with a reason, only those that stopped for it:
+ * their stop code ('attempts_exhausted', 'quarantined', ...) or the reason
+ * a quarantine gave (durable.dead_letters shows both).  Committed steps
+ * stay committed, so the replay resumes where the task stopped.  A task
+ * with a failed step is no dead letter to replay: a failed step is final,
+ * and a new run would only meet it again.
  */
 PG_FUNCTION_INFO_V1(durable_replay_dead_letters);
 Datum
@@ -73,14 +77,20 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
 	int32		batch = DurableBatchArg(fcinfo, 1);
+	int32		partition = -1;
+	char	   *reason = NULL;
 	const char *actor;
 	uint64		n;
 	int64	   *ids;
 
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+		partition = DurableIntArgAtLeast(fcinfo, 2, "partition", 0);
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+		reason = DurableTextArgCString(fcinfo, 3, "reason");
 	InitMaterializedSRF(fcinfo, 0);
 	actor = DurableCallerName();
 	SPI_connect();
-	n = DurableReplayDeadLetters(queue, batch, actor, &ids);
+	n = DurableReplayDeadLetters(queue, batch, partition, reason, actor, &ids);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -92,6 +102,37 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * durable_quarantine(task_id bigint, reason text) RETURNS void
+ *
+ * Puts an unfinished task among the dead letters with a reason: FAILED,
+ * stop code 'quarantined', its lease revoked; the event names the caller.
+ * Refused (55U04) while a step is started or unknown, and for a finished
+ * task; 42704 for no such task.  durable_replay_dead_letters(queue,
+ * reason => ...) gives it a new run after the fix.
+ */
+PG_FUNCTION_INFO_V1(durable_quarantine);
+Datum
+durable_quarantine(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	char	   *reason;
+
+	DurableRequireArg(fcinfo, 1, "reason");
+	reason = DurableTextArgCString(fcinfo, 1, "reason");
+	if (reason[0] == '\0')
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("reason must not be empty"),
+				errhint("Say why the task is quarantined: the replay finds it by its reason."));
+
+	SPI_connect();
+	DurableRequireSingleServer("a quarantine");
+	DurableQuarantine(task_id, reason, DurableCallerName());
+	SPI_finish();
+	PG_RETURN_VOID();
 }
 
 /*

@@ -43,13 +43,31 @@ refill_rate_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 	return rate;
 }
 
+/* a queue's version_timeout, or NULL */
+static Interval *
+version_timeout_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	return DurablePositiveIntervalArg(fcinfo, argno, "version_timeout");
+}
+
+/* not on Citus yet, where workers' claims are not recorded */
+static void
+check_version_timeout(const DurableQueueSettings *settings)
+{
+	if (settings->version_timeout != NULL)
+		DurableRequireSingleServer("a queue's version_timeout");
+}
+
 /*
  * durable_create_queue(queue text, lease interval = '30 seconds',
  *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
  *		deadline interval = NULL, retry_capacity int = NULL,
  *		retry_refill_rate float8 = 10, progress_timeout interval = NULL,
  *		partitions int = 1, notify bool = false,
- *		concurrency_limit int = NULL) RETURNS void
+ *		concurrency_limit int = NULL, version_timeout interval = NULL)
+ *		RETURNS void
  *
  * Raises 42710 when the queue exists, 22023/22004 for bad settings.
  */
@@ -81,8 +99,10 @@ durable_create_queue(PG_FUNCTION_ARGS)
 	settings.notify = PG_GETARG_BOOL(10);
 	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
 		settings.concurrency_limit = DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1);
+	settings.version_timeout = version_timeout_arg(fcinfo, 12);
 
 	SPI_connect();
+	check_version_timeout(&settings);
 	DurableCreateQueue(queue, &settings);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -90,10 +110,12 @@ durable_create_queue(PG_FUNCTION_ARGS)
 
 /*
  * durable_alter_queue(queue text, lease interval = NULL, ...,
- *		clear text[] = NULL, concurrency_limit int = NULL) RETURNS void
+ *		clear text[] = NULL, concurrency_limit int = NULL,
+ *		version_timeout interval = NULL) RETURNS void
  *
  * NULL keeps a setting; clear names the optional settings to remove
- * ('deadline', 'retry_capacity', 'progress_timeout', 'concurrency_limit').
+ * ('deadline', 'retry_capacity', 'progress_timeout', 'concurrency_limit',
+ * 'version_timeout').
  * The partition count cannot change.
  */
 PG_FUNCTION_INFO_V1(durable_alter_queue);
@@ -102,9 +124,9 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 {
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
 	static const char *const clearable[] = {"deadline", "retry_capacity",
-	"progress_timeout", "concurrency_limit"};
+	"progress_timeout", "concurrency_limit", "version_timeout"};
 	DurableQueueSettings settings = {0};
-	bool		clear[4] = {false, false, false, false};
+	bool		clear[5] = {false, false, false, false, false};
 
 	if (!PG_ARGISNULL(1))
 		settings.lease = DurablePositiveIntervalArg(fcinfo, 1, "lease");
@@ -147,7 +169,7 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("queue setting \"%s\" cannot be cleared", name),
-						errhint("Only \"deadline\", \"retry_capacity\", \"progress_timeout\" and \"concurrency_limit\" can be cleared."));
+						errhint("Only \"deadline\", \"retry_capacity\", \"progress_timeout\", \"concurrency_limit\" and \"version_timeout\" can be cleared."));
 			clear[j] = true;
 		}
 	}
@@ -155,10 +177,13 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 	settings.clear_retry_capacity = clear[1];
 	settings.clear_progress_timeout = clear[2];
 	settings.clear_concurrency_limit = clear[3];
+	settings.clear_version_timeout = clear[4];
 	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
 		settings.concurrency_limit = DurableIntArgAtLeast(fcinfo, 11, "concurrency_limit", 1);
+	settings.version_timeout = version_timeout_arg(fcinfo, 12);
 
 	SPI_connect();
+	check_version_timeout(&settings);
 	DurableAlterQueue(queue, &settings);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -196,18 +221,27 @@ static void
 set_paused(FunctionCallInfo fcinfo, bool paused)
 {
 	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	int32		partition = -1;
+
+	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
+		partition = DurableIntArgAtLeast(fcinfo, 1, "partition", 0);
 
 	SPI_connect();
-	DurableSetQueuePaused(queue, paused);
+	if (partition >= 0)
+		DurableRequireSingleServer("pausing or resuming one partition");
+	DurableSetQueuePaused(queue, partition, paused);
 	SPI_finish();
 }
 
 /*
- * durable_pause(queue text) RETURNS void
- * durable_resume(queue text) RETURNS void
+ * durable_pause(queue text, partition int = NULL) RETURNS void
+ * durable_resume(queue text, partition int = NULL) RETURNS void
  *
  * A paused queue hands out no task; enqueues, running tasks, their commits
- * and the reconciler go on, so nothing is lost.
+ * and the reconciler go on, so nothing is lost.  With a partition (one of
+ * the queue's partition_key values), only that partition pauses or
+ * resumes: the stop-loss runbook's first step, which leaves the queue's
+ * other work running.
  */
 PG_FUNCTION_INFO_V1(durable_pause);
 Datum

@@ -190,27 +190,35 @@ DurableClaimResult(FunctionCallInfo fcinfo, DurableClaimKind kind)
 	char	   *worker = DurableNameArg(fcinfo, 1, "worker name");
 	Interval   *lease = NULL;
 	int32		batch = DurableBatchArg(fcinfo, 3);
+	Jsonb	   *runs = NULL;
 
 	if (!PG_ARGISNULL(2))
 		lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+		runs = DurableJsonbArg(fcinfo, 4, "versions");
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	DurableClaim(kind, queue, worker, lease, batch,
+	DurableClaim(kind, queue, worker, lease, batch, runs,
 				 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
 	return (Datum) 0;
 }
 
 /*
- * durable_claim(queue text, worker text, lease interval = NULL, batch int = 1)
+ * durable_claim(queue text, worker text, lease interval = NULL, batch int = 1,
+ *				 versions jsonb = NULL)
  *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
- *					  attempt int, payload jsonb, checkpoint jsonb)
+ *					  attempt int, payload jsonb, checkpoint jsonb,
+ *					  versions jsonb)
  *
  * Leases up to batch ready or waiting tasks whose run_at has come, highest
  * priority first, skipping rows locked by other claims; each gets fence + 1
- * and attempt + 1.  Expected contention is not an error: with nothing to
- * claim, no row.
+ * and attempt + 1.  With versions (names to a version or a list of them),
+ * only tasks pinned to versions the worker runs, and unpinned ones, which
+ * it pins (the last version of a list); each row says what its task is
+ * pinned to.  Expected contention is not an error: with nothing to claim,
+ * no row.
  */
 PG_FUNCTION_INFO_V1(durable_claim);
 Datum
@@ -407,9 +415,10 @@ durable_commit(PG_FUNCTION_ARGS)
 /*
  * durable_commit_and_claim(task_id bigint, fence bigint, result jsonb = NULL,
  *							worker text = NULL, lease interval = NULL,
- *							batch int = 1)
+ *							batch int = 1, versions jsonb = NULL)
  *		RETURNS TABLE(task_id bigint, fence bigint, lease_until timestamptz,
- *					  attempt int, payload jsonb, checkpoint jsonb)
+ *					  attempt int, payload jsonb, checkpoint jsonb,
+ *					  versions jsonb)
  *
  * Completes a task and claims the next ones of its queue in the same
  * transaction, for the same worker unless another is named: one commit per
@@ -426,15 +435,18 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 	char	   *worker = NULL;
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	Jsonb	   *result = DurableJsonbArg(fcinfo, 2, "result");
+	Jsonb	   *runs = NULL;
 
 	if (!PG_ARGISNULL(3))
 		worker = DurableNameArg(fcinfo, 3, "worker name");
 	if (!PG_ARGISNULL(4))
 		lease = DurablePositiveIntervalArg(fcinfo, 4, "lease");
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+		runs = DurableJsonbArg(fcinfo, 6, "versions");
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	DurableCommitAndClaim(task_id, fence, result, worker, lease, batch,
+	DurableCommitAndClaim(task_id, fence, result, worker, lease, batch, runs,
 						  ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	SPI_finish();
 	return (Datum) 0;

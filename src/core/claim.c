@@ -35,13 +35,13 @@
  */
 #define KEY_BUSY \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
-	" WHERE k.partition_key = ANY ($9) AND k.queue_name = $2" \
+	" WHERE k.partition_key = ANY ($11) AND k.queue_name = $2" \
 	" AND k.concurrency_key = c.concurrency_key" \
 	" AND k.state IN ('ready', 'waiting', 'running')" \
 	" AND (k.state = 'running' OR k.run_at <= $3" \
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
-	" LIMIT $10) k)"
+	" LIMIT $12) k)"
 
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
@@ -55,6 +55,7 @@ enum
 	CLAIMED_ATTEMPT,
 	CLAIMED_PAYLOAD,
 	CLAIMED_CHECKPOINT,
+	CLAIMED_VERSIONS,
 	CLAIMED_NCOLUMNS
 };
 
@@ -65,31 +66,58 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
 	[CLAIMED_ATTEMPT] = {"attempt", INT4OID},
 	[CLAIMED_PAYLOAD] = {"payload", JSONBOID},
 	[CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
+	[CLAIMED_VERSIONS] = {"versions", JSONBOID},
 };
 
 /*
+ * The versions a claim pins a task to: those it is pinned to, and for the
+ * names it is not pinned to yet, the ones the worker starts new work
+ * under ($10, NULL for a worker that did not say what it runs).
+ */
+#define PINNED_VERSIONS \
+	"CASE WHEN $10::jsonb IS NULL THEN t.versions" \
+	" ELSE $10 || COALESCE(t.versions, '{}') END"
+
+/*
  * What a claim changes in the row it takes ($3 now, $5 the worker, $6 the
- * lease, $7 its end, $8 the caller's role).
+ * lease, $7 its end, $8 the caller's role).  The claim that pins versions
+ * is recorded as kind 'pinned' rather than 'claimed'; workflow_version
+ * stays what the versions say of "workflow".
  */
 #define CLAIM_UPDATE \
 	"UPDATE durable.live_tasks t SET state = 'running', owner = $5," \
 	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL," \
 	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1," \
 	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1," \
-	"  claim_kind = 'claimed', claim_role = $8"
+	"  claim_kind = CASE WHEN (" PINNED_VERSIONS ") IS DISTINCT FROM t.versions" \
+	"   THEN 'pinned' ELSE 'claimed' END, claim_role = $8," \
+	"  versions = " PINNED_VERSIONS "," \
+	"  workflow_version = (" PINNED_VERSIONS ") ->> 'workflow'"
+
+/*
+ * A task a worker may take: unpinned, or pinned to versions it runs ($9,
+ * NULL for a worker that did not say, which takes any).
+ */
+#define RUNS_VERSIONS \
+	" AND ($9::jsonb IS NULL OR versions IS NULL" \
+	"  OR durable.versions_run(versions, $9))"
 
 /* the ready tasks of a partition a claim takes, first first, locked */
 #define READY_TO_CLAIM \
 	"   SELECT task_id FROM durable.live_tasks" \
 	"   WHERE partition_key = $1 AND queue_name = $2" \
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS \
 	"   ORDER BY priority DESC, run_at, task_id" \
 	"   LIMIT $4 FOR UPDATE SKIP LOCKED"
 
-/* (partition, queue, now, limit, worker, lease, lease_until, role) */
+/*
+ * (partition, queue, now, limit, worker, lease, lease_until, role, the
+ * versions the worker runs, those it pins)
+ */
 #define CLAIM_ARGTYPES \
 	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
-	 TIMESTAMPTZOID, TEXTOID}
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID}
+#define CLAIM_NARGS 10
 
 static DurableStatement claim = {
 	.name = "claim",
@@ -97,10 +125,11 @@ static DurableStatement claim = {
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 	READY_TO_CLAIM "))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-	"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
-	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
-	" FROM u ORDER BY priority DESC, run_at, task_id",
-	.nargs = 8,
+	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
+	"  t.run_at)"
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
+	" versions FROM u ORDER BY priority DESC, run_at, task_id",
+	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
@@ -118,8 +147,8 @@ static DurableStatement claim_one = {
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
 	READY_TO_CLAIM ")"
 	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload,"
-	"  t.checkpoint",
-	.nargs = 8,
+	"  t.checkpoint, t.versions",
+	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
@@ -130,18 +159,19 @@ static DurableStatement claim_limited = {
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
 	"   SELECT task_id FROM durable.live_tasks c"
 	"   WHERE partition_key = $1 AND queue_name = $2"
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3"
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS
 	"   AND (concurrency_key IS NULL"
-	"    OR " KEY_BUSY " < $10)"
+	"    OR " KEY_BUSY " < $12)"
 	"   ORDER BY priority DESC, run_at, task_id"
 	"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-	"  t.attempt, t.payload, t.checkpoint, t.version, t.priority, t.run_at)"
-	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint"
-	" FROM u ORDER BY priority DESC, run_at, task_id",
-	.nargs = 10,
+	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
+	"  t.run_at)"
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
+	" versions FROM u ORDER BY priority DESC, run_at, task_id",
+	.nargs = 12,
 	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-	TIMESTAMPTZOID, TEXTOID, INT4ARRAYOID, INT4OID},
+	TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID},
 	DURABLE_COLUMNS(claimed_columns),
 };
 
@@ -220,38 +250,48 @@ static DurableStatement reconcile_claim = {
  *		partition from a rotating start: ready work (DURABLE_CLAIM_READY,
  *		rows as claimed_columns) or steps awaiting a look-up
  *		(DURABLE_CLAIM_RECONCILE, rows as reconcile_columns); both
- *		statements take (partition, queue, now, limit, worker, lease,
- *		lease_until, role).
- *		Nothing from a paused queue; 42501 for a role the queue does not
- *		let work.  A partition with too little ready work first
- *		has its expired leases settled, so that they are never handed out
- *		without going through the recovery table.  In a queue with a
+ *		statements take CLAIM_ARGTYPES (the look-up its first eight).
+ *		runs, when not NULL, is what the worker says it runs (checked by
+ *		DurableVersionsRuns): only tasks pinned to versions it runs are
+ *		handed out, and those not pinned yet are pinned.  Every claim is
+ *		recorded in durable.workers_seen, also one from a paused queue.
+ *		Nothing from a paused queue or partition; 42501 for a role the
+ *		queue does not let work.  A partition with too little ready work
+ *		first has its expired leases settled, so that they are never handed
+ *		out without going through the recovery table.  In a queue with a
  *		concurrency limit, claim_limited stands in for claim.
  *		Returns how many.
  */
 int
 DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
-			 Interval *lease, int batch, Tuplestorestate *store)
+			 Interval *lease, int batch, Jsonb *runs, Tuplestorestate *store)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[10];
+	Datum		args[12];
+	char		nulls[12];
 	int			claimed = 0;
 	bool		ready_work = kind == DURABLE_CLAIM_READY;
 	DurableStatement *stmt = ready_work ? &claim : &reconcile_claim;
+	Jsonb	   *pin = runs ? DurableVersionsRuns(runs) : NULL;
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
+	if (runs != NULL)
+		DurableRequireSingleServer("a claim that names the versions it runs");
+	if (ready_work)
+		DurableRecordWorker(queue, worker, runs, now);
 	if (settings.paused)
 		return 0;
 
+	memset(nulls, ' ', sizeof(nulls));
 	/* in a queue with a concurrency limit, each key's running tasks count */
 	if (ready_work && settings.concurrency_limit > 0)
 	{
 		DurableRequireSingleServer("a claim in a queue with a concurrency limit");
 		stmt = &claim_limited;
-		args[8] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-		args[9] = Int32GetDatum(settings.concurrency_limit);
+		args[10] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		args[11] = Int32GetDatum(settings.concurrency_limit);
 	}
 
 	args[1] = CStringGetTextDatum(queue);
@@ -260,6 +300,10 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
 	args[6] = TimestampTzGetDatum(DurableTimePlus(now, lease ? lease : &settings.lease));
 	args[7] = CStringGetTextDatum(DurableCallerName());
+	args[8] = JsonbPGetDatum(runs);
+	nulls[8] = runs ? ' ' : 'n';
+	args[9] = JsonbPGetDatum(pin);
+	nulls[9] = nulls[8];
 
 	for (int i = 0; i < settings.partitions && claimed < batch; i++)
 	{
@@ -270,6 +314,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 
 		bool		expired = true;
 
+		if (DurablePartitionPaused(&settings, partition))
+			continue;
 		args[0] = Int32GetDatum(partition);
 		args[3] = Int32GetDatum(wanted);
 
@@ -291,9 +337,9 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			}
 		}
 		if (stmt == &claim && wanted == 1 && !DurableDistributed())
-			n = DurableExecute(&claim_one, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+			n = DurableExecute(&claim_one, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
 		else
-			n = DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 0);
+			n = DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0);
 		for (uint64 row = 0; row < n; row++)
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 		claimed += (int) n;

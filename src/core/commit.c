@@ -45,12 +45,13 @@ DurableCommitTask(int64 task_id, int64 fence, Jsonb *result)
  * DurableCommitAndClaim
  *		Complete a task as DurableCommitTask does, then claim up to batch
  *		ready tasks of its queue into store, for worker or, when NULL, the
- *		task's owner.  When the commit is refused nothing is claimed.
+ *		task's owner, that runs runs (or did not say, NULL).  When the
+ *		commit is refused nothing is claimed.
  */
 void
 DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 					  const char *worker, Interval *lease, int batch,
-					  Tuplestorestate *store)
+					  Jsonb *runs, Tuplestorestate *store)
 {
 	DurableTask task;
 	DurableMove move = {0};
@@ -67,7 +68,8 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 		DurableReportRefusal(task_id, move.fence);
 	if (worker == NULL)
 		worker = moved.owner;
-	DurableClaim(DURABLE_CLAIM_READY, moved.queue, worker, lease, batch, store);
+	DurableClaim(DURABLE_CLAIM_READY, moved.queue, worker, lease, batch, runs,
+				 store);
 }
 
 static int
@@ -162,7 +164,7 @@ static DurableStatement commit_batch = {
 	"  COALESCE(committed_result, result), last_error, checkpoint,"
 	"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
 	"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL,"
-	"  parent_id, concurrency_key, waits FROM d"
+	"  parent_id, concurrency_key, waits, versions FROM d"
 	"  RETURNING task_id, queue_name, parent_id),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"

@@ -107,7 +107,7 @@ typedef enum DurableClaimKind
 
 extern int	DurableClaim(DurableClaimKind kind, const char *queue,
 						 const char *worker, Interval *lease, int batch,
-						 Tuplestorestate *store);
+						 Jsonb *runs, Tuplestorestate *store);
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 										text *progress, Interval *lease);
 extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
@@ -119,7 +119,8 @@ extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
 extern void DurableCommitTask(int64 task_id, int64 fence, Jsonb *result);
 extern void DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 								  const char *worker, Interval *lease,
-								  int batch, Tuplestorestate *store);
+								  int batch, Jsonb *runs,
+								  Tuplestorestate *store);
 extern void DurableCommitBatch(ArrayType *ids, ArrayType *fences,
 							   ArrayType *results, int n);
 extern const char *DurableFailTask(int64 task_id, int64 fence,
@@ -205,6 +206,10 @@ typedef struct DurableQueue
 	bool		paused;
 	bool		restricted;		/* to the roles of durable.queue_grants */
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
+	bool		has_version_timeout;
+	Interval	version_timeout;
+	int			npaused_partitions;
+	int32	   *paused_partitions;	/* partition keys */
 } DurableQueue;
 
 /* settings to create a queue with, or to change (0 or NULL: none, keep) */
@@ -222,10 +227,12 @@ typedef struct DurableQueueSettings
 	bool		has_notify;		/* alter: whether notify is given */
 	bool		notify;
 	int32		concurrency_limit;
+	Interval   *version_timeout;
 	bool		clear_deadline; /* alter only: remove an optional setting */
 	bool		clear_retry_capacity;
 	bool		clear_progress_timeout;
 	bool		clear_concurrency_limit;
+	bool		clear_version_timeout;
 } DurableQueueSettings;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
@@ -236,7 +243,12 @@ extern void DurableCreateQueue(const char *queue,
 							   const DurableQueueSettings *settings);
 extern void DurableAlterQueue(const char *queue,
 							  const DurableQueueSettings *settings);
-extern void DurableSetQueuePaused(const char *queue, bool paused);
+extern void DurableCheckQueuePartition(const char *queue,
+									   const DurableQueue *settings,
+									   int32 partition);
+extern bool DurablePartitionPaused(const DurableQueue *queue, int32 partition);
+extern void DurableSetQueuePaused(const char *queue, int32 partition,
+								  bool paused);
 extern void DurableDropQueue(const char *queue, bool cascade);
 
 /* ---- enqueue.c ---- */
@@ -445,8 +457,38 @@ extern const char *DurableResolve(int64 task_id, DurableResolveDecision decision
 								  const char *operator_name, Jsonb *evidence,
 								  const char *step_name);
 extern uint64 DurableReplayDeadLetters(const char *queue, int32 batch,
+									   int32 partition, const char *reason,
 									   const char *actor, int64 **replayed);
+extern void DurableQuarantine(int64 task_id, const char *reason,
+							  const char *actor);
 extern const char *DurableRecoveryActionOf(int64 task_id);
+
+/* ---- versions.c: what workers run, migrations, tasks no worker runs ---- */
+#define DURABLE_RECONCILER_ACTOR "durable reconciler"
+
+typedef void (*DurableMigratedCallback) (int64 task_id, const char *state,
+										 Jsonb *from, Jsonb *to,
+										 const char *action, void *arg);
+
+typedef struct DurableMigration
+{
+	Jsonb	   *from;			/* the versions to migrate from ('{}': any) */
+	Jsonb	   *to;				/* the names to change, with their versions */
+	const char *operator_name;
+	Jsonb	   *evidence;
+	bool		dry_run;		/* say what would move, move nothing */
+	DurableMigratedCallback report; /* each task, or NULL */
+	void	   *arg;
+} DurableMigration;
+
+extern void DurableRecordWorker(const char *queue, const char *worker,
+								Jsonb *runs, TimestampTz now);
+extern void DurableMigrateTask(int64 task_id, const DurableMigration *m);
+extern uint64 DurableMigrateQueue(const char *queue, int32 batch,
+								  const DurableMigration *m);
+extern uint64 DurableReviewUnrunnable(TimestampTz now, int batch,
+									  DurableSettledCallback callback,
+									  void *arg);
 
 /* ---- inbox.c ---- */
 extern bool DurableInboxReceive(const char *consumer, const char *message_id,

@@ -21,12 +21,18 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* the event of an enqueue: the versions it pinned the task to, if any */
+#define ENQUEUE_DETAIL(param) \
+	"CASE WHEN " param "::text IS NOT NULL" \
+	" THEN pg_catalog.jsonb_build_object('versions'," \
+	"  pg_catalog.jsonb_build_object('workflow', " param "::text)) END"
+
 /* the event of an enqueue, from the inserted task t */
 #define ENQUEUE_EVENT \
 	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
-	" at, kind, actor, role)" \
+	" at, kind, actor, role, detail)" \
 	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
-	" 'enqueued', $15, $15 FROM t" \
+	" 'enqueued', $15, $15, " ENQUEUE_DETAIL("$12") " FROM t" \
 	" RETURNING task_id"
 
 #define ENQUEUE_ARGTYPES \
@@ -37,14 +43,21 @@
 /* the event of an enqueue, from the task's row given as $18..$21 */
 #define ENQUEUE_EVENT_SPLIT \
 	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
-	" at, kind, actor, role)" \
-	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15)" \
+	" at, kind, actor, role, detail)" \
+	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15," \
+	" " ENQUEUE_DETAIL("$12") ")" \
 	" RETURNING task_id"
 
 #define ENQUEUE_COLUMNS \
 	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
 	" created_at, deadline, queue_name, idempotency_key, request_hash," \
-	" workflow_version, payload, metadata, parent_id, concurrency_key"
+	" workflow_version, payload, metadata, parent_id, concurrency_key," \
+	" versions"
+
+/* a task enqueued with a workflow_version is pinned to it */
+#define PINNED_AT_ENQUEUE(param) \
+	"CASE WHEN " param "::text IS NOT NULL" \
+	" THEN pg_catalog.jsonb_build_object('workflow', " param "::text) END"
 
 /* idempotency keys and concurrency keys are names, not documents */
 #define DURABLE_MAX_KEY_LEN 255
@@ -124,11 +137,11 @@ static DurableStatement enqueue = {
 	.sql = "WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
-	"  payload, metadata, parent_id, concurrency_key)"
+	"  payload, metadata, parent_id, concurrency_key, versions)"
 	"  VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
 	"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
 	"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-	"  $11, $12, $13, $14, $16, $17)"
+	"  $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	.nargs = 17,
@@ -140,7 +153,7 @@ static DurableStatement enqueue = {
 		" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
 		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
 		" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-		" $11, $12, $13, $14, $16, $17)"
+		" $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
 		" RETURNING partition_key, task_id, version, fence",
 	DURABLE_SPLIT_NO_INPUT, true},
 	{ENQUEUE_EVENT_SPLIT, 0, true},
@@ -160,9 +173,10 @@ static DurableStatement enqueue_keyed = {
 	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
-	"  payload, metadata, parent_id, concurrency_key)"
+	"  payload, metadata, parent_id, concurrency_key, versions)"
 	"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
-	"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 FROM k"
+	"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
+	"  " PINNED_AT_ENQUEUE("$12") " FROM k"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	.nargs = 17,
@@ -180,7 +194,8 @@ static DurableStatement enqueue_keyed = {
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
 		" VALUES ($1, $18, 'ready', $3::durable.activity_class, $4, $5, $6,"
-		" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17)"
+		" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
+		" " PINNED_AT_ENQUEUE("$12") ")"
 		" RETURNING partition_key, task_id, version, fence",
 	0, true},
 	{ENQUEUE_EVENT_SPLIT, 1, true},
@@ -398,16 +413,16 @@ static DurableStatement enqueue_batch = {
 	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
-	"  payload, metadata, concurrency_key)"
+	"  payload, metadata, concurrency_key, versions)"
 	"  SELECT partition_key, task_id, 'ready', $10::durable.activity_class,"
 	"  $11, $12, $9, $8, $13, $7, idempotency_key, request_hash, $14,"
-	"  payload, $15, concurrency_key FROM i"
+	"  payload, $15, concurrency_key, " PINNED_AT_ENQUEUE("$14") " FROM i"
 	"  WHERE idempotency_key IS NULL OR task_id IN (SELECT task_id FROM k)"
 	"  RETURNING partition_key, task_id, version, fence),"
 	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-	"  fence, at, kind, actor, role)"
+	"  fence, at, kind, actor, role, detail)"
 	"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
-	"  'enqueued', $16, $16 FROM t)"
+	"  'enqueued', $16, $16, " ENQUEUE_DETAIL("$14") " FROM t)"
 	" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
 	.nargs = 16,
 	.argtypes = {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,

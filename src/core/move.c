@@ -63,7 +63,7 @@
 	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
 	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
 	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
-	" parent_id, concurrency_key, waits"
+	" parent_id, concurrency_key, waits, versions"
 
 /* the row a move takes, by the parameters of transition */
 #define MOVE_WHERE \
@@ -251,7 +251,7 @@ static DurableStatement revive = {
 	"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
 	"  checkpoint_version, steps_in_doubt, metadata,"
 	"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-	"  parent_id, concurrency_key, waits FROM d"
+	"  parent_id, concurrency_key, waits, versions FROM d"
 	MOVE_RETURNING "),"
 	" s AS (DELETE FROM durable.step_history s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"

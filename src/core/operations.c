@@ -176,11 +176,16 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 	return new_state;
 }
 
-/* failed tasks of a queue ($2) that may be replayed, in the partitions given */
+/*
+ * failed tasks of a queue ($2) that may be replayed, in the partitions
+ * given, of a reason ($4: a stop code, or what a quarantine said) or any
+ */
 #define DEAD_LETTERS(partitions) \
 	"SELECT t.task_id FROM durable.task_history t" \
 	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
 	" AND t.state = 'failed'" \
+	" AND ($4::text IS NULL OR t.stop_code = $4" \
+	"  OR (t.stop_code = 'quarantined' AND t.last_error ->> 'reason' = $4))" \
 	" AND t.steps_in_doubt = 0" \
 	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
 	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
@@ -198,7 +203,7 @@ static const DurableColumn dead_letter_columns[DEAD_LETTER_NCOLUMNS] = {
 static DurableStatement dead_letters = {
 	.name = "dead_letters",
 	.sql = DEAD_LETTERS("= ANY ($1)"),
-	.nargs = 3, .argtypes = {INT4ARRAYOID, TEXTOID, INT4OID},
+	.nargs = 4, .argtypes = {INT4ARRAYOID, TEXTOID, INT4OID, TEXTOID},
 	DURABLE_COLUMNS(dead_letter_columns),
 };
 
@@ -206,36 +211,55 @@ static DurableStatement dead_letters = {
 static DurableStatement dead_letters_one = {
 	.name = "dead_letters_one",
 	.sql = DEAD_LETTERS("= $1"),
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, INT4OID},
+	.nargs = 4, .argtypes = {INT4OID, TEXTOID, INT4OID, TEXTOID},
 	DURABLE_COLUMNS(dead_letter_columns),
 };
 
 /*
  * DurableReplayDeadLetters
  *		Give up to batch failed tasks of a queue, oldest first, a new run:
- *		READY now, with their attempts counted from zero.  A task with a
+ *		READY now, with their attempts counted from zero.  partition, when
+ *		not negative, takes them from that partition of the queue only;
+ *		reason, when not NULL, only those that stopped for it (their stop
+ *		code, or the reason they were quarantined for).  A task with a
  *		failed step is no dead letter to replay.  Returns how many, with
  *		their ids in *replayed.
  */
 uint64
-DurableReplayDeadLetters(const char *queue, int32 batch, const char *actor,
+DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
+						 const char *reason, const char *actor,
 						 int64 **replayed)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[3];
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	uint64		n;
 	int64	   *ids;
 
 	DurableQueueGetShared(queue, &settings);
+	if (partition >= 0 || reason != NULL)
+		DurableRequireSingleServer("a replay of one partition or one reason");
 	args[1] = CStringGetTextDatum(queue);
+	args[3] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+	nulls[3] = reason ? ' ' : 'n';
 	ids = palloc(sizeof(int64) * batch);
 	n = 0;
 	if (!DurableDistributed())
 	{
-		args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		ArrayType  *partitions = DurableQueuePartitionArray(&settings);
+
+		if (partition >= 0)
+		{
+			Datum		only = Int32GetDatum(partition);
+
+			DurableCheckQueuePartition(queue, &settings, partition);
+			partitions = construct_array(&only, 1, INT4OID, sizeof(int32),
+										 true, TYPALIGN_INT);
+		}
+		args[0] = PointerGetDatum(partitions);
 		args[2] = Int32GetDatum(batch);
-		n = DurableExecute(&dead_letters, args, NULL, SPI_OK_SELECT, 0);
+		n = DurableExecute(&dead_letters, args, nulls, SPI_OK_SELECT, 0);
 		for (uint64 i = 0; i < n; i++)
 			ids[i] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 	}
@@ -251,7 +275,7 @@ DurableReplayDeadLetters(const char *queue, int32 batch, const char *actor,
 
 			args[0] = Int32GetDatum(DurableQueuePartition(&settings, p));
 			args[2] = Int32GetDatum(batch - (int32) n);
-			found = DurableExecute(&dead_letters_one, args, NULL, SPI_OK_SELECT, 0);
+			found = DurableExecute(&dead_letters_one, args, nulls, SPI_OK_SELECT, 0);
 			for (uint64 i = 0; i < found; i++)
 				ids[n++] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 		}
@@ -275,6 +299,58 @@ DurableReplayDeadLetters(const char *queue, int32 batch, const char *actor,
 	}
 	*replayed = ids;
 	return n;
+}
+
+/*
+ * DurableQuarantine
+ *		Put an unfinished task among the dead letters: FAILED with stop code
+ *		'quarantined' and the reason, in last_error and in the event, which
+ *		names the operator.  A running task loses its lease (fence + 1), so
+ *		its worker's next write is refused.  Refused (55U04) while a step is
+ *		started or unknown: a quarantine is no decision about it.  42704 for
+ *		no such task, 55U04 for a finished one.
+ */
+void
+DurableQuarantine(int64 task_id, const char *reason, const char *actor)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableTask task;
+	DurableStep step;
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	DurableTaskFetchOrError(task_id, true, &task);
+	if (DurableTaskIsTerminal(task.state))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is %s and cannot be quarantined",
+					   (long long) task_id, task.state),
+				errhint("Only an unfinished task can be quarantined."));
+	if (DurableStepInDoubt(&task, &step))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot be quarantined while step \"%s\" is %s",
+					   (long long) task_id, step.name, step.state),
+				errdetail("Whether the step took effect is not known."),
+				errhint("Settle the step first: a receipt, or durable_resolve() once the task is in review."));
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", reason);
+	DurableDetailText(&detail, "quarantined_by", actor);
+	DurableDetailText(&detail, "previous_state", task.state);
+	move.error = DurableDetailFinish(&detail);
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "reason", reason);
+	DurableDetailText(&detail, "previous_state", task.state);
+	move.from_state = task.state;
+	move.fence = task.fence;
+	move.to_state = "failed";
+	move.revoke = strcmp(task.state, "running") == 0;
+	move.stop_code = "quarantined";
+	move.kind = "quarantined";
+	move.actor = actor;
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(&task, &move, now);
 }
 
 /*

@@ -41,6 +41,8 @@ enum
 	QUEUE_PAUSED,
 	QUEUE_RESTRICTED,
 	QUEUE_CONCURRENCY_LIMIT,
+	QUEUE_VERSION_TIMEOUT,
+	QUEUE_PAUSED_PARTITIONS,
 	QUEUE_NCOLUMNS
 };
 
@@ -54,12 +56,15 @@ static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
 	[QUEUE_PAUSED] = {"paused", BOOLOID},
 	[QUEUE_RESTRICTED] = {"restricted", BOOLOID},
 	[QUEUE_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+	[QUEUE_VERSION_TIMEOUT] = {"version_timeout", INTERVALOID},
+	[QUEUE_PAUSED_PARTITIONS] = {"paused_partitions", INT4ARRAYOID},
 };
 
 /* a queue's settings, by name ($1), as queue_columns */
 #define QUEUE_SELECT \
 	"SELECT partition_base, partitions, lease, max_attempts, deadline," \
-	" notify, paused, restricted, concurrency_limit" \
+	" notify, paused, restricted, concurrency_limit, version_timeout," \
+	" paused_partitions" \
 	" FROM durable.queues WHERE queue_name = $1"
 
 static DurableStatement queue_get = {
@@ -121,6 +126,48 @@ read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 	result->restricted = DatumGetBool(DurableColumnDatum(0, QUEUE_RESTRICTED, &isnull));
 	d = DurableColumnDatum(0, QUEUE_CONCURRENCY_LIMIT, &isnull);
 	result->concurrency_limit = isnull ? 0 : DatumGetInt32(d);
+	d = DurableColumnDatum(0, QUEUE_VERSION_TIMEOUT, &isnull);
+	result->has_version_timeout = !isnull;
+	if (!isnull)
+		result->version_timeout = *DatumGetIntervalP(d);
+	d = DurableColumnDatum(0, QUEUE_PAUSED_PARTITIONS, &isnull);
+	result->npaused_partitions = 0;
+	if (!isnull)
+	{
+		Datum	   *keys;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), INT4OID, sizeof(int32), true,
+						  TYPALIGN_INT, &keys, NULL, &n);
+		result->paused_partitions = palloc(sizeof(int32) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			result->paused_partitions[i] = DatumGetInt32(keys[i]);
+		result->npaused_partitions = n;
+	}
+}
+
+/* 22023 unless partition is one of the queue's partition keys */
+void
+DurableCheckQueuePartition(const char *queue, const DurableQueue *settings,
+						   int32 partition)
+{
+	if ((partition - settings->partition_base + DURABLE_PARTITION_SPACE) %
+		DURABLE_PARTITION_SPACE >= settings->partitions)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("queue \"%s\" has no partition %d", queue, partition),
+				errdetail("Its partitions are the %d from %d on (partition_key in durable.tasks).",
+						  settings->partitions, settings->partition_base));
+}
+
+/* whether a partition of a queue is paused (durable_pause(..., partition)) */
+bool
+DurablePartitionPaused(const DurableQueue *queue, int32 partition)
+{
+	for (int i = 0; i < queue->npaused_partitions; i++)
+		if (queue->paused_partitions[i] == partition)
+			return true;
+	return false;
 }
 
 /*
@@ -212,27 +259,29 @@ static DurableStatement queue_insert = {
 	.sql = "INSERT INTO durable.queues (queue_name, partition_base, partitions,"
 	" lease, max_attempts, retry_base, retry_cap, deadline,"
 	" retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at,"
-	" progress_timeout, notify, created_at, concurrency_limit)"
+	" progress_timeout, notify, created_at, concurrency_limit,"
+	" version_timeout)"
 	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-	" COALESCE($9, 0), $11, $12, $13, $11, $14)"
+	" COALESCE($9, 0), $11, $12, $13, $11, $14, $15)"
 	" ON CONFLICT (queue_name) DO NOTHING",
-	.nargs = 14,
+	.nargs = 15,
 	.argtypes = {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
-	INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
-	INT4OID},
+		INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
+	INT4OID, INTERVALOID},
 };
 
 /*
  * DurableCreateQueue
  *		Create a queue with settings (checked by the caller; every one is
- *		given, but the optional deadline, retry_capacity, progress_timeout
- *		and concurrency_limit).  42710 when the queue exists.
+ *		given, but the optional deadline, retry_capacity, progress_timeout,
+ *		concurrency_limit and version_timeout).  42710 when the queue
+ *		exists.
  */
 void
 DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
 {
-	Datum		args[14];
-	char		nulls[14];
+	Datum		args[15];
+	char		nulls[15];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
@@ -249,6 +298,7 @@ DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
 	bind_interval(args, nulls, 11, settings->progress_timeout);
 	args[12] = BoolGetDatum(settings->notify);
 	bind_int(args, nulls, 13, settings->concurrency_limit);
+	bind_interval(args, nulls, 14, settings->version_timeout);
 	if (DurableExecute(&queue_insert, args, nulls, SPI_OK_INSERT, 0) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -271,12 +321,13 @@ static DurableStatement queue_alter = {
 	" retry_refill_rate = COALESCE($8, retry_refill_rate),"
 	" progress_timeout = CASE WHEN $13 THEN NULL ELSE COALESCE($9, progress_timeout) END,"
 	" notify = COALESCE($10, notify),"
-	" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END"
+	" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END,"
+	" version_timeout = CASE WHEN $17 THEN NULL ELSE COALESCE($16, version_timeout) END"
 	" WHERE queue_name = $1",
-	.nargs = 15,
+	.nargs = 17,
 	.argtypes = {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
 		INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID,
-	INT4OID, BOOLOID},
+	INT4OID, BOOLOID, INTERVALOID, BOOLOID},
 };
 
 /*
@@ -289,8 +340,8 @@ static DurableStatement queue_alter = {
 void
 DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 {
-	Datum		args[15];
-	char		nulls[15];
+	Datum		args[17];
+	char		nulls[17];
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = CStringGetTextDatum(queue);
@@ -310,6 +361,8 @@ DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 	args[12] = BoolGetDatum(settings->clear_progress_timeout);
 	bind_int(args, nulls, 13, settings->concurrency_limit);
 	args[14] = BoolGetDatum(settings->clear_concurrency_limit);
+	bind_interval(args, nulls, 15, settings->version_timeout);
+	args[16] = BoolGetDatum(settings->clear_version_timeout);
 	if (DurableExecute(&queue_alter, args, nulls, SPI_OK_UPDATE, 0) == 0)
 		report_no_queue(queue);
 }
@@ -322,21 +375,44 @@ static DurableStatement queue_set_paused = {
 	.argtypes = {TEXTOID, BOOLOID},
 };
 
+/* a partition ($3) of a queue paused (or resumed, $2 false), once */
+static DurableStatement queue_set_partition_paused = {
+	.name = "queue_set_partition_paused",
+	.sql = "UPDATE durable.queues SET paused_partitions ="
+	" ARRAY(SELECT p FROM pg_catalog.unnest(paused_partitions) p WHERE p <> $3"
+	"  UNION SELECT $3 WHERE $2 ORDER BY 1)"
+	" WHERE queue_name = $1",
+	.nargs = 3,
+	.argtypes = {TEXTOID, BOOLOID, INT4OID},
+};
+
 /*
  * DurableSetQueuePaused
- *		Pause a queue, or resume it.  A paused queue hands out no task;
- *		enqueues, running tasks, their commits and the reconciler go on.
- *		42704 when there is no such queue.
+ *		Pause a queue, or resume it; or, when partition is not negative,
+ *		one of its partitions (a partition_key of the queue, else 22023).
+ *		A paused queue or partition hands out no task; enqueues, running
+ *		tasks, their commits and the reconciler go on.  A partition's pause
+ *		and the queue's are apart: resuming the queue leaves its paused
+ *		partitions paused.  42704 when there is no such queue.
  */
 void
-DurableSetQueuePaused(const char *queue, bool paused)
+DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 {
-	Datum		args[2];
+	Datum		args[3];
+	DurableQueue settings;
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = BoolGetDatum(paused);
-	if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
-		report_no_queue(queue);
+	if (partition < 0)
+	{
+		if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
+			report_no_queue(queue);
+		return;
+	}
+	DurableQueueGet(queue, &settings);
+	DurableCheckQueuePartition(queue, &settings, partition);
+	args[2] = Int32GetDatum(partition);
+	DurableExecute(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
 }
 
 /* the schedules that target a queue */
@@ -382,20 +458,21 @@ schedule_list_text(const char *queue, uint64 n)
 }
 
 /*
- * The parts of the tick that are the queue's (tick.c): its retry tokens
- * and its schedules, named from the n rows of queue_schedules, as a
+ * The parts of the tick that are the queue's (tick.c): its retry tokens,
+ * its versions and its schedules, named from the n rows of queue_schedules, as a
  * text[] datum.
  */
 static Datum
 queue_tick_parts(const char *queue, uint64 n)
 {
-	Datum	   *names = palloc(sizeof(Datum) * (n + 1));
+	Datum	   *names = palloc(sizeof(Datum) * (n + 2));
 
 	names[0] = CStringGetTextDatum(psprintf("retry tokens: %s", queue));
+	names[1] = CStringGetTextDatum(psprintf("versions: %s", queue));
 	for (uint64 r = 0; r < n; r++)
-		names[r + 1] = CStringGetTextDatum(psprintf("schedule: %s",
+		names[r + 2] = CStringGetTextDatum(psprintf("schedule: %s",
 													DurableColumnText(r, SCHEDULE_NAME)));
-	return PointerGetDatum(construct_array(names, (int) n + 1, TEXTOID, -1,
+	return PointerGetDatum(construct_array(names, (int) n + 2, TEXTOID, -1,
 										   false, TYPALIGN_INT));
 }
 
@@ -477,6 +554,13 @@ static DurableStatement queue_drop_events = {
 	" WHERE partition_key = ANY ($2) AND queue_name = $1",
 	.nargs = 2,
 	.argtypes = {TEXTOID, INT4ARRAYOID},
+};
+
+static DurableStatement queue_drop_workers = {
+	.name = "queue_drop_workers",
+	.sql = "DELETE FROM durable.workers_seen WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
 };
 
 static DurableStatement tick_failures_forget = {
@@ -579,6 +663,7 @@ DurableDropQueue(const char *queue, bool cascade)
 	 * emits wake nobody who awaited the old one's.
 	 */
 	DurableExecute(&queue_drop_events, args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop_workers, args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
 	DurableExecute(&tick_failures_forget, &parts, NULL, SPI_OK_DELETE, 0);
 	if (schedules > 0)

@@ -76,8 +76,6 @@ static DurableStatement expired = {
 	DURABLE_COLUMNS(expired_columns),
 };
 
-#define DURABLE_RECONCILER_ACTOR "durable reconciler"
-
 /* copy an expired lease out of the SPI result, which the next statement replaces */
 static void
 read_expired(uint64 row, DurableTask *task, int32 partition)

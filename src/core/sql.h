@@ -24,7 +24,7 @@
 	" workflow_version, payload, result, last_error, checkpoint," \
 	" checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq," \
 	" claim_fence, claim_kind, claim_role, final_kind, final_actor, final_role," \
-	" final_detail, parent_id, concurrency_key, waits"
+	" final_detail, parent_id, concurrency_key, waits, versions"
 
 #define STEP_TABLE_COLUMNS \
 	"partition_key, task_id, step, state, class, version, attempt, ordinal," \

@@ -6,7 +6,8 @@
  *
  * A tick is what the background worker runs in one transaction and
  * durable_reconcile() exposes: expired leases through the recovery table
- * (reconcile.c), stuck alarms, retention and history (retention.c), the
+ * (reconcile.c), stuck alarms, the tasks no worker runs the versions of
+ * (versions.c), retention and history (retention.c), the
  * schedules that are due (schedule.c) and the retry tokens that the tick's
  * retries owe (budget.c), each a bounded batch.  Every part runs in a
  * subtransaction of its own (part.c): a partition, a day of history, a
@@ -144,6 +145,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		settled;
 	uint64		alarms;
 	uint64		removed;
+	uint64		reviewed;
 	uint64		scheduled = 0;
 
 	DurablePartsBegin(now);
@@ -158,11 +160,12 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 							  settle_partition, now, batch, callback, arg);
 	alarms = over_partitions(partitions, npartitions, "stuck alarms",
 							 alarm_partition, now, batch, callback, arg);
+	reviewed = DurableReviewUnrunnable(now, batch, callback, arg);
 	removed = DurableApplyRetention(now, batch, callback, arg);
 	/* on Citus, the coordinator enqueues what the schedules owe */
 	if (!DurableCitusWorker())
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
 	pfree(partitions);
-	return Max(Max(settled, alarms), Max(removed, scheduled));
+	return Max(Max(Max(settled, alarms), Max(removed, scheduled)), reviewed);
 }

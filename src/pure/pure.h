@@ -165,6 +165,11 @@ extern TimestampTz DurableCronNext(const DurableCron *cron, TimestampTz after,
 extern TimestampTz DurableCronLatest(const DurableCron *cron, TimestampTz at,
 									 struct pg_tz *tz);
 
+/* ---- versions.c: the versions a task is pinned to, a worker runs ---- */
+extern void DurableVersionsCheckPinned(Jsonb *versions, const char *of);
+extern Jsonb *DurableVersionsRuns(Jsonb *runs);
+extern bool DurableVersionsRun(Jsonb *pinned, Jsonb *runs);
+
 /* ---- worker.c: the background workers' common description ---- */
 struct BackgroundWorker;
 extern void DurableWorkerSpec(struct BackgroundWorker *worker,

@@ -34,7 +34,7 @@ is(sql("SELECT state || ':' || count(*) FROM durable.tasks GROUP BY state ORDER 
 	"ready:2\nrunning:1\nwaiting:3\ncompleted:2\nfailed:1", 'the tasks of 0.4.0');
 
 sql('ALTER EXTENSION durable UPDATE');
-is(sql("SELECT extversion FROM pg_extension WHERE extname = 'durable'"), '0.5.0', 'updated to 0.5.0');
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'durable'"), '0.6.0', 'updated to 0.6.0');
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() is empty after the update');
 
 # the tick: the expired lease is settled (its idempotent step planned

@@ -1,0 +1,566 @@
+/*-------------------------------------------------------------------------
+ *
+ * versions.c
+ *	  Versions as a contract (DESIGN section 15): what workers run, as
+ *	  their claims say, explicit migrations of tasks to other versions, and
+ *	  review of the tasks that no worker runs the versions of.
+ *
+ * A task is pinned to versions (pure/versions.c) at its enqueue or by its
+ * first claim that says what its worker runs (claim.c); from then on only
+ * a migration changes them, and it is an event naming the operator and
+ * the evidence.  A migration ends a running task's lease (fence + 1, as a
+ * release: the worker runs the old code) and fences off every task it
+ * moves, so that a decision taken on the old versions cannot land.
+ *
+ * Every claim records its worker's last claim and what it said it runs in
+ * durable.workers_seen, at most once a second per backend and worker, so
+ * that a busy worker writes one row a second, not one a claim.  A ready
+ * task that none of the workers seen in its queue's version_timeout runs
+ * goes to review with its versions and the versions alive, for a person to
+ * decide: the version it needs can no longer run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* ---- workers' claims ---- */
+
+/* a backend records a worker's claims in a queue at most this often */
+#define WORKER_RECORD_INTERVAL USECS_PER_SEC
+/* and forgets what it recorded past this many workers */
+#define SEEN_WORKERS_MAX 1024
+
+typedef struct SeenWorker
+{
+	uint8		key[PG_SHA256_DIGEST_LENGTH];	/* queue, worker, versions */
+	TimestampTz recorded_at;
+} SeenWorker;
+
+static HTAB *seen_workers;
+
+static DurableStatement worker_seen = {
+	.name = "worker_seen",
+	.sql = "INSERT INTO durable.workers_seen AS w (queue_name, worker, versions,"
+	" role, first_claim_at, last_claim_at) VALUES ($1, $2, $3, $4, $5, $5)"
+	" ON CONFLICT (queue_name, worker) DO UPDATE SET versions = EXCLUDED.versions,"
+	" role = EXCLUDED.role, last_claim_at = EXCLUDED.last_claim_at"
+	" WHERE w.last_claim_at < EXCLUDED.last_claim_at"
+	" OR w.versions IS DISTINCT FROM EXCLUDED.versions",
+	.nargs = 5,
+	.argtypes = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID},
+};
+
+/*
+ * DurableRecordWorker
+ *		Record a claim of worker in queue, saying it runs runs (NULL: it did
+ *		not say), unless this backend recorded the same less than
+ *		WORKER_RECORD_INTERVAL ago.  Not on Citus yet, where no claim names
+ *		versions and no queue has a version_timeout.
+ */
+void
+DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
+					TimestampTz now)
+{
+	StringInfoData id;
+	SeenWorker *seen;
+	bool		found;
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	uint8		key[PG_SHA256_DIGEST_LENGTH];
+
+	if (DurableDistributed())
+		return;
+	if (seen_workers == NULL || hash_get_num_entries(seen_workers) >= SEEN_WORKERS_MAX)
+	{
+		HASHCTL		ctl = {0};
+
+		if (seen_workers != NULL)
+			hash_destroy(seen_workers);
+		ctl.keysize = PG_SHA256_DIGEST_LENGTH;
+		ctl.entrysize = sizeof(SeenWorker);
+		seen_workers = hash_create("durable workers seen", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+	}
+	initStringInfo(&id);
+	appendBinaryStringInfo(&id, queue, strlen(queue) + 1);
+	appendBinaryStringInfo(&id, worker, strlen(worker) + 1);
+	if (runs != NULL)
+		appendBinaryStringInfo(&id, VARDATA(runs), VARSIZE(runs) - VARHDRSZ);
+	DurableSha256(id.data, id.len, key);
+	pfree(id.data);
+	seen = hash_search(seen_workers, key, HASH_ENTER, &found);
+	if (found && now >= seen->recorded_at &&
+		now - seen->recorded_at < WORKER_RECORD_INTERVAL)
+		return;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(worker);
+	args[2] = JsonbPGetDatum(runs);
+	nulls[2] = runs ? ' ' : 'n';
+	args[3] = CStringGetTextDatum(DurableCallerName());
+	args[4] = TimestampTzGetDatum(now);
+	DurableExecute(&worker_seen, args, nulls, SPI_OK_INSERT, 0);
+	seen->recorded_at = now;
+}
+
+/* ---- migrations ---- */
+
+/* a live task's versions, and those a migration would give it */
+enum
+{
+	PINNED_VERSIONS,
+	PINNED_MIGRATED,
+	PINNED_MATCHES,
+	PINNED_STOP_CODE,
+	PINNED_NCOLUMNS
+};
+
+static const DurableColumn pinned_columns[PINNED_NCOLUMNS] = {
+	[PINNED_VERSIONS] = {"versions", JSONBOID},
+	[PINNED_MIGRATED] = {"migrated", JSONBOID},
+	[PINNED_MATCHES] = {"matches", BOOLOID},
+	[PINNED_STOP_CODE] = {"stop_code", TEXTOID},
+};
+
+static DurableStatement task_pinned = {
+	.name = "task_pinned",
+	.sql = "SELECT versions, COALESCE(versions, '{}') || $4 AS migrated,"
+	" COALESCE(versions, '{}') @> $3 AS matches, stop_code"
+	" FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 4,
+	.argtypes = {INT4OID, INT8OID, JSONBOID, JSONBOID},
+	DURABLE_COLUMNS(pinned_columns),
+};
+
+static DurableStatement task_pin = {
+	.name = "task_pin",
+	.sql = "UPDATE durable.live_tasks SET versions = $3,"
+	" workflow_version = $3 ->> 'workflow'"
+	" WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 3,
+	.argtypes = {INT4OID, INT8OID, JSONBOID},
+};
+
+/* the unfinished tasks of a queue that a migration would move */
+enum
+{
+	MIGRATABLE_TASK_ID,
+	MIGRATABLE_NCOLUMNS
+};
+
+static const DurableColumn migratable_columns[MIGRATABLE_NCOLUMNS] = {
+	[MIGRATABLE_TASK_ID] = {"task_id", INT8OID},
+};
+
+static DurableStatement queue_migratable = {
+	.name = "queue_migratable",
+	.sql = "SELECT task_id FROM durable.live_tasks"
+	" WHERE partition_key = ANY ($1) AND queue_name = $2"
+	" AND COALESCE(versions, '{}') @> $3"
+	" AND NOT COALESCE(versions, '{}') @> $4"
+	" ORDER BY task_id LIMIT $5",
+	.nargs = 5,
+	.argtypes = {INT4ARRAYOID, TEXTOID, JSONBOID, JSONBOID, INT4OID},
+	DURABLE_COLUMNS(migratable_columns),
+};
+
+static void
+report_migrated(const DurableMigration *m, int64 task_id, const char *state,
+				Jsonb *from, Jsonb *to, const char *action)
+{
+	if (m->report != NULL)
+		m->report(task_id, state, from, to, action, m->arg);
+}
+
+/*
+ * migrate_locked
+ *		Migrate one task whose row the caller has locked (DurableTaskFetch),
+ *		or say what would happen (m->dry_run).  A task in doubt is refused
+ *		with 55U04 when refuse_doubt, else reported as 'in_doubt'.  Returns
+ *		whether it was (or would be) migrated.
+ */
+static bool
+migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
+			   TimestampTz now)
+{
+	Datum		args[4];
+	Jsonb	   *old;
+	Jsonb	   *migrated;
+	const char *stop_code;
+	bool		isnull;
+	DurableDetail detail;
+	DurableMove move = {0};
+
+	args[0] = Int32GetDatum(task->partition);
+	args[1] = Int64GetDatum(task->task_id);
+	args[2] = JsonbPGetDatum(m->from);
+	args[3] = JsonbPGetDatum(m->to);
+	if (DurableExecute(&task_pinned, args, NULL, SPI_OK_SELECT, 1) == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is %s and cannot be migrated",
+					   (long long) task->task_id, task->state),
+				errhint("Only an unfinished task runs under versions; replay a failed one with durable_replay_dead_letters() and migrate it then."));
+	old = DurableColumnIsNull(0, PINNED_VERSIONS) ? NULL :
+		DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_VERSIONS, &isnull));
+	migrated = DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_MIGRATED, &isnull));
+	stop_code = DurableColumnText(0, PINNED_STOP_CODE);
+	if (!DurableColumnBool(0, PINNED_MATCHES))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_VERSION_MISMATCH),
+				errmsg("task %lld does not run under the versions to migrate from",
+					   (long long) task->task_id),
+				errdetail("It is pinned to %s; the migration is from %s.",
+						  old ? JsonbToCString(NULL, &old->root, VARSIZE(old)) : "no versions",
+						  JsonbToCString(NULL, &m->from->root, VARSIZE(m->from))),
+				errhint("Name versions the task is pinned to (durable.tasks.versions), or '{}' for any."));
+	if (task->steps_in_doubt > 0)
+	{
+		DurableStep step;
+
+		if (!refuse_doubt)
+		{
+			report_migrated(m, task->task_id, task->state, old, migrated, "in_doubt");
+			return false;
+		}
+		DurableStepInDoubt(task, &step);
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld cannot be migrated while step \"%s\" is %s",
+					   (long long) task->task_id, step.name, step.state),
+				errdetail("Whether the step took effect is not known; new code would decide it on other evidence."),
+				errhint("Settle the step first (a receipt, or durable_resolve() in review), then migrate."));
+	}
+	if (m->dry_run)
+	{
+		report_migrated(m, task->task_id, task->state, old, migrated, "would_migrate");
+		return true;
+	}
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "operator", m->operator_name);
+	DurableDetailJsonb(&detail, "from", old);
+	DurableDetailJsonb(&detail, "to", migrated);
+	DurableDetailJsonb(&detail, "evidence", m->evidence);
+	DurableDetailText(&detail, "previous_state", task->state);
+	move.kind = "migrated";
+	move.actor = m->operator_name;
+	move.from_state = task->state;
+	move.fence = task->fence;
+	move.revoke = true;
+	if (strcmp(task->state, "running") == 0)
+	{
+		/* the worker runs the old code: the task goes back, as a release */
+		move.to_state = "ready";
+		move.run_at = now;
+		move.give_back_attempt = true;
+	}
+	else if (strcmp(task->state, "needs_review") == 0 &&
+			 stop_code != NULL && strcmp(stop_code, "version_unavailable") == 0)
+	{
+		/* the decision review waited for */
+		move.to_state = "ready";
+		move.run_at = now;
+	}
+	else if (strcmp(task->state, "needs_review") == 0)
+		move.to_state = NULL;	/* stays in review for its own reason */
+	else
+		move.to_state = task->state;
+
+	if (move.to_state == NULL)
+		task->version = DurableAppendEvent(task, now, "migrated", m->operator_name,
+										   DurableDetailFinish(&detail), NULL, 0);
+	else
+	{
+		move.stop_code = strcmp(move.to_state, task->state) == 0 ? stop_code : NULL;
+		move.detail = DurableDetailFinish(&detail);
+		DurableMoveLockedTask(task, &move, now);
+	}
+	args[2] = JsonbPGetDatum(migrated);
+	DurableExecute(&task_pin, args, NULL, SPI_OK_UPDATE, 1);
+	report_migrated(m, task->task_id, move.to_state ? move.to_state : task->state,
+					old, migrated, "migrated");
+	return true;
+}
+
+/*
+ * DurableMigrateTask
+ *		Migrate one task (durable_migrate(task_id, ...)): 42704 for no such
+ *		task, 55U04 for a finished one or one with a step in doubt, 55U02
+ *		when it is not pinned to m->from.
+ */
+void
+DurableMigrateTask(int64 task_id, const DurableMigration *m)
+{
+	DurableTask task;
+
+	DurableTaskFetchOrError(task_id, true, &task);
+	if (DurableTaskIsTerminal(task.state))
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is %s and cannot be migrated",
+					   (long long) task_id, task.state),
+				errhint("Only an unfinished task runs under versions; replay a failed one with durable_replay_dead_letters() and migrate it then."));
+	migrate_locked(&task, m, true, GetCurrentTransactionStartTimestamp());
+}
+
+/*
+ * DurableMigrateQueue
+ *		Migrate up to batch unfinished tasks of a queue pinned to m->from
+ *		(and not yet to m->to), lowest id first; a task with a step in doubt
+ *		is reported, not moved.  Returns how many were (or would be)
+ *		migrated.
+ */
+uint64
+DurableMigrateQueue(const char *queue, int32 batch, const DurableMigration *m)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableQueue settings;
+	Datum		args[5];
+	uint64		n;
+	uint64		migrated = 0;
+	int64	   *ids;
+
+	DurableQueueGet(queue, &settings);
+	args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+	args[1] = CStringGetTextDatum(queue);
+	args[2] = JsonbPGetDatum(m->from);
+	args[3] = JsonbPGetDatum(m->to);
+	args[4] = Int32GetDatum(batch);
+	n = DurableExecute(&queue_migratable, args, NULL, SPI_OK_SELECT, 0);
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		ids[i] = DurableColumnInt64(i, MIGRATABLE_TASK_ID);
+	for (uint64 i = 0; i < n; i++)
+	{
+		DurableTask task;
+
+		/* one that finished meanwhile is no longer the migration's */
+		if (!DurableTaskFetch(ids[i], true, &task) ||
+			DurableTaskIsTerminal(task.state))
+			continue;
+		if (migrate_locked(&task, m, false, now))
+			migrated++;
+	}
+	return migrated;
+}
+
+/* ---- tasks no worker runs ---- */
+
+/* the queues with a version_timeout, not paused */
+enum
+{
+	VQUEUE_NAME,
+	VQUEUE_NCOLUMNS
+};
+
+static const DurableColumn vqueue_columns[VQUEUE_NCOLUMNS] = {
+	[VQUEUE_NAME] = {"queue_name", TEXTOID},
+};
+
+static DurableStatement versioned_queues = {
+	.name = "versioned_queues",
+	.sql = "SELECT queue_name FROM durable.queues"
+	" WHERE version_timeout IS NOT NULL AND NOT paused ORDER BY queue_name",
+	.nargs = 0,
+	DURABLE_COLUMNS(vqueue_columns),
+};
+
+/* what the workers alive in a queue ($1) run: since $2 */
+enum
+{
+	ALIVE_RUNS,
+	ALIVE_LIST,
+	ALIVE_ANY,
+	ALIVE_NCOLUMNS
+};
+
+static const DurableColumn alive_columns[ALIVE_NCOLUMNS] = {
+	[ALIVE_RUNS] = {"runs", JSONBARRAYOID},
+	[ALIVE_LIST] = {"list", JSONBOID},
+	[ALIVE_ANY] = {"any", BOOLOID},
+};
+
+static DurableStatement workers_alive = {
+	.name = "workers_alive",
+	.sql = "SELECT COALESCE(pg_catalog.array_agg(DISTINCT versions)"
+	"  FILTER (WHERE versions IS NOT NULL), '{}') AS runs,"
+	" COALESCE(pg_catalog.jsonb_agg(DISTINCT versions)"
+	"  FILTER (WHERE versions IS NOT NULL), '[]') AS list,"
+	" pg_catalog.bool_or(versions IS NULL) IS TRUE AS any"
+	" FROM durable.workers_seen WHERE queue_name = $1 AND last_claim_at > $2",
+	.nargs = 2,
+	.argtypes = {TEXTOID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(alive_columns),
+};
+
+/*
+ * The ready tasks at the front of a partition's claim order ($5 of them:
+ * those that no worker takes stay there) due since $4 or before, pinned to
+ * versions that none of the runs of $6 runs.
+ */
+enum
+{
+	UNRUNNABLE_TASK_ID,
+	UNRUNNABLE_VERSIONS,
+	UNRUNNABLE_NCOLUMNS
+};
+
+static const DurableColumn unrunnable_columns[UNRUNNABLE_NCOLUMNS] = {
+	[UNRUNNABLE_TASK_ID] = {"task_id", INT8OID},
+	[UNRUNNABLE_VERSIONS] = {"versions", JSONBOID},
+};
+
+static DurableStatement unrunnable = {
+	.name = "unrunnable",
+	.sql = "SELECT c.task_id, c.versions FROM (SELECT task_id, versions, run_at"
+	"  FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND queue_name = $2"
+	"  AND state IN ('ready', 'waiting') AND run_at <= $3"
+	"  ORDER BY priority DESC, run_at, task_id LIMIT $5) c"
+	" WHERE c.run_at <= $4 AND c.versions IS NOT NULL"
+	" AND NOT EXISTS (SELECT FROM pg_catalog.unnest($6::pg_catalog.jsonb[]) a(runs)"
+	"  WHERE durable.versions_run(c.versions, a.runs))",
+	.nargs = 6,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
+	JSONBARRAYOID},
+	DURABLE_COLUMNS(unrunnable_columns),
+};
+
+typedef struct VersionsWork
+{
+	const char *queue;
+	TimestampTz now;
+	int			batch;
+	DurableSettledCallback callback;
+	void	   *arg;
+} VersionsWork;
+
+/*
+ * review_unrunnable
+ *		The part of the tick for one queue: its ready tasks that no worker
+ *		seen in its version_timeout runs go to review.
+ */
+static uint64
+review_unrunnable(void *arg)
+{
+	VersionsWork *work = (VersionsWork *) arg;
+	DurableQueue settings;
+	TimestampTz since;
+	Datum		args[6];
+	bool		isnull;
+	Datum		runs;
+	Jsonb	   *alive;
+	Interval	back;
+	uint64		moved = 0;
+
+	DurableQueueGet(work->queue, &settings);
+	if (!settings.has_version_timeout || settings.paused)
+		return 0;
+	back.month = -settings.version_timeout.month;
+	back.day = -settings.version_timeout.day;
+	back.time = -settings.version_timeout.time;
+	since = DurableTimePlus(work->now, &back);
+	args[0] = CStringGetTextDatum(work->queue);
+	args[1] = TimestampTzGetDatum(since);
+	DurableExecute(&workers_alive, args, NULL, SPI_OK_SELECT, 1);
+	/* a worker that did not say what it runs takes any task */
+	if (DurableColumnBool(0, ALIVE_ANY))
+		return 0;
+	runs = PointerGetDatum(PG_DETOAST_DATUM_COPY(DurableColumnDatum(0, ALIVE_RUNS, &isnull)));
+	alive = DatumGetJsonbPCopy(DurableColumnDatum(0, ALIVE_LIST, &isnull));
+
+	args[1] = CStringGetTextDatum(work->queue);
+	args[2] = TimestampTzGetDatum(work->now);
+	args[3] = TimestampTzGetDatum(since);
+	args[4] = Int32GetDatum(work->batch);
+	args[5] = runs;
+	for (int p = 0; p < settings.partitions && moved < (uint64) work->batch; p++)
+	{
+		int32		partition = DurableQueuePartition(&settings, p);
+		uint64		n;
+		int64	   *ids;
+		Jsonb	  **pinned;
+
+		if (DurablePartitionPaused(&settings, partition))
+			continue;
+		args[0] = Int32GetDatum(partition);
+		n = DurableExecute(&unrunnable, args, NULL, SPI_OK_SELECT, 0);
+		ids = palloc(sizeof(int64) * Max(n, 1));
+		pinned = palloc(sizeof(Jsonb *) * Max(n, 1));
+		for (uint64 i = 0; i < n; i++)
+		{
+			ids[i] = DurableColumnInt64(i, UNRUNNABLE_TASK_ID);
+			pinned[i] = DatumGetJsonbPCopy(DurableColumnDatum(i, UNRUNNABLE_VERSIONS, &isnull));
+		}
+		for (uint64 i = 0; i < n && moved < (uint64) work->batch; i++)
+		{
+			DurableTask task;
+			DurableMove move = {0};
+			DurableDetail detail;
+
+			/* a claim or a migration that came first wins: the move's CAS */
+			if (!DurableTaskFetch(ids[i], false, &task) ||
+				(strcmp(task.state, "ready") != 0 && strcmp(task.state, "waiting") != 0))
+				continue;
+			DurableDetailInit(&detail);
+			DurableDetailJsonb(&detail, "versions", pinned[i]);
+			DurableDetailJsonb(&detail, "alive", alive);
+			DurableIntervalDetail(&detail, "version_timeout", &settings.version_timeout);
+			move.from_state = task.state;
+			move.fence = task.fence;
+			move.to_state = "needs_review";
+			move.stop_code = "version_unavailable";
+			move.kind = "version_unavailable";
+			move.actor = DURABLE_RECONCILER_ACTOR;
+			move.detail = DurableDetailFinish(&detail);
+			if (!DurableMoveTask(&task, &move, work->now, NULL))
+				continue;
+			moved++;
+			if (work->callback)
+				work->callback(task.task_id, "version_unavailable", work->arg);
+		}
+	}
+	return moved;
+}
+
+/*
+ * DurableReviewUnrunnable
+ *		The tick's review of the tasks no worker runs: each queue with a
+ *		version_timeout a part of its own ("versions: <queue>"), at most
+ *		batch tasks in all.  Not on Citus yet, where claims are not
+ *		recorded.
+ */
+uint64
+DurableReviewUnrunnable(TimestampTz now, int batch,
+						DurableSettledCallback callback, void *arg)
+{
+	uint64		nqueues;
+	char	  **queues;
+	uint64		moved = 0;
+
+	if (DurableDistributed())
+		return 0;
+	nqueues = DurableExecute(&versioned_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	queues = palloc(sizeof(char *) * Max(nqueues, 1));
+	for (uint64 i = 0; i < nqueues; i++)
+		queues[i] = DurableColumnText(i, VQUEUE_NAME);
+	for (uint64 i = 0; i < nqueues && moved < (uint64) batch; i++)
+	{
+		VersionsWork work = {queues[i], now, batch - (int) moved, callback, arg};
+		char	   *part = psprintf("versions: %s", queues[i]);
+		uint64		n;
+
+		if (DurableRunPart(part, review_unrunnable, &work, &n))
+			moved += n;
+		pfree(part);
+	}
+	return moved;
+}
