@@ -45,6 +45,8 @@ AS 'MODULE_PATHNAME', 'durable_versions_run'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION durable.versions_run(jsonb, jsonb) IS
   'whether a worker that runs these versions (names to a version or a list of versions) runs a task pinned to those';
+REVOKE EXECUTE ON FUNCTION durable.versions_run(jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.versions_run(jsonb, jsonb) TO durable_operator;
 
 --
 -- 2. Queues: a version_timeout, and partitions paused one at a time.

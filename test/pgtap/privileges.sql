@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(94);
+SELECT plan(100);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -36,7 +36,7 @@ SELECT set_eq(
         'queue_stats.queue_name', 'queue_stats.paused', 'queue_stats.ready', 'queue_stats.waiting',
         'queue_stats.running', 'queue_stats.needs_review', 'queue_stats.completed', 'queue_stats.failed',
         'queue_stats.cancelled', 'queue_stats.oldest_due_age', 'queue_stats.oldest_heartbeat_age',
-        'queue_stats.expired_leases', 'queue_stats.stuck',
+        'queue_stats.expired_leases', 'queue_stats.stuck', 'queue_stats.paused_partitions',
         'metrics.queue_name', 'metrics.tasks', 'metrics.duplicate_side_effects', 'metrics.recoveries',
         'metrics.recovery_success_rate', 'metrics.mean_recovery_time', 'metrics.ambiguous_outcome_rate',
         'metrics.human_escalation_rate', 'metrics.claims_per_task', 'metrics.reconciliation_lag',
@@ -77,7 +77,7 @@ SELECT function_privs_are('public', 'durable_enqueue',
        ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
-FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
+FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
              ('durable_heartbeat', ARRAY['bigint', 'bigint', 'text', 'interval']),
              ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer']),
              ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval', 'text'])) AS v(f, args);
@@ -87,18 +87,24 @@ FROM (VALUES ('durable_release', ARRAY['bigint', 'bigint', 'text']),
              ('durable_heartbeat_batch', ARRAY['bigint[]', 'bigint[]', 'interval'])) AS v(f, args),
      unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;
 SELECT function_privs_are('public', f, args, 'durable_producer', ARRAY[]::text[])
-FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer']),
+FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
              ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_operator', ARRAY['EXECUTE'])
-FROM (VALUES ('durable_pause', ARRAY['text']),
-             ('durable_resume', ARRAY['text']),
+FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
+             ('durable_resume', ARRAY['text', 'integer']),
              ('durable_cancel', ARRAY['bigint', 'text']),
              ('durable_reconcile', ARRAY['integer']),
-             ('durable_drop_queue', ARRAY['text', 'boolean'])) AS v(f, args);
+             ('durable_drop_queue', ARRAY['text', 'boolean']),
+             ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
+             ('durable_migrate', ARRAY['text', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean', 'integer']),
+             ('durable_quarantine', ARRAY['bigint', 'text']),
+             ('durable_replay_dead_letters', ARRAY['text', 'integer', 'integer', 'text'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
-FROM (VALUES ('durable_pause', ARRAY['text']),
+FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_cancel', ARRAY['bigint', 'text']),
-             ('durable_reconcile', ARRAY['integer'])) AS v(f, args);
+             ('durable_reconcile', ARRAY['integer']),
+             ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
+             ('durable_quarantine', ARRAY['bigint', 'text'])) AS v(f, args);
 
 -- the calls of workflows that wait: who may start a wait, emit, schedule
 SELECT function_privs_are('public', f, args, r,
