@@ -33,9 +33,15 @@ sub sql { return $node->safe_psql('old', $_[0]); }
 is(sql("SELECT state || ':' || count(*) FROM durable.tasks GROUP BY state ORDER BY state"),
 	"ready:2\nrunning:1\nwaiting:3\ncompleted:2\nfailed:1", 'the tasks of 0.4.0');
 
+# a task enqueued with a workflow version before 0.6.0 is pinned to it
+sql(q{UPDATE durable.live_tasks SET workflow_version = '7' WHERE payload = '{"case": "ready"}'});
+
 sql('ALTER EXTENSION durable UPDATE');
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'durable'"), '0.6.0', 'updated to 0.6.0');
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() is empty after the update');
+is(sql(q{SELECT string_agg(coalesce(versions::text, 'none'), ' ' ORDER BY versions::text)
+	FROM durable.live_tasks WHERE payload = '{"case": "ready"}' OR workflow_version IS NULL}),
+	'{"workflow": "7"} none none none none none', 'the workflow version of 0.4.0 is the pinned version of 0.6.0');
 
 # the tick: the expired lease is settled (its idempotent step planned
 # again), the overdue schedule enqueues its latest occurrence once
