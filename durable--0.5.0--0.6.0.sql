@@ -443,6 +443,51 @@ END
 $$;
 
 --
+-- 8. Counters in shared memory, and metrics for Prometheus from SQL.
+--
+CREATE FUNCTION durable.queue_counters(
+    OUT queue_name text, OUT enqueued bigint, OUT claimed bigint, OUT completed bigint,
+    OUT failed bigint, OUT cancelled bigint, OUT retried bigint, OUT leases_expired bigint,
+    OUT sent_to_review bigint, OUT resolved_mark_committed bigint,
+    OUT resolved_mark_not_executed bigint, OUT resolved_mark_failed bigint,
+    OUT resolved_retry bigint, OUT resolved_cancel bigint, OUT dead_lettered bigint,
+    OUT quarantined bigint, OUT replayed bigint, OUT migrated bigint, OUT stale_writes bigint,
+    OUT version_conflicts bigint, OUT idempotent_replays bigint, OUT events_emitted bigint,
+    OUT wakeups bigint, OUT stats_reset timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'durable_queue_counters'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION durable.queue_counters() IS
+  'what durable did in each queue since the server started or durable_reset_counters(): monotonic counters in shared memory (preloaded only)';
+REVOKE EXECUTE ON FUNCTION durable.queue_counters() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.queue_counters() TO durable_operator, pg_monitor;
+
+CREATE VIEW durable.queue_counters AS SELECT * FROM durable.queue_counters();
+COMMENT ON VIEW durable.queue_counters IS 'per queue: what durable did since the server started or durable_reset_counters() (enqueued, claimed, completed, failed attempts, ...); empty unless durable is preloaded; queue "" counts the queues past durable.counters_queues';
+GRANT SELECT ON durable.queue_counters TO durable_operator, pg_monitor;
+
+CREATE FUNCTION @extschema@.durable_metrics_prometheus()
+RETURNS text
+AS 'MODULE_PATHNAME', 'durable_metrics_prometheus'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_metrics_prometheus() IS
+  'every counter, histogram and gauge of durable, per queue, in the Prometheus text exposition format; reads no history';
+REVOKE EXECUTE ON FUNCTION @extschema@.durable_metrics_prometheus() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_metrics_prometheus() TO durable_operator, pg_monitor;
+
+CREATE FUNCTION @extschema@.durable_reset_counters()
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_reset_counters'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_reset_counters() IS
+  'zero every counter and histogram of durable (a reset, for Prometheus'' rate())';
+REVOKE EXECUTE ON FUNCTION @extschema@.durable_reset_counters() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_reset_counters() TO durable_operator;
+
+--
 -- Last: every function of the extension written in SQL or PL/pgSQL pins
 -- the settings its text forms follow, as in 0.5.0 (CREATE OR REPLACE
 -- above dropped them for the function it replaced).

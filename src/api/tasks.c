@@ -200,7 +200,8 @@ DurableClaimResult(FunctionCallInfo fcinfo, DurableClaimKind kind)
 
 	SPI_connect();
 	DurableClaim(kind, queue, worker, lease, batch, runs,
-				 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
+				 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+				 ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -447,7 +448,8 @@ durable_commit_and_claim(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableCommitAndClaim(task_id, fence, result, worker, lease, batch, runs,
-						  ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
+						  ((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+						  ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc);
 	SPI_finish();
 	return (Datum) 0;
 }

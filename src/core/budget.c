@@ -408,6 +408,7 @@ DurableScheduleRetry(const DurableTask *task, TimestampTz now, int64 wait,
 				errmsg("retry of task %lld would start out of the timestamp range",
 					   (long long) task->task_id));
 	DurableDetailInt(detail, "wait_ms", wait / 1000);
+	DurableCount(task->queue, DURABLE_COUNT_RETRIED, 1);
 
 	if (task->retry_limited && owing_tokens())
 	{
@@ -450,6 +451,7 @@ DurableNextActionMove(const DurableTask *task, DurableNextAction action,
 					  TimestampTz now, int64 wait, DurableDetail *detail,
 					  DurableMove *move)
 {
+	DurableCount(task->queue, DURABLE_COUNT_FAILED, 1);
 	switch (action)
 	{
 		case DURABLE_NEXT_SCHEDULE_RETRY:

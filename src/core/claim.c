@@ -56,6 +56,7 @@ enum
 	CLAIMED_PAYLOAD,
 	CLAIMED_CHECKPOINT,
 	CLAIMED_VERSIONS,
+	CLAIMED_RUN_AT,				/* for the queue latency, not returned */
 	CLAIMED_NCOLUMNS
 };
 
@@ -67,6 +68,7 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
 	[CLAIMED_PAYLOAD] = {"payload", JSONBOID},
 	[CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
 	[CLAIMED_VERSIONS] = {"versions", JSONBOID},
+	[CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 };
 
 /*
@@ -128,7 +130,7 @@ static DurableStatement claim = {
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
 	"  t.run_at)"
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
-	" versions FROM u ORDER BY priority DESC, run_at, task_id",
+	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id",
 	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
@@ -147,7 +149,7 @@ static DurableStatement claim_one = {
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
 	READY_TO_CLAIM ")"
 	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload,"
-	"  t.checkpoint, t.versions",
+	"  t.checkpoint, t.versions, t.run_at",
 	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
@@ -168,7 +170,7 @@ static DurableStatement claim_limited = {
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
 	"  t.run_at)"
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
-	" versions FROM u ORDER BY priority DESC, run_at, task_id",
+	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id",
 	.nargs = 12,
 	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
 	TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID},
@@ -246,7 +248,8 @@ static DurableStatement reconcile_claim = {
 
 /*
  * DurableClaim
- *		Lease up to batch tasks of a queue into store, partition by
+ *		Lease up to batch tasks of a queue into store (rows of desc),
+ *		partition by
  *		partition from a rotating start: ready work (DURABLE_CLAIM_READY,
  *		rows as claimed_columns) or steps awaiting a look-up
  *		(DURABLE_CLAIM_RECONCILE, rows as reconcile_columns); both
@@ -264,7 +267,8 @@ static DurableStatement reconcile_claim = {
  */
 int
 DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
-			 Interval *lease, int batch, Jsonb *runs, Tuplestorestate *store)
+			 Interval *lease, int batch, Jsonb *runs, Tuplestorestate *store,
+			 TupleDesc desc)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
@@ -341,12 +345,29 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		else
 			n = DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0);
 		for (uint64 row = 0; row < n; row++)
-			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+		{
+			Datum		values[CLAIMED_NCOLUMNS];
+			bool		isnull[CLAIMED_NCOLUMNS];
+
+			if (!ready_work)
+			{
+				tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+				continue;
+			}
+			/* the rows as desc has them: without run_at */
+			heap_deform_tuple(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+							  values, isnull);
+			DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
+						   now - DatumGetTimestampTz(values[CLAIMED_RUN_AT]));
+			tuplestore_putvalues(store, desc, values, isnull);
+		}
 		claimed += (int) n;
 
 		if (ready_work && (int) n < wanted && expired)
 			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
 	}
+	if (ready_work)
+		DurableCount(queue, DURABLE_COUNT_CLAIMED, claimed);
 	return claimed;
 }
 

@@ -51,7 +51,7 @@ DurableCommitTask(int64 task_id, int64 fence, Jsonb *result)
 void
 DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 					  const char *worker, Interval *lease, int batch,
-					  Jsonb *runs, Tuplestorestate *store)
+					  Jsonb *runs, Tuplestorestate *store, TupleDesc desc)
 {
 	DurableTask task;
 	DurableMove move = {0};
@@ -69,7 +69,7 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 	if (worker == NULL)
 		worker = moved.owner;
 	DurableClaim(DURABLE_CLAIM_READY, moved.queue, worker, lease, batch, runs,
-				 store);
+				 store, desc);
 }
 
 static int
@@ -136,6 +136,7 @@ enum
 	COMMITTED_QUEUE,
 	COMMITTED_RESTRICTED,
 	COMMITTED_PARENT,
+	COMMITTED_CLAIMED_AT,
 	COMMITTED_NCOLUMNS
 };
 
@@ -144,6 +145,7 @@ static const DurableColumn committed_columns[COMMITTED_NCOLUMNS] = {
 	[COMMITTED_QUEUE] = {"queue_name", TEXTOID},
 	[COMMITTED_RESTRICTED] = {"restricted", BOOLOID},
 	[COMMITTED_PARENT] = {"parent_id", INT8OID},
+	[COMMITTED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
 };
 
 static DurableStatement commit_batch = {
@@ -165,13 +167,13 @@ static DurableStatement commit_batch = {
 	"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
 	"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL,"
 	"  parent_id, concurrency_key, waits, versions FROM d"
-	"  RETURNING task_id, queue_name, parent_id),"
+	"  RETURNING task_id, queue_name, parent_id, claimed_at),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
 	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 	"  SELECT s.*, $4 FROM s)"
-	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id FROM u"
+	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id, u.claimed_at FROM u"
 	" JOIN durable.queues q ON q.queue_name = u.queue_name",
 	.nargs = 5,
 	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID},
@@ -248,7 +250,14 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	children = palloc(sizeof(int64) * 2 * Max(done, 1));
 	for (uint64 r = 0; r < done; r++)
 	{
+		bool		isnull;
+		Datum		claimed_at = DurableColumnDatum(r, COMMITTED_CLAIMED_AT, &isnull);
+
 		queues[r] = DurableColumnText(r, COMMITTED_QUEUE);
+		DurableCount(queues[r], DURABLE_COUNT_COMPLETED, 1);
+		if (!isnull)
+			DurableObserve(queues[r], DURABLE_HIST_RUN_TIME,
+						   now - DatumGetTimestampTz(claimed_at));
 		restricted[r] = !DurableColumnIsNull(r, COMMITTED_RESTRICTED) &&
 			DurableColumnBool(r, COMMITTED_RESTRICTED);
 		if (DurableColumnIsNull(r, COMMITTED_PARENT))

@@ -95,6 +95,15 @@ extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
 									int64 parent_id, TimestampTz now);
 extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
+/* the columns of WOKEN_QUEUES (sql.h), which DurableAnnounceWoken reads */
+enum
+{
+	WOKEN_QUEUE,
+	WOKEN_COUNT,
+	WOKEN_NOTIFY,
+	WOKEN_NCOLUMNS
+};
+extern const DurableColumn durable_woken_columns[WOKEN_NCOLUMNS];
 extern void DurableAnnounceWoken(uint64 rows);
 
 /* ---- claim.c: leases ---- */
@@ -107,7 +116,8 @@ typedef enum DurableClaimKind
 
 extern int	DurableClaim(DurableClaimKind kind, const char *queue,
 						 const char *worker, Interval *lease, int batch,
-						 Jsonb *runs, Tuplestorestate *store);
+						 Jsonb *runs, Tuplestorestate *store,
+						 TupleDesc desc);
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 										text *progress, Interval *lease);
 extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
@@ -120,7 +130,7 @@ extern void DurableCommitTask(int64 task_id, int64 fence, Jsonb *result);
 extern void DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 								  const char *worker, Interval *lease,
 								  int batch, Jsonb *runs,
-								  Tuplestorestate *store);
+								  Tuplestorestate *store, TupleDesc desc);
 extern void DurableCommitBatch(ArrayType *ids, ArrayType *fences,
 							   ArrayType *results, int n);
 extern const char *DurableFailTask(int64 task_id, int64 fence,

@@ -272,10 +272,13 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		task_id = DurableColumnInt64(0, ENQUEUED_TASK_ID);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
+		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);
 		return task_id;
 	}
-	return DurableEnqueuedBefore(partition, req->queue, key, request_hash,
-								 req->payload);
+	task_id = DurableEnqueuedBefore(partition, req->queue, key, request_hash,
+									req->payload);
+	DurableCount(req->queue, DURABLE_COUNT_IDEMPOTENT_REPLAYS, 1);
+	return task_id;
 }
 
 /* the task a key was first enqueued with, and the hash of its request */
@@ -579,4 +582,6 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	}
 	if (n > 0 && settings.notify && (req->run_at == 0 || req->run_at <= now))
 		Async_Notify(DURABLE_READY_CHANNEL, req->queue);
+	DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, n - (int64) existing);
+	DurableCount(req->queue, DURABLE_COUNT_IDEMPOTENT_REPLAYS, (int64) existing);
 }

@@ -58,14 +58,6 @@ static DurableStatement event_emit = {
 };
 
 /* the awaits of this event of this queue only, and the queues they woke */
-enum
-{
-	WOKEN_QUEUE,
-	WOKEN_NCOLUMNS
-};
-static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
-	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
-};
 static DurableStatement event_wake = {
 	.name = "event_wake",
 	.sql = "WITH w AS (DELETE FROM durable.event_waits"
@@ -93,7 +85,7 @@ static DurableStatement event_wake = {
 	WOKEN_QUEUES,
 	.nargs = 6, .argtypes = {INT4OID, TEXTOID, TEXTOID, JSONBOID,
 	TIMESTAMPTZOID, TEXTOID},
-	DURABLE_COLUMNS(woken_columns),
+	DURABLE_COLUMNS(durable_woken_columns),
 };
 
 enum
@@ -157,6 +149,7 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 		Datum		wake[6] = {args[0], args[1], args[2], args[3], args[5], args[6]};
 		char		wake_nulls[6] = {' ', ' ', ' ', nulls[3], ' ', ' '};
 
+		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
 		/* a statement of its own: its snapshot sees the awaits we waited for */
 		DurableAnnounceWoken(DurableExecute(&event_wake, wake, wake_nulls,
 											SPI_OK_SELECT, 0));

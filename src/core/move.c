@@ -101,6 +101,7 @@
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
 static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
+static void count_move(const DurableMove *move, bool finish, TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 
 /*
@@ -131,6 +132,7 @@ enum
 	FINISHED_RESTRICTED,
 	FINISHED_PARENT,
 	FINISHED_WAITS,
+	FINISHED_CLAIMED_AT,
 	FINISHED_NCOLUMNS
 };
 
@@ -141,6 +143,7 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 	[FINISHED_RESTRICTED] = {"restricted", BOOLOID},
 	[FINISHED_PARENT] = {"parent_id", INT8OID},
 	[FINISHED_WAITS] = {"waits", JSONBOID},
+	[FINISHED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
 };
 
 static DurableStatement transition = {
@@ -198,14 +201,14 @@ static DurableStatement finish = {
 	.sql = "WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
 	"  SELECT " FINISHED_TASK_ROW " FROM d"
-	MOVE_RETURNING ", parent_id, waits),"
+	MOVE_RETURNING ", parent_id, waits, claimed_at),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
 	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 	"  SELECT s.*, $11 FROM s)"
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
-	" u.waits FROM u" QUEUE_OF_U,
+	" u.waits, u.claimed_at FROM u" QUEUE_OF_U,
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
@@ -216,7 +219,7 @@ static DurableStatement finish = {
 		" RETURNING " FINISHED_TASK_ROW,
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
-		" RETURNING version, queue_name, owner, parent_id, waits",
+		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
 	0, true},
 	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING " STEP_TABLE_COLUMNS,
@@ -225,7 +228,8 @@ static DurableStatement finish = {
 		" VALUES ($*, $11)",
 	2, false},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
-		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits"
+		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits,"
+		" $24::pg_catalog.timestamptz AS claimed_at"
 		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
 	1, true},
 	},
@@ -339,6 +343,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
 					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
 					 "a move's columns");
+	count_move(move, stmt == &finish, now);
 	if (moved != NULL)
 	{
 		moved->queue = DurableColumnText(0, MOVED_QUEUE);
@@ -349,6 +354,33 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	if (stmt == &finish)
 		finished(task->task_id, move, now);
 	return true;
+}
+
+/*
+ * count_move
+ *		What a move that has just run (its row the statement's result)
+ *		counts: a task sent to review; a finished one by its end, and its
+ *		last lease's run time.
+ */
+static void
+count_move(const DurableMove *move, bool finish, TimestampTz now)
+{
+	const char *queue = DurableColumnText(0, MOVED_QUEUE);
+	bool		isnull;
+	Datum		claimed_at;
+
+	if (!finish)
+	{
+		if (strcmp(move->to_state, "needs_review") == 0)
+			DurableCount(queue, DURABLE_COUNT_SENT_TO_REVIEW, 1);
+		return;
+	}
+	DurableCount(queue, strcmp(move->to_state, "completed") == 0 ? DURABLE_COUNT_COMPLETED :
+				 strcmp(move->to_state, "cancelled") == 0 ? DURABLE_COUNT_CANCELLED :
+				 DURABLE_COUNT_DEAD_LETTERED, 1);
+	claimed_at = DurableColumnDatum(0, FINISHED_CLAIMED_AT, &isnull);
+	if (!isnull)
+		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - DatumGetTimestampTz(claimed_at));
 }
 
 static DurableStatement event_waits_drop = {
@@ -529,15 +561,11 @@ static DurableStatement parent_lock = {
 	.argtypes = {INT4OID, INT8OID},
 };
 
-/* a statement that wakes tasks returns their queues, each once, first */
-enum
-{
-	WOKEN_QUEUE,
-	WOKEN_NCOLUMNS
-};
-
-static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
+/* a statement that wakes tasks returns their queues (WOKEN_QUEUES) */
+const DurableColumn durable_woken_columns[WOKEN_NCOLUMNS] = {
 	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
+	[WOKEN_COUNT] = {"woken", INT8OID},
+	[WOKEN_NOTIFY] = {"notify", BOOLOID},
 };
 
 static DurableStatement parent_wake = {
@@ -566,7 +594,7 @@ static DurableStatement parent_wake = {
 	WOKEN_QUEUES,
 	.nargs = 5,
 	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID},
-	DURABLE_COLUMNS(woken_columns),
+	DURABLE_COLUMNS(durable_woken_columns),
 };
 
 /*
@@ -601,16 +629,22 @@ DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
 
 /*
  * DurableAnnounceWoken
- *		Tasks were woken: NOTIFY the queues of the rows of the statement
- *		that woke them (a queue each, in its first column, queue_name), at
- *		commit, as an enqueue of ready work does.  A wake-up only: claims
- *		decide.
+ *		Tasks were woken: count them, and NOTIFY the queues that announce
+ *		ready work, from the rows of the statement that woke them (a queue
+ *		each, WOKEN_QUEUES), at commit, as an enqueue of ready work does.
+ *		A wake-up only: claims decide.
  */
 void
 DurableAnnounceWoken(uint64 rows)
 {
 	for (uint64 r = 0; r < rows; r++)
-		Async_Notify(DURABLE_READY_CHANNEL, DurableColumnText(r, WOKEN_QUEUE));
+	{
+		const char *queue = DurableColumnText(r, WOKEN_QUEUE);
+
+		if (DurableColumnBool(r, WOKEN_NOTIFY))
+			Async_Notify(DURABLE_READY_CHANNEL, queue);
+		DurableCount(queue, DURABLE_COUNT_WAKEUPS, DurableColumnInt64(r, WOKEN_COUNT));
+	}
 }
 
 /*

@@ -18,6 +18,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* a decision counts in its own counter (counters.c), in this order */
+StaticAssertDecl(DURABLE_RESOLVE_CANCEL - DURABLE_RESOLVE_MARK_COMMITTED ==
+				 DURABLE_COUNT_RESOLVED_CANCEL - DURABLE_COUNT_RESOLVED_MARK_COMMITTED,
+				 "resolve decisions and their counters");
+
 static const char *const decision_names[] = {
 	[DURABLE_RESOLVE_MARK_COMMITTED] = "mark_committed",
 	[DURABLE_RESOLVE_MARK_NOT_EXECUTED] = "mark_not_executed",
@@ -115,6 +120,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 	DurableDetailJsonb(&detail, "evidence", evidence);
 	task.version = DurableAppendEvent(&task, now, "resolved", operator_name,
 									  DurableDetailFinish(&detail), NULL, 0);
+	DurableCount(task.queue, DURABLE_COUNT_RESOLVED_MARK_COMMITTED + decision, 1);
 
 	move.from_state = "needs_review";
 	move.fence = task.fence;
@@ -297,6 +303,7 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 		move.actor = actor;
 		DurableMoveLockedTask(&task, &move, now);
 	}
+	DurableCount(queue, DURABLE_COUNT_REPLAYED, (int64) n);
 	*replayed = ids;
 	return n;
 }
@@ -351,6 +358,7 @@ DurableQuarantine(int64 task_id, const char *reason, const char *actor)
 	move.actor = actor;
 	move.detail = DurableDetailFinish(&detail);
 	DurableMoveLockedTask(&task, &move, now);
+	DurableCount(task.queue, DURABLE_COUNT_QUARANTINED, 1);
 }
 
 /*

@@ -287,12 +287,15 @@ DurableSaveCheckpoint(int64 task_id, int64 fence, Jsonb *checkpoint,
 
 	DurableTaskHeld(task_id, fence, &task);
 	if (task.checkpoint_version != expected)
+	{
+		DurableCountNow(task.queue, DURABLE_COUNT_VERSION_CONFLICTS);
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_VERSION_MISMATCH),
 				errmsg("could not save the checkpoint of task %lld because it was modified concurrently",
 					   (long long) task_id),
 				errdetail("Expected version %d, but the current version is %d.",
 						  expected, task.checkpoint_version));
+	}
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[1] = Int64GetDatum(task_id);
 	args[2] = JsonbPGetDatum(checkpoint);

@@ -192,6 +192,7 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 	{
 		DurableRecoveryAction action = settle_expired(&tasks[i], now);
 
+		DurableCount(tasks[i].queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
 		if (callback)
 			callback(tasks[i].task_id, DurableRecoveryActionName(action), arg);
 	}

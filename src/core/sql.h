@@ -41,10 +41,15 @@
 	"CASE WHEN " param "::pg_catalog.jsonb IS NULL THEN '{}'::pg_catalog.jsonb" \
 	" ELSE pg_catalog.jsonb_build_object('payload', " param "::pg_catalog.jsonb) END"
 
-/* the queues of the tasks u woke whose queue announces ready work */
+/*
+ * the queues of the tasks u woke, each once: how many it woke there, and
+ * whether it announces ready work (DurableAnnounceWoken reads them)
+ */
 #define WOKEN_QUEUES \
-	" SELECT DISTINCT u.queue_name FROM u" \
-	" JOIN durable.queues q ON q.queue_name = u.queue_name WHERE q.notify"
+	" SELECT u.queue_name, pg_catalog.count(*) AS woken," \
+	" pg_catalog.bool_or(q.notify) IS TRUE AS notify FROM u" \
+	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name" \
+	" GROUP BY u.queue_name"
 
 /*
  * A time as a jsonb string in the one form durable keeps times in jsonb

@@ -226,6 +226,8 @@ DurableStepCheckVersion(const DurableTask *task, const DurableStep *step,
 				   int32 expected)
 {
 	if (step->version != expected)
+	{
+		DurableCountNow(task->queue, DURABLE_COUNT_VERSION_CONFLICTS);
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_VERSION_MISMATCH),
 				errmsg("could not change step \"%s\" of task %lld because it was modified concurrently",
@@ -233,6 +235,7 @@ DurableStepCheckVersion(const DurableTask *task, const DurableStep *step,
 				errdetail("Expected version %d, but the current version is %d.",
 						  expected, step->version),
 				errhint("Read the step again with durable_step() and decide from its current state."));
+	}
 }
 
 static void

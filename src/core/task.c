@@ -220,6 +220,7 @@ DurableReportRefusal(int64 task_id, int64 fence)
 				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s').",
 						step));
 	}
+	DurableCountNow(task.queue, DURABLE_COUNT_STALE_WRITES);
 	if (task.fence != fence)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),

@@ -166,6 +166,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	if (!DurableCitusWorker())
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
+	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
 	return Max(Max(Max(settled, alarms), Max(removed, scheduled)), reviewed);
 }

@@ -213,6 +213,8 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	migrated = DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_MIGRATED, &isnull));
 	stop_code = DurableColumnText(0, PINNED_STOP_CODE);
 	if (!DurableColumnBool(0, PINNED_MATCHES))
+	{
+		DurableCountNow(task->queue, DURABLE_COUNT_VERSION_CONFLICTS);
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_VERSION_MISMATCH),
 				errmsg("task %lld does not run under the versions to migrate from",
@@ -221,6 +223,7 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 						  old ? JsonbToCString(NULL, &old->root, VARSIZE(old)) : "no versions",
 						  JsonbToCString(NULL, &m->from->root, VARSIZE(m->from))),
 				errhint("Name versions the task is pinned to (durable.tasks.versions), or '{}' for any."));
+	}
 	if (task->steps_in_doubt > 0)
 	{
 		DurableStep step;
@@ -285,6 +288,7 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	}
 	args[2] = JsonbPGetDatum(migrated);
 	DurableExecute(&task_pin, args, NULL, SPI_OK_UPDATE, 1);
+	DurableCount(task->queue, DURABLE_COUNT_MIGRATED, 1);
 	report_migrated(m, task->task_id, move.to_state ? move.to_state : task->state,
 					old, migrated, "migrated");
 	return true;

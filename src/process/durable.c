@@ -88,6 +88,14 @@ define_gucs(void)
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("durable.counters",
+							 gettext_noop("Whether durable counts what it does in shared memory (durable_metrics_prometheus())."),
+							 gettext_noop("Counting needs durable in shared_preload_libraries."),
+							 &durable_counting,
+							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("durable.inbox_retention",
 							gettext_noop("How long inbox entries and published outbox messages are kept."),
 							gettext_noop("-1 keeps them for ever. A duplicate delivered after this is no longer recognised."),
@@ -108,6 +116,14 @@ define_postmaster_gucs(void)
 										 "numbers, from 0 to 255."),
 							&durable_node_id,
 							0, 0, 255,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("durable.counters_queues",
+							gettext_noop("Queues whose counters durable keeps in shared memory."),
+							gettext_noop("The queues past this many are counted together, as queue \"\"."),
+							&durable_counters_queues,
+							1000, 1, 100000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 
@@ -180,7 +196,10 @@ _PG_init(void)
 		warn_postmaster_placeholders();
 	MarkGUCPrefixReserved("durable");
 	if (durable_preloaded)
+	{
+		DurableCountersRequestShmem();
 		register_reconciler();
+	}
 }
 
 /*

@@ -107,4 +107,70 @@ extern bool DurableCitusWorker(void);
 extern void DurableRequireSingleServer(const char *what);
 extern int32 DurableNodeId(void);
 
+/* ---- counters.c: what durable did, per queue, in shared memory ---- */
+typedef enum DurableCounter
+{
+	DURABLE_COUNT_ENQUEUED,
+	DURABLE_COUNT_CLAIMED,
+	DURABLE_COUNT_COMPLETED,
+	DURABLE_COUNT_FAILED,		/* failed attempts */
+	DURABLE_COUNT_CANCELLED,
+	DURABLE_COUNT_RETRIED,
+	DURABLE_COUNT_LEASES_EXPIRED,
+	DURABLE_COUNT_SENT_TO_REVIEW,
+	DURABLE_COUNT_RESOLVED_MARK_COMMITTED,
+	DURABLE_COUNT_RESOLVED_MARK_NOT_EXECUTED,
+	DURABLE_COUNT_RESOLVED_MARK_FAILED,
+	DURABLE_COUNT_RESOLVED_RETRY,
+	DURABLE_COUNT_RESOLVED_CANCEL,
+	DURABLE_COUNT_DEAD_LETTERED,	/* tasks that ended failed */
+	DURABLE_COUNT_QUARANTINED,
+	DURABLE_COUNT_REPLAYED,
+	DURABLE_COUNT_MIGRATED,
+	DURABLE_COUNT_STALE_WRITES,
+	DURABLE_COUNT_VERSION_CONFLICTS,
+	DURABLE_COUNT_IDEMPOTENT_REPLAYS,
+	DURABLE_COUNT_EVENTS_EMITTED,
+	DURABLE_COUNT_WAKEUPS,
+	DURABLE_NCOUNTERS
+} DurableCounter;
+
+typedef enum DurableHistogram
+{
+	DURABLE_HIST_QUEUE_LATENCY, /* due (run_at) to claimed */
+	DURABLE_HIST_RUN_TIME,		/* claimed to finished */
+	DURABLE_NHISTOGRAMS
+} DurableHistogram;
+
+#define DURABLE_HISTOGRAM_BUCKETS 18
+extern const double durable_histogram_bounds[DURABLE_HISTOGRAM_BUCKETS];
+
+typedef struct DurableQueueCounters
+{
+	char		queue[NAMEDATALEN];
+	uint64		counts[DURABLE_NCOUNTERS];
+	uint64		buckets[DURABLE_NHISTOGRAMS][DURABLE_HISTOGRAM_BUCKETS + 1];
+	uint64		sum_us[DURABLE_NHISTOGRAMS];
+} DurableQueueCounters;
+
+typedef struct DurableTickCounters
+{
+	uint64		ticks;
+	TimestampTz last_tick_at;
+	TimestampTz reset_at;
+} DurableTickCounters;
+
+extern int	durable_counters_queues;
+extern bool durable_counting;
+extern void DurableCountersRequestShmem(void);
+extern bool DurableCountersAvailable(void);
+extern void DurableCount(const char *queue, DurableCounter counter, int64 n);
+extern void DurableCountNow(const char *queue, DurableCounter counter);
+extern void DurableObserve(const char *queue, DurableHistogram histogram,
+						   int64 usecs);
+extern void DurableCountTick(TimestampTz now);
+extern int	DurableCountersRead(DurableQueueCounters **result,
+								DurableTickCounters *ticks);
+extern void DurableCountersReset(void);
+
 #endif							/* DURABLE_STORE_H */

@@ -44,6 +44,15 @@ SELECT set_eq(
         'wait_stats.with_timeout',
         'schedule_stats.queue_name', 'schedule_stats.schedules', 'schedule_stats.due',
         'schedule_stats.oldest_due_age',
+        'queue_counters.queue_name', 'queue_counters.enqueued', 'queue_counters.claimed',
+        'queue_counters.completed', 'queue_counters.failed', 'queue_counters.cancelled',
+        'queue_counters.retried', 'queue_counters.leases_expired', 'queue_counters.sent_to_review',
+        'queue_counters.resolved_mark_committed', 'queue_counters.resolved_mark_not_executed',
+        'queue_counters.resolved_mark_failed', 'queue_counters.resolved_retry',
+        'queue_counters.resolved_cancel', 'queue_counters.dead_lettered', 'queue_counters.quarantined',
+        'queue_counters.replayed', 'queue_counters.migrated', 'queue_counters.stale_writes',
+        'queue_counters.version_conflicts', 'queue_counters.idempotent_replays',
+        'queue_counters.events_emitted', 'queue_counters.wakeups', 'queue_counters.stats_reset',
         -- how many parts of the tick fail and since when, not their errors
         'status.preloaded', 'status.reconciler', 'status.reconciler_pid', 'status.reconciler_database',
         'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,
@@ -66,8 +75,10 @@ SELECT set_eq(
           'durable_request_hash(jsonb)',
           'durable_cron_next(text,timestamp with time zone,text)',
           'durable.library_status()',
-          'durable.reconciler_pid()'],
-    'pg_monitor and PUBLIC call only the pure functions and the reconciler''s state');
+          'durable.reconciler_pid()',
+          'durable.queue_counters()',
+          'durable_metrics_prometheus()'],
+    'pg_monitor and PUBLIC call only the pure functions, the reconciler''s state and the counters');
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
