@@ -144,11 +144,7 @@ append_counters(StringInfo buf, DurableQueueCounters *queues, int n)
 		const CounterName *name = &counter_names[c];
 
 		if (name->help != NULL)
-		{
-			char	   *family = pnstrdup(name->metric, strlen(name->metric) - strlen("_total"));
-
-			append_header(buf, family, "counter", name->help);
-		}
+			append_header(buf, name->metric, "counter", name->help);
 		for (int i = 0; i < n; i++)
 		{
 			appendStringInfo(buf, "%s{", name->metric);
@@ -342,7 +338,7 @@ durable_metrics_prometheus(PG_FUNCTION_ARGS)
 					 DurableCountersAvailable() && durable_counting ? 1 : 0);
 	append_counters(&buf, queues, n);
 
-	append_header(&buf, "durable_reconciler_ticks", "counter",
+	append_header(&buf, "durable_reconciler_ticks_total", "counter",
 				  "Ticks of reconciliation run (the reconciler's and durable_reconcile()'s).");
 	appendStringInfo(&buf, "durable_reconciler_ticks_total " UINT64_FORMAT "\n", ticks.ticks);
 	append_header(&buf, "durable_reconciler_lag_seconds", "gauge",

@@ -1,0 +1,155 @@
+# Metrics from the database: durable_metrics_prometheus() passes
+# `promtool check metrics` (Debian's prometheus package), its counters
+# equal what the tables say, and a real Prometheus (on loopback) that
+# scrapes them sees no counter go back when retention removes history:
+# durable_tasks_completed_total is monotonic where durable.queue_stats'
+# completed, a count of the history kept, drops.  Then the same without
+# preloading: the gauges are there, and the counters say they need the
+# preload.
+#
+# Prometheus scrapes a small HTTP server of this test that answers every
+# request with `SELECT durable_metrics_prometheus()` (the console's
+# /metrics does the same).  Retention is made to remove the tasks by
+# ageing their finish by ten days, instead of waiting a week.
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IPC::Run;
+use HTTP::Tiny;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use DurableNode;
+
+my ($bindir) = grep { -x "$_/promtool" && -x "$_/prometheus" } split /:/, $ENV{PATH};
+plan skip_all => 'promtool and prometheus are not installed (Debian: prometheus)' unless $bindir;
+my $promtool = "$bindir/promtool";
+
+my $node = DurableNode::new_node('metrics', "durable.reconcile_interval = '200ms'");
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+sql(q{SELECT durable_create_queue('mq', lease => '1 minute', max_attempts => 1)});
+sql(q{SELECT count(durable_enqueue('mq', jsonb_build_object('n', n))) FROM generate_series(1, 30) n});
+sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 20)});
+sql(q{SELECT count(durable_fail(task_id, fence, 'permanent')) FROM durable_claim('mq', 'w', batch => 5)});
+
+# the format, as Prometheus' own tool reads it
+my $text = sql('SELECT durable_metrics_prometheus()') . "\n";
+my ($out, $err) = ('', '');
+my $ok = IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', \$text, '>', \$out, '2>', \$err);
+ok($ok, 'promtool check metrics finds nothing wrong') or diag("$out$err");
+
+sub metric
+{
+	my ($name) = @_;
+	my $t = sql('SELECT durable_metrics_prometheus()');
+	return $t =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
+}
+is(metric('durable_tasks_completed_total{queue="mq"}'),
+	sql(q{SELECT count(*) FROM durable.tasks WHERE queue_name = 'mq' AND state = 'completed'}),
+	'completed_total is what history says');
+is(metric('durable_tasks_dead_lettered_total{queue="mq"}'), '5', 'the failures are dead letters');
+is(metric('durable_tasks{queue="mq",state="ready"}'), '5', 'the gauge of ready tasks');
+is(metric('durable_queue_latency_seconds_count{queue="mq"}'), '25', 'a latency observed per claim');
+
+# a tiny HTTP server for Prometheus to scrape
+my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+	Listen => 5, ReuseAddr => 1) or die "listen: $!";
+my $metrics_port = $listen->sockport;
+my $server = fork();
+die "fork: $!" unless defined $server;
+if ($server == 0)
+{
+	while (my $c = $listen->accept)
+	{
+		while (my $line = <$c>) { last if $line =~ /^\r?\n$/; }
+		my $body = `psql -X -At -h '${\ $node->host}' -p ${\ $node->port} -d postgres -c 'SELECT durable_metrics_prometheus()'`;
+		print $c "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+		  . "Content-Length: " . length($body) . "\r\n\r\n" . $body;
+		close $c;
+	}
+	exit 0;
+}
+
+my $promdir = PostgreSQL::Test::Utils::tempdir();
+my $prom_port = PostgreSQL::Test::Cluster::get_free_port();
+PostgreSQL::Test::Utils::append_to_file("$promdir/prometheus.yml", <<"EOF");
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: durable
+    static_configs:
+      - targets: ['127.0.0.1:$metrics_port']
+EOF
+my $prom = IPC::Run::start(
+	[ "$bindir/prometheus", "--config.file=$promdir/prometheus.yml", "--storage.tsdb.path=$promdir/data",
+		"--web.listen-address=127.0.0.1:$prom_port" ],
+	'>', "$promdir/prometheus.log", '2>&1');
+my $http = HTTP::Tiny->new(timeout => 10);
+
+sub query
+{
+	my ($q) = @_;
+	my $r = $http->get("http://127.0.0.1:$prom_port/api/v1/query?query=" . join('', map { sprintf '%%%02X', ord } split //, $q));
+	return undef unless $r->{success};
+	return $r->{content} =~ /"value":\[[0-9.]+,"([^"]+)"\]/ ? $1 : undef;
+}
+
+sub wait_for
+{
+	my ($q, $want) = @_;
+	my $deadline = time + 90;
+	my $got;
+	while (time < $deadline)
+	{
+		$got = query($q);
+		return $got if defined $got && $got eq $want;
+		usleep(250_000);
+	}
+	return $got;
+}
+
+is(wait_for('durable_tasks_completed_total{queue="mq"}', '20'), '20',
+	'Prometheus scrapes the counters');
+is(wait_for('durable_tasks{queue="mq",state="ready"}', '5'), '5', 'and the gauges');
+
+# retention removes the finished tasks: aged by ten days, past the week kept
+sql(q{UPDATE durable.task_history SET finished_at = finished_at - interval '10 days' WHERE queue_name = 'mq'});
+sql('SELECT count(*) FROM durable_reconcile()');
+is(sql(q{SELECT completed + failed FROM durable.queue_stats WHERE queue_name = 'mq'}), '0',
+	'retention removed them: the history counts nothing');
+sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 5)});
+is(wait_for('durable_tasks_completed_total{queue="mq"}', '25'), '25',
+	'the counter goes on from where it was');
+is(query('resets(durable_tasks_completed_total{queue="mq"}[10m])'), '0',
+	'and never went back: rate() stays right');
+ok(query('rate(durable_tasks_completed_total{queue="mq"}[10m])') > 0, 'rate() answers');
+
+$prom->signal('TERM');
+$prom->finish;
+kill 'TERM', $server;
+waitpid($server, 0);
+$node->stop;
+
+# without preloading: the gauges, and counters that say they need it
+my $plain = PostgreSQL::Test::Cluster->new('metrics_plain');
+$plain->init;
+$plain->append_conf('postgresql.conf', "fsync = off\n");
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION durable');
+$plain->safe_psql('postgres', q{SELECT durable_create_queue('mq');
+	SELECT durable_enqueue('mq', '{}')});
+my $plain_text = $plain->safe_psql('postgres', 'SELECT durable_metrics_prometheus()');
+like($plain_text, qr/^durable_counters_available 0$/m, 'without preloading the counters say so');
+like($plain_text, qr/^durable_tasks\{queue="mq",state="ready"\} 1$/m, 'and the gauges are there');
+is($plain->safe_psql('postgres', 'SELECT count(*) FROM durable.queue_counters'), '0',
+	'durable.queue_counters is empty');
+my ($rc, $stdout, $stderr) = $plain->psql('postgres', 'SELECT durable_reset_counters()');
+like($stderr, qr/must be loaded via "shared_preload_libraries"/, 'a reset says what is missing');
+$text = $plain_text . "\n";
+ok(IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', \$text, '>', \$out, '2>', \$err),
+	'promtool takes that too') or diag("$out$err");
+$plain->stop;
+
+done_testing();
