@@ -57,6 +57,22 @@ ALTER TABLE durable.queues
 COMMENT ON COLUMN durable.queues.version_timeout IS 'after how long without a worker that runs its versions a ready task goes to review (NULL: never)';
 COMMENT ON COLUMN durable.queues.paused_partitions IS 'the partitions of the queue that hand out no task (durable_pause(queue, partition => n))';
 
+-- Who paused and resumed a queue or one of its partitions, and when: a
+-- pause changes no task, so it is no task's event.  A dropped queue takes
+-- its rows.  On a Citus cluster each node keeps the calls made on it.
+CREATE TABLE durable.queue_log (
+    queue_name text COLLATE "C" NOT NULL,
+    at timestamptz NOT NULL,
+    kind text NOT NULL CHECK (kind IN ('paused', 'resumed')),
+    partition_key int,
+    role text NOT NULL
+);
+CREATE INDEX queue_log_queue ON durable.queue_log (queue_name, at);
+COMMENT ON TABLE durable.queue_log IS 'who paused and resumed a queue (partition_key NULL) or one of its partitions, and when';
+SELECT pg_catalog.pg_extension_config_dump('durable.queue_log', '');
+REVOKE ALL ON durable.queue_log FROM PUBLIC;
+GRANT SELECT ON durable.queue_log TO durable_operator;
+
 --
 -- 3. Workers say what they run; claims record it.
 --

@@ -87,4 +87,8 @@ SELECT paused, paused_partitions FROM durable.queue_stats WHERE queue_name = 'st
 SELECT count(*) FILTER (WHERE t.partition_key = :base + 1) > 0 AS from_resumed
 FROM durable_claim('stop', 'w', batch => 100) c JOIN durable.tasks t USING (task_id);
 
+-- who paused and resumed what, and when
+SELECT kind, partition_key - :base AS partition_index, role = current_user AS by_caller
+FROM durable.queue_log WHERE queue_name = 'stop' ORDER BY at, kind;
+
 SELECT * FROM durable_verify();

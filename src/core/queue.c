@@ -375,6 +375,15 @@ static DurableStatement queue_set_paused = {
 	.argtypes = {TEXTOID, BOOLOID},
 };
 
+/* who paused or resumed a queue, or one of its partitions ($3 or NULL) */
+static DurableStatement queue_log = {
+	.name = "queue_log",
+	.sql = "INSERT INTO durable.queue_log (queue_name, at, kind, partition_key, role)"
+	" VALUES ($1, $4, CASE WHEN $2 THEN 'paused' ELSE 'resumed' END, $3, $5)",
+	.nargs = 5,
+	.argtypes = {TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, TEXTOID},
+};
+
 /* a partition ($3) of a queue paused (or resumed, $2 false), once */
 static DurableStatement queue_set_partition_paused = {
 	.name = "queue_set_partition_paused",
@@ -393,12 +402,14 @@ static DurableStatement queue_set_partition_paused = {
  *		A paused queue or partition hands out no task; enqueues, running
  *		tasks, their commits and the reconciler go on.  A partition's pause
  *		and the queue's are apart: resuming the queue leaves its paused
- *		partitions paused.  42704 when there is no such queue.
+ *		partitions paused.  Each call is a row of durable.queue_log, with
+ *		the caller's role.  42704 when there is no such queue.
  */
 void
 DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 {
-	Datum		args[3];
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	DurableQueue settings;
 
 	args[0] = CStringGetTextDatum(queue);
@@ -407,12 +418,19 @@ DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 	{
 		if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
 			report_no_queue(queue);
-		return;
+		nulls[2] = 'n';
 	}
-	DurableQueueGet(queue, &settings);
-	DurableCheckQueuePartition(queue, &settings, partition);
+	else
+	{
+		DurableQueueGet(queue, &settings);
+		DurableCheckQueuePartition(queue, &settings, partition);
+		args[2] = Int32GetDatum(partition);
+		DurableExecute(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
+	}
 	args[2] = Int32GetDatum(partition);
-	DurableExecute(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
+	args[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[4] = CStringGetTextDatum(DurableCallerName());
+	DurableExecute(&queue_log, args, nulls, SPI_OK_INSERT, 0);
 }
 
 /* the schedules that target a queue */
@@ -558,7 +576,8 @@ static DurableStatement queue_drop_events = {
 
 static DurableStatement queue_drop_workers = {
 	.name = "queue_drop_workers",
-	.sql = "DELETE FROM durable.workers_seen WHERE queue_name = $1",
+	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $1)"
+	" DELETE FROM durable.workers_seen WHERE queue_name = $1",
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };

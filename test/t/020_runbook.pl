@@ -439,12 +439,9 @@ is(sql(q{SELECT count(*) FROM durable.events WHERE kind = 'resolved' AND actor =
 is(sql(q{SELECT count(*) FROM durable.events WHERE kind = 'replayed' AND actor = current_user}),
 	sql(q{SELECT sum(n) FROM unnest(ARRAY[} . join(',', @batches) . q{]) n}),
 	'each replay is an event naming the operator');
-TODO:
-{
-	local $TODO = 'durable_pause() and durable_resume() record no event: who paused is not kept';
-	cmp_ok(sql(q{SELECT count(*) FROM durable.events WHERE kind IN ('paused', 'resumed')}), '>', 0,
-		'the pause and the resume are events naming the operator');
-}
+is(sql(q{SELECT string_agg(kind || ' ' || partition_key || ' ' || (role = current_user), ', ' ORDER BY at)
+	FROM durable.queue_log WHERE queue_name = 'payments'}),
+	"paused $P true, resumed $P true", 'the pause and the resume are in durable.queue_log, naming the operator');
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() reports nothing');
 
 $node->stop;
