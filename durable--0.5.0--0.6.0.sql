@@ -483,6 +483,26 @@ CREATE VIEW durable.queue_counters AS SELECT * FROM durable.queue_counters();
 COMMENT ON VIEW durable.queue_counters IS 'per queue: what durable did since the server started or durable_reset_counters() (enqueued, claimed, completed, failed attempts, ...); empty unless durable is preloaded; queue "" counts the queues past durable.counters_queues';
 GRANT SELECT ON durable.queue_counters TO durable_operator, pg_monitor;
 
+-- the gauges of each queue, from the live tasks only (never history): what
+-- a scrape reads, whatever history is kept
+CREATE VIEW durable.queue_gauges AS
+SELECT q.queue_name, q.paused, q.paused_partitions,
+       count(t.task_id) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now()) AS ready,
+       count(t.task_id) FILTER (WHERE t.state = 'running') AS running,
+       count(t.task_id) FILTER (WHERE t.state = 'waiting' AND t.run_at > now()) AS waiting,
+       count(t.task_id) FILTER (WHERE t.state = 'needs_review') AS needs_review,
+       count(t.task_id) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at > now()
+                                  AND t.run_at < 'infinity') AS scheduled,
+       coalesce(EXTRACT(EPOCH FROM now() - min(t.run_at)
+                FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now())), 0)::float8
+           AS oldest_ready_age_seconds,
+       coalesce(EXTRACT(EPOCH FROM now() - min(t.heartbeat_at)
+                FILTER (WHERE t.state = 'running')), 0)::float8 AS oldest_heartbeat_age_seconds
+FROM durable.queues q LEFT JOIN durable.live_tasks t ON t.queue_name = q.queue_name
+GROUP BY q.queue_name, q.paused, q.paused_partitions;
+COMMENT ON VIEW durable.queue_gauges IS 'per queue, from the unfinished tasks only: ready (due), running, waiting (not due), in review, scheduled (due later), the ages of the oldest due task and of the oldest heartbeat; cheap whatever history is kept';
+GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor;
+
 CREATE FUNCTION @extschema@.durable_metrics_prometheus()
 RETURNS text
 AS 'MODULE_PATHNAME', 'durable_metrics_prometheus'

@@ -214,28 +214,15 @@ static const DurableColumn gauge_columns[GAUGE_NCOLUMNS] = {
 	[GAUGE_OLDEST_HEARTBEAT] = {"oldest_heartbeat", FLOAT8OID},
 };
 
-/* ready: due now; scheduled: due later (a retry, a timer, run_at) */
+/* the view durable.queue_gauges: the live tasks only */
 static DurableStatement live_gauges = {
 	.name = "live_gauges",
-	.sql = "SELECT q.queue_name, q.paused OR q.paused_partitions <> '{}' AS paused,"
-	" pg_catalog.count(t.task_id) FILTER (WHERE t.state IN ('ready', 'waiting')"
-	"  AND t.run_at <= $1) AS ready,"
-	" pg_catalog.count(t.task_id) FILTER (WHERE t.state = 'running') AS running,"
-	" pg_catalog.count(t.task_id) FILTER (WHERE t.state = 'waiting'"
-	"  AND t.run_at > $1) AS waiting,"
-	" pg_catalog.count(t.task_id) FILTER (WHERE t.state = 'needs_review') AS needs_review,"
-	" pg_catalog.count(t.task_id) FILTER (WHERE t.state IN ('ready', 'waiting')"
-	"  AND t.run_at > $1 AND t.run_at < 'infinity') AS scheduled,"
-	" COALESCE(EXTRACT(EPOCH FROM $1 - pg_catalog.min(t.run_at)"
-	"  FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= $1)), 0)::float8"
-	"  AS oldest_ready,"
-	" COALESCE(EXTRACT(EPOCH FROM $1 - pg_catalog.min(t.heartbeat_at)"
-	"  FILTER (WHERE t.state = 'running')), 0)::float8 AS oldest_heartbeat"
-	" FROM durable.queues q LEFT JOIN durable.live_tasks t"
-	" ON t.queue_name = q.queue_name"
-	" GROUP BY q.queue_name, q.paused, q.paused_partitions ORDER BY q.queue_name",
-	.nargs = 1,
-	.argtypes = {TIMESTAMPTZOID},
+	.sql = "SELECT queue_name, paused OR paused_partitions <> '{}' AS paused,"
+	" ready, running, waiting, needs_review, scheduled,"
+	" oldest_ready_age_seconds AS oldest_ready,"
+	" oldest_heartbeat_age_seconds AS oldest_heartbeat"
+	" FROM durable.queue_gauges ORDER BY queue_name",
+	.nargs = 0,
 	DURABLE_COLUMNS(gauge_columns),
 };
 
@@ -271,10 +258,9 @@ append_gauge(StringInfo buf, const char *metric, const char *queue,
 }
 
 static void
-append_gauges(StringInfo buf, TimestampTz now)
+append_gauges(StringInfo buf)
 {
-	Datum		arg = TimestampTzGetDatum(now);
-	uint64		n = DurableExecute(&live_gauges, &arg, NULL, SPI_OK_SELECT, 0);
+	uint64		n = DurableExecute(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
 	bool		isnull;
 	static const struct
 	{
@@ -350,7 +336,7 @@ durable_metrics_prometheus(PG_FUNCTION_ARGS)
 						 (double) (now - ticks.last_tick_at) / USECS_PER_SEC);
 
 	SPI_connect();
-	append_gauges(&buf, now);
+	append_gauges(&buf);
 	DurableExecute(&failing_parts, NULL, NULL, SPI_OK_SELECT, 1);
 	append_header(&buf, "durable_reconciler_failing_parts", "gauge",
 				  "Parts of the tick that fail (durable.status).");

@@ -53,6 +53,10 @@ SELECT set_eq(
         'queue_counters.replayed', 'queue_counters.migrated', 'queue_counters.stale_writes',
         'queue_counters.version_conflicts', 'queue_counters.idempotent_replays',
         'queue_counters.events_emitted', 'queue_counters.wakeups', 'queue_counters.stats_reset',
+        'queue_gauges.queue_name', 'queue_gauges.paused', 'queue_gauges.paused_partitions',
+        'queue_gauges.ready', 'queue_gauges.running', 'queue_gauges.waiting',
+        'queue_gauges.needs_review', 'queue_gauges.scheduled', 'queue_gauges.oldest_ready_age_seconds',
+        'queue_gauges.oldest_heartbeat_age_seconds',
         -- how many parts of the tick fail and since when, not their errors
         'status.preloaded', 'status.reconciler', 'status.reconciler_pid', 'status.reconciler_database',
         'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,

@@ -53,6 +53,26 @@ is(metric('durable_tasks_dead_lettered_total{queue="mq"}'), '5', 'the failures a
 is(metric('durable_tasks{queue="mq",state="ready"}'), '5', 'the gauge of ready tasks');
 is(metric('durable_queue_latency_seconds_count{queue="mq"}'), '25', 'a latency observed per claim');
 
+# every series the Grafana dashboard draws is one durable exposes
+my %exposed = map { /^(durable_\w+)/ ? ($1 => 1) : () } split /\n/, $text;
+my $dashboard = slurp_file('metrics/grafana-dashboard.json');
+my %drawn = map { $_ => 1 } map { /\b(durable_\w+)/g } $dashboard =~ /"expr": "([^"]*)"/g;
+my @missing = grep { !$exposed{$_} } sort keys %drawn;
+is("@missing", '', 'every series of metrics/grafana-dashboard.json is exposed');
+cmp_ok(scalar(keys %drawn), '>=', 10, 'and the dashboard draws them');
+
+# the postgres_exporter queries run as a pg_monitor-only role
+sql(q{CREATE ROLE scraper LOGIN IN ROLE pg_monitor});
+my $queries = slurp_file('metrics/postgres_exporter.yaml');
+my @queries = $queries =~ /^  query: (?:\|\n((?:    .*\n)+)|"([^"]+)")/mg;
+@queries = grep { defined } @queries;
+is(scalar(@queries), 3, 'the exporter file has its three queries');
+for my $q (@queries)
+{
+	my ($rc, $o, $e) = $node->psql('postgres', "SET ROLE scraper; $q");
+	is($rc, 0, 'an exporter query runs as pg_monitor: ' . (split /\n/, $q)[0]) or diag($e);
+}
+
 # a tiny HTTP server for Prometheus to scrape
 my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
 	Listen => 5, ReuseAddr => 1) or die "listen: $!";
