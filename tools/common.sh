@@ -43,6 +43,7 @@ DURABLE_PACKAGES=(
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
 	libdbd-pg-perl
+	prometheus
 	make
 	gcc
 	python3-psycopg
@@ -70,8 +71,16 @@ ensure_packages() {
 	log "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt_wait update -qq >/dev/null
-	apt_wait install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
+	# A package's postinst starts no service (PostgreSQL's main cluster,
+	# Prometheus): the tests start their own, on ports of their own.
+	local guard=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1
+	fi
+	apt_wait install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	local rc=$?
+	[ -z "$guard" ] || rm -f /usr/sbin/policy-rc.d
+	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed"
 }
 
 # node-postgres for the JavaScript reference worker, from the npm registry
