@@ -108,8 +108,8 @@ durable_migrate_task(PG_FUNCTION_ARGS)
  *
  * The same for up to batch unfinished tasks of a queue pinned to
  * from_versions and not yet to to_versions, lowest id first; call again
- * until it returns no row.  A task with a step in doubt is returned with
- * action 'in_doubt' and not moved.
+ * while it migrates any.  A task with a step in doubt is returned with
+ * action 'in_doubt' and not moved, on every call until it is settled.
  */
 PG_FUNCTION_INFO_V1(durable_migrate_queue);
 Datum
