@@ -48,22 +48,29 @@ export const RELATIONS = {
   dead_letters: 'durable.dead_letters',
 };
 
+// Relations are looked up in the catalog (to_regclass would raise without
+// USAGE on schema durable, which a worker role lacks); reading one needs the
+// schema's USAGE and SELECT on it (or, for a view granted by column, on the
+// column named).
 const CAPS_SQL = `
-SELECT r.key,
-       CASE WHEN r.kind = 'function' THEN
-              to_regprocedure(r.target) IS NOT NULL
-              AND has_function_privilege(to_regprocedure(r.target), 'EXECUTE')
-            WHEN r.kind = 'column' THEN
-              to_regclass(split_part(r.target, ':', 1)) IS NOT NULL
-              AND has_column_privilege(to_regclass(split_part(r.target, ':', 1)),
-                                       split_part(r.target, ':', 2), 'SELECT')
-            ELSE to_regclass(r.target) IS NOT NULL
-                 AND has_table_privilege(to_regclass(r.target), 'SELECT')
-       END AS allowed,
-       CASE WHEN r.kind = 'relation' THEN to_regclass(r.target) IS NOT NULL
-            WHEN r.kind = 'function' THEN to_regprocedure(r.target) IS NOT NULL
-            ELSE true END AS present
-FROM unnest($1::text[], $2::text[], $3::text[]) AS r(key, kind, target)`;
+WITH r AS (
+  SELECT key, kind, target,
+         CASE WHEN kind = 'function' THEN to_regprocedure(target)::oid
+              ELSE (SELECT c.oid FROM pg_catalog.pg_class c
+                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = split_part(split_part(target, ':', 1), '.', 1)
+                      AND c.relname = split_part(split_part(target, ':', 1), '.', 2)) END AS oid,
+         has_schema_privilege('durable', 'USAGE') AS schema_usage
+  FROM unnest($1::text[], $2::text[], $3::text[]) AS u(key, kind, target)
+)
+SELECT key,
+       oid IS NOT NULL AS present,
+       CASE WHEN oid IS NULL THEN false
+            WHEN kind = 'function' THEN has_function_privilege(oid, 'EXECUTE')
+            WHEN NOT schema_usage THEN false
+            WHEN kind = 'column' THEN has_column_privilege(oid, split_part(target, ':', 2), 'SELECT')
+            ELSE has_table_privilege(oid, 'SELECT') END AS allowed
+FROM r`;
 
 export const EXT_SQL = `
 SELECT n.nspname AS schema, e.extversion AS version,
@@ -157,9 +164,11 @@ export async function capabilities(pool, schema) {
     kinds.push('relation');
     targets.push(rel);
   }
-  keys.push('col:status_failures');
-  kinds.push('column');
-  targets.push('durable.status:failures');
+  for (const col of ['failures', 'failing_parts']) {
+    keys.push(`col:status_${col}`);
+    kinds.push('column');
+    targets.push(`durable.status:${col}`);
+  }
   const r = await pool.query(CAPS_SQL, [keys, kinds, targets]);
   const allowed = {};
   const present = {};
@@ -177,7 +186,7 @@ export async function capabilities(pool, schema) {
     metrics: can('rel:metrics'),
     waitStats: can('rel:wait_stats'),
     scheduleStats: can('rel:schedule_stats'),
-    status: can('rel:status'),
+    status: can('col:status_failing_parts'),
     statusFailures: can('col:status_failures'),
     tasks: can('rel:live_tasks') && can('rel:task_history') && can('rel:queues'),
     events: can('rel:events'),
