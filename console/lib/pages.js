@@ -8,6 +8,7 @@ import { lineChart } from './charts.js';
 const LIVE_STATES = ['ready', 'waiting', 'running', 'needs_review'];
 const FINISHED_STATES = ['completed', 'failed', 'cancelled'];
 const PAGE = 50;
+const CHEAP_MS = 200;
 const DECISIONS = ['mark_committed', 'mark_not_executed', 'mark_failed', 'retry', 'cancel'];
 
 const ID_RE = /^[0-9]{1,19}$/;
@@ -161,6 +162,7 @@ export function route(pathname) {
   if (pathname === '/waits') return waits;
   if (pathname === '/reconciler') return reconciler;
   if (pathname === '/workers') return workers;
+  if (pathname === '/recovery') return recovery;
   let m = /^\/queue\/([^/]+)$/.exec(pathname);
   if (m) return (ctx) => queue(ctx, decodeURIComponent(m[1]));
   m = /^\/task\/([0-9]+)$/.exec(pathname);
@@ -178,7 +180,13 @@ async function overview(ctx) {
     return layout(ctx, 'Overview', parts);
   }
   if (caps.overview) {
-    const rows = (await ctx.query(sql.queueStats)).rows;
+    // durable.queue_stats counts the finished tasks retained: read it here
+    // only while that is cheap; else show the sampler's latest reading
+    const s = ctx.sampler;
+    const cached = s && s.queueStats && s.queueStatsMs > CHEAP_MS;
+    const rows = cached ? s.queueStats : (await ctx.query(sql.queueStats)).rows;
+    if (cached)
+      parts.push(html`<p class="muted" id="stats-as-of">As of ${fmtTime(s.queueStatsAt)}: durable.queue_stats took ${s.queueStatsMs} ms (it counts every finished task retained), so the console reads it every ${Math.round(s.nextDelay() / 1000)} s.</p>`);
     parts.push(html`<h2>Queues</h2>
 <table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>running</th><th>in review</th>
 <th>completed</th><th>failed</th><th>cancelled</th><th>oldest ready</th><th>oldest heartbeat</th><th>expired leases</th><th>stuck</th><th>paused partitions</th></tr></thead><tbody>
@@ -210,14 +218,7 @@ ${lineChart('In review', s.gauge('needs_review'))}
 ${lineChart('Completed per second', s.rate('completed'), { unit: '/s' })}
 ${lineChart('Failed per second', s.rate('failed'), { unit: '/s' })}
 </div>${s.lastError ? html`<p class="flash error">Sampling failed: ${s.lastError}</p>` : ''}`);
-  if (caps.metrics) {
-    const rows = (await ctx.query(sql.metrics)).rows;
-    parts.push(html`<h2>Recovery metrics</h2>${table(
-      ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
-      rows,
-      { id: 'metrics' },
-    )}`);
-  }
+  if (caps.metrics) parts.push(html`<p><a href="/recovery">Recovery metrics</a> (durable.metrics: it reads every retained event, so it is on a page of its own).</p>`);
   if (caps.waitStats) {
     const rows = (await ctx.query(sql.waitStats)).rows;
     parts.push(html`<h2>Waits</h2>${table(['queue_name', 'kind', 'waiting', 'oldest_wait', 'with_timeout'], rows, { id: 'wait-stats', empty: 'no task waits' })}`);
@@ -232,6 +233,23 @@ ${lineChart('Failed per second', s.rate('failed'), { unit: '/s' })}
       failing parts: <span class="${st.failing_parts > 0 ? 'bad' : ''}">${st.failing_parts}</span>${st.failing_since ? html` since ${fmtTime(st.failing_since)}` : ''}</p>`);
   }
   return layout(ctx, 'Overview', parts, { refresh: true });
+}
+
+async function recovery(ctx) {
+  const { caps, sql } = ctx;
+  if (!caps.metrics) return layout(ctx, 'Recovery metrics', html`<p>Role ${ctx.role} may not read durable.metrics.</p>`);
+  let body;
+  try {
+    const rows = (await ctx.query(sql.metrics)).rows;
+    body = table(
+      ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
+      rows,
+      { id: 'metrics' },
+    );
+  } catch (err) {
+    body = html`<p class="flash error">${pgError(err)}</p>`;
+  }
+  return layout(ctx, 'Recovery metrics', html`<p class="muted">durable.metrics computes these over every task and event retained: with much history it is slow (the console gives up after 10 s).</p>${body}`);
 }
 
 // ---------------------------------------------------------------- a queue

@@ -12,17 +12,33 @@ export class Sampler {
     this.samples = [];
     this.timer = null;
     this.lastError = null;
+    // the last reading of durable.queue_stats, when, and what it cost
+    this.queueStats = null;
+    this.queueStatsAt = null;
+    this.queueStatsMs = null;
+  }
+
+  // queue_stats counts the finished tasks retained: when that costs much,
+  // sample less often (20 times its cost at least)
+  nextDelay() {
+    return Math.max(this.intervalMs, 20 * (this.queueStatsMs || 0));
   }
 
   start() {
-    if (this.timer) return;
-    this.sample();
-    this.timer = setInterval(() => this.sample(), this.intervalMs);
-    this.timer.unref();
+    if (this.running) return;
+    this.running = true;
+    const loop = async () => {
+      await this.sample();
+      if (!this.running) return;
+      this.timer = setTimeout(loop, this.nextDelay());
+      this.timer.unref();
+    };
+    loop();
   }
 
   stop() {
-    clearInterval(this.timer);
+    this.running = false;
+    clearTimeout(this.timer);
     this.timer = null;
   }
 
@@ -33,7 +49,12 @@ export class Sampler {
       const t = Date.now();
       const queues = {};
       if (caps.overview) {
-        for (const r of (await pool.query(sql.queueStats)).rows) {
+        const started = Date.now();
+        const rows = (await pool.query(sql.queueStats)).rows;
+        this.queueStatsMs = Date.now() - started;
+        this.queueStats = rows;
+        this.queueStatsAt = new Date();
+        for (const r of rows) {
           queues[r.queue_name] = {
             ready: Number(r.ready),
             waiting: Number(r.waiting),

@@ -273,6 +273,7 @@ describe('operator', () => {
       ['/schedules', 'schedules'],
       ['/waits', 'waits'],
       ['/reconciler', 'reconciler'],
+      ['/recovery', 'recovery-metrics'],
     ]) {
       await s.goto(p);
       await s.screenshot(name);
