@@ -1,0 +1,341 @@
+// Connections as the role that logged in, what that role may do, and every
+// statement the console runs.  Statements are constants: values are always
+// bound parameters.  The one identifier in them, the schema the extension's
+// API functions live in, is read from pg_extension and quoted once.
+
+import crypto from 'node:crypto';
+import pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
+import { parseJson } from './html.js';
+
+// jsonb and json keep 64-bit integers (task ids) exact; intervals stay text
+pg.types.setTypeParser(3802, parseJson);
+pg.types.setTypeParser(114, parseJson);
+pg.types.setTypeParser(1186, (s) => s);
+
+// The API functions the console calls, by signature: a role is offered an
+// action only when it may execute the function.
+export const FUNCTIONS = {
+  resolve: 'durable_resolve(bigint,text,text,jsonb,text)',
+  package: 'durable_recovery_package(bigint)',
+  pause: 'durable_pause(text,integer)',
+  resume: 'durable_resume(text,integer)',
+  quarantine: 'durable_quarantine(bigint,text)',
+  replay: 'durable_replay_dead_letters(text,integer,integer,text)',
+  migrate: 'durable_migrate(bigint,jsonb,jsonb,text,jsonb,boolean)',
+  cancel: 'durable_cancel(bigint,text)',
+  prometheus: 'durable_metrics_prometheus()',
+};
+
+// What a role may read, by relation (and column where a grant is per column)
+export const RELATIONS = {
+  queue_stats: 'durable.queue_stats',
+  metrics: 'durable.metrics',
+  wait_stats: 'durable.wait_stats',
+  schedule_stats: 'durable.schedule_stats',
+  status: 'durable.status',
+  queue_counters: 'durable.queue_counters',
+  tasks: 'durable.tasks',
+  live_tasks: 'durable.live_tasks',
+  task_history: 'durable.task_history',
+  queues: 'durable.queues',
+  events: 'durable.events',
+  steps: 'durable.steps',
+  review_queue: 'durable.review_queue',
+  schedule_list: 'durable.schedule_list',
+  waiting_tasks: 'durable.waiting_tasks',
+  workers: 'durable.workers',
+  dead_letters: 'durable.dead_letters',
+};
+
+// Relations are looked up in the catalog (to_regclass would raise without
+// USAGE on schema durable, which a worker role lacks); reading one needs the
+// schema's USAGE and SELECT on it (or, for a view granted by column, on the
+// column named).
+const CAPS_SQL = `
+WITH r AS (
+  SELECT key, kind, target,
+         CASE WHEN kind = 'function' THEN to_regprocedure(target)::oid
+              ELSE (SELECT c.oid FROM pg_catalog.pg_class c
+                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = split_part(split_part(target, ':', 1), '.', 1)
+                      AND c.relname = split_part(split_part(target, ':', 1), '.', 2)) END AS oid,
+         has_schema_privilege('durable', 'USAGE') AS schema_usage
+  FROM unnest($1::text[], $2::text[], $3::text[]) AS u(key, kind, target)
+)
+SELECT key,
+       oid IS NOT NULL AS present,
+       CASE WHEN oid IS NULL THEN false
+            WHEN kind = 'function' THEN has_function_privilege(oid, 'EXECUTE')
+            WHEN NOT schema_usage THEN false
+            WHEN kind = 'column' THEN has_column_privilege(oid, split_part(target, ':', 2), 'SELECT')
+            ELSE has_table_privilege(oid, 'SELECT') END AS allowed
+FROM r`;
+
+export const EXT_SQL = `
+SELECT n.nspname AS schema, e.extversion AS version,
+       r.rolsuper AS superuser, current_user AS role
+FROM pg_catalog.pg_extension e
+JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+CROSS JOIN pg_catalog.pg_roles r
+WHERE e.extname = 'durable' AND r.rolname = current_user`;
+
+function poolKey(user, password) {
+  return crypto.createHash('sha256').update(`${user}\0${password}`).digest('hex');
+}
+
+// One pool per role and password, shared by that role's sessions, kept only
+// in memory; closed when its last session ends.
+export class Pools {
+  constructor(databaseUrl, { maxPerPool = 4 } = {}) {
+    this.base = parseConnectionString(databaseUrl || 'postgresql:///postgres');
+    this.maxPerPool = maxPerPool;
+    this.pools = new Map();
+  }
+
+  peek(user, password) {
+    return this.pools.get(poolKey(user, password));
+  }
+
+  async open(user, password) {
+    const key = poolKey(user, password);
+    let entry = this.pools.get(key);
+    if (entry) {
+      entry.refs++;
+      return entry;
+    }
+    const config = {
+      host: this.base.host || undefined,
+      port: this.base.port ? Number(this.base.port) : undefined,
+      database: this.base.database || undefined,
+      ssl: this.base.ssl,
+      user,
+      password: password === '' ? undefined : password,
+      max: this.maxPerPool,
+      idleTimeoutMillis: 30000,
+      application_name: 'durable console',
+      options: '-c TimeZone=UTC -c statement_timeout=10000',
+    };
+    const pool = new pg.Pool(config);
+    pool.on('error', () => {}); // an idle client's lost connection: the next query reconnects
+    let ext;
+    try {
+      const r = await pool.query(EXT_SQL);
+      if (r.rows.length === 0) throw new Error('the extension durable is not installed in this database');
+      ext = r.rows[0];
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    entry = { key, pool, refs: 1, user: ext.role, ext, sql: null, caps: null };
+    entry.sql = statements(pg.escapeIdentifier(ext.schema));
+    entry.caps = await capabilities(pool, ext.schema);
+    this.pools.set(key, entry);
+    return entry;
+  }
+
+  async release(entry) {
+    if (!entry || --entry.refs > 0) return;
+    this.pools.delete(entry.key);
+    if (entry.sampler) entry.sampler.stop();
+    await entry.pool.end().catch(() => {});
+  }
+
+  async closeAll() {
+    for (const entry of this.pools.values()) {
+      if (entry.sampler) entry.sampler.stop();
+      await entry.pool.end().catch(() => {});
+    }
+    this.pools.clear();
+  }
+}
+
+export async function capabilities(pool, schema) {
+  const keys = [];
+  const kinds = [];
+  const targets = [];
+  for (const [k, sig] of Object.entries(FUNCTIONS)) {
+    keys.push(`fn:${k}`);
+    kinds.push('function');
+    targets.push(`${pg.escapeIdentifier(schema)}.${sig}`);
+  }
+  for (const [k, rel] of Object.entries(RELATIONS)) {
+    keys.push(`rel:${k}`);
+    kinds.push('relation');
+    targets.push(rel);
+  }
+  for (const col of ['failures', 'failing_parts']) {
+    keys.push(`col:status_${col}`);
+    kinds.push('column');
+    targets.push(`durable.status:${col}`);
+  }
+  const r = await pool.query(CAPS_SQL, [keys, kinds, targets]);
+  const allowed = {};
+  const present = {};
+  for (const row of r.rows) {
+    allowed[row.key] = row.allowed === true;
+    present[row.key] = row.present === true;
+  }
+  const can = (k) => allowed[k] === true;
+  return {
+    raw: allowed,
+    present,
+    overview: can('rel:queue_stats'),
+    counters: can('rel:queue_counters'),
+    countersPresent: present['rel:queue_counters'],
+    metrics: can('rel:metrics'),
+    waitStats: can('rel:wait_stats'),
+    scheduleStats: can('rel:schedule_stats'),
+    status: can('col:status_failing_parts'),
+    statusFailures: can('col:status_failures'),
+    tasks: can('rel:live_tasks') && can('rel:task_history') && can('rel:queues'),
+    events: can('rel:events'),
+    steps: can('rel:steps'),
+    review: can('rel:review_queue'),
+    schedules: can('rel:schedule_list'),
+    waits: can('rel:waiting_tasks'),
+    workers: can('rel:workers'),
+    deadLetters: can('rel:dead_letters') && can('rel:queues'),
+    package: can('fn:package'),
+    resolve: can('fn:resolve'),
+    pause: can('fn:pause') && can('fn:resume'),
+    quarantine: can('fn:quarantine'),
+    replay: can('fn:replay'),
+    migrate: can('fn:migrate'),
+    cancel: can('fn:cancel'),
+    prometheus: can('fn:prometheus'),
+    prometheusPresent: present['fn:prometheus'],
+  };
+}
+
+// The statements, with the API's schema in place of @api.  Each reads by an
+// index: live tasks by (partition_key, task_id) or the claim index; history
+// by its primary key (partition_key, task_id, finished_at) per partition of
+// the queue, or the failed-task index (partition_key, queue_name,
+// finished_at); never a count over history, never an OFFSET.
+export function statements(api) {
+  const s = {
+    queueStats: `SELECT queue_name, paused, ready, waiting, running, needs_review, completed, failed,
+                        cancelled, extract(epoch FROM oldest_due_age)::float8 AS oldest_due_s,
+                        extract(epoch FROM oldest_heartbeat_age)::float8 AS oldest_heartbeat_s,
+                        expired_leases, stuck, paused_partitions
+                 FROM durable.queue_stats ORDER BY queue_name`,
+    counters: `SELECT * FROM durable.queue_counters ORDER BY queue_name`,
+    metrics: `SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+                     mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate,
+                     claims_per_task, reconciliation_lag
+              FROM durable.metrics ORDER BY queue_name`,
+    waitStats: `SELECT queue_name, kind, waiting, oldest_wait, with_timeout
+                FROM durable.wait_stats ORDER BY queue_name, kind`,
+    scheduleStats: `SELECT queue_name, schedules, due, oldest_due_age
+                    FROM durable.schedule_stats ORDER BY queue_name`,
+    statusPublic: `SELECT preloaded, reconciler, reconciler_pid, reconciler_database, node_id,
+                          failing_parts, failing_since FROM durable.status`,
+    statusFull: `SELECT preloaded, reconciler, reconciler_pid, reconciler_database, node_id,
+                        failing_parts, failing_since, failures FROM durable.status`,
+    queue: `SELECT q.queue_name, q.partitions, q.paused, q.paused_partitions, q.lease, q.max_attempts,
+                   q.version_timeout, q.concurrency_limit, q.restricted,
+                   ARRAY(SELECT (q.partition_base + i) % 32768
+                         FROM generate_series(0, q.partitions - 1) i ORDER BY 1) AS partition_keys
+            FROM durable.queues q WHERE q.queue_name = $1`,
+    // live tasks of a queue in one state, newest id first, after a cursor
+    liveTasks: `SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts, t.priority,
+                       t.run_at, t.created_at, t.lease_until, t.owner, t.stop_code, t.parent_id, t.versions
+                FROM durable.live_tasks t
+                WHERE t.queue_name = $1 AND t.state::text = ANY ($2::text[])
+                  AND t.partition_key = ANY ($3::int[])
+                  AND ($4::int IS NULL OR t.partition_key = $4)
+                  AND ($5::bigint IS NULL OR t.task_id < $5)
+                ORDER BY t.task_id DESC LIMIT $6`,
+    // finished tasks: per partition of the queue, the primary key backwards
+    historyTasks: `SELECT h.* FROM unnest($3::int[]) AS k(partition_key),
+                   LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
+                                   t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
+                                   t.parent_id, t.versions
+                            FROM durable.task_history t
+                            WHERE t.partition_key = k.partition_key AND t.queue_name = $1
+                              AND t.state::text = ANY ($2::text[])
+                              AND ($4::int IS NULL OR t.partition_key = $4)
+                              AND ($5::bigint IS NULL OR t.task_id < $5)
+                            ORDER BY t.task_id DESC LIMIT $6) h
+                   ORDER BY h.task_id DESC LIMIT $6`,
+    deadLetters: `SELECT d.* FROM unnest($2::int[]) AS k(partition_key),
+                  LATERAL (SELECT t.task_id, t.partition_key, t.stop_code,
+                                  CASE WHEN t.stop_code = 'quarantined' THEN t.last_error ->> 'reason'
+                                       ELSE t.stop_code END AS reason,
+                                  t.finished_at AS failed_at, t.finished_at::text AS failed_at_text, t.attempt, jsonb_pretty(t.last_error) AS last_error,
+                                  t.versions
+                           FROM durable.task_history t
+                           WHERE t.partition_key = k.partition_key AND t.queue_name = $1
+                             AND t.state = 'failed'
+                             AND ($3::timestamptz IS NULL OR (t.finished_at, t.task_id) < ($3, $4::bigint))
+                           ORDER BY t.finished_at DESC, t.task_id DESC LIMIT $5) d
+                  ORDER BY d.failed_at DESC, d.task_id DESC LIMIT $5`,
+    deadLetterReplayable: `SELECT d.task_id, d.replayable FROM durable.dead_letters d
+                           WHERE d.partition_key = ANY ($1::int[]) AND d.task_id = ANY ($2::bigint[])`,
+    task: `SELECT t.task_id, t.partition_key, t.queue_name, t.state, t.class, t.priority, t.attempt,
+                  t.max_attempts, t.version, t.fence, t.run_at, t.created_at, t.lease_until, t.heartbeat_at,
+                  t.progress_at, t.finished_at, t.lease, t.deadline, t.owner, t.progress, t.stop_code,
+                  t.idempotency_key, t.workflow_version, t.parent_id, t.concurrency_key, t.steps_in_doubt,
+                  t.checkpoint_version,
+                  jsonb_pretty(t.payload) AS payload, jsonb_pretty(t.result) AS result,
+                  jsonb_pretty(t.last_error) AS last_error, jsonb_pretty(t.checkpoint) AS checkpoint,
+                  jsonb_pretty(t.metadata) AS metadata, jsonb_pretty(t.versions) AS versions_text,
+                  t.versions, t.waits
+           FROM durable.tasks t
+           WHERE t.partition_key = ($1::bigint & 32767)::int AND t.task_id = $1::bigint`,
+    events: `SELECT e.seq, e.at, e.kind, e.state, e.fence, e.actor, e.role, e.step,
+                    jsonb_pretty(e.detail) AS detail
+             FROM durable.events e
+             WHERE e.partition_key = ($1::bigint & 32767)::int AND e.task_id = $1::bigint
+             ORDER BY e.seq LIMIT 1000`,
+    steps: `SELECT s.step, s.state, s.class, s.version, s.attempt, s.ordinal, s.updated_at,
+                   s.idempotency_key, s.compensates, s.receipt, s.effect_id, s.error_class,
+                   jsonb_pretty(s.request) AS request, jsonb_pretty(s.result) AS result,
+                   jsonb_pretty(s.evidence) AS evidence, jsonb_pretty(s.error) AS error
+            FROM durable.steps s
+            WHERE s.partition_key = ($1::bigint & 32767)::int AND s.task_id = $1::bigint
+            ORDER BY s.ordinal`,
+    // the children a task spawned, from its own events (indexed by task);
+    // each child is then read by its id
+    spawned: `SELECT e.detail ->> 'child' AS name, e.detail ->> 'task_id' AS task_id
+              FROM durable.events e
+              WHERE e.partition_key = ($1::bigint & 32767)::int AND e.task_id = $1::bigint
+                AND e.kind = 'spawned'
+              ORDER BY e.seq LIMIT 200`,
+    taskBrief: `SELECT t.task_id, t.queue_name, t.state, t.parent_id
+                FROM durable.tasks t
+                WHERE t.partition_key = ($1::bigint & 32767)::int AND t.task_id = $1::bigint`,
+    review: `SELECT r.task_id, r.queue_name, r.class, r.attempt, r.last_owner, r.step, r.step_class,
+                    r.step_state, r.idempotency_key, r.receipt, r.since, r.reason, r.decided
+             FROM durable.review_queue r
+             WHERE ($1::bigint IS NULL OR r.task_id > $1) AND ($2::text IS NULL OR r.queue_name = $2)
+             ORDER BY r.task_id, r.step LIMIT $3`,
+    versionUnavailable: `SELECT t.task_id, t.queue_name, t.partition_key, t.versions, t.run_at
+                         FROM durable.live_tasks t
+                         WHERE t.state = 'needs_review' AND t.stop_code = 'version_unavailable'
+                         ORDER BY t.task_id LIMIT 200`,
+    schedules: `SELECT schedule_name, cron, timezone, queue_name, jsonb_pretty(payload) AS payload, backfill,
+                       next_run, last_run, last_task_id, created_at, last_error, last_error_at
+                FROM durable.schedule_list ORDER BY next_run, schedule_name LIMIT 500`,
+    waits: `SELECT w.task_id, w.queue_name, w.wait_name, w.kind, w.since, w.until, w.event, w.event_queue,
+                   w.run_at, extract(epoch FROM now() - w.since)::float8 AS waited_s
+            FROM durable.waiting_tasks w
+            WHERE ($1::bigint IS NULL OR w.task_id > $1)
+            ORDER BY w.task_id, w.wait_name LIMIT $2`,
+    workers: `SELECT queue_name, worker, versions, role, first_claim_at, last_claim_at, version_timeout, alive
+              FROM durable.workers ORDER BY queue_name, last_claim_at DESC LIMIT 500`,
+    package: `SELECT ${api}.durable_recovery_package($1::bigint) AS package,
+                     jsonb_pretty(${api}.durable_recovery_package($1::bigint)) AS text`,
+    resolve: `SELECT ${api}.durable_resolve($1::bigint, $2::text, $3::text, $4::jsonb, $5::text) AS state`,
+    pause: `SELECT ${api}.durable_pause($1::text, $2::int)`,
+    resume: `SELECT ${api}.durable_resume($1::text, $2::int)`,
+    quarantine: `SELECT ${api}.durable_quarantine($1::bigint, $2::text)`,
+    cancel: `SELECT ${api}.durable_cancel($1::bigint, $2::text)`,
+    replay: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::text, $2::int, $3::int, $4::text)`,
+    migrate: `SELECT task_id, state, from_versions, to_versions, action
+              FROM ${api}.durable_migrate($1::bigint, $2::jsonb, $3::jsonb, $4::text, $5::jsonb, $6::boolean)`,
+    prometheus: `SELECT ${api}.durable_metrics_prometheus() AS text`,
+  };
+  return s;
+}

@@ -1,0 +1,669 @@
+// The console's pages and actions.  Every page asks what the role may read
+// (ctx.caps, from has_*_privilege at login) and offers only what it may do;
+// every action is one call of durable's SQL API as that role.
+
+import { html, raw, isSafe, fmtJson, fmtTime } from './html.js';
+import { lineChart } from './charts.js';
+
+const LIVE_STATES = ['ready', 'waiting', 'running', 'needs_review'];
+const FINISHED_STATES = ['completed', 'failed', 'cancelled'];
+const PAGE = 50;
+const CHEAP_MS = 200;
+const DECISIONS = ['mark_committed', 'mark_not_executed', 'mark_failed', 'retry', 'cancel'];
+
+const ID_RE = /^[0-9]{1,19}$/;
+
+function taskId(value) {
+  if (typeof value !== 'string' || !ID_RE.test(value)) return null;
+  return BigInt(value) <= 9223372036854775807n ? value : null;
+}
+
+function intOrNull(value, { min = -2147483648, max = 2147483647 } = {}) {
+  if (value === null || value === undefined || value === '') return null;
+  if (!/^-?[0-9]{1,10}$/.test(value)) throw new UserError(`"${value}" is not a whole number`);
+  const n = Number(value);
+  if (n < min || n > max) throw new UserError(`${n} is outside ${min}..${max}`);
+  return n;
+}
+
+class UserError extends Error {}
+
+function jsonArg(text, what, { object = true } = {}) {
+  let v;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new UserError(`${what} is not valid JSON`);
+  }
+  if (object && (v === null || typeof v !== 'object' || Array.isArray(v)))
+    throw new UserError(`${what} must be a JSON object`);
+  return text;
+}
+
+export function pgError(err) {
+  if (err instanceof UserError) return err.message;
+  let text = err.message || String(err);
+  if (err.code) text = `${err.code}: ${text}`;
+  if (err.detail) text += ` (${err.detail})`;
+  if (err.hint) text += ` Hint: ${err.hint}`;
+  return text;
+}
+
+export function safeBack(value) {
+  // only a path of this console, never another site
+  if (typeof value === 'string' && /^\/[A-Za-z0-9_\-/?=&%.:+,]*$/.test(value) && !value.startsWith('//')) return value;
+  return '/';
+}
+
+// ---------------------------------------------------------------- layout
+
+function nav(ctx) {
+  const c = ctx.caps;
+  const items = [
+    ['/', 'Overview', c.overview || c.counters],
+    ['/review', 'Review', c.review],
+    ['/schedules', 'Schedules', c.schedules || c.scheduleStats],
+    ['/waits', 'Waits', c.waits || c.waitStats],
+    ['/reconciler', 'Reconciler', c.status],
+    ['/workers', 'Workers and versions', c.workers],
+    ['/metrics', 'Metrics', c.prometheus],
+  ];
+  return items.filter((i) => i[2]).map((i) => html`<a href="${i[0]}">${i[1]}</a>`);
+}
+
+function csrfField(ctx) {
+  return html`<input type="hidden" name="_csrf" value="${ctx.session.csrf}">`;
+}
+
+function backField(ctx) {
+  return html`<input type="hidden" name="back" value="${ctx.url.pathname + ctx.url.search}">`;
+}
+
+function flash(ctx) {
+  const f = ctx.session.flash;
+  if (!f) return '';
+  return html`<div class="flash ${f.kind}" role="status" id="flash">${f.text}${f.rows ? table(f.rows.columns, f.rows.rows) : ''}</div>`;
+}
+
+function layout(ctx, title, body, { refresh = false } = {}) {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title} · durable console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/static/style.css"><script src="/static/app.js" defer></script></head>
+<body${refresh ? raw(' data-refresh="5"') : ''}>
+<header><span class="brand">durable</span> <nav>${nav(ctx)}</nav>
+<form method="post" action="/logout" class="logout">${csrfField(ctx)}<span class="who">${ctx.role}</span> <button>Log out</button></form></header>
+<main><h1>${title}</h1>${flash(ctx)}${body}</main></body></html>`;
+}
+
+export function loginPage({ csrf, error }) {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Log in · durable console</title>
+<link rel="stylesheet" href="/static/style.css"></head>
+<body><main class="login"><h1>durable console</h1>
+<p>Log in as a PostgreSQL role. Everything you do runs as that role, through durable's SQL API.</p>
+${error ? html`<div class="flash error" id="login-error">${error}</div>` : ''}
+<form method="post" action="/login"><input type="hidden" name="_csrf" value="${csrf}">
+<label>Role <input name="role" autocomplete="username" required autofocus></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label>
+<p class="muted">Leave the password empty for peer or trust authentication on a local socket.</p>
+<button type="submit">Log in</button></form></main></body></html>`;
+}
+
+export function errorPage(status, text) {
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${status} · durable console</title>
+<link rel="stylesheet" href="/static/style.css"></head><body><main><h1>${status}</h1>
+<p class="flash error">${text}</p><p><a href="/">Back to the console</a></p></main></body></html>`;
+}
+
+function cell(v) {
+  if (v === null || v === undefined) return '';
+  if (v instanceof Date || v === Infinity || v === -Infinity) return fmtTime(v);
+  if (isSafe(v)) return v;
+  if (Array.isArray(v)) return v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ');
+  if (typeof v === 'object') return JSON.stringify(v);
+  return v;
+}
+
+function table(columns, rows, { id, empty = 'none' } = {}) {
+  if (!rows.length) return html`<p class="muted">${empty}</p>`;
+  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
+<tbody>${rows.map((r) => html`<tr>${columns.map((c) => html`<td data-field="${c}">${cell(r[c])}</td>`)}</tr>`)}</tbody></table>`;
+}
+
+function pre(text, cls = 'json') {
+  if (text === null || text === undefined) return html`<span class="muted">null</span>`;
+  return html`<pre class="${cls}">${typeof text === 'string' ? text : fmtJson(text)}</pre>`;
+}
+
+function taskLink(id) {
+  return id ? html`<a href="/task/${id}">${id}</a>` : '';
+}
+
+function age(seconds) {
+  if (seconds === null || seconds === undefined) return '';
+  const s = Number(seconds);
+  if (s < 120) return `${s.toFixed(1)} s`;
+  if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} d`;
+}
+
+function reasonField(label = 'Reason (kept in the event log)', name = 'reason', required = true) {
+  return html`<label>${label} <input name="${name}" ${required ? raw('required') : ''} maxlength="500"></label>`;
+}
+
+// ---------------------------------------------------------------- routes
+
+export function route(pathname) {
+  if (pathname === '/') return overview;
+  if (pathname === '/review') return review;
+  if (pathname === '/schedules') return schedules;
+  if (pathname === '/waits') return waits;
+  if (pathname === '/reconciler') return reconciler;
+  if (pathname === '/workers') return workers;
+  if (pathname === '/recovery') return recovery;
+  let m = /^\/queue\/([^/]+)$/.exec(pathname);
+  if (m) return (ctx) => queue(ctx, decodeURIComponent(m[1]));
+  m = /^\/task\/([0-9]+)$/.exec(pathname);
+  if (m) return (ctx) => task(ctx, m[1]);
+  return null;
+}
+
+// ---------------------------------------------------------------- overview
+
+async function overview(ctx) {
+  const { caps, sql } = ctx;
+  const parts = [];
+  if (!caps.overview && !caps.counters) {
+    parts.push(html`<p>Role ${ctx.role} may read none of durable's views: grant it pg_monitor or durable_operator.</p>`);
+    return layout(ctx, 'Overview', parts);
+  }
+  if (caps.overview) {
+    // durable.queue_stats counts the finished tasks retained: read it here
+    // only while that is cheap; else show the sampler's latest reading
+    const s = ctx.sampler;
+    const cached = s && s.queueStats && s.queueStatsMs > CHEAP_MS;
+    const rows = cached ? s.queueStats : (await ctx.query(sql.queueStats)).rows;
+    if (cached)
+      parts.push(html`<p class="muted" id="stats-as-of">As of ${fmtTime(s.queueStatsAt)}: durable.queue_stats took ${s.queueStatsMs} ms (it counts every finished task retained), so the console reads it every ${Math.round(s.nextDelay() / 1000)} s.</p>`);
+    parts.push(html`<h2>Queues</h2>
+<table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>running</th><th>in review</th>
+<th>completed</th><th>failed</th><th>cancelled</th><th>oldest ready</th><th>oldest heartbeat</th><th>expired leases</th><th>stuck</th><th>paused partitions</th></tr></thead><tbody>
+${rows.map(
+  (r) => html`<tr data-queue="${r.queue_name}">
+<td>${caps.tasks ? html`<a href="/queue/${encodeURIComponent(r.queue_name)}">${r.queue_name}</a>` : r.queue_name}</td>
+<td data-field="paused">${r.paused ? 'paused' : ''}</td>
+<td data-field="ready">${r.ready}</td><td data-field="waiting">${r.waiting}</td><td data-field="running">${r.running}</td>
+<td data-field="needs_review">${caps.review && Number(r.needs_review) > 0 ? html`<a href="/review?queue=${encodeURIComponent(r.queue_name)}">${r.needs_review}</a>` : r.needs_review}</td>
+<td data-field="completed">${r.completed}</td><td data-field="failed">${r.failed}</td><td data-field="cancelled">${r.cancelled}</td>
+<td data-field="oldest_due_age">${age(r.oldest_due_s)}</td><td data-field="oldest_heartbeat_age">${age(r.oldest_heartbeat_s)}</td>
+<td data-field="expired_leases">${r.expired_leases}</td><td data-field="stuck">${r.stuck}</td>
+<td data-field="paused_partitions">${(r.paused_partitions || []).join(', ')}</td></tr>`,
+)}</tbody></table>
+<p class="muted">Completed, failed and cancelled count the finished tasks retained (durable.queue_stats); they fall when retention drops a day.</p>`);
+  }
+  if (caps.counters) {
+    const rows = (await ctx.query(sql.counters)).rows;
+    const cols = Object.keys(rows[0] || { queue_name: 1 });
+    parts.push(html`<h2>Counters since the server started</h2>${table(cols, rows, { id: 'counters' })}`);
+  } else {
+    parts.push(html`<p class="muted" id="no-counters">${caps.countersPresent ? 'This role may not read durable.queue_counters.' : 'durable.queue_counters does not exist in this version of durable: rates are computed from the differences of the counts above.'}</p>`);
+  }
+  const s = ctx.sampler;
+  parts.push(html`<h2>Over time</h2><div class="charts">
+${lineChart('Ready tasks', s.gauge('ready'))}
+${lineChart('Running tasks', s.gauge('running'))}
+${lineChart('In review', s.gauge('needs_review'))}
+${lineChart('Completed per second', s.rate('completed'), { unit: '/s' })}
+${lineChart('Failed per second', s.rate('failed'), { unit: '/s' })}
+</div>${s.lastError ? html`<p class="flash error">Sampling failed: ${s.lastError}</p>` : ''}`);
+  if (caps.metrics) parts.push(html`<p><a href="/recovery">Recovery metrics</a> (durable.metrics: it reads every retained event, so it is on a page of its own).</p>`);
+  if (caps.waitStats) {
+    const rows = (await ctx.query(sql.waitStats)).rows;
+    parts.push(html`<h2>Waits</h2>${table(['queue_name', 'kind', 'waiting', 'oldest_wait', 'with_timeout'], rows, { id: 'wait-stats', empty: 'no task waits' })}`);
+  }
+  if (caps.scheduleStats) {
+    const rows = (await ctx.query(sql.scheduleStats)).rows;
+    parts.push(html`<h2>Schedules</h2>${table(['queue_name', 'schedules', 'due', 'oldest_due_age'], rows, { id: 'schedule-stats', empty: 'no schedules' })}`);
+  }
+  if (caps.status) {
+    const st = (await ctx.query(sql.statusPublic)).rows[0];
+    parts.push(html`<h2>Reconciler</h2><p id="reconciler-summary">${st.reconciler}${st.reconciler_pid ? html` (pid ${st.reconciler_pid})` : ''};
+      failing parts: <span class="${st.failing_parts > 0 ? 'bad' : ''}">${st.failing_parts}</span>${st.failing_since ? html` since ${fmtTime(st.failing_since)}` : ''}</p>`);
+  }
+  return layout(ctx, 'Overview', parts, { refresh: true });
+}
+
+async function recovery(ctx) {
+  const { caps, sql } = ctx;
+  if (!caps.metrics) return layout(ctx, 'Recovery metrics', html`<p>Role ${ctx.role} may not read durable.metrics.</p>`);
+  let body;
+  try {
+    const rows = (await ctx.query(sql.metrics)).rows;
+    body = table(
+      ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
+      rows,
+      { id: 'metrics' },
+    );
+  } catch (err) {
+    body = html`<p class="flash error">${pgError(err)}</p>`;
+  }
+  return layout(ctx, 'Recovery metrics', html`<p class="muted">durable.metrics computes these over every task and event retained: with much history it is slow (the console gives up after 10 s).</p>${body}`);
+}
+
+// ---------------------------------------------------------------- a queue
+
+async function queue(ctx, name) {
+  const { caps, sql, url } = ctx;
+  if (!caps.tasks) return layout(ctx, `Queue ${name}`, html`<p>Role ${ctx.role} may not read the queue's tasks.</p>`);
+  const q = (await ctx.query(sql.queue, [name])).rows[0];
+  if (!q) return layout(ctx, `Queue ${name}`, html`<p>No queue of that name.</p>`);
+  const keys = q.partition_keys.map(Number);
+  const stateParam = url.searchParams.get('state') || 'live';
+  const states = stateParam === 'live' ? LIVE_STATES : [...LIVE_STATES, ...FINISHED_STATES].includes(stateParam) ? [stateParam] : LIVE_STATES;
+  const partition = intOrNull(url.searchParams.get('partition'), { min: 0, max: 32767 });
+  const before = taskId(url.searchParams.get('before'));
+  const finished = FINISHED_STATES.includes(states[0]);
+  const rows = (await ctx.query(finished ? sql.historyTasks : sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;
+  const parts = [];
+
+  parts.push(html`<p>${q.partitions} partition(s): ${keys.join(', ')}; lease ${q.lease}; max attempts ${q.max_attempts}${q.version_timeout ? html`; version timeout ${q.version_timeout}` : ''}${q.concurrency_limit ? html`; concurrency limit ${q.concurrency_limit}` : ''}${q.restricted ? '; restricted to its grants' : ''}.
+  ${q.paused ? html`<strong class="bad" id="queue-paused">The queue is paused.</strong>` : ''}
+  ${q.paused_partitions.length ? html`<strong class="bad">Paused partitions: ${q.paused_partitions.join(', ')}</strong>` : ''}</p>`);
+
+  if (caps.pause) {
+    const back = backField(ctx);
+    parts.push(html`<details class="actions" id="pause-actions"><summary>Pause or resume</summary>
+<form method="post" action="/action/${q.paused ? 'resume' : 'pause'}">${csrfField(ctx)}${back}
+<input type="hidden" name="queue" value="${name}">${reasonField('Reason (for the console\'s audit log: durable_pause takes none)')}
+<button>${q.paused ? 'Resume the queue' : 'Pause the queue'}</button></form>
+<form method="post" action="/action/pause_partition">${csrfField(ctx)}${back}
+<input type="hidden" name="queue" value="${name}">
+<label>Partition <select name="partition">${keys.map((k) => html`<option value="${k}">${k}${q.paused_partitions.includes(k) ? ' (paused)' : ''}</option>`)}</select></label>
+<label>Do <select name="op"><option value="pause">pause</option><option value="resume">resume</option></select></label>
+${reasonField('Reason (for the console\'s audit log: durable_pause takes none)')}
+<button>Apply to the partition</button></form></details>`);
+  }
+
+  parts.push(html`<h2>Tasks</h2><form method="get" class="filters">
+<label>State <select name="state">${['live', ...LIVE_STATES, ...FINISHED_STATES].map(
+    (s) => html`<option value="${s}"${s === stateParam ? raw(' selected') : ''}>${s === 'live' ? 'all unfinished' : s}</option>`,
+  )}</select></label>
+<label>Partition <select name="partition"><option value="">all</option>${keys.map((k) => html`<option value="${k}"${k === partition ? raw(' selected') : ''}>${k}</option>`)}</select></label>
+<button>Filter</button></form>
+${table(
+    ['task_id', 'state', 'class', 'attempt', 'priority', 'run_at', 'created_at', finished ? 'finished_at' : 'lease_until', 'owner', 'stop_code', 'parent_id'],
+    rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), parent_id: taskLink(r.parent_id), attempt: `${r.attempt}/${r.max_attempts}` })),
+    { id: 'tasks', empty: 'no task in this state' },
+  )}
+${rows.length === PAGE ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${rows[rows.length - 1].task_id}">Older tasks</a></p>` : ''}
+${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}">Newest tasks</a></p>` : ''}`);
+
+  parts.push(lineChart(`Queue ${name}: ready, running, in review`, [
+    ...ctx.sampler.gauge('ready', name).map((s) => ({ ...s, name: 'ready' })),
+    ...ctx.sampler.gauge('running', name).map((s) => ({ ...s, name: 'running' })),
+    ...ctx.sampler.gauge('needs_review', name).map((s) => ({ ...s, name: 'in review' })),
+  ]));
+
+  if (caps.deadLetters) {
+    const dlParam = url.searchParams.get('dl_before') || '';
+    const m = /^([0-9T:.\-+Z ]{10,40}),([0-9]{1,19})$/.exec(dlParam);
+    const dl = (await ctx.query(sql.deadLetters, [name, keys, m ? m[1] : null, m ? m[2] : null, PAGE])).rows;
+    const replayable = dl.length
+      ? new Map((await ctx.query(sql.deadLetterReplayable, [keys, dl.map((d) => d.task_id)])).rows.map((r) => [r.task_id, r.replayable]))
+      : new Map();
+    const reasons = [...new Set(dl.map((d) => d.reason).filter(Boolean))];
+    parts.push(html`<h2>Dead letters</h2>
+${table(
+      ['task_id', 'partition_key', 'stop_code', 'reason', 'failed_at', 'attempt', 'replayable'],
+      dl.map((d) => ({ ...d, task_id: taskLink(d.task_id), replayable: replayable.get(d.task_id) ? 'yes' : 'no' })),
+      { id: 'dead-letters', empty: 'no dead letters retained' },
+    )}
+${dl.length === PAGE ? html`<p><a href="?dl_before=${encodeURIComponent(dl[dl.length - 1].failed_at_text)},${dl[dl.length - 1].task_id}">Older dead letters</a></p>` : ''}
+${caps.replay && dl.length
+      ? html`<form method="post" action="/action/replay" class="actions" id="replay-form">${csrfField(ctx)}${backField(ctx)}
+<input type="hidden" name="queue" value="${name}">
+<label>Batch <input name="batch" type="number" min="1" max="100" value="10" required></label>
+<label>Partition <select name="partition"><option value="">any</option>${keys.map((k) => html`<option value="${k}">${k}</option>`)}</select></label>
+<label>Only those that stopped for <input name="filter" list="reasons" placeholder="stop code or quarantine reason"></label>
+<datalist id="reasons">${reasons.map((r) => html`<option value="${r}">`)}</datalist>
+${reasonField('Why replay now (for the console\'s audit log)', 'note')}
+<button>Replay a small batch</button></form>`
+      : ''}`);
+  }
+  return layout(ctx, `Queue ${name}`, parts);
+}
+
+// ---------------------------------------------------------------- a task
+
+async function childrenTree(ctx, id, depth, seen) {
+  if (depth > 4 || seen.size > 200) return '';
+  const kids = (await ctx.query(ctx.sql.spawned, [id])).rows;
+  if (!kids.length) return '';
+  const items = [];
+  for (const k of kids) {
+    if (!k.task_id || seen.has(k.task_id)) continue;
+    seen.add(k.task_id);
+    const t = (await ctx.query(ctx.sql.taskBrief, [k.task_id])).rows[0];
+    items.push(html`<li>${k.name}: ${taskLink(k.task_id)} ${t ? html`<span class="state ${t.state}">${t.state}</span> in ${t.queue_name}` : html`<span class="muted">(no longer retained)</span>`}
+      ${t ? await childrenTree(ctx, k.task_id, depth + 1, seen) : ''}</li>`);
+  }
+  return html`<ul class="tree">${items}</ul>`;
+}
+
+function packageView(pkg, text) {
+  const known = pkg.confirmed_side_effects || [];
+  const unknown = pkg.unknown_side_effects || [];
+  const rec = pkg.recommended_action || {};
+  return html`<div class="package">
+<h3>What is known to have happened</h3>
+${table(['step', 'state', 'receipt', 'effect_id', 'result'], known.map((e) => ({ ...e, result: e.result === undefined ? '' : JSON.stringify(e.result) })), { empty: 'no side effect is confirmed' })}
+<h3>What nobody knows</h3>
+${table(['step', 'class', 'state', 'attempt', 'receipt', 'idempotency_key', 'request'], unknown.map((e) => ({ ...e, request: e.request === undefined ? '' : JSON.stringify(e.request) })), { empty: 'nothing is in doubt' })}
+<h3>What to ask whom</h3>
+<p class="recommended"><strong>${rec.action || ''}</strong>: ${rec.reason || ''}</p>
+${pkg.versions ? html`<p>Versions: pinned ${JSON.stringify(pkg.versions.pinned)}; workers alive run ${JSON.stringify(pkg.versions.alive)}</p>` : ''}
+<details><summary>The whole recovery package</summary>${pre(text)}</details></div>`;
+}
+
+function resolveForm(ctx, id, steps) {
+  return html`<form method="post" action="/action/resolve" class="actions resolve-form">${csrfField(ctx)}${backField(ctx)}
+<input type="hidden" name="task_id" value="${id}">
+<label>Decision <select name="decision">${DECISIONS.map((d) => html`<option value="${d}">${d}</option>`)}</select></label>
+<label>Step <select name="step"><option value="">(the only step in doubt)</option>${steps.map((s) => html`<option value="${s}">${s}</option>`)}</select></label>
+<label>Evidence (JSON object, kept in the event log) <textarea name="evidence" rows="3" required>{"checked": ""}</textarea></label>
+<button>Resolve as ${ctx.role}</button></form>`;
+}
+
+async function task(ctx, idText) {
+  const { caps, sql } = ctx;
+  const id = taskId(idText);
+  if (!id) return layout(ctx, 'Task', html`<p>Not a task id.</p>`);
+  if (!caps.tasks) return layout(ctx, `Task ${id}`, html`<p>Role ${ctx.role} may not read tasks.</p>`);
+  const t = (await ctx.query(sql.task, [id])).rows[0];
+  if (!t) return layout(ctx, `Task ${id}`, html`<p>No such task (or it is no longer retained).</p>`);
+  const parts = [];
+  const unfinished = LIVE_STATES.includes(t.state);
+  parts.push(html`<dl class="facts" id="task-facts">
+<dt>state</dt><dd id="task-state"><span class="state ${t.state}">${t.state}</span>${t.stop_code ? html` (${t.stop_code})` : ''}</dd>
+<dt>queue</dt><dd><a href="/queue/${encodeURIComponent(t.queue_name)}">${t.queue_name}</a> partition ${t.partition_key}</dd>
+<dt>class</dt><dd>${t.class}</dd><dt>attempt</dt><dd>${t.attempt} of ${t.max_attempts}</dd>
+<dt>fence</dt><dd>${t.fence}</dd><dt>version</dt><dd>${t.version}</dd><dt>priority</dt><dd>${t.priority}</dd>
+<dt>owner</dt><dd>${t.owner || ''}</dd><dt>progress</dt><dd>${t.progress || ''}</dd>
+<dt>run at</dt><dd>${fmtTime(t.run_at)}</dd><dt>created</dt><dd>${fmtTime(t.created_at)}</dd>
+<dt>lease until</dt><dd>${fmtTime(t.lease_until)}</dd><dt>heartbeat</dt><dd>${fmtTime(t.heartbeat_at)}</dd>
+<dt>finished</dt><dd>${fmtTime(t.finished_at)}</dd><dt>idempotency key</dt><dd>${t.idempotency_key || ''}</dd>
+<dt>concurrency key</dt><dd>${t.concurrency_key || ''}</dd><dt>steps in doubt</dt><dd>${t.steps_in_doubt}</dd>
+<dt>parent</dt><dd>${taskLink(t.parent_id)}</dd>
+</dl>`);
+
+  let pkgSteps = [];
+  if (t.state === 'needs_review' && caps.package) {
+    const p = (await ctx.query(sql.package, [id])).rows[0];
+    pkgSteps = (p.package.unknown_side_effects || []).map((u) => u.step);
+    parts.push(html`<section id="package"><h2>Recovery package</h2>${packageView(p.package, p.text)}
+${caps.resolve ? resolveForm(ctx, id, pkgSteps) : ''}</section>`);
+  }
+
+  if (unfinished && (caps.quarantine || caps.cancel || caps.migrate)) {
+    parts.push(html`<details class="actions" id="task-actions"><summary>Runbook actions</summary>
+${caps.quarantine && t.state !== 'needs_review'
+      ? html`<form method="post" action="/action/quarantine">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
+${reasonField()}<button>Quarantine (to the dead letters)</button></form>`
+      : ''}
+${caps.cancel && t.state !== 'needs_review'
+      ? html`<form method="post" action="/action/cancel">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
+${reasonField()}<button>Cancel</button></form>`
+      : ''}
+${caps.migrate
+      ? html`<form method="post" action="/action/migrate">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
+<label>From versions <input name="from" value="${t.versions ? JSON.stringify(t.versions) : '{}'}" required></label>
+<label>To versions <input name="to" value="{}" required></label>
+<label>Evidence (JSON object, kept in the event log) <input name="evidence" value="{&quot;change&quot;: &quot;&quot;}" required></label>
+<label><input type="checkbox" name="dry_run" value="1" checked> dry run</label>
+<button>Migrate versions</button></form>`
+      : ''}</details>`);
+  }
+
+  if (t.waits && Object.keys(t.waits).length) {
+    const rows = Object.entries(t.waits).map(([name, w]) => ({
+      name,
+      kind: w.kind,
+      status: w.status,
+      since: w.at,
+      until: w.until,
+      task_id: w.task_id ? taskLink(w.task_id) : '',
+      args: w.args === undefined ? '' : JSON.stringify(w.args),
+      outcome: w.outcome === undefined ? '' : JSON.stringify(w.outcome),
+    }));
+    parts.push(html`<h2>Waits</h2>${table(['name', 'kind', 'status', 'since', 'until', 'task_id', 'args', 'outcome'], rows, { id: 'waits' })}`);
+  }
+
+  const tree = await childrenTree(ctx, id, 1, new Set([id]));
+  if (tree) parts.push(html`<h2>Children</h2><div id="children">${tree}</div>`);
+
+  if (caps.steps) {
+    const steps = (await ctx.query(sql.steps, [id])).rows;
+    parts.push(html`<h2>Steps</h2>${table(
+      ['step', 'state', 'class', 'version', 'attempt', 'idempotency_key', 'receipt', 'effect_id', 'error_class', 'compensates', 'updated_at'],
+      steps,
+      { id: 'steps', empty: 'no steps' },
+    )}`);
+  }
+
+  parts.push(html`<h2>Payload</h2><div id="payload">${pre(t.payload)}</div>
+<h2>Result</h2>${pre(t.result)}
+${t.last_error ? html`<h2>Last error</h2>${pre(t.last_error)}` : ''}
+<h2>Checkpoint (version ${t.checkpoint_version})</h2>${pre(t.checkpoint)}
+<h2>Versions</h2>${pre(t.versions_text)}${t.workflow_version ? html`<p>workflow version ${t.workflow_version}</p>` : ''}
+${t.metadata ? html`<h2>Metadata</h2>${pre(t.metadata)}` : ''}`);
+
+  if (caps.events) {
+    const ev = (await ctx.query(sql.events, [id])).rows;
+    parts.push(html`<h2>Timeline</h2>${table(['seq', 'at', 'kind', 'state', 'fence', 'actor', 'role', 'step', 'detail'], ev, { id: 'timeline' })}`);
+  }
+  return layout(ctx, `Task ${id}`, parts);
+}
+
+// ---------------------------------------------------------------- review
+
+async function review(ctx) {
+  const { caps, sql, url } = ctx;
+  if (!caps.review) return layout(ctx, 'Review', html`<p>Role ${ctx.role} may not read the review queue.</p>`);
+  const after = taskId(url.searchParams.get('after'));
+  const queueName = url.searchParams.get('queue') || null;
+  const rows = (await ctx.query(sql.review, [after, queueName, 200])).rows;
+  const byTask = new Map();
+  for (const r of rows) {
+    if (!byTask.has(r.task_id)) {
+      if (byTask.size === 20) break;
+      byTask.set(r.task_id, []);
+    }
+    byTask.get(r.task_id).push(r);
+  }
+  const parts = [html`<p>${byTask.size ? '' : 'No task needs a person.'}${queueName ? html` Queue ${queueName} only: <a href="/review">all queues</a>.` : ''}</p>`];
+  for (const [id, steps] of byTask) {
+    const first = steps[0];
+    let body = '';
+    let stepNames = steps.map((s) => s.step).filter(Boolean);
+    if (caps.package) {
+      const p = (await ctx.query(sql.package, [id])).rows[0];
+      if (p && p.package) {
+        stepNames = (p.package.unknown_side_effects || []).map((u) => u.step);
+        body = packageView(p.package, p.text);
+      }
+    }
+    parts.push(html`<section class="review-item" data-task="${id}"><h2>Task ${taskLink(id)} in ${first.queue_name}</h2>
+<p>Since ${fmtTime(first.since)}: ${first.reason}${first.decided ? html` (${first.decided})` : ''}; last owner ${first.last_owner || ''}, attempt ${first.attempt}.</p>
+${table(['step', 'step_class', 'step_state', 'idempotency_key', 'receipt'], steps.filter((s) => s.step), { empty: 'no step in doubt (the task itself is in review)' })}
+${body}${caps.resolve ? resolveForm(ctx, id, stepNames) : ''}</section>`);
+  }
+  const ids = [...byTask.keys()];
+  if (ids.length === 20) parts.push(html`<p><a href="/review?after=${ids[ids.length - 1]}${queueName ? `&queue=${encodeURIComponent(queueName)}` : ''}">More</a></p>`);
+  return layout(ctx, 'Review', parts);
+}
+
+// ---------------------------------------------------------------- the rest
+
+async function schedules(ctx) {
+  const { caps, sql } = ctx;
+  const parts = [];
+  if (caps.schedules) {
+    const rows = (await ctx.query(sql.schedules)).rows;
+    parts.push(table(['schedule_name', 'cron', 'timezone', 'queue_name', 'next_run', 'last_run', 'last_task_id', 'last_error', 'last_error_at', 'payload'],
+      rows.map((r) => ({ ...r, last_task_id: taskLink(r.last_task_id) })), { id: 'schedules', empty: 'no schedules' }));
+  } else if (caps.scheduleStats) {
+    const rows = (await ctx.query(sql.scheduleStats)).rows;
+    parts.push(table(['queue_name', 'schedules', 'due', 'oldest_due_age'], rows, { id: 'schedule-stats', empty: 'no schedules' }));
+  }
+  return layout(ctx, 'Schedules', parts);
+}
+
+async function waits(ctx) {
+  const { caps, sql, url } = ctx;
+  const parts = [];
+  if (caps.waitStats) {
+    const rows = (await ctx.query(sql.waitStats)).rows;
+    parts.push(html`<h2>Per queue</h2>${table(['queue_name', 'kind', 'waiting', 'oldest_wait', 'with_timeout'], rows, { id: 'wait-stats', empty: 'no task waits' })}`);
+  }
+  if (caps.waits) {
+    const after = taskId(url.searchParams.get('after'));
+    const rows = (await ctx.query(sql.waits, [after, 200])).rows;
+    parts.push(html`<h2>Waiting tasks</h2>${table(['task_id', 'queue_name', 'wait_name', 'kind', 'event', 'event_queue', 'since', 'until', 'waited'],
+      rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), waited: age(r.waited_s) })), { id: 'waits', empty: 'no task waits' })}
+${rows.length === 200 ? html`<p><a href="/waits?after=${rows[rows.length - 1].task_id}">More</a></p>` : ''}`);
+  }
+  return layout(ctx, 'Waits', parts);
+}
+
+async function reconciler(ctx) {
+  const { caps, sql } = ctx;
+  if (!caps.status) return layout(ctx, 'Reconciler', html`<p>Role ${ctx.role} may not read durable.status.</p>`);
+  const st = (await ctx.query(caps.statusFailures ? sql.statusFull : sql.statusPublic)).rows[0];
+  const parts = [html`<dl class="facts" id="status">
+<dt>preloaded</dt><dd>${String(st.preloaded)}</dd><dt>reconciler</dt><dd>${st.reconciler}</dd>
+<dt>pid</dt><dd>${st.reconciler_pid || ''}</dd><dt>database</dt><dd>${st.reconciler_database || ''}</dd>
+<dt>node</dt><dd>${st.node_id}</dd><dt>failing parts</dt><dd>${st.failing_parts}</dd><dt>failing since</dt><dd>${fmtTime(st.failing_since)}</dd></dl>`];
+  if (caps.statusFailures) {
+    parts.push(html`<h2>Failing parts</h2>${table(['part', 'sqlstate', 'error', 'failures', 'failing_since', 'last_failed_at'], st.failures || [], { id: 'failures', empty: 'every part of the tick runs' })}`);
+  }
+  return layout(ctx, 'Reconciler', parts);
+}
+
+async function workers(ctx) {
+  const { caps, sql } = ctx;
+  if (!caps.workers) return layout(ctx, 'Workers and versions', html`<p>Role ${ctx.role} may not read durable.workers.</p>`);
+  const rows = (await ctx.query(sql.workers)).rows;
+  const parts = [html`<h2>Workers</h2>${table(['queue_name', 'worker', 'versions', 'role', 'first_claim_at', 'last_claim_at', 'version_timeout', 'alive'],
+    rows.map((r) => ({ ...r, versions: r.versions ? JSON.stringify(r.versions) : 'any (did not say)', alive: r.alive ? 'yes' : 'no' })), { id: 'workers', empty: 'no worker has claimed yet' })}`];
+  if (caps.tasks) {
+    const vu = (await ctx.query(sql.versionUnavailable)).rows;
+    parts.push(html`<h2>Tasks waiting for versions no worker runs</h2>
+${table(['task_id', 'queue_name', 'partition_key', 'versions', 'run_at'], vu.map((r) => ({ ...r, task_id: taskLink(r.task_id), versions: JSON.stringify(r.versions) })), { id: 'version-unavailable', empty: 'none' })}
+${caps.migrate && vu.length ? html`<p class="muted">Open a task to migrate it to versions a worker runs (dry run first), or deploy a worker that runs its versions and resolve it with retry.</p>` : ''}`);
+  }
+  return layout(ctx, 'Workers and versions', parts);
+}
+
+// ---------------------------------------------------------------- /metrics
+
+export async function metrics(entry) {
+  if (!entry.caps.prometheusPresent)
+    return {
+      status: 404,
+      type: 'text/plain; charset=utf-8',
+      body: `durable_metrics_prometheus() does not exist in this database (durable ${entry.ext.version}): it comes with the release of issue 24's counters. Until then scrape durable.queue_stats with postgres_exporter.\n`,
+    };
+  if (!entry.caps.prometheus)
+    return { status: 403, type: 'text/plain; charset=utf-8', body: `role "${entry.user}" may not execute durable_metrics_prometheus()\n` };
+  const r = await entry.pool.query(entry.sql.prometheus);
+  return { status: 200, type: 'text/plain; version=0.0.4; charset=utf-8', body: r.rows[0].text || '' };
+}
+
+// ---------------------------------------------------------------- actions
+
+export async function action(name, form, ctx) {
+  const { caps, sql } = ctx;
+  const need = (ok) => {
+    if (!ok) throw new UserError(`role ${ctx.role} may not do that`);
+  };
+  const reason = (field = 'reason') => {
+    const r = (form.get(field) || '').trim();
+    if (!r) throw new UserError('give a reason');
+    return r;
+  };
+  switch (name) {
+    case 'resolve': {
+      need(caps.resolve);
+      const id = taskId(form.get('task_id'));
+      if (!id) throw new UserError('not a task id');
+      const decision = form.get('decision');
+      if (!DECISIONS.includes(decision)) throw new UserError('not a decision');
+      const evidence = jsonArg(form.get('evidence') || '', 'the evidence');
+      const step = form.get('step') || null;
+      const r = await ctx.query(sql.resolve, [id, decision, ctx.role, evidence, step]);
+      ctx.audit({ action: 'resolve', task_id: id, decision, step, evidence: JSON.parse(evidence) });
+      return { kind: 'ok', text: `Task ${id} resolved (${decision}${step ? ` of step ${step}` : ''}): it is now ${r.rows[0].state}.` };
+    }
+    case 'pause':
+    case 'resume': {
+      need(caps.pause);
+      const queue = form.get('queue') || '';
+      const why = reason();
+      await ctx.query(name === 'pause' ? sql.pause : sql.resume, [queue, null]);
+      ctx.audit({ action: name, queue, reason: why });
+      return { kind: 'ok', text: `Queue ${queue} ${name === 'pause' ? 'paused' : 'resumed'}.` };
+    }
+    case 'pause_partition': {
+      need(caps.pause);
+      const queue = form.get('queue') || '';
+      const partition = intOrNull(form.get('partition'), { min: 0, max: 32767 });
+      if (partition === null) throw new UserError('name a partition');
+      const op = form.get('op') === 'resume' ? 'resume' : 'pause';
+      const why = reason();
+      await ctx.query(op === 'pause' ? sql.pause : sql.resume, [queue, partition]);
+      ctx.audit({ action: op, queue, partition, reason: why });
+      return { kind: 'ok', text: `Partition ${partition} of ${queue} ${op === 'pause' ? 'paused' : 'resumed'}.` };
+    }
+    case 'quarantine':
+    case 'cancel': {
+      need(name === 'quarantine' ? caps.quarantine : caps.cancel);
+      const id = taskId(form.get('task_id'));
+      if (!id) throw new UserError('not a task id');
+      const why = reason();
+      await ctx.query(name === 'quarantine' ? sql.quarantine : sql.cancel, [id, why]);
+      ctx.audit({ action: name, task_id: id, reason: why });
+      return { kind: 'ok', text: `Task ${id} ${name === 'quarantine' ? 'quarantined' : 'cancelled'}.` };
+    }
+    case 'replay': {
+      need(caps.replay);
+      const queue = form.get('queue') || '';
+      const batch = intOrNull(form.get('batch'), { min: 1, max: 100 }) ?? 10;
+      const partition = intOrNull(form.get('partition'), { min: 0, max: 32767 });
+      const filter = (form.get('filter') || '').trim() || null;
+      const note = reason('note');
+      const r = await ctx.query(sql.replay, [queue, batch, partition, filter]);
+      ctx.audit({ action: 'replay', queue, batch, partition, filter, note, tasks: r.rows.map((x) => x.task_id) });
+      return { kind: 'ok', text: `Replayed ${r.rows.length} task(s) of ${queue}.`, rows: { columns: ['task_id', 'action'], rows: r.rows } };
+    }
+    case 'migrate': {
+      need(caps.migrate);
+      const id = taskId(form.get('task_id'));
+      if (!id) throw new UserError('not a task id');
+      const from = jsonArg(form.get('from') || '', 'from versions');
+      const to = jsonArg(form.get('to') || '', 'to versions');
+      const evidence = jsonArg(form.get('evidence') || '', 'the evidence');
+      const dry = form.get('dry_run') === '1';
+      const r = await ctx.query(sql.migrate, [id, from, to, ctx.role, evidence, dry]);
+      if (!dry) ctx.audit({ action: 'migrate', task_id: id, from: JSON.parse(from), to: JSON.parse(to), evidence: JSON.parse(evidence) });
+      return {
+        kind: 'ok',
+        text: dry ? 'Dry run: nothing changed.' : `Task ${id} migrated.`,
+        rows: { columns: ['task_id', 'state', 'from_versions', 'to_versions', 'action'], rows: r.rows },
+      };
+    }
+    default:
+      throw new UserError('no such action');
+  }
+}
