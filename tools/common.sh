@@ -83,17 +83,20 @@ ensure_packages() {
 	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed"
 }
 
-# node-postgres for the JavaScript reference worker, from the npm registry
-# into examples/ts/node_modules, as package-lock.json pins it (npm ci), when
-# it is missing or older than the lock file.  Without it the worker's TAP
-# test fails and says so; everything else runs.
+# The node modules of the JavaScript reference worker (examples/ts) and of
+# the console (console/, which the metrics test runs), from the npm
+# registry, as each package-lock.json pins them (npm ci), when they are
+# missing or older than the lock file.  Without them the tests that run
+# them fail and say so; everything else runs.
 ensure_node_modules() {
-	local dir=$REPO/examples/ts
-	[ -d "$dir/node_modules/pg" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ] &&
-		return 0
-	log "installing node-postgres into examples/ts (npm ci)"
-	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-		log "npm ci in examples/ts failed: the JavaScript worker's test will fail"
+	local dir
+	for dir in "$REPO/examples/ts" "$REPO/console"; do
+		[ -d "$dir/node_modules/pg" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ] &&
+			continue
+		log "installing the node modules of ${dir#"$REPO"/} (npm ci)"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+			log "npm ci in ${dir#"$REPO"/} failed: the tests that run it will fail"
+	done
 }
 
 # apt-get, waiting up to two minutes while another apt or dpkg holds a lock

@@ -7,13 +7,12 @@
 # preloading: the gauges are there, and the counters say they need the
 # preload.
 #
-# Prometheus scrapes a small HTTP server of this test that answers every
-# request with `SELECT durable_metrics_prometheus()` (the console's
-# /metrics does the same).  Retention is made to remove the tasks by
-# ageing their finish by ten days, instead of waiting a week.
+# Prometheus scrapes the console's /metrics (console/, which answers with
+# `SELECT durable_metrics_prometheus()`), logged in with HTTP Basic as a
+# pg_monitor-only role.  Retention is made to remove the tasks by ageing
+# their finish by ten days, instead of waiting a week.
 use strict;
 use warnings;
-use IO::Socket::INET;
 use IPC::Run;
 use HTTP::Tiny;
 use PostgreSQL::Test::Cluster;
@@ -73,24 +72,12 @@ for my $q (@queries)
 	is($rc, 0, 'an exporter query runs as pg_monitor: ' . (split /\n/, $q)[0]) or diag($e);
 }
 
-# a tiny HTTP server for Prometheus to scrape
-my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-	Listen => 5, ReuseAddr => 1) or die "listen: $!";
-my $metrics_port = $listen->sockport;
-my $server = fork();
-die "fork: $!" unless defined $server;
-if ($server == 0)
-{
-	while (my $c = $listen->accept)
-	{
-		while (my $line = <$c>) { last if $line =~ /^\r?\n$/; }
-		my $body = `psql -X -At -h '${\ $node->host}' -p ${\ $node->port} -d postgres -c 'SELECT durable_metrics_prometheus()'`;
-		print $c "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-		  . "Content-Length: " . length($body) . "\r\n\r\n" . $body;
-		close $c;
-	}
-	exit 0;
-}
+# the console, for Prometheus to scrape as the pg_monitor-only role
+my $metrics_port = PostgreSQL::Test::Cluster::get_free_port();
+my $console = IPC::Run::start(
+	[ 'node', 'console/bin/durable-console.js', '--port', $metrics_port,
+		'--database', 'postgresql:///postgres?host=' . $node->host . '&port=' . $node->port ],
+	'>', PostgreSQL::Test::Utils::tempdir() . '/console.out', '2>&1');
 
 my $promdir = PostgreSQL::Test::Utils::tempdir();
 my $prom_port = PostgreSQL::Test::Cluster::get_free_port();
@@ -99,6 +86,9 @@ global:
   scrape_interval: 1s
 scrape_configs:
   - job_name: durable
+    basic_auth:
+      username: scraper
+      password: any
     static_configs:
       - targets: ['127.0.0.1:$metrics_port']
 EOF
@@ -148,8 +138,8 @@ ok(query('rate(durable_tasks_completed_total{queue="mq"}[10m])') > 0, 'rate() an
 
 $prom->signal('TERM');
 $prom->finish;
-kill 'TERM', $server;
-waitpid($server, 0);
+$console->signal('TERM');
+$console->finish;
 $node->stop;
 
 # without preloading: the gauges, and counters that say they need it
