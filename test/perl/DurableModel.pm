@@ -326,7 +326,7 @@ sub versions_merge
 sub new_model
 {
 	return { tasks => {}, queues => {}, keys => {}, enqueue_keys => {}, outbox => {},
-		outbox_fence => 0, inbox => {}, alias => {}, naliases => 0, seen => [], poisoned => {} };
+		outbox_fence => 0, inbox => {}, alias => {}, naliases => 0, seen => [], recorded => {} };
 }
 
 sub add_queue

@@ -7,10 +7,21 @@
 # is always 55U01, a decision is the one the tables give, a claim hands out
 # only what may be handed out), the tasks and steps the server shows are
 # what the model allows (changes nobody asked for are only the recovery of
-# an expired lease, judged by the recovery table), no task that can be
-# claimed has a step STARTED or UNKNOWN, durable_verify() is empty, and no
-# SQLSTATE is outside the README's table.  Where the contract leaves a
-# choice to the server the model takes its answer if it is allowed.
+# an expired lease, judged by the recovery table, and the review of a ready
+# task whose versions no worker runs), no task that can be claimed has a
+# step STARTED or UNKNOWN, durable_verify() is empty, and no SQLSTATE is
+# outside the README's table.  Where the contract leaves a choice to the
+# server the model takes its answer if it is allowed.
+#
+# Versions (DESIGN section 15): workers claim saying what they run (from
+# the versions deployed, which deploy operations change) or not; a claim
+# never hands out a task pinned to versions its worker does not run, and
+# pins only the names a task lacks; pinned versions change otherwise only by
+# a migration (of a task or a queue, dry runs too), which like a quarantine
+# is refused (55U04) while a step is in doubt; a quarantined task is FAILED
+# with stop code 'quarantined' and its reason, replayed by that reason.  A
+# review for versions no worker runs is judged against the claims the model
+# knows durable.workers_seen recorded (at most once a second a backend).
 #
 # Seeded: each sequence has a seed; a failure prints it and the shortest
 # sequence found that still shows the failure (prefixes and operations
@@ -185,7 +196,7 @@ my @QUEUES = (
 	# versions as a contract (DESIGN section 15): partitions paused one at
 	# a time, a task no worker runs goes to review after version_timeout
 	[ 'q3', lease => '1 second', max_attempts => 3, capacity => undef, partitions => 3,
-	  version_timeout => 3 ]);
+	  version_timeout => 2 ]);
 # The versions workers may run, and those deployed at a sequence's start
 # (deploy operations change what workers say they run)
 my @WORKFLOWS = qw(1 2 3);
@@ -197,7 +208,8 @@ my @QUARANTINE_REASONS = ('payments API returns 500', 'bad deploy');
 # look at the workers seen and its commit: a claim that committed that long
 # before the last observation counts as seen by it
 my $TICK_MARGIN = 0.5;
-# a backend records a worker's claims at most once a second
+# a backend records a worker's claims in a queue at most once a second: the
+# model follows which claims were surely recorded (durable.workers_seen)
 my $RECORD_INTERVAL = 1;
 
 sub reset_state
@@ -242,10 +254,9 @@ sub reset_state
 			'SELECT partition_base FROM durable.queues WHERE queue_name = ?', undef, $name);
 	}
 	$M->{deployed} = { workflow => [qw(1 2)], model => ['m-1'] };
-	# the backends remember the claims they recorded in the last sequence
-	# (and skip recording the same for a second): from now on, each claim
-	# is recorded, or one of the same worker was less than a second before
-	$M->{seen_valid_from} = time + $RECORD_INTERVAL + $EPS;
+	# the backends remember the claims they recorded in the last sequence,
+	# whose rows are gone now, and skip recording the same for a second
+	$M->{seen_reset} = time;
 	$PREV_OBS = time;
 	$OBS->do("SELECT durable_grant_queue('q2', 'model_app', 'all')") or die 'grant: ' . $OBS->errstr
 	  if $GRANTS;
@@ -299,7 +310,7 @@ sub draw_runs
 	my @m = @{ $M->{deployed}{model} };
 	my %runs;
 	my $x = $r % 100;
-	if ($x < 8) { $runs{workflow} = pick(\@WORKFLOWS, $r >> 7) }
+	if ($x < 5) { $runs{workflow} = pick(\@WORKFLOWS, $r >> 7) }
 	elsif ($x < 45) { $runs{workflow} = pick(\@wf, $r >> 7) }
 	elsif ($x < 75) { $runs{workflow} = [@wf] }
 	else { $runs{workflow} = [ @wf[ ($r >> 7) % @wf .. $#wf ] ] }
@@ -326,7 +337,10 @@ sub worker_name
 {
 	my ($s, $runs) = @_;
 	return "w$s->{id}" unless $runs;
-	return "w$s->{id}-" . join('-', map { $_ . join('.', DurableModel::runs_list($runs->{$_})) } sort keys %$runs);
+	return "w$s->{id}-" . join('-', map {
+		my $x = $runs->{$_};
+		$_ . (ref $x ? '[' . join(',', @$x) . ']' : $x)
+	} sort keys %$runs);
 }
 
 # the task a migration leaves (DESIGN section 15): new versions; a running
@@ -416,8 +430,8 @@ sub review_complaint
 	  if ($b->{due_since} // 0) > $now - $vt + $EPS;
 	for my $e (@{ $M->{seen} })
 	{
-		next unless $e->{queue} eq $b->{queue} && $e->{valid} && $e->{t1} < $since - $margin;
-		next unless $e->{now} - $RECORD_INTERVAL > $now - $vt + $EPS;
+		next unless $e->{queue} eq $b->{queue} && $e->{t1} < $since - $margin;
+		next unless $e->{rec} > $now - $vt + $EPS;
 		next unless DurableModel::versions_run($b->{versions}, $e->{runs});
 		return "worker $e->{worker} claimed at " . DurableModel::show($e->{now}) . ' saying it runs '
 		  . ($e->{runs} ? VS($e->{runs}) : 'anything (no versions)') . ", within version_timeout $vt s of now() "
@@ -720,7 +734,7 @@ my @KINDS = (
 	[ key_finish => 2 ], [ inbox => 1 ], [ decide => 2 ], [ bad_input => 1 ], [ foreign => 1.5 ], [ sleep => 4 ],
 	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ],
 	[ settings => 1.5 ], [ alter_queue => 0.7 ], [ reconciler_settings => 0.3 ],
-	[ database_settings => 0.2 ], [ deploy => 1 ], [ migrate => 2 ], [ migrate_queue => 1 ],
+	[ database_settings => 0.2 ], [ deploy => 2 ], [ migrate => 2 ], [ migrate_queue => 1 ],
 	[ quarantine => 1.5 ]);
 
 # Settings a session, a role or a database owner may choose, none of which
@@ -1273,11 +1287,14 @@ sub execute
 		my $max = pick([ undef, undef, 1, 2, 3 ], $r[2]);
 		my $key = $r[3] % 100 < 25 ? 'e' . ($r[3] % 4) : undef;
 		my $payload = '{"p": ' . ($key ? $r[4] % 100 < 85 ? 0 : 1 : $r[4] % 1000) . '}';
-		# pinned to a workflow version at enqueue, mostly one deployed; a
-		# key's task always to the same
+		# pinned to a workflow version at enqueue, mostly one deployed, in q3
+		# often one that is not (a producer ahead of the deploy, or behind);
+		# a key's task always to the same
 		my $x = $r[5] % 100;
+		my @undeployed = grep { my $v = $_; !grep { $_ eq $v } @{ $M->{deployed}{workflow} } } @WORKFLOWS;
 		my $wv = $key ? { e1 => '1', e2 => '2' }->{$key}
-		  : $x < ($queue eq 'q3' ? 70 : 25) ? pick($M->{deployed}{workflow}, $r[5] >> 7)
+		  : $x < ($queue eq 'q3' ? 55 : 25) ? pick($M->{deployed}{workflow}, $r[5] >> 7)
+		  : $x >= 75 && $queue eq 'q3' ? pick(\@undeployed, $r[5] >> 7)
 		  : $x >= 90 ? pick(\@WORKFLOWS, $r[5] >> 7) : undef;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
 		        durable_enqueue(?, ?::jsonb, idempotency_key => ?, class => ?, max_attempts => ?,
@@ -1327,7 +1344,7 @@ sub execute
 		# a worker that says what versions it runs (DESIGN section 15): in
 		# q3, whose tasks go to review when no worker runs them, nearly
 		# every worker does
-		my $runs = $r[3] % 100 < ($queue eq 'q3' ? 92 : 35) ? draw_runs($r[4]) : undef;
+		my $runs = $r[3] % 100 < ($queue eq 'q3' ? 96 : 35) ? draw_runs($r[4]) : undef;
 		my $worker = worker_name($s, $runs);
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.fence,
 		        extract(epoch FROM c.lease_until)::float8 AS lease_until, c.attempt, c.versions::text AS versions
@@ -1339,8 +1356,7 @@ sub execute
 		$stats{claims_with_versions}++ if $runs;
 		# the row of durable.workers_seen it writes, unless its backend wrote
 		# the same less than a second ago
-		$op->{_seen} = { queue => $queue, worker => $worker, runs => $runs,
-			key => "$s->{pid}/$worker/" . ($runs ? VS($runs) : '') };
+		$op->{_seen} = { queue => $queue, worker => $worker, runs => $runs, key => "$s->{pid}/$queue/$worker" };
 		@alts = sub {
 			my ($w) = @_;
 			return ok_alt(desc => 'claimable tasks, or nothing',
@@ -1431,13 +1447,17 @@ sub execute
 						  if grep { $_->{queue} eq $queue && !$busy->{ $_->{id} }
 							  && DurableModel::claimable($M, $_, $now, $now, $runs) == 1 } values %{ $M->{tasks} };
 					}
-					# what the claim tells the reviews of versions: recorded, or
-					# one of the same worker was a second before at most (unless
-					# the backend forgot a record that did not commit)
+					# what the claim tells the reviews of versions: its worker's
+					# last claim is now, when its backend surely recorded it
+					# (it recorded none of that worker in the last second, nor
+					# may have, in a claim that did not commit)
 					my $now = $res->{rows}[0]{now};
 					my $sn = $op->{_seen};
-					push @{ $M->{seen} }, { %$sn, now => $now, t1 => $res->{t1},
-						valid => $now >= $M->{seen_valid_from} && $now >= ($M->{poisoned}{ $sn->{key} } // 0) };
+					my $last = $M->{recorded}{ $sn->{key} } // $M->{seen_reset};
+					$last = $M->{seen_reset} if $last < $M->{seen_reset};
+					my $rec = $now - $last >= $RECORD_INTERVAL + $EPS ? $now : undef;
+					$M->{recorded}{ $sn->{key} } = $now if defined $rec || $now - $last > $RECORD_INTERVAL - $EPS;
+					push @{ $M->{seen} }, { %$sn, now => $now, rec => $rec, t1 => $res->{t1} } if defined $rec;
 					@{ $M->{seen} } = grep { $_->{now} > $now - 10 } @{ $M->{seen} };
 					return \%c;
 				});
@@ -1891,17 +1911,16 @@ sub execute
 	elsif ($kind eq 'migrate')
 	{
 		# an operator moves one task to other versions (DESIGN section 15):
-		# mostly one no deployed worker runs, or one in review for that
+		# mostly one in review because no worker ran its versions
 		my $locked = locked_tasks();
 		my @ids = sort { $a <=> $b } grep { !$locked->{$_} } keys %{ $M->{tasks} };
 		my @live = grep { !terminal($M->{tasks}{$_}) } @ids;
-		my @orphans = grep {
-			my $t = $M->{tasks}{$_};
-			($t->{stop_code} // '') eq 'version_unavailable'
-			  || (defined $t->{versions} && !DurableModel::versions_run($t->{versions}, $M->{deployed}))
-		} @live;
+		my @orphans = grep { ($M->{tasks}{$_}{stop_code} // '') eq 'version_unavailable' } @live;
+		my @doubt = grep { DurableModel::steps_in_doubt($M->{tasks}{$_}) } @live;
 		my $x = $r[0] % 100;
-		my $tid = $x < 45 ? pick(\@orphans, $r[1]) // pick(\@live, $r[1]) : $x < 90 ? pick(\@live, $r[1]) : pick(\@ids, $r[1]);
+		my $tid = $x < 50 ? pick(\@orphans, $r[1]) // pick(\@live, $r[1])
+		  : $x < 65 ? pick(\@doubt, $r[1]) // pick(\@live, $r[1])
+		  : $x < 90 ? pick(\@live, $r[1]) : pick(\@ids, $r[1]);
 		return undef unless defined $tid;
 		my $t = $M->{tasks}{$tid};
 		my $y = $r[2] % 100;
@@ -2051,7 +2070,10 @@ sub execute
 		my $locked = locked_tasks();
 		my @ids = sort { $a <=> $b } grep { !$locked->{$_} } keys %{ $M->{tasks} };
 		my @live = grep { !terminal($M->{tasks}{$_}) } @ids;
-		my $tid = $r[0] % 100 < 85 ? pick(\@live, $r[1]) // pick(\@ids, $r[1]) : pick(\@ids, $r[1]);
+		my @in_doubt = grep { DurableModel::steps_in_doubt($M->{tasks}{$_}) } @live;
+		my $x = $r[0] % 100;
+		my $tid = $x < 25 ? pick(\@in_doubt, $r[1]) // pick(\@live, $r[1])
+		  : $x < 85 ? pick(\@live, $r[1]) // pick(\@ids, $r[1]) : pick(\@ids, $r[1]);
 		return undef unless defined $tid;
 		my $t = $M->{tasks}{$tid};
 		my $reason = pick(\@QUARANTINE_REASONS, $r[2]);
@@ -2413,7 +2435,16 @@ sub execute
 			[ 'durable_pause(NULL)', '22004' ],
 			[ "durable_next_action(1, 3, '1 s', '30 s', 'bogus')", '22023' ],
 			[ "durable_recovery_action(true, 'bogus', true, 1, 3)", '22023' ],
-			[ "durable_claim('q1', 'w', batch => 0)", '22023' ]);
+			[ "durable_claim('q1', 'w', batch => 0)", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{}')", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{\"workflow\": []}')", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{\"workflow\": 3}')", '22023' ],
+			[ "(SELECT action FROM durable_migrate(999999999999, '{}', '{\"workflow\": \"1\"}', 'ops', '{}'))", '42704' ],
+			[ "(SELECT action FROM durable_migrate('q3', '{}', '{}', 'ops', '{}'))", '22023' ],
+			[ "(SELECT action FROM durable_migrate('nope', '{}', '{\"workflow\": \"1\"}', 'ops', '{}'))", '42704' ],
+			[ "durable_quarantine(999999999999, 'x')", '42704' ],
+			[ "durable_pause('q3', partition => -1)", '22023' ],
+			[ "(SELECT count(*) FROM durable_replay_dead_letters('q1', 1, partition => -2))", '22023' ]);
 		my $c = pick(\@cases, $r[0]);
 		$sql = "SELECT extract(epoch FROM now())::float8 AS now, ($c->[0])::text AS v";
 		$desc = "$sid $c->[0]";
@@ -2441,7 +2472,7 @@ sub execute
 		$stats{timeouts}++ if $res->{err} eq '57014';
 		# but a claim's backend may remember a record of its worker that
 		# did not commit, and skip recording it for a second
-		$M->{poisoned}{ $op->{_seen}{key} } = $res->{t1} + $RECORD_INTERVAL + $EPS if $op->{_seen};
+		$M->{recorded}{ $op->{_seen}{key} } = $res->{t1} if $op->{_seen};
 		if ($res->{err} eq '57014' && $kind =~ /claim/)
 		{
 			violation($kind, 'a claim waited', "$desc waited for more than 3 s (statement timeout)");
