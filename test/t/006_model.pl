@@ -1478,7 +1478,11 @@ sub execute
 					my ($res) = @_;
 					my $now = $res->{rows}[0]{now};
 					my @rows = grep { defined $_->{task_id} } @{ $res->{rows} };
-					return 'more than the batch' if @rows > $batch;
+					# the batch bounds each kind of work of the tick: the expired
+					# leases settled, the tasks sent to review for their versions
+					my $reviews = grep { $_->{action} eq 'version_unavailable' } @rows;
+					return 'more expired leases than the batch' if @rows - $reviews > $batch;
+					return 'more reviews for versions than the batch' if $reviews > $batch;
 					my $locked = locked_tasks();
 					for my $row (@rows)
 					{
