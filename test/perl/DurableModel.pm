@@ -1,9 +1,11 @@
 # The reference model of durable's contract, for test/t/006_model.pl.
 #
-# Written from DESIGN.md (sections 2 to 6) and the README's description of
-# the SQL API, not from the C code: task and step states, fences, step
-# classes and receipts, the recovery table (with several steps in doubt),
-# the retry budget, request keys, the outbox and the inbox.
+# Written from DESIGN.md (sections 2 to 6, and 15) and the README's
+# description of the SQL API, not from the C code: task and step states,
+# fences, step classes and receipts, the recovery table (with several steps
+# in doubt), the retry budget, request keys, the outbox and the inbox; the
+# versions a task is pinned to and the versions a worker runs, migrations,
+# quarantines, paused partitions.
 #
 # The model holds what the contract makes certain.  Where the contract
 # leaves a choice to the server (which of two claims wins, which expired
@@ -18,6 +20,7 @@ package DurableModel;
 use strict;
 use warnings;
 use Storable qw(dclone);
+use JSON::PP;
 
 our $INF = 9**9**9;
 # timestamps of the server and of the driver agree to about this much (both
@@ -108,12 +111,16 @@ sub steps_in_doubt
 }
 
 # Whether the task can be handed out by a claim at time $now (a range
-# [$lo, $hi] of the server's now()): 1 surely, 0 surely not, -1 it depends
-# on the exact time.
+# [$lo, $hi] of the server's now()) of a worker that runs $runs (undef: a
+# claim that does not say): 1 surely, 0 surely not, -1 it depends on the
+# exact time.
 sub claimable
 {
-	my ($m, $t, $lo, $hi) = @_;
-	return 0 if $m->{queues}{ $t->{queue} }{paused};
+	my ($m, $t, $lo, $hi, $runs) = @_;
+	my $q = $m->{queues}{ $t->{queue} };
+	return 0 if $q->{paused};
+	return 0 if defined $t->{partition} && $q->{paused_parts}{ $t->{partition} };
+	return 0 if $runs && defined $t->{versions} && !versions_run($t->{versions}, $runs);
 	return 0 unless $t->{state} eq 'ready' || $t->{state} eq 'waiting';
 	return 0 if steps_in_doubt($t);
 	return 1 if $t->{state} eq 'ready';
@@ -237,18 +244,97 @@ sub fail_step
 	return ($action, $t);
 }
 
+# DESIGN section 15: versions.  A task's versions are names to one version
+# each ({workflow => '2', model => 'm-1'}; undef: not pinned); a worker runs
+# names to a version or a list of them ({workflow => ['2', '3']}).
+
+# the versions as one string, names sorted, for messages and comparisons
+sub versions_str
+{
+	my ($v) = @_;
+	return 'null' unless defined $v;
+	return '{' . join(', ', map {
+		my $x = $v->{$_};
+		"$_: " . (ref $x ? '[' . join(',', @$x) . ']' : $x)
+	} sort keys %$v) . '}';
+}
+
+# the versions as the JSON a call takes
+sub versions_json
+{
+	my ($v) = @_;
+	return JSON::PP->new->canonical->encode($v);
+}
+
+# what the server shows (jsonb text) as versions
+sub versions_parse
+{
+	my ($text) = @_;
+	return undef unless defined $text;
+	return JSON::PP->new->decode($text);
+}
+
+sub runs_list { my ($x) = @_; return ref $x ? @$x : ($x) }
+
+# a worker that runs $runs runs a task pinned to $pinned: for every name the
+# task is pinned to, the worker names that version (alone or in its list)
+sub versions_run
+{
+	my ($pinned, $runs) = @_;
+	return 1 unless defined $pinned && defined $runs;
+	for my $name (keys %$pinned)
+	{
+		return 0 unless exists $runs->{$name};
+		return 0 unless grep { $_ eq $pinned->{$name} } runs_list($runs->{$name});
+	}
+	return 1;
+}
+
+# what a claim of a worker that runs $runs pins a task pinned to $pinned
+# to: the names it lacks, each to the last version of the worker's list
+sub versions_pin
+{
+	my ($pinned, $runs) = @_;
+	return $pinned unless defined $runs;
+	my %v = %{ $pinned // {} };
+	for my $name (keys %$runs)
+	{
+		$v{$name} = (runs_list($runs->{$name}))[-1] unless exists $v{$name};
+	}
+	return \%v;
+}
+
+# whether $v (undef: none) holds every name and version of $sub ({}: any)
+sub versions_contain
+{
+	my ($v, $sub) = @_;
+	for my $name (keys %$sub)
+	{
+		return 0 unless $v && exists $v->{$name} && $v->{$name} eq $sub->{$name};
+	}
+	return 1;
+}
+
+# a migration's new versions: the old with the names of $to replaced
+sub versions_merge
+{
+	my ($v, $to) = @_;
+	return { %{ $v // {} }, %$to };
+}
+
 # A new, empty model.
 sub new_model
 {
 	return { tasks => {}, queues => {}, keys => {}, enqueue_keys => {}, outbox => {},
-		outbox_fence => 0, inbox => {}, alias => {}, naliases => 0 };
+		outbox_fence => 0, inbox => {}, alias => {}, naliases => 0, seen => [], recorded => {} };
 }
 
 sub add_queue
 {
 	my ($m, $name, %o) = @_;
 	$m->{queues}{$name} = { paused => 0, lease => $o{lease}, max_attempts => $o{max_attempts},
-		capacity => $o{capacity} };
+		capacity => $o{capacity}, partitions => $o{partitions} // 1,
+		version_timeout => $o{version_timeout}, paused_parts => {} };
 }
 
 # a readable name for a task id: T1, T2, ... in the order the model saw them
@@ -300,7 +386,8 @@ sub show
 }
 
 # Compare an expected task with an observed one ({state, fence, attempt,
-# run_at, lease_until, steps => {name => {state, attempt, version}}});
+# run_at, lease_until, versions, partition, stop_code, reason,
+# steps => {name => {state, attempt, version}}});
 # returns the list of differences.
 sub diff_task
 {
@@ -311,7 +398,22 @@ sub diff_task
 		push @d, "$f: server " . show($o->{$f}) . ", model " . show($t->{$f})
 		  unless matches($t->{$f}, $o->{$f});
 	}
+	# pinned versions change only by a claim that pins a name the task
+	# lacks, or by a migration: the model knows them exactly
+	push @d, 'versions: server ' . versions_str($o->{versions}) . ', model ' . versions_str($t->{versions})
+	  unless versions_str($t->{versions}) eq versions_str($o->{versions});
+	push @d, "partition: server $o->{partition}, model $t->{partition}"
+	  if defined $t->{partition} && $t->{partition} != $o->{partition};
 	my $state_ok = matches($t->{state}, $o->{state});
+	# a stop code the model knows (a quarantine's, a review for versions
+	# no worker runs) holds while the task is in the state it came with
+	if ($state_ok && defined $t->{stop_for} && $o->{state} eq $t->{stop_for})
+	{
+		push @d, 'stop_code: server ' . show($o->{stop_code}) . ", model $t->{stop_code}"
+		  unless ($o->{stop_code} // '') eq $t->{stop_code};
+		push @d, 'reason: server ' . show($o->{reason}) . ", model $t->{reason}"
+		  if defined $t->{reason} && ($o->{reason} // '') ne $t->{reason};
+	}
 	if ($state_ok && $o->{state} eq 'waiting' && defined $t->{run_at})
 	{
 		push @d, 'run_at: server ' . show($o->{run_at}) . ', model ' . show($t->{run_at})
@@ -336,6 +438,8 @@ sub adopt
 {
 	my ($t, $o) = @_;
 	$t->{$_} = $o->{$_} for qw(state fence attempt);
+	$t->{partition} //= $o->{partition};
+	delete @$t{qw(stop_code stop_for reason)} if defined $t->{stop_for} && $t->{stop_for} ne $o->{state};
 	$t->{run_at} = $o->{state} eq 'waiting' ? $o->{run_at} : undef;
 	$t->{lease_until} = $o->{lease_until} if $o->{state} eq 'running';
 	for my $n (keys %{ $o->{steps} })

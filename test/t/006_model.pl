@@ -7,10 +7,21 @@
 # is always 55U01, a decision is the one the tables give, a claim hands out
 # only what may be handed out), the tasks and steps the server shows are
 # what the model allows (changes nobody asked for are only the recovery of
-# an expired lease, judged by the recovery table), no task that can be
-# claimed has a step STARTED or UNKNOWN, durable_verify() is empty, and no
-# SQLSTATE is outside the README's table.  Where the contract leaves a
-# choice to the server the model takes its answer if it is allowed.
+# an expired lease, judged by the recovery table, and the review of a ready
+# task whose versions no worker runs), no task that can be claimed has a
+# step STARTED or UNKNOWN, durable_verify() is empty, and no SQLSTATE is
+# outside the README's table.  Where the contract leaves a choice to the
+# server the model takes its answer if it is allowed.
+#
+# Versions (DESIGN section 15): workers claim saying what they run (from
+# the versions deployed, which deploy operations change) or not; a claim
+# never hands out a task pinned to versions its worker does not run, and
+# pins only the names a task lacks; pinned versions change otherwise only by
+# a migration (of a task or a queue, dry runs too), which like a quarantine
+# is refused (55U04) while a step is in doubt; a quarantined task is FAILED
+# with stop code 'quarantined' and its reason, replayed by that reason.  A
+# review for versions no worker runs is judged against the claims the model
+# knows durable.workers_seen recorded (at most once a second a backend).
 #
 # Seeded: each sequence has a seed; a failure prints it and the shortest
 # sequence found that still shows the failure (prefixes and operations
@@ -111,6 +122,7 @@ sub connect_db
 my @S;       # worker sessions
 my $OBS;     # the observer's connection
 my $M;       # the model
+my $PREV_OBS;    # when the last observation that read the tasks began
 my $RECONCILER_OFF = 0;    # while a failure is shrunk without the reconciler
 my %stats = (sequences => 0, ops => 0, skipped => 0, implicit => 0, claims => 0,
 	handed_out => 0, empty_claims_with_work => 0, timeouts => 0, kills => 0,
@@ -180,7 +192,25 @@ sub violation
 #
 my @QUEUES = (
 	[ 'q1', lease => '1 second', max_attempts => 3, capacity => undef ],
-	[ 'q2', lease => '1 second', max_attempts => 2, capacity => 2 ]);
+	[ 'q2', lease => '1 second', max_attempts => 2, capacity => 2 ],
+	# versions as a contract (DESIGN section 15): partitions paused one at
+	# a time, a task no worker runs goes to review after version_timeout
+	[ 'q3', lease => '1 second', max_attempts => 3, capacity => undef, partitions => 3,
+	  version_timeout => 2 ]);
+# The versions workers may run, and those deployed at a sequence's start
+# (deploy operations change what workers say they run)
+my @WORKFLOWS = qw(1 2 3);
+my @MODELS = qw(m-1 m-2);
+# why an operator quarantines (not a stop code: a replay by reason tells
+# them apart)
+my @QUARANTINE_REASONS = ('payments API returns 500', 'bad deploy');
+# how long a version review (the reconciler's tick) may take between its
+# look at the workers seen and its commit: a claim that committed that long
+# before the last observation counts as seen by it
+my $TICK_MARGIN = 0.5;
+# a backend records a worker's claims in a queue at most once a second: the
+# model follows which claims were surely recorded (durable.workers_seen)
+my $RECORD_INTERVAL = 1;
 
 sub reset_state
 {
@@ -198,7 +228,7 @@ sub reset_state
 	{
 		$done = $OBS->do('TRUNCATE durable.live_tasks, durable.live_steps, durable.task_history, durable.step_history, '
 			  . 'durable.task_keys, durable.event_log, durable.outbox, '
-			  . 'durable.inbox, durable.idempotency_keys, durable.queues CASCADE') and last;
+			  . 'durable.inbox, durable.idempotency_keys, durable.workers_seen, durable.queues CASCADE') and last;
 		$OBS = connect_db() unless $OBS->ping;
 		sleep 0.2;
 	}
@@ -215,10 +245,19 @@ sub reset_state
 		my ($name, %o) = @$q;
 		$OBS->do("SELECT durable_create_queue('$name', lease => '$o{lease}', max_attempts => $o{max_attempts},
 		          retry_base => 1, retry_cap => 1"
-			  . ($o{capacity} ? ", retry_capacity => $o{capacity}, retry_refill_rate => 1" : '') . ')')
+			  . ($o{capacity} ? ", retry_capacity => $o{capacity}, retry_refill_rate => 1" : '')
+			  . ($o{partitions} ? ", partitions => $o{partitions}" : '')
+			  . ($o{version_timeout} ? ", version_timeout => '$o{version_timeout} seconds'" : '') . ')')
 		  or die 'create queue: ' . $OBS->errstr;
 		DurableModel::add_queue($M, $name, %o);
+		($M->{queues}{$name}{partition_base}) = $OBS->selectrow_array(
+			'SELECT partition_base FROM durable.queues WHERE queue_name = ?', undef, $name);
 	}
+	$M->{deployed} = { workflow => [qw(1 2)], model => ['m-1'] };
+	# the backends remember the claims they recorded in the last sequence,
+	# whose rows are gone now, and skip recording the same for a second
+	$M->{seen_reset} = time;
+	$PREV_OBS = time;
 	$OBS->do("SELECT durable_grant_queue('q2', 'model_app', 'all')") or die 'grant: ' . $OBS->errstr
 	  if $GRANTS;
 }
@@ -255,6 +294,153 @@ sub busy_tasks
 sub T { return DurableModel::alias($M, $_[0]) }
 
 #
+# Versions (DESIGN section 15): what workers run, and the reviews of tasks
+# none of them runs.
+#
+sub VS { return DurableModel::versions_str($_[0]) }
+sub terminal { return $_[0]{state} =~ /^(completed|failed|cancelled)$/ }
+
+# what a worker says it runs: mostly what is deployed, one version or a
+# list (its last is what it starts new work under), sometimes with a model;
+# now and then a worker not yet upgraded
+sub draw_runs
+{
+	my ($r) = @_;
+	my @wf = @{ $M->{deployed}{workflow} };
+	my @m = @{ $M->{deployed}{model} };
+	my %runs;
+	my $x = $r % 100;
+	if ($x < 5) { $runs{workflow} = pick(\@WORKFLOWS, $r >> 7) }
+	elsif ($x < 45) { $runs{workflow} = pick(\@wf, $r >> 7) }
+	elsif ($x < 75) { $runs{workflow} = [@wf] }
+	else { $runs{workflow} = [ @wf[ ($r >> 7) % @wf .. $#wf ] ] }
+	my $y = ($r >> 12) % 100;
+	if ($y < 30) { $runs{model} = pick(\@m, $r >> 14) }
+	elsif ($y < 45) { $runs{model} = [@m] }
+	return \%runs;
+}
+
+# versions an operator migrates to: what is deployed
+sub draw_to
+{
+	my ($r) = @_;
+	my $x = $r % 100;
+	my %to;
+	$to{workflow} = $M->{deployed}{workflow}[-1] if $x < 55;
+	$to{workflow} = pick($M->{deployed}{workflow}, $r >> 7) if $x >= 55 && $x < 85;
+	$to{model} = pick($M->{deployed}{model}, $r >> 9) if $x >= 70;
+	return \%to;
+}
+
+# a worker's name says what it runs: one row of durable.workers_seen each
+sub worker_name
+{
+	my ($s, $runs) = @_;
+	return "w$s->{id}" unless $runs;
+	return "w$s->{id}-" . join('-', map {
+		my $x = $runs->{$_};
+		$_ . (ref $x ? '[' . join(',', @$x) . ']' : $x)
+	} sort keys %$runs);
+}
+
+# the task a migration leaves (DESIGN section 15): new versions; a running
+# task back to READY (its worker runs the old code: fence + 1, the attempt
+# given back); one in review because no worker ran its versions READY; a
+# ready or waiting one as it was, fenced; one in review for another reason
+# stays there.  $t0: before the migration's now()
+sub migrated_task
+{
+	my ($b, $new, $t0) = @_;
+	return with($b, sub {
+		my $x = $_[0];
+		my $f = $b->{fence};
+		$x->{versions} = $new;
+		if ($b->{state} eq 'running')
+		{
+			$x->{state} = 'ready';
+			$x->{fence} = $f + 1;
+			$x->{attempt} = $b->{attempt} - 1;
+			$x->{holder} = undef;
+			$x->{due_since} = $t0;
+		}
+		elsif ($b->{state} eq 'needs_review' && ($b->{stop_code} // '') eq 'version_unavailable')
+		{
+			$x->{state} = 'ready';
+			$x->{fence} = $f + 1;
+			$x->{due_since} = $t0;
+			delete @$x{qw(stop_code stop_for reason)};
+		}
+		elsif ($b->{state} eq 'needs_review') { $x->{fence} = [ $f, $f + 1 ] }
+		else { $x->{fence} = $f + 1 }
+	});
+}
+
+# the tasks a migration or a quarantine may find: the task, or the task
+# its expired lease was settled to first
+sub bases_of
+{
+	my ($t, $hi) = @_;
+	my @b = ($t);
+	if ($t->{state} eq 'running' && DurableModel::expired($t, $t->{lease_until}, $hi) != 0)
+	{
+		my ($action, $rt) = DurableModel::recover($M, $t, $t->{lease_until}, $hi);
+		for my $st (ref $rt->{state} ? @{ $rt->{state} } : ($rt->{state}))
+		{
+			push @b, with($rt, sub {
+				$_[0]{state} = $st;
+				$_[0]{fence} = $t->{fence} + 1;
+			});
+		}
+	}
+	return @b;
+}
+
+# a task sent to review for versions no worker runs
+sub reviewed_task
+{
+	my ($b) = @_;
+	return with($b, sub {
+		$_[0]{state} = 'needs_review';
+		$_[0]{stop_code} = 'version_unavailable';
+		$_[0]{stop_for} = 'needs_review';
+		delete $_[0]{reason};
+	});
+}
+
+# May a review for versions (the reconciler's tick, or durable_reconcile)
+# have sent task $b to NEEDS_REVIEW, at a now() no later than $now, having
+# seen every claim that committed before $since - $margin?  A complaint, or
+# undef.  Only what is certain counts: a worker's claim is in
+# durable.workers_seen a second after it at the latest.
+sub review_complaint
+{
+	my ($b, $now, $since, $margin) = @_;
+	my $q = $M->{queues}{ $b->{queue} };
+	my $vt = $q->{version_timeout};
+	return "queue $b->{queue} has no version_timeout" unless $vt;
+	return 'it is pinned to no versions' unless defined $b->{versions};
+	return "it was $b->{state}" unless $b->{state} eq 'ready'
+	  || ($b->{state} eq 'waiting' && !ref $b->{run_at} && $b->{run_at} != $INF && $b->{run_at} <= $now + $EPS);
+	return "queue $b->{queue} is paused" if $q->{paused} && $q->{paused_at} < $since - $margin;
+	my $p = $b->{partition};
+	return "its partition $p is paused"
+	  if defined $p && $q->{paused_parts}{$p} && $q->{paused_parts}{$p} < $since - $margin;
+	return 'it is due since ' . DurableModel::show($b->{due_since}) . ", less than $vt s before now() "
+	  . DurableModel::show($now)
+	  if ($b->{due_since} // 0) > $now - $vt + $EPS;
+	for my $e (@{ $M->{seen} })
+	{
+		next unless $e->{queue} eq $b->{queue} && $e->{t1} < $since - $margin;
+		next unless $e->{rec} > $now - $vt + $EPS;
+		next unless DurableModel::versions_run($b->{versions}, $e->{runs});
+		return "worker $e->{worker} claimed at " . DurableModel::show($e->{now}) . ' saying it runs '
+		  . ($e->{runs} ? VS($e->{runs}) : 'anything (no versions)') . ", within version_timeout $vt s of now() "
+		  . DurableModel::show($now) . ' (pinned to ' . VS($b->{versions}) . ')';
+	}
+	return undef;
+}
+
+#
 # Observation: what the server shows, compared with the model.
 #
 sub read_tasks
@@ -266,6 +452,8 @@ sub read_tasks
 		SELECT extract(epoch FROM now())::float8 AS now, t.task_id, t.state::text, t.fence, t.attempt,
 		       extract(epoch FROM t.run_at)::float8 AS run_at,
 		       extract(epoch FROM t.lease_until)::float8 AS lease_until, t.queue_name,
+		       t.versions::text AS versions, t.partition_key, t.stop_code,
+		       t.last_error ->> 'reason' AS reason,
 		       s.step, s.state::text AS step_state, s.version AS step_version,
 		       s.attempt AS step_attempt, s.receipt
 		FROM durable.tasks t LEFT JOIN durable.steps s USING (partition_key, task_id) $where});
@@ -279,7 +467,8 @@ sub read_tasks
 			task_id => $row->{task_id}, state => $row->{state}, fence => $row->{fence},
 			attempt => $row->{attempt}, lease_until => $row->{lease_until}, queue_name => $row->{queue_name},
 			run_at => defined $row->{run_at} && $row->{run_at} =~ /inf/i ? $INF : $row->{run_at},
-			steps => {} };
+			versions => DurableModel::versions_parse($row->{versions}), partition => $row->{partition_key},
+			stop_code => $row->{stop_code}, reason => $row->{reason}, steps => {} };
 		$o->{steps}{ $row->{step} } = { state => $row->{step_state}, version => $row->{step_version},
 			attempt => $row->{step_attempt}, receipt => $row->{receipt} }
 		  if defined $row->{step};
@@ -305,8 +494,11 @@ sub observe
 sub observe_in
 {
 	my ($opdesc) = @_;
+	my $read_at = time;
 	my ($obs, $now) = read_tasks($OBS);
 	return 1 unless $obs;    # the server is away; the next operation finds out
+	# the tasks as the last observation saw them were before then: a
+	# review that changed one came after
 	my $locked = locked_tasks();
 	my %ids = map { $_ => 1 } keys %{ $M->{tasks} }, keys %$obs, keys %pending;
 	my $ok = 1;
@@ -359,6 +551,36 @@ sub observe_in
 				push @why, 'if its expired lease was settled (' . DurableModel::show($action) . '): ' . join('; ', @d);
 			}
 		}
+		# nor did anybody ask for a review of a task no worker runs the
+		# versions of (DESIGN section 15): the reconciler's tick may send a
+		# ready task there, but not while a worker that runs them claims
+		if (!$match && $o->{state} eq 'needs_review' && ($o->{stop_code} // '') eq 'version_unavailable')
+		{
+			for my $b (map { bases_of($_, $now) } @cands)
+			{
+				my $r = reviewed_task($b);
+				my @d = DurableModel::diff_task($r, $o);
+				if (@d)
+				{
+					push @why, 'if it was sent to review for its versions: ' . join('; ', @d);
+					next;
+				}
+				$match = $r;
+				$stats{version_reviews}++;
+				# (the observer's now() is taken a moment before its snapshot)
+				if (my $why = review_complaint($b, $now + 0.05, $PREV_OBS, $TICK_MARGIN))
+				{
+					$ok = violation('versions', 'sent to review for versions no worker runs, which the contract forbids',
+						T($tid) . " went to review for versions no worker runs after [$opdesc], but $why");
+				}
+				elsif ($locked->{$tid})
+				{
+					$ok = violation('observe', 'reviewed while a writer holds it',
+						T($tid) . " went to review for its versions while session s$locked->{$tid} has an open transaction that wrote it");
+				}
+				last;
+			}
+		}
 		if (!$match)
 		{
 			# several steps in doubt before: the family of issue 11's first item
@@ -389,6 +611,7 @@ sub observe_in
 	}
 	@require_changed = ();
 	%pending = ();
+	$PREV_OBS = $read_at;
 	# the outbox: nothing published without an ack, fences move forward
 	my $ob = run_sql($OBS, q{
 		SELECT message_id, fence, published_at IS NOT NULL AS published,
@@ -511,7 +734,8 @@ my @KINDS = (
 	[ key_finish => 2 ], [ inbox => 1 ], [ decide => 2 ], [ bad_input => 1 ], [ foreign => 1.5 ], [ sleep => 4 ],
 	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ],
 	[ settings => 1.5 ], [ alter_queue => 0.7 ], [ reconciler_settings => 0.3 ],
-	[ database_settings => 0.2 ]);
+	[ database_settings => 0.2 ], [ deploy => 2 ], [ migrate => 2 ], [ migrate_queue => 1 ],
+	[ quarantine => 1.5 ]);
 
 # Settings a session, a role or a database owner may choose, none of which
 # may change what durable computes (DESIGN section 7).  extra_float_digits
@@ -606,6 +830,7 @@ sub execute
 	my @r = @{ $op->{r} };
 	my $kind = $op->{kind};
 	my $tx = $s->{txn};
+	delete $op->{_seen};
 
 	# a session inside a transaction: its task's operations, or the end
 	my %in_txn = map { $_ => 1 } qw(heartbeat step_plan step_start step_commit step_unknown
@@ -1057,16 +1282,26 @@ sub execute
 	}
 	elsif ($kind eq 'enqueue')
 	{
-		my $queue = pick([qw(q1 q1 q2)], $r[0]);
+		my $queue = pick([qw(q1 q1 q2 q3 q3)], $r[0]);
 		my $class = pick([qw(idempotent idempotent pure unsafe queryable)], $r[1]);
 		my $max = pick([ undef, undef, 1, 2, 3 ], $r[2]);
 		my $key = $r[3] % 100 < 25 ? 'e' . ($r[3] % 4) : undef;
 		my $payload = '{"p": ' . ($key ? $r[4] % 100 < 85 ? 0 : 1 : $r[4] % 1000) . '}';
+		# pinned to a workflow version at enqueue, mostly one deployed, in q3
+		# often one that is not (a producer ahead of the deploy, or behind);
+		# a key's task always to the same
+		my $x = $r[5] % 100;
+		my @undeployed = grep { my $v = $_; !grep { $_ eq $v } @{ $M->{deployed}{workflow} } } @WORKFLOWS;
+		my $wv = $key ? { e1 => '1', e2 => '2' }->{$key}
+		  : $x < ($queue eq 'q3' ? 55 : 25) ? pick($M->{deployed}{workflow}, $r[5] >> 7)
+		  : $x >= 75 && $queue eq 'q3' ? pick(\@undeployed, $r[5] >> 7)
+		  : $x >= 90 ? pick(\@WORKFLOWS, $r[5] >> 7) : undef;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
-		        durable_enqueue(?, ?::jsonb, idempotency_key => ?, class => ?, max_attempts => ?) AS v';
-		@binds = ($queue, $payload, $key, $class, $max);
+		        durable_enqueue(?, ?::jsonb, idempotency_key => ?, class => ?, max_attempts => ?,
+		                        workflow_version => ?) AS v';
+		@binds = ($queue, $payload, $key, $class, $max, $wv);
 		$desc = "$sid enqueue $queue $class max_attempts " . ($max // 'default')
-		  . ($key ? " key $key $payload" : '');
+		  . ($key ? " key $key $payload" : '') . (defined $wv ? " workflow_version $wv" : '');
 		my $known = $key ? $M->{enqueue_keys}{"$queue/$key"} : undef;
 		@alts = sub {
 			if ($known && $known->{payload} ne $payload)
@@ -1096,22 +1331,32 @@ sub execute
 					$M->{enqueue_keys}{"$queue/$key"} = { tid => $v, payload => $payload } if $key;
 					return { $v => [ { id => $v, queue => $queue, class => $class,
 						max_attempts => $max // $M->{queues}{$queue}{max_attempts},
-						state => 'ready', fence => 0, attempt => 0, steps => {} } ] };
+						state => 'ready', fence => 0, attempt => 0, steps => {},
+						versions => defined $wv ? { workflow => $wv } : undef, due_since => $res->{t0} } ] };
 				});
 		};
 	}
 	elsif ($kind eq 'claim')
 	{
-		my $queue = pick([qw(q1 q1 q2)], $r[0]);
+		my $queue = pick([qw(q1 q1 q2 q3 q3)], $r[0]);
 		my $lease = (3 + $r[1] % 12) / 10;
 		my $batch = $r[2] % 100 < 80 ? 1 : 2;
-		my $worker = "w$s->{id}";
+		# a worker that says what versions it runs (DESIGN section 15): in
+		# q3, whose tasks go to review when no worker runs them, nearly
+		# every worker does
+		my $runs = $r[3] % 100 < ($queue eq 'q3' ? 96 : 35) ? draw_runs($r[4]) : undef;
+		my $worker = worker_name($s, $runs);
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.fence,
-		        extract(epoch FROM c.lease_until)::float8 AS lease_until, c.attempt
-		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_claim(?, ?, lease => ?::interval, batch => ?) c ON true';
-		@binds = ($queue, $worker, interval($lease), $batch);
-		$desc = "$sid claim $queue lease $lease s batch $batch";
+		        extract(epoch FROM c.lease_until)::float8 AS lease_until, c.attempt, c.versions::text AS versions
+		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_claim(?, ?, lease => ?::interval, batch => ?,
+		                                                          versions => ?::jsonb) c ON true';
+		@binds = ($queue, $worker, interval($lease), $batch, $runs ? DurableModel::versions_json($runs) : undef);
+		$desc = "$sid claim $queue lease $lease s batch $batch" . ($runs ? ' running ' . VS($runs) : '');
 		$stats{claims}++;
+		$stats{claims_with_versions}++ if $runs;
+		# the row of durable.workers_seen it writes, unless its backend wrote
+		# the same less than a second ago
+		$op->{_seen} = { queue => $queue, worker => $worker, runs => $runs, key => "$s->{pid}/$queue/$worker" };
 		@alts = sub {
 			my ($w) = @_;
 			return ok_alt(desc => 'claimable tasks, or nothing',
@@ -1140,6 +1385,11 @@ sub execute
 								$base = with($rt, sub { $_[0]{fence} = $t->{fence} + 1 });
 							}
 						}
+						# a worker is handed only tasks whose pinned versions it runs
+						return 'handed out ' . T($t->{id}) . ' pinned to ' . VS($t->{versions})
+						  . ' to a worker that runs ' . VS($runs)
+						  if $runs && !DurableModel::versions_run($base->{versions}, $runs);
+						$c = DurableModel::claimable($M, $base, $now, $now, $runs) if $base != $t;
 						if ($c == 0)
 						{
 							my @d = DurableModel::steps_in_doubt($t);
@@ -1153,7 +1403,15 @@ sub execute
 						  unless $row->{attempt} == $base->{attempt} + 1;
 						return T($t->{id}) . ' lease_until is not now() + lease'
 						  unless abs($row->{lease_until} - $now - $lease) < 0.002;
+						# it pins the names the task lacks, to the last version of
+						# each list; a claim that says nothing pins nothing
+						my $pin = DurableModel::versions_pin($base->{versions}, $runs);
+						my $got = DurableModel::versions_parse($row->{versions});
+						return T($t->{id}) . ' pinned to ' . VS($base->{versions}) . ', claimed by a worker that runs '
+						  . ($runs ? VS($runs) : 'anything') . ': versions ' . VS($got) . ', the model gives ' . VS($pin)
+						  unless VS($got) eq VS($pin);
 						$row->{_base} = $base;
+						$row->{_pin} = $pin;
 					}
 					return undef;
 				},
@@ -1172,7 +1430,9 @@ sub execute
 							$x->{lease_until} = $row->{lease_until};
 							$x->{run_at} = undef;
 							$x->{holder} = 'worker';
+							$x->{versions} = $row->{_pin};
 						}) ];
+						$stats{pinned_by_claim}++ if VS($row->{_pin}) ne VS($row->{_base}{versions});
 						unshift @{ $s->{handles} }, { tid => $tid, fence => $row->{fence}, kind => 'worker' };
 						$stats{handed_out}++;
 					}
@@ -1185,8 +1445,20 @@ sub execute
 						my $busy = busy_tasks();
 						$stats{empty_claims_with_work}++
 						  if grep { $_->{queue} eq $queue && !$busy->{ $_->{id} }
-							  && DurableModel::claimable($M, $_, $now, $now) == 1 } values %{ $M->{tasks} };
+							  && DurableModel::claimable($M, $_, $now, $now, $runs) == 1 } values %{ $M->{tasks} };
 					}
+					# what the claim tells the reviews of versions: its worker's
+					# last claim is now, when its backend surely recorded it
+					# (it recorded none of that worker in the last second, nor
+					# may have, in a claim that did not commit)
+					my $now = $res->{rows}[0]{now};
+					my $sn = $op->{_seen};
+					my $last = $M->{recorded}{ $sn->{key} } // $M->{seen_reset};
+					$last = $M->{seen_reset} if $last < $M->{seen_reset};
+					my $rec = $now - $last >= $RECORD_INTERVAL + $EPS ? $now : undef;
+					$M->{recorded}{ $sn->{key} } = $now if defined $rec || $now - $last > $RECORD_INTERVAL - $EPS;
+					push @{ $M->{seen} }, { %$sn, now => $now, rec => $rec, t1 => $res->{t1} } if defined $rec;
+					@{ $M->{seen} } = grep { $_->{now} > $now - 10 } @{ $M->{seen} };
 					return \%c;
 				});
 		};
@@ -1206,10 +1478,31 @@ sub execute
 					my ($res) = @_;
 					my $now = $res->{rows}[0]{now};
 					my @rows = grep { defined $_->{task_id} } @{ $res->{rows} };
-					return 'more than the batch' if @rows > $batch;
+					# the batch bounds each kind of work of the tick: the expired
+					# leases settled, the tasks sent to review for their versions
+					my $reviews = grep { $_->{action} eq 'version_unavailable' } @rows;
+					return 'more expired leases than the batch' if @rows - $reviews > $batch;
+					return 'more reviews for versions than the batch' if $reviews > $batch;
 					my $locked = locked_tasks();
 					for my $row (@rows)
 					{
+						if ($row->{action} eq 'version_unavailable')
+						{
+							# a ready task no worker runs the versions of goes to
+							# review: this call saw every claim before it
+							my $t = $exp{ $row->{task_id} } ? $exp{ $row->{task_id} }[0] : $M->{tasks}{ $row->{task_id} };
+							return "sent unknown task $row->{task_id} to review" unless $t;
+							my ($why, $rb);
+							for my $b (bases_of($t, $now))
+							{
+								$why = review_complaint($b, $now, $res->{t0}, 0) // ($locked->{ $t->{id} } ? 'a writer holds it' : undef);
+								if (!defined $why) { $rb = $b; last }
+							}
+							return T($t->{id}) . " sent to review for versions no worker runs, but $why" unless $rb;
+							$exp{ $t->{id} } = [ reviewed_task($rb) ];
+							$stats{version_reviews}++;
+							next;
+						}
 						$stats{decisions}++;
 						my $t = $M->{tasks}{ $row->{task_id} } or return "settled unknown task $row->{task_id}";
 						return 'settled ' . T($t->{id}) . " ($t->{state}), not a running task"
@@ -1481,21 +1774,43 @@ sub execute
 	}
 	elsif ($kind eq 'replay')
 	{
-		my $queue = pick([qw(q1 q2)], $r[0]);
+		my $queue = pick([qw(q1 q2 q3)], $r[0]);
+		my $q = $M->{queues}{$queue};
+		# by reason (a stop code, or what a quarantine said), by partition
+		my $x = $r[1] % 100;
+		my $reason = $x < 50 ? undef : $x < 65 ? 'quarantined' : $x < 85 ? pick(\@QUARANTINE_REASONS, $r[1] >> 7)
+		  : 'attempts_exhausted';
+		my $part = $q->{partitions} > 1 && $r[2] % 100 < 35 ? $q->{partition_base} + $r[3] % $q->{partitions} : undef;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.action
-		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_replay_dead_letters(?, 10) c ON true';
-		@binds = ($queue);
-		$desc = "$sid replay_dead_letters $queue";
+		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_replay_dead_letters(?, 10, partition => ?, reason => ?) c ON true';
+		@binds = ($queue, $part, $reason);
+		$desc = "$sid replay_dead_letters $queue" . (defined $part ? " partition $part" : '')
+		  . (defined $reason ? " reason '$reason'" : '');
+		# the model knows the stop code of a quarantined task; any other
+		# failed task stopped for something else, which may be that reason
+		# when it is a stop code
+		my $of_reason = sub {
+			my ($t, $sure) = @_;
+			return 0 if defined $part && (!defined $t->{partition} || $t->{partition} != $part);
+			return 1 unless defined $reason;
+			my $quarantined = ($t->{stop_code} // '') eq 'quarantined';
+			return $quarantined if $reason eq 'quarantined';
+			return $quarantined && $t->{reason} eq $reason if grep { $_ eq $reason } @QUARANTINE_REASONS;
+			return !$quarantined && !$sure;
+		};
 		@alts = sub {
 			my %exp;
 			# a task another session has begun a transaction for but not
 			# written is not locked: it may be replayed, need not be
 			my $busy = busy_tasks();
-			my @failed = grep { $_->{queue} eq $queue && $_->{state} eq 'failed' } values %{ $M->{tasks} };
+			my @failed = grep { $_->{queue} eq $queue && $_->{state} eq 'failed' && $of_reason->($_, 0) }
+			  values %{ $M->{tasks} };
 			# a failed step is final; a step in doubt may not be handed out
 			my %may = map { $_->{id} => 1 }
 			  grep { my $t = $_; !grep { $t->{steps}{$_}{state} eq 'failed' } keys %{ $t->{steps} } } @failed;
-			my %sure = map { $_ => 1 } grep { !DurableModel::steps_in_doubt($M->{tasks}{$_}) && !$busy->{$_} } keys %may;
+			my %sure = map { $_ => 1 }
+			  grep { !DurableModel::steps_in_doubt($M->{tasks}{$_}) && !$busy->{$_} && $of_reason->($M->{tasks}{$_}, 1) }
+			  keys %may;
 			return ok_alt(desc => 'failed tasks without a failed step get a new run',
 				check => sub {
 					my ($res) = @_;
@@ -1512,7 +1827,7 @@ sub execute
 							&& DurableModel::expired($t, $t->{lease_until}, $now) != 0)
 						{
 							my ($action, $r) = DurableModel::recover($M, $t, $t->{lease_until}, $now);
-							if (!ref $r->{state} && $r->{state} eq 'failed'
+							if (!ref $r->{state} && $r->{state} eq 'failed' && $of_reason->($r, 0)
 								&& !grep { (ref $r->{steps}{$_}{state} ? '' : $r->{steps}{$_}{state}) eq 'failed' }
 								keys %{ $r->{steps} })
 							{
@@ -1521,15 +1836,20 @@ sub execute
 								$stats{decisions}++;
 							}
 						}
-						return 'replayed ' . T($tid) . ' (' . ($t ? $t->{state} : '?') . ')'
-						  . ' which is not a failed task without a failed step' unless $may{$tid} || $base != $t;
+						return 'replayed ' . T($tid) . ' (' . ($t ? $t->{state} : '?')
+						  . (defined $t->{stop_code} ? " $t->{stop_code}" : '') . (defined $t->{reason} ? " '$t->{reason}'" : '')
+						  . (defined $t->{partition} ? " partition $t->{partition}" : '') . ')'
+						  . ' which is not a failed task of that partition and reason without a failed step'
+						  unless $may{$tid} || $base != $t;
 						my $from = $base->{fence};
 						$from = $from->{min} if ref $from;
 						$exp{$tid} = [ with($base, sub {
 							$_[0]{state} = 'ready';
 							$_[0]{attempt} = 0;
 							$_[0]{fence} = { min => $from };
+							$_[0]{due_since} = $res->{t0};
 						}) ];
+						$stats{replayed_quarantined}++ if ($base->{stop_code} // '') eq 'quarantined';
 					}
 					if (keys %sure <= 10)
 					{
@@ -1543,12 +1863,256 @@ sub execute
 	}
 	elsif ($kind eq 'pause' || $kind eq 'resume')
 	{
-		my $queue = pick([qw(q1 q2)], $r[0]);
-		$sql = "SELECT extract(epoch FROM now())::float8 AS now, durable_$kind(?)::text AS v";
-		@binds = ($queue);
-		$desc = "$sid $kind $queue";
+		my $queue = pick([qw(q1 q2 q3)], $r[0]);
+		my $q = $M->{queues}{$queue};
+		# one partition of a queue that has several (DESIGN section 15): the
+		# queue's own pause is apart
+		my $part = $q->{partitions} > 1 && $r[1] % 100 < 70 ? $q->{partition_base} + $r[2] % $q->{partitions} : undef;
+		$sql = "SELECT extract(epoch FROM now())::float8 AS now, durable_$kind(?, partition => ?)::text AS v";
+		@binds = ($queue, $part);
+		$desc = "$sid $kind $queue" . (defined $part ? " partition $part" : '');
 		@alts = sub {
-			return ok_alt(desc => $kind, apply => sub { $M->{queues}{$queue}{paused} = $kind eq 'pause' ? 1 : 0; return {} });
+			return ok_alt(desc => $kind, apply => sub {
+				my ($res) = @_;
+				if (defined $part)
+				{
+					if ($kind eq 'resume') { delete $q->{paused_parts}{$part} }
+					else { $q->{paused_parts}{$part} //= $res->{t1} }
+				}
+				elsif ($kind eq 'resume') { $q->{paused} = 0 }
+				elsif (!$q->{paused}) { $q->{paused} = 1; $q->{paused_at} = $res->{t1} }
+				return {};
+			});
+		};
+	}
+	elsif ($kind eq 'deploy')
+	{
+		# a new version deployed (the newest is what workers start new work
+		# under), or one retired: what workers say they run changes; tasks
+		# pinned to a retired version wait for a migration or go to review
+		my $d = $M->{deployed};
+		my ($name, $all) = $r[0] % 10 < 7 ? ('workflow', \@WORKFLOWS) : ('model', \@MODELS);
+		my @now = @{ $d->{$name} };
+		my @new = grep { my $v = $_; !grep { $_ eq $v } @now } @$all;
+		if (@new && (@now == 1 || $r[1] % 2))
+		{
+			my $v = pick(\@new, $r[2]);
+			@now = sort (@now, $v);
+			$desc = "deploy $name $v";
+		}
+		else
+		{
+			# mostly the oldest goes; sometimes the newest is rolled back
+			my $v = $r[2] % 100 < 75 ? shift @now : pop @now;
+			$desc = "retire $name $v";
+		}
+		$d->{$name} = \@now;
+		$desc .= ': workers run ' . VS($d);
+		$stats{deploys}++;
+		observe($desc);
+		return $desc;
+	}
+	elsif ($kind eq 'migrate')
+	{
+		# an operator moves one task to other versions (DESIGN section 15):
+		# mostly one in review because no worker ran its versions
+		my $locked = locked_tasks();
+		my @ids = sort { $a <=> $b } grep { !$locked->{$_} } keys %{ $M->{tasks} };
+		my @live = grep { !terminal($M->{tasks}{$_}) } @ids;
+		my @orphans = grep { ($M->{tasks}{$_}{stop_code} // '') eq 'version_unavailable' } @live;
+		my @doubt = grep { DurableModel::steps_in_doubt($M->{tasks}{$_}) } @live;
+		my $x = $r[0] % 100;
+		my $tid = $x < 50 ? pick(\@orphans, $r[1]) // pick(\@live, $r[1])
+		  : $x < 65 ? pick(\@doubt, $r[1]) // pick(\@live, $r[1])
+		  : $x < 90 ? pick(\@live, $r[1]) : pick(\@ids, $r[1]);
+		return undef unless defined $tid;
+		my $t = $M->{tasks}{$tid};
+		my $y = $r[2] % 100;
+		my $from = $y < 35 ? {}
+		  : $y < 65 && $t->{versions} && exists $t->{versions}{workflow} ? { workflow => $t->{versions}{workflow} }
+		  : $y < 85 ? { %{ $t->{versions} // {} } }
+		  : { workflow => pick(\@WORKFLOWS, $r[2] >> 7) };
+		my $to = draw_to($r[3]);
+		my $dry = $r[4] % 100 < 25 ? 1 : 0;
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.state,
+		        c.from_versions::text AS from_versions, c.to_versions::text AS to_versions, c.action
+		        FROM durable_migrate(?::bigint, ?::jsonb, ?::jsonb, ?, ?::jsonb, dry_run => ?::boolean) c';
+		@binds = ($tid, DurableModel::versions_json($from), DurableModel::versions_json($to), 'model-operator',
+			'{"deployed": ' . DurableModel::versions_json($M->{deployed}) . '}', $dry ? 'true' : 'false');
+		$desc = "$sid migrate " . T($tid) . " ($t->{state}, pinned to " . VS($t->{versions}) . ') from ' . VS($from)
+		  . ' to ' . VS($to) . ($dry ? ' (dry run)' : '');
+		$stats{migrations}++;
+		my $judge = sub {
+			my ($b, $t0) = @_;
+			return err_alt('55U04', "task is $b->{state}") if terminal($b);
+			my $pinned = DurableModel::versions_contain($b->{versions}, $from);
+			my @doubt = DurableModel::steps_in_doubt($b);
+			return err_alt([ '55U02', '55U04' ], 'pinned to other versions, and a step in doubt', doubt => 1)
+			  if !$pinned && @doubt;
+			return err_alt('55U02', 'pinned to ' . VS($b->{versions})) unless $pinned;
+			return err_alt('55U04', "step(s) in doubt: @doubt", doubt => 1) if @doubt;
+			my $new = DurableModel::versions_merge($b->{versions}, $to);
+			my $c = migrated_task($b, $new, $t0);
+			return ok_alt(desc => $dry ? "would migrate ($b->{state})" : "migrated ($b->{state})",
+				check => sub {
+					my ($res) = @_;
+					my @rows = grep { defined $_->{task_id} } @{ $res->{rows} };
+					return scalar(@rows) . ' rows' unless @rows == 1;
+					my $row = $rows[0];
+					my $act = $dry ? 'would_migrate' : 'migrated';
+					my $st = $dry ? $b->{state} : $c->{state};
+					return "task $row->{task_id}" unless $row->{task_id} == $tid;
+					return "action $row->{action}" unless $row->{action} eq $act;
+					return "state $row->{state}, the model gives $st" unless $row->{state} eq $st;
+					my ($f, $g) = map { DurableModel::versions_parse($row->{$_}) } qw(from_versions to_versions);
+					return 'from_versions ' . VS($f) . ', pinned to ' . VS($b->{versions})
+					  unless VS($f) eq VS($b->{versions});
+					return 'to_versions ' . VS($g) . ', the model gives ' . VS($new) unless VS($g) eq VS($new);
+					return undef;
+				},
+				apply => sub { return $dry ? {} : { $tid => [$c] } });
+		};
+		# a lease that ran out may have been settled first
+		@alts = sub {
+			my ($w) = @_;
+			return map { $judge->($_, $w->[0]) } bases_of($t, $w->[1]);
+		};
+		$after = sub {
+			my ($res, $alt) = @_;
+			$stats{migrations_refused_in_doubt}++ if $alt->{doubt};
+		};
+	}
+	elsif ($kind eq 'migrate_queue')
+	{
+		# an operator moves the tasks of a queue pinned to a version (or any
+		# version) to others; a task with a step in doubt is reported, left
+		my $queue = pick([qw(q3 q3 q1 q2)], $r[0]);
+		my $locked = locked_tasks();
+		return undef if grep { $M->{tasks}{$_} && $M->{tasks}{$_}{queue} eq $queue } keys %$locked;
+		my $from = $r[1] % 100 < 30 ? {} : { workflow => pick(\@WORKFLOWS, $r[2]) };
+		my $to = draw_to($r[3]);
+		my $dry = $r[4] % 100 < 30 ? 1 : 0;
+		my $batch = $r[4] % 100 >= 85 ? 1 + ($r[4] >> 8) % 2 : 1000;
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.state,
+		        c.from_versions::text AS from_versions, c.to_versions::text AS to_versions, c.action
+		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_migrate(?::text, ?::jsonb, ?::jsonb, ?, ?::jsonb,
+		                                                            dry_run => ?::boolean, batch => ?) c ON true';
+		@binds = ($queue, DurableModel::versions_json($from), DurableModel::versions_json($to), 'model-operator',
+			'{"deployed": ' . DurableModel::versions_json($M->{deployed}) . '}', $dry ? 'true' : 'false', $batch);
+		$desc = "$sid migrate $queue from " . VS($from) . ' to ' . VS($to) . ($dry ? ' (dry run)' : '')
+		  . ($batch < 1000 ? " batch $batch" : '');
+		$stats{migrations}++;
+		@alts = sub {
+			my ($w) = @_;
+			# the unfinished tasks pinned to from, not yet to to
+			my %bases;
+			for my $t (values %{ $M->{tasks} })
+			{
+				next unless $t->{queue} eq $queue && !terminal($t)
+				  && DurableModel::versions_contain($t->{versions}, $from)
+				  && !DurableModel::versions_contain($t->{versions}, $to);
+				$bases{ $t->{id} } = [ grep { !terminal($_) } bases_of($t, $w->[1]) ];
+			}
+			my %exp;
+			return ok_alt(desc => 'the tasks pinned to from, migrated or in doubt',
+				check => sub {
+					my ($res) = @_;
+					my @rows = grep { defined $_->{task_id} } @{ $res->{rows} };
+					return scalar(@rows) . " rows, more than the batch $batch" if @rows > $batch;
+					my %got;
+					for my $row (@rows)
+					{
+						my $tid = $row->{task_id};
+						my $t = $M->{tasks}{$tid};
+						return "reported $tid, which the model does not know" unless $t;
+						return 'reported ' . T($tid) . " ($t->{state}, of $t->{queue}, pinned to " . VS($t->{versions})
+						  . '), which the migration does not move' unless $bases{$tid} && @{ $bases{$tid} };
+						return 'reported ' . T($tid) . ' twice' if $got{$tid}++;
+						my @why;
+						for my $b (@{ $bases{$tid} })
+						{
+							my $doubt = DurableModel::steps_in_doubt($b);
+							my $act = $doubt ? 'in_doubt' : $dry ? 'would_migrate' : 'migrated';
+							my $new = DurableModel::versions_merge($b->{versions}, $to);
+							my $c = $doubt || $dry ? undef : migrated_task($b, $new, $w->[0]);
+							my $st = $c ? $c->{state} : $b->{state};
+							my ($f, $g) = map { DurableModel::versions_parse($row->{$_}) } qw(from_versions to_versions);
+							if ($row->{action} ne $act || $row->{state} ne $st || VS($f) ne VS($b->{versions})
+								|| VS($g) ne VS($new))
+							{
+								push @why, "$row->{action} $row->{state} " . VS($f) . ' -> ' . VS($g)
+								  . ", the model gives $act $st " . VS($b->{versions}) . ' -> ' . VS($new);
+								next;
+							}
+							$exp{$tid} = [$c] if $c;
+							$stats{migrations_refused_in_doubt}++ if $doubt;
+							@why = ();
+							last;
+						}
+						return T($tid) . ': ' . join(' / or / ', @why) if @why;
+					}
+					# below the batch, every task it moves is reported
+					if (@rows < $batch)
+					{
+						for my $tid (sort { $a <=> $b } keys %bases)
+						{
+							my $t = $M->{tasks}{$tid};
+							next if $got{$tid} || @{ $bases{$tid} } < bases_of($t, $w->[1]);
+							return 'did not report ' . T($tid) . " ($t->{state}, pinned to " . VS($t->{versions}) . ')'
+							  unless $t->{state} eq 'running' && DurableModel::expired($t, $t->{lease_until}, $w->[1]) != 0;
+						}
+					}
+					return undef;
+				},
+				apply => sub { return \%exp });
+		};
+	}
+	elsif ($kind eq 'quarantine')
+	{
+		# an operator stops what cannot go on (the stop-loss runbook): to
+		# the dead letters with a reason, never a decision on a step in doubt
+		my $locked = locked_tasks();
+		my @ids = sort { $a <=> $b } grep { !$locked->{$_} } keys %{ $M->{tasks} };
+		my @live = grep { !terminal($M->{tasks}{$_}) } @ids;
+		my @in_doubt = grep { DurableModel::steps_in_doubt($M->{tasks}{$_}) } @live;
+		my $x = $r[0] % 100;
+		my $tid = $x < 25 ? pick(\@in_doubt, $r[1]) // pick(\@live, $r[1])
+		  : $x < 85 ? pick(\@live, $r[1]) // pick(\@ids, $r[1]) : pick(\@ids, $r[1]);
+		return undef unless defined $tid;
+		my $t = $M->{tasks}{$tid};
+		my $reason = pick(\@QUARANTINE_REASONS, $r[2]);
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_quarantine(?, ?)::text AS v';
+		@binds = ($tid, $reason);
+		my @doubt = DurableModel::steps_in_doubt($t);
+		$desc = "$sid quarantine " . T($tid) . " ($t->{state}" . (@doubt ? ', in doubt: ' . join(',', @doubt) : '')
+		  . ") '$reason'";
+		$stats{quarantines}++;
+		my $judge = sub {
+			my ($b) = @_;
+			return err_alt('55U04', "task is $b->{state}") if terminal($b);
+			my @d = DurableModel::steps_in_doubt($b);
+			return err_alt('55U04', "step(s) in doubt: @d", doubt => 1) if @d;
+			return ok_alt(desc => "quarantined ($b->{state})",
+				apply => sub {
+					return { $tid => [ with($b, sub {
+						my $x = $_[0];
+						my $f = $b->{fence};
+						$x->{state} = 'failed';
+						$x->{fence} = $b->{state} eq 'running' ? $f + 1 : [ $f, $f + 1 ];
+						$x->{holder} = undef;
+						$x->{stop_code} = 'quarantined';
+						$x->{stop_for} = 'failed';
+						$x->{reason} = $reason;
+					}) ] };
+				});
+		};
+		@alts = sub {
+			my ($w) = @_;
+			return map { $judge->($_) } bases_of($t, $w->[1]);
+		};
+		$after = sub {
+			my ($res, $alt) = @_;
+			$stats{quarantines_refused_in_doubt}++ if $alt->{doubt};
 		};
 	}
 	elsif ($kind eq 'settings')
@@ -1875,7 +2439,16 @@ sub execute
 			[ 'durable_pause(NULL)', '22004' ],
 			[ "durable_next_action(1, 3, '1 s', '30 s', 'bogus')", '22023' ],
 			[ "durable_recovery_action(true, 'bogus', true, 1, 3)", '22023' ],
-			[ "durable_claim('q1', 'w', batch => 0)", '22023' ]);
+			[ "durable_claim('q1', 'w', batch => 0)", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{}')", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{\"workflow\": []}')", '22023' ],
+			[ "durable_claim('q3', 'w', versions => '{\"workflow\": 3}')", '22023' ],
+			[ "(SELECT action FROM durable_migrate(999999999999, '{}', '{\"workflow\": \"1\"}', 'ops', '{}'))", '42704' ],
+			[ "(SELECT action FROM durable_migrate('q3', '{}', '{}', 'ops', '{}'))", '22023' ],
+			[ "(SELECT action FROM durable_migrate('nope', '{}', '{\"workflow\": \"1\"}', 'ops', '{}'))", '42704' ],
+			[ "durable_quarantine(999999999999, 'x')", '42704' ],
+			[ "durable_pause('q3', partition => -1)", '22023' ],
+			[ "(SELECT count(*) FROM durable_replay_dead_letters('q1', 1, partition => -2))", '22023' ]);
 		my $c = pick(\@cases, $r[0]);
 		$sql = "SELECT extract(epoch FROM now())::float8 AS now, ($c->[0])::text AS v";
 		$desc = "$sid $c->[0]";
@@ -1901,6 +2474,9 @@ sub execute
 	{
 		# our statement timeout, a kill or a restart: the operation did not happen
 		$stats{timeouts}++ if $res->{err} eq '57014';
+		# but a claim's backend may remember a record of its worker that
+		# did not commit, and skip recording it for a second
+		$M->{recorded}{ $op->{_seen}{key} } = $res->{t1} if $op->{_seen};
 		if ($res->{err} eq '57014' && $kind =~ /claim/)
 		{
 			violation($kind, 'a claim waited', "$desc waited for more than 3 s (statement timeout)");
@@ -2157,11 +2733,17 @@ my $elapsed = time - $t0;
 diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f s, seeds %d..%d\n"
 	  . "  claims %d (tasks handed out %d, empty while work was ready %d), decisions checked %d,\n"
 	  . "  leases settled unasked %d, stale writes rejected %d, sessions killed %d, backend SIGKILLs %d,\n"
-	  . "  server restarts %d, statement timeouts %d, look-ups handed nothing while some waited %d\n  kinds: %s",
+	  . "  server restarts %d, statement timeouts %d, look-ups handed nothing while some waited %d\n"
+	  . "  versions: claims naming them %d (tasks pinned by a claim %d), deploys %d, reviews for versions no worker runs %d,\n"
+	  . "  migrations %d (in doubt: refused or left %d), quarantines %d (refused in doubt %d), quarantined tasks replayed %d\n"
+	  . "  kinds: %s",
 	$stats{sequences}, $stats{ops}, $stats{skipped}, $elapsed, $SEED, $SEED + $seq - 1,
 	$stats{claims}, $stats{handed_out}, $stats{empty_claims_with_work}, $stats{decisions},
 	$stats{implicit}, $stats{stale_rejected}, $stats{kills}, $stats{crashes}, $stats{restarts},
-	$stats{timeouts}, $stats{empty_lookups_with_work} // 0, join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
+	$stats{timeouts}, $stats{empty_lookups_with_work} // 0,
+	map({ $stats{$_} // 0 } qw(claims_with_versions pinned_by_claim deploys version_reviews migrations
+		migrations_refused_in_doubt quarantines quarantines_refused_in_doubt replayed_quarantined)),
+	join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
 
 ok($stats{ops} > 0, 'operations ran');
 for my $sig (sort keys %found)
