@@ -144,6 +144,60 @@ SELECT durable_drop_queue('short');
 SELECT count(*) AS left_of_short FROM durable.tasks WHERE queue_name = 'short';
 SELECT count(*) AS events_left FROM durable.events WHERE task_id = :t3;
 
+-- 0.6.0's calls that read or change tasks of several partitions in one
+-- statement are refused (0A000) and change nothing; the calls beside them
+-- run.  (terse: the message; then the SQLSTATE)
+SELECT durable_create_queue('v6', partitions => 2);
+SELECT durable_enqueue('v6', '{"n": 1}') AS t4 \gset
+\set VERBOSITY terse
+SELECT durable_create_queue('v6b', version_timeout => '1 hour');
+\echo :SQLSTATE
+SELECT durable_alter_queue('v6', version_timeout => '1 hour');
+\echo :SQLSTATE
+SELECT count(*) FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}');
+\echo :SQLSTATE
+SELECT durable_pause('v6', partition => 1);
+\echo :SQLSTATE
+SELECT durable_resume('v6', partition => 1);
+\echo :SQLSTATE
+SELECT durable_quarantine(:t4, 'suspicious');
+\echo :SQLSTATE
+SELECT * FROM durable_migrate(:t4, '{"workflow": "1"}', '{"workflow": "2"}', 'ops', '{"ticket": 6}');
+\echo :SQLSTATE
+SELECT * FROM durable_migrate('v6', '{"workflow": "1"}', '{"workflow": "2"}', 'ops', '{"ticket": 6}');
+\echo :SQLSTATE
+SELECT * FROM durable_replay_dead_letters('v6', 10, partition => 0);
+\echo :SQLSTATE
+SELECT * FROM durable_replay_dead_letters('v6', 10, reason => 'suspicious');
+\echo :SQLSTATE
+\set VERBOSITY default
+SELECT count(*) AS v6b_queues FROM durable.queues WHERE queue_name = 'v6b';
+SELECT version_timeout, paused, paused_partitions FROM durable.queues WHERE queue_name = 'v6';
+SELECT state, fence, versions FROM durable.tasks WHERE task_id = :t4;
+SELECT count(*) AS workers_seen FROM durable.workers_seen WHERE queue_name = 'v6';
+-- a whole queue pauses and resumes, and a plain replay runs
+SELECT durable_pause('v6');
+SELECT count(*) AS claimed_while_paused FROM durable_claim('v6', 'w6');
+SELECT paused FROM durable.queues WHERE queue_name = 'v6';
+SELECT durable_resume('v6');
+SELECT count(*) AS replayed FROM durable_replay_dead_letters('v6', 10);
+-- a claim and a commit, counted in the shared memory of the node that ran
+-- them, and in durable_metrics_prometheus() there
+SELECT fence AS f4 FROM durable_claim('v6', 'w6') WHERE task_id = :t4 \gset
+SELECT durable_commit(:t4, :f4, '{"ok": true}');
+SELECT state, result FROM durable.tasks WHERE task_id = :t4;
+SELECT enqueued, claimed, completed, failed FROM durable.queue_counters WHERE queue_name = 'v6';
+SELECT line FROM regexp_split_to_table(durable_metrics_prometheus(), E'\n') line
+WHERE line ~ '^durable_tasks_(enqueued|claimed|completed)_total\{queue="v6"\}'
+ORDER BY 1;
+SELECT count(*) AS tasks_gauges FROM regexp_split_to_table(durable_metrics_prometheus(), E'\n') line
+WHERE line LIKE 'durable_tasks{queue="v6",%';
+-- the workers answer too (what ran on the coordinator is not counted there)
+SELECT success, result ~ '(^|\n)durable_counters_available 1(\n|$)' AS available,
+       result ~ '(^|\n)durable_reconciler_ticks_total [1-9]' AS ticks
+FROM run_command_on_workers($$SELECT durable_metrics_prometheus()$$);
+SELECT success, result FROM run_command_on_workers($$SELECT count(*) FROM durable.queue_counters WHERE queue_name = 'v6' AND completed > 0$$);
+
 -- the operators' views answer on the cluster
 SELECT queue_name, ready, running, completed, failed FROM durable.queue_stats
 WHERE queue_name = 'jobs';
