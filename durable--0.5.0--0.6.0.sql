@@ -201,6 +201,56 @@ LEFT JOIN (
     FROM durable.task_history t
     GROUP BY t.queue_name) h ON h.queue_name = q.queue_name;
 
+-- A claim that pins a task's versions is recorded as kind 'pinned': it is
+-- a claim all the same
+CREATE OR REPLACE VIEW durable.metrics AS
+WITH per_task AS (
+    SELECT t.queue_name, t.partition_key, t.task_id, t.state,
+           count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
+           bool_or(e.state = 'needs_review') AS escalated
+    FROM durable.tasks t
+    JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+    GROUP BY t.queue_name, t.partition_key, t.task_id, t.state
+), effects AS (
+    SELECT t.queue_name, count(*) AS duplicate_side_effects
+    FROM (SELECT e.partition_key, e.task_id, e.step
+          FROM durable.events e
+          WHERE e.kind = 'receipt_recorded' AND e.detail->>'effect_id' IS NOT NULL
+          GROUP BY e.partition_key, e.task_id, e.step
+          HAVING count(DISTINCT e.detail->>'effect_id') > 1) d
+    JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), outcomes AS (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE s.state = 'unknown'
+                              OR (s.state = 'started' AND t.state <> 'running')) AS ambiguous,
+           count(*) AS steps
+    FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), lag AS (
+    SELECT t.queue_name, now() - min(t.lease_until) AS reconciliation_lag
+    FROM durable.live_tasks t WHERE t.state = 'running' AND t.lease_until < now()
+    GROUP BY t.queue_name
+)
+SELECT q.queue_name,
+       count(p.task_id) AS tasks,
+       coalesce(max(f.duplicate_side_effects), 0) AS duplicate_side_effects,
+       count(p.task_id) FILTER (WHERE p.first_expiry IS NOT NULL) AS recoveries,
+       round(avg((p.state = 'completed')::int) FILTER (WHERE p.first_expiry IS NOT NULL), 3) AS recovery_success_rate,
+       avg(p.completed_at - p.first_expiry) FILTER (WHERE p.first_expiry IS NOT NULL AND p.completed_at IS NOT NULL) AS mean_recovery_time,
+       round(max(o.ambiguous)::numeric / nullif(max(o.steps), 0), 3) AS ambiguous_outcome_rate,
+       round(avg(p.escalated::int), 3) AS human_escalation_rate,
+       round(avg(p.claims), 3) AS claims_per_task,
+       coalesce(max(l.reconciliation_lag), '0') AS reconciliation_lag
+FROM durable.queues q
+LEFT JOIN per_task p ON p.queue_name = q.queue_name
+LEFT JOIN effects f ON f.queue_name = q.queue_name
+LEFT JOIN outcomes o ON o.queue_name = q.queue_name
+LEFT JOIN lag l ON l.queue_name = q.queue_name
+GROUP BY q.queue_name;
+
 --
 -- 5. Claims that say what the worker runs, and return what a task is
 --    pinned to.  The library still serves the 0.5.0 signatures until the

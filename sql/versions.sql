@@ -30,6 +30,13 @@ SELECT :'is_t2' AS is_t2, :'versions' AS versions;
 SELECT durable_commit(:t2, :f2);
 SELECT kind FROM durable.events WHERE task_id = :t2 ORDER BY seq;
 
+-- a claim that pinned is a claim all the same
+SELECT durable_create_queue('ver_count');
+SELECT durable_enqueue('ver_count', '{}') AS tc \gset
+SELECT durable_commit(task_id, fence) FROM durable_claim('ver_count', 'w3', versions => '{"workflow": "3"}');
+SELECT kind FROM durable.events WHERE task_id = :tc ORDER BY seq;
+SELECT tasks, claims_per_task FROM durable.metrics WHERE queue_name = 'ver_count';
+
 -- a claim that says nothing claims as before, whatever a task is pinned to
 SELECT durable_enqueue('ver', '{"n": 3}', workflow_version => '9') AS t9 \gset
 SELECT task_id = :t9 AS t9, versions FROM durable_claim('ver', 'anyone');
