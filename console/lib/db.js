@@ -29,6 +29,7 @@ export const FUNCTIONS = {
 
 // What a role may read, by relation (and column where a grant is per column)
 export const RELATIONS = {
+  queue_gauges: 'durable.queue_gauges',
   queue_stats: 'durable.queue_stats',
   metrics: 'durable.metrics',
   wait_stats: 'durable.wait_stats',
@@ -180,7 +181,14 @@ export async function capabilities(pool, schema) {
   return {
     raw: allowed,
     present,
-    overview: can('rel:queue_stats'),
+    // the overview's counts: durable.queue_gauges (live tasks only) where
+    // this durable has it, else durable.queue_stats (which counts history)
+    gauges: can('rel:queue_gauges'),
+    queueStats: can('rel:queue_stats'),
+    overview: can('rel:queue_gauges') || can('rel:queue_stats'),
+    // expired leases and stuck tasks, from the live tasks, for a role that
+    // may read them (queue_gauges has neither)
+    liveAlarms: can('rel:live_tasks') && can('rel:queues'),
     counters: can('rel:queue_counters'),
     countersPresent: present['rel:queue_counters'],
     metrics: can('rel:metrics'),
@@ -215,6 +223,18 @@ export async function capabilities(pool, schema) {
 // finished_at); never a count over history, never an OFFSET.
 export function statements(api) {
   const s = {
+    // per queue, from the unfinished tasks only: cheap whatever history is kept
+    gauges: `SELECT queue_name, paused, paused_partitions, ready, running, waiting, needs_review, scheduled,
+                    oldest_ready_age_seconds AS oldest_due_s, oldest_heartbeat_age_seconds AS oldest_heartbeat_s
+             FROM durable.queue_gauges ORDER BY queue_name`,
+    liveAlarms: `SELECT t.queue_name,
+                        count(*) FILTER (WHERE t.lease_until < now()) AS expired_leases,
+                        count(*) FILTER (WHERE q.progress_timeout IS NOT NULL
+                                           AND t.progress_at < now() - q.progress_timeout) AS stuck
+                 FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
+                 WHERE t.state = 'running'
+                 GROUP BY t.queue_name`,
+    // counts history: only for a durable without queue_gauges
     queueStats: `SELECT queue_name, paused, ready, waiting, running, needs_review, completed, failed,
                         cancelled, extract(epoch FROM oldest_due_age)::float8 AS oldest_due_s,
                         extract(epoch FROM oldest_heartbeat_age)::float8 AS oldest_heartbeat_s,
