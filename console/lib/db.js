@@ -267,7 +267,21 @@ export function statements(api) {
                   AND ($4::int IS NULL OR t.partition_key = $4)
                   AND ($5::bigint IS NULL OR t.task_id < $5)
                 ORDER BY t.task_id DESC LIMIT $6`,
-    // finished tasks: per partition of the queue, the primary key backwards
+    // finished tasks: per partition of the queue, the primary key backwards.
+    // A state may be rare (or absent) in a queue's history, and nothing but
+    // the failed-task index finds one state fast: so a page reads at most a
+    // window of the newest finished tasks of each partition (before the
+    // cursor).  historyFloor gives, per partition, the id WINDOW rows back
+    // (an index-only scan; NULL when fewer are left); historyTasks lists
+    // the tasks of the state at or above the highest of these floors, where
+    // every partition's window is whole, so that paging on from it skips
+    // nothing.
+    historyFloor: `SELECT max(f.floor) AS floor
+                   FROM unnest($1::int[]) AS k(partition_key),
+                   LATERAL (SELECT t.task_id AS floor FROM durable.task_history t
+                            WHERE t.partition_key = k.partition_key
+                              AND ($2::bigint IS NULL OR t.task_id < $2)
+                            ORDER BY t.task_id DESC OFFSET $3::int - 1 LIMIT 1) f`,
     historyTasks: `SELECT h.* FROM unnest($3::int[]) AS k(partition_key),
                    LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                                    t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
@@ -277,6 +291,7 @@ export function statements(api) {
                               AND t.state::text = ANY ($2::text[])
                               AND ($4::int IS NULL OR t.partition_key = $4)
                               AND ($5::bigint IS NULL OR t.task_id < $5)
+                              AND ($7::bigint IS NULL OR t.task_id >= $7)
                             ORDER BY t.task_id DESC LIMIT $6) h
                    ORDER BY h.task_id DESC LIMIT $6`,
     deadLetters: `SELECT d.* FROM unnest($2::int[]) AS k(partition_key),

@@ -8,6 +8,8 @@ import { lineChart } from './charts.js';
 const LIVE_STATES = ['ready', 'waiting', 'running', 'needs_review'];
 const FINISHED_STATES = ['completed', 'failed', 'cancelled'];
 const PAGE = 50;
+// finished tasks a queue page reads at most per partition (see historyFloor)
+const HISTORY_WINDOW = 5000;
 const CHEAP_MS = 200;
 const DECISIONS = ['mark_committed', 'mark_not_executed', 'mark_failed', 'retry', 'cancel'];
 
@@ -303,7 +305,18 @@ async function queue(ctx, name) {
   const partition = intOrNull(url.searchParams.get('partition'), { min: 0, max: 32767 });
   const before = taskId(url.searchParams.get('before'));
   const finished = FINISHED_STATES.includes(states[0]);
-  const rows = (await ctx.query(finished ? sql.historyTasks : sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;
+  let rows;
+  let floor = null;
+  if (finished) {
+    const scanned = partition === null ? keys : keys.filter((k) => k === partition);
+    floor = (await ctx.query(sql.historyFloor, [scanned, before, HISTORY_WINDOW])).rows[0].floor;
+    rows = (await ctx.query(sql.historyTasks, [name, states, keys, partition, before, PAGE, floor])).rows;
+  } else {
+    rows = (await ctx.query(sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;
+  }
+  // the next page: before the last task shown, or, when the window ended
+  // first, before the window
+  const next = rows.length === PAGE ? rows[rows.length - 1].task_id : floor;
   const parts = [];
 
   parts.push(html`<p>${q.partitions} partition(s): ${keys.join(', ')}; lease ${q.lease}; max attempts ${q.max_attempts}${q.version_timeout ? html`; version timeout ${q.version_timeout}` : ''}${q.concurrency_limit ? html`; concurrency limit ${q.concurrency_limit}` : ''}${q.restricted ? '; restricted to its grants' : ''}.
@@ -333,9 +346,9 @@ ${reasonField('Reason (for the console\'s audit log: durable_pause takes none)')
 ${table(
     ['task_id', 'state', 'class', 'attempt', 'priority', 'run_at', 'created_at', finished ? 'finished_at' : 'lease_until', 'owner', 'stop_code', 'parent_id'],
     rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), parent_id: taskLink(r.parent_id), attempt: `${r.attempt}/${r.max_attempts}` })),
-    { id: 'tasks', empty: 'no task in this state' },
+    { id: 'tasks', empty: floor ? `no task in this state among the newest ${HISTORY_WINDOW} finished tasks of each partition` : 'no task in this state' },
   )}
-${rows.length === PAGE ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${rows[rows.length - 1].task_id}">Older tasks</a></p>` : ''}
+${next ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${next}">${rows.length === PAGE ? 'Older tasks' : 'Look further back'}</a>${rows.length < PAGE ? html` <span class="muted">(a page reads at most ${HISTORY_WINDOW} finished tasks of each partition)</span>` : ''}</p>` : ''}
 ${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}">Newest tasks</a></p>` : ''}`);
 
   parts.push(lineChart(`Queue ${name}: ready, running, in review`, [
