@@ -127,9 +127,9 @@ function cell(v) {
   return v;
 }
 
-function table(columns, rows, { id, empty = 'none' } = {}) {
+function table(columns, rows, { id, empty = 'none', labels = {} } = {}) {
   if (!rows.length) return html`<p class="muted">${empty}</p>`;
-  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
+  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${labels[c] ?? c}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => html`<tr>${columns.map((c) => html`<td data-field="${c}">${cell(r[c])}</td>`)}</tr>`)}</tbody></table>`;
 }
 
@@ -186,8 +186,12 @@ async function overview(ctx) {
   if (caps.gauges) parts.push(await gaugesTable(ctx, counters));
   else if (caps.queueStats) parts.push(await queueStatsTable(ctx));
   if (counters) {
-    const cols = Object.keys(counters[0] || { queue_name: 1 });
-    parts.push(html`<h2>Counters since the server started</h2>${table(cols, counters, { id: 'counters', empty: 'nothing counted: durable.queue_counters is empty unless durable is in shared_preload_libraries' })}`);
+    const cols = Object.keys(counters[0] || { queue_name: 1 }).filter((c) => c !== 'stats_reset');
+    const reset = counters.find((r) => r.stats_reset)?.stats_reset;
+    const labels = Object.fromEntries(cols.map((c) => [c, c === 'queue_name' ? 'queue' : c.replace(/_/g, ' ')]));
+    parts.push(html`<h2>Counters since ${reset ? fmtTime(reset) : 'the server started'}</h2>
+<p class="muted">durable.queue_counters: monotonic in shared memory, from the server's start or durable_reset_counters().</p>
+<div class="wide">${table(cols, counters, { id: 'counters', labels, empty: 'nothing counted: durable.queue_counters is empty unless durable is in shared_preload_libraries' })}</div>`);
   } else {
     parts.push(html`<p class="muted" id="no-counters">${caps.countersPresent ? 'This role may not read durable.queue_counters.' : 'durable.queue_counters does not exist in this version of durable: rates are computed from the differences of the counts above.'}</p>`);
   }
@@ -227,7 +231,7 @@ async function gaugesTable(ctx, counters) {
   // a queue that counted nothing since the server started has no row
   const count = (q, f) => (counted ? (counted.get(q)?.[f] ?? 0) : '');
   return html`<h2>Queues</h2>
-<table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>scheduled</th><th>running</th><th>in review</th>
+<div class="wide"><table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>scheduled</th><th>running</th><th>in review</th>
 <th>oldest ready</th><th>oldest heartbeat</th>${alarms ? html`<th>expired leases</th><th>stuck</th>` : ''}
 ${counted ? html`<th>completed</th><th>failed attempts</th><th>dead-lettered</th><th>cancelled</th>` : ''}<th>paused partitions</th></tr></thead><tbody>
 ${rows.map((r) => {
@@ -237,12 +241,12 @@ ${rows.map((r) => {
 <td data-field="paused">${r.paused ? 'paused' : ''}</td>
 <td data-field="ready">${r.ready}</td><td data-field="waiting">${r.waiting}</td><td data-field="scheduled">${r.scheduled}</td><td data-field="running">${r.running}</td>
 <td data-field="needs_review">${caps.review && Number(r.needs_review) > 0 ? html`<a href="/review?queue=${encodeURIComponent(r.queue_name)}">${r.needs_review}</a>` : r.needs_review}</td>
-<td data-field="oldest_ready_age">${age(r.oldest_due_s)}</td><td data-field="oldest_heartbeat_age">${age(r.oldest_heartbeat_s)}</td>
+<td data-field="oldest_ready_age">${Number(r.ready) > 0 ? age(r.oldest_due_s) : ''}</td><td data-field="oldest_heartbeat_age">${Number(r.running) > 0 ? age(r.oldest_heartbeat_s) : ''}</td>
 ${alarms ? html`<td data-field="expired_leases">${a ? a.expired_leases : 0}</td><td data-field="stuck">${a ? a.stuck : 0}</td>` : ''}
 ${counted ? html`<td data-field="completed">${count(r.queue_name, 'completed')}</td><td data-field="failed">${count(r.queue_name, 'failed')}</td>
 <td data-field="dead_lettered">${count(r.queue_name, 'dead_lettered')}</td><td data-field="cancelled">${count(r.queue_name, 'cancelled')}</td>` : ''}
 <td data-field="paused_partitions">${(r.paused_partitions || []).join(', ')}</td></tr>`;
-})}</tbody></table>
+})}</tbody></table></div>
 <p class="muted">Ready: due now (waiting tasks whose time has come too); waiting: not due yet; scheduled: due later. These count the unfinished tasks (durable.queue_gauges, which reads no history).${counted ? ' Completed, failed attempts, dead-lettered (ended failed) and cancelled are what durable counted since the server started (durable.queue_counters): retention never takes them back.' : ''}</p>`;
 }
 
