@@ -29,6 +29,7 @@ export const FUNCTIONS = {
 
 // What a role may read, by relation (and column where a grant is per column)
 export const RELATIONS = {
+  queue_gauges: 'durable.queue_gauges',
   queue_stats: 'durable.queue_stats',
   metrics: 'durable.metrics',
   wait_stats: 'durable.wait_stats',
@@ -180,7 +181,14 @@ export async function capabilities(pool, schema) {
   return {
     raw: allowed,
     present,
-    overview: can('rel:queue_stats'),
+    // the overview's counts: durable.queue_gauges (live tasks only) where
+    // this durable has it, else durable.queue_stats (which counts history)
+    gauges: can('rel:queue_gauges'),
+    queueStats: can('rel:queue_stats'),
+    overview: can('rel:queue_gauges') || can('rel:queue_stats'),
+    // expired leases and stuck tasks, from the live tasks, for a role that
+    // may read them (queue_gauges has neither)
+    liveAlarms: can('rel:live_tasks') && can('rel:queues'),
     counters: can('rel:queue_counters'),
     countersPresent: present['rel:queue_counters'],
     metrics: can('rel:metrics'),
@@ -215,6 +223,18 @@ export async function capabilities(pool, schema) {
 // finished_at); never a count over history, never an OFFSET.
 export function statements(api) {
   const s = {
+    // per queue, from the unfinished tasks only: cheap whatever history is kept
+    gauges: `SELECT queue_name, paused, paused_partitions, ready, running, waiting, needs_review, scheduled,
+                    oldest_ready_age_seconds AS oldest_due_s, oldest_heartbeat_age_seconds AS oldest_heartbeat_s
+             FROM durable.queue_gauges ORDER BY queue_name`,
+    liveAlarms: `SELECT t.queue_name,
+                        count(*) FILTER (WHERE t.lease_until < now()) AS expired_leases,
+                        count(*) FILTER (WHERE q.progress_timeout IS NOT NULL
+                                           AND t.progress_at < now() - q.progress_timeout) AS stuck
+                 FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
+                 WHERE t.state = 'running'
+                 GROUP BY t.queue_name`,
+    // counts history: only for a durable without queue_gauges
     queueStats: `SELECT queue_name, paused, ready, waiting, running, needs_review, completed, failed,
                         cancelled, extract(epoch FROM oldest_due_age)::float8 AS oldest_due_s,
                         extract(epoch FROM oldest_heartbeat_age)::float8 AS oldest_heartbeat_s,
@@ -247,7 +267,21 @@ export function statements(api) {
                   AND ($4::int IS NULL OR t.partition_key = $4)
                   AND ($5::bigint IS NULL OR t.task_id < $5)
                 ORDER BY t.task_id DESC LIMIT $6`,
-    // finished tasks: per partition of the queue, the primary key backwards
+    // finished tasks: per partition of the queue, the primary key backwards.
+    // A state may be rare (or absent) in a queue's history, and nothing but
+    // the failed-task index finds one state fast: so a page reads at most a
+    // window of the newest finished tasks of each partition (before the
+    // cursor).  historyFloor gives, per partition, the id WINDOW rows back
+    // (an index-only scan; NULL when fewer are left); historyTasks lists
+    // the tasks of the state at or above the highest of these floors, where
+    // every partition's window is whole, so that paging on from it skips
+    // nothing.
+    historyFloor: `SELECT max(f.floor) AS floor
+                   FROM unnest($1::int[]) AS k(partition_key),
+                   LATERAL (SELECT t.task_id AS floor FROM durable.task_history t
+                            WHERE t.partition_key = k.partition_key
+                              AND ($2::bigint IS NULL OR t.task_id < $2)
+                            ORDER BY t.task_id DESC OFFSET $3::int - 1 LIMIT 1) f`,
     historyTasks: `SELECT h.* FROM unnest($3::int[]) AS k(partition_key),
                    LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                                    t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
@@ -257,6 +291,7 @@ export function statements(api) {
                               AND t.state::text = ANY ($2::text[])
                               AND ($4::int IS NULL OR t.partition_key = $4)
                               AND ($5::bigint IS NULL OR t.task_id < $5)
+                              AND ($7::bigint IS NULL OR t.task_id >= $7)
                             ORDER BY t.task_id DESC LIMIT $6) h
                    ORDER BY h.task_id DESC LIMIT $6`,
     deadLetters: `SELECT d.* FROM unnest($2::int[]) AS k(partition_key),

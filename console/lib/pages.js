@@ -8,6 +8,8 @@ import { lineChart } from './charts.js';
 const LIVE_STATES = ['ready', 'waiting', 'running', 'needs_review'];
 const FINISHED_STATES = ['completed', 'failed', 'cancelled'];
 const PAGE = 50;
+// finished tasks a queue page reads at most per partition (see historyFloor)
+const HISTORY_WINDOW = 5000;
 const CHEAP_MS = 200;
 const DECISIONS = ['mark_committed', 'mark_not_executed', 'mark_failed', 'retry', 'cancel'];
 
@@ -125,9 +127,9 @@ function cell(v) {
   return v;
 }
 
-function table(columns, rows, { id, empty = 'none' } = {}) {
+function table(columns, rows, { id, empty = 'none', labels = {} } = {}) {
   if (!rows.length) return html`<p class="muted">${empty}</p>`;
-  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
+  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${labels[c] ?? c}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => html`<tr>${columns.map((c) => html`<td data-field="${c}">${cell(r[c])}</td>`)}</tr>`)}</tbody></table>`;
 }
 
@@ -179,34 +181,17 @@ async function overview(ctx) {
     parts.push(html`<p>Role ${ctx.role} may read none of durable's views: grant it pg_monitor or durable_operator.</p>`);
     return layout(ctx, 'Overview', parts);
   }
-  if (caps.overview) {
-    // durable.queue_stats counts the finished tasks retained: read it here
-    // only while that is cheap; else show the sampler's latest reading
-    const s = ctx.sampler;
-    const cached = s && s.queueStats && s.queueStatsMs > CHEAP_MS;
-    const rows = cached ? s.queueStats : (await ctx.query(sql.queueStats)).rows;
-    if (cached)
-      parts.push(html`<p class="muted" id="stats-as-of">As of ${fmtTime(s.queueStatsAt)}: durable.queue_stats took ${s.queueStatsMs} ms (it counts every finished task retained), so the console reads it every ${Math.round(s.nextDelay() / 1000)} s.</p>`);
-    parts.push(html`<h2>Queues</h2>
-<table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>running</th><th>in review</th>
-<th>completed</th><th>failed</th><th>cancelled</th><th>oldest ready</th><th>oldest heartbeat</th><th>expired leases</th><th>stuck</th><th>paused partitions</th></tr></thead><tbody>
-${rows.map(
-  (r) => html`<tr data-queue="${r.queue_name}">
-<td>${caps.tasks ? html`<a href="/queue/${encodeURIComponent(r.queue_name)}">${r.queue_name}</a>` : r.queue_name}</td>
-<td data-field="paused">${r.paused ? 'paused' : ''}</td>
-<td data-field="ready">${r.ready}</td><td data-field="waiting">${r.waiting}</td><td data-field="running">${r.running}</td>
-<td data-field="needs_review">${caps.review && Number(r.needs_review) > 0 ? html`<a href="/review?queue=${encodeURIComponent(r.queue_name)}">${r.needs_review}</a>` : r.needs_review}</td>
-<td data-field="completed">${r.completed}</td><td data-field="failed">${r.failed}</td><td data-field="cancelled">${r.cancelled}</td>
-<td data-field="oldest_due_age">${age(r.oldest_due_s)}</td><td data-field="oldest_heartbeat_age">${age(r.oldest_heartbeat_s)}</td>
-<td data-field="expired_leases">${r.expired_leases}</td><td data-field="stuck">${r.stuck}</td>
-<td data-field="paused_partitions">${(r.paused_partitions || []).join(', ')}</td></tr>`,
-)}</tbody></table>
-<p class="muted">Completed, failed and cancelled count the finished tasks retained (durable.queue_stats); they fall when retention drops a day.</p>`);
-  }
-  if (caps.counters) {
-    const rows = (await ctx.query(sql.counters)).rows;
-    const cols = Object.keys(rows[0] || { queue_name: 1 });
-    parts.push(html`<h2>Counters since the server started</h2>${table(cols, rows, { id: 'counters' })}`);
+  let counters = null;
+  if (caps.counters) counters = (await ctx.query(sql.counters)).rows;
+  if (caps.gauges) parts.push(await gaugesTable(ctx, counters));
+  else if (caps.queueStats) parts.push(await queueStatsTable(ctx));
+  if (counters) {
+    const cols = Object.keys(counters[0] || { queue_name: 1 }).filter((c) => c !== 'stats_reset');
+    const reset = counters.find((r) => r.stats_reset)?.stats_reset;
+    const labels = Object.fromEntries(cols.map((c) => [c, c === 'queue_name' ? 'queue' : c.replace(/_/g, ' ')]));
+    parts.push(html`<h2>Counters since ${reset ? fmtTime(reset) : 'the server started'}</h2>
+<p class="muted">durable.queue_counters: monotonic in shared memory, from the server's start or durable_reset_counters().</p>
+<div class="wide">${table(cols, counters, { id: 'counters', labels, empty: 'nothing counted: durable.queue_counters is empty unless durable is in shared_preload_libraries' })}</div>`);
   } else {
     parts.push(html`<p class="muted" id="no-counters">${caps.countersPresent ? 'This role may not read durable.queue_counters.' : 'durable.queue_counters does not exist in this version of durable: rates are computed from the differences of the counts above.'}</p>`);
   }
@@ -216,7 +201,7 @@ ${lineChart('Ready tasks', s.gauge('ready'))}
 ${lineChart('Running tasks', s.gauge('running'))}
 ${lineChart('In review', s.gauge('needs_review'))}
 ${lineChart('Completed per second', s.rate('completed'), { unit: '/s' })}
-${lineChart('Failed per second', s.rate('failed'), { unit: '/s' })}
+${lineChart(caps.counters ? 'Failed attempts per second' : 'Failed per second', s.rate('failed'), { unit: '/s' })}
 </div>${s.lastError ? html`<p class="flash error">Sampling failed: ${s.lastError}</p>` : ''}`);
   if (caps.metrics) parts.push(html`<p><a href="/recovery">Recovery metrics</a> (durable.metrics: it reads every retained event, so it is on a page of its own).</p>`);
   if (caps.waitStats) {
@@ -233,6 +218,65 @@ ${lineChart('Failed per second', s.rate('failed'), { unit: '/s' })}
       failing parts: <span class="${st.failing_parts > 0 ? 'bad' : ''}">${st.failing_parts}</span>${st.failing_since ? html` since ${fmtTime(st.failing_since)}` : ''}</p>`);
   }
   return layout(ctx, 'Overview', parts, { refresh: true });
+}
+
+// The queues from durable.queue_gauges (unfinished tasks only, never
+// history) and what durable.queue_counters counted since the server
+// started: cheap whatever history is kept.
+async function gaugesTable(ctx, counters) {
+  const { caps, sql } = ctx;
+  const rows = (await ctx.query(sql.gauges)).rows;
+  const alarms = caps.liveAlarms ? new Map((await ctx.query(sql.liveAlarms)).rows.map((r) => [r.queue_name, r])) : null;
+  const counted = counters ? new Map(counters.map((r) => [r.queue_name, r])) : null;
+  // a queue that counted nothing since the server started has no row
+  const count = (q, f) => (counted ? (counted.get(q)?.[f] ?? 0) : '');
+  return html`<h2>Queues</h2>
+<div class="wide"><table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>scheduled</th><th>running</th><th>in review</th>
+<th>oldest ready</th><th>oldest heartbeat</th>${alarms ? html`<th>expired leases</th><th>stuck</th>` : ''}
+${counted ? html`<th>completed</th><th>failed attempts</th><th>dead-lettered</th><th>cancelled</th>` : ''}<th>paused partitions</th></tr></thead><tbody>
+${rows.map((r) => {
+  const a = alarms?.get(r.queue_name);
+  return html`<tr data-queue="${r.queue_name}">
+<td>${caps.tasks ? html`<a href="/queue/${encodeURIComponent(r.queue_name)}">${r.queue_name}</a>` : r.queue_name}</td>
+<td data-field="paused">${r.paused ? 'paused' : ''}</td>
+<td data-field="ready">${r.ready}</td><td data-field="waiting">${r.waiting}</td><td data-field="scheduled">${r.scheduled}</td><td data-field="running">${r.running}</td>
+<td data-field="needs_review">${caps.review && Number(r.needs_review) > 0 ? html`<a href="/review?queue=${encodeURIComponent(r.queue_name)}">${r.needs_review}</a>` : r.needs_review}</td>
+<td data-field="oldest_ready_age">${Number(r.ready) > 0 ? age(r.oldest_due_s) : ''}</td><td data-field="oldest_heartbeat_age">${Number(r.running) > 0 ? age(r.oldest_heartbeat_s) : ''}</td>
+${alarms ? html`<td data-field="expired_leases">${a ? a.expired_leases : 0}</td><td data-field="stuck">${a ? a.stuck : 0}</td>` : ''}
+${counted ? html`<td data-field="completed">${count(r.queue_name, 'completed')}</td><td data-field="failed">${count(r.queue_name, 'failed')}</td>
+<td data-field="dead_lettered">${count(r.queue_name, 'dead_lettered')}</td><td data-field="cancelled">${count(r.queue_name, 'cancelled')}</td>` : ''}
+<td data-field="paused_partitions">${(r.paused_partitions || []).join(', ')}</td></tr>`;
+})}</tbody></table></div>
+<p class="muted">Ready: due now (waiting tasks whose time has come too); waiting: not due yet; scheduled: due later. These count the unfinished tasks (durable.queue_gauges, which reads no history).${counted ? ' Completed, failed attempts, dead-lettered (ended failed) and cancelled are what durable counted since the server started (durable.queue_counters): retention never takes them back.' : ''}</p>`;
+}
+
+// A durable without queue_gauges: durable.queue_stats, which counts the
+// finished tasks retained.  Read it here only while that is cheap; else
+// show the sampler's latest reading.
+async function queueStatsTable(ctx) {
+  const { caps, sql } = ctx;
+  const parts = [];
+  const s = ctx.sampler;
+  const cached = s && s.queueStats && s.queueStatsMs > CHEAP_MS;
+  const rows = cached ? s.queueStats : (await ctx.query(sql.queueStats)).rows;
+  if (cached)
+    parts.push(html`<p class="muted" id="stats-as-of">As of ${fmtTime(s.queueStatsAt)}: durable.queue_stats took ${s.queueStatsMs} ms (it counts every finished task retained), so the console reads it every ${Math.round(s.nextDelay() / 1000)} s.</p>`);
+  parts.push(html`<h2>Queues</h2>
+<table id="queues"><thead><tr><th>queue</th><th>paused</th><th>ready</th><th>waiting</th><th>running</th><th>in review</th>
+<th>completed</th><th>failed</th><th>cancelled</th><th>oldest ready</th><th>oldest heartbeat</th><th>expired leases</th><th>stuck</th><th>paused partitions</th></tr></thead><tbody>
+${rows.map(
+  (r) => html`<tr data-queue="${r.queue_name}">
+<td>${caps.tasks ? html`<a href="/queue/${encodeURIComponent(r.queue_name)}">${r.queue_name}</a>` : r.queue_name}</td>
+<td data-field="paused">${r.paused ? 'paused' : ''}</td>
+<td data-field="ready">${r.ready}</td><td data-field="waiting">${r.waiting}</td><td data-field="running">${r.running}</td>
+<td data-field="needs_review">${caps.review && Number(r.needs_review) > 0 ? html`<a href="/review?queue=${encodeURIComponent(r.queue_name)}">${r.needs_review}</a>` : r.needs_review}</td>
+<td data-field="completed">${r.completed}</td><td data-field="failed">${r.failed}</td><td data-field="cancelled">${r.cancelled}</td>
+<td data-field="oldest_ready_age">${age(r.oldest_due_s)}</td><td data-field="oldest_heartbeat_age">${age(r.oldest_heartbeat_s)}</td>
+<td data-field="expired_leases">${r.expired_leases}</td><td data-field="stuck">${r.stuck}</td>
+<td data-field="paused_partitions">${(r.paused_partitions || []).join(', ')}</td></tr>`,
+)}</tbody></table>
+<p class="muted">Completed, failed and cancelled count the finished tasks retained (durable.queue_stats); they fall when retention drops a day.</p>`);
+  return parts;
 }
 
 async function recovery(ctx) {
@@ -265,7 +309,18 @@ async function queue(ctx, name) {
   const partition = intOrNull(url.searchParams.get('partition'), { min: 0, max: 32767 });
   const before = taskId(url.searchParams.get('before'));
   const finished = FINISHED_STATES.includes(states[0]);
-  const rows = (await ctx.query(finished ? sql.historyTasks : sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;
+  let rows;
+  let floor = null;
+  if (finished) {
+    const scanned = partition === null ? keys : keys.filter((k) => k === partition);
+    floor = (await ctx.query(sql.historyFloor, [scanned, before, HISTORY_WINDOW])).rows[0].floor;
+    rows = (await ctx.query(sql.historyTasks, [name, states, keys, partition, before, PAGE, floor])).rows;
+  } else {
+    rows = (await ctx.query(sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;
+  }
+  // the next page: before the last task shown, or, when the window ended
+  // first, before the window
+  const next = rows.length === PAGE ? rows[rows.length - 1].task_id : floor;
   const parts = [];
 
   parts.push(html`<p>${q.partitions} partition(s): ${keys.join(', ')}; lease ${q.lease}; max attempts ${q.max_attempts}${q.version_timeout ? html`; version timeout ${q.version_timeout}` : ''}${q.concurrency_limit ? html`; concurrency limit ${q.concurrency_limit}` : ''}${q.restricted ? '; restricted to its grants' : ''}.
@@ -295,9 +350,9 @@ ${reasonField('Reason (for the console\'s audit log: durable_pause takes none)')
 ${table(
     ['task_id', 'state', 'class', 'attempt', 'priority', 'run_at', 'created_at', finished ? 'finished_at' : 'lease_until', 'owner', 'stop_code', 'parent_id'],
     rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), parent_id: taskLink(r.parent_id), attempt: `${r.attempt}/${r.max_attempts}` })),
-    { id: 'tasks', empty: 'no task in this state' },
+    { id: 'tasks', empty: floor ? `no task in this state among the newest ${HISTORY_WINDOW} finished tasks of each partition` : 'no task in this state' },
   )}
-${rows.length === PAGE ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${rows[rows.length - 1].task_id}">Older tasks</a></p>` : ''}
+${next ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${next}">${rows.length === PAGE ? 'Older tasks' : 'Look further back'}</a>${rows.length < PAGE ? html` <span class="muted">(a page reads at most ${HISTORY_WINDOW} finished tasks of each partition)</span>` : ''}</p>` : ''}
 ${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}">Newest tasks</a></p>` : ''}`);
 
   parts.push(lineChart(`Queue ${name}: ready, running, in review`, [

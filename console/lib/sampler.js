@@ -1,8 +1,12 @@
 // Samples the queues' counts every few seconds into a ring buffer in memory,
-// one per role (pool), for the charts.  With durable.queue_counters (counters
-// in shared memory, monotonic from server start) rates come from them;
-// without, from the differences of queue_stats' counts, which fall when
-// retention drops a day (such a fall is left out of the rate).
+// one per role (pool), for the charts.  With durable.queue_gauges (counts
+// of the unfinished tasks only) and durable.queue_counters (counters in
+// shared memory, monotonic from server start), a sample reads no history:
+// gauges come from the one, rates from the other.  A durable without them
+// has only durable.queue_stats, which counts every finished task retained:
+// then the sampler reads it less often when it is slow, and rates come from
+// the differences of its counts, which fall when retention drops a day
+// (such a fall is left out of the rate).
 
 export class Sampler {
   constructor(entry, { intervalMs = 5000, capacity = 360 } = {}) {
@@ -12,15 +16,18 @@ export class Sampler {
     this.samples = [];
     this.timer = null;
     this.lastError = null;
-    // the last reading of durable.queue_stats, when, and what it cost
+    // without queue_gauges: the last reading of durable.queue_stats, when,
+    // and what it cost
     this.queueStats = null;
     this.queueStatsAt = null;
     this.queueStatsMs = null;
   }
 
-  // queue_stats counts the finished tasks retained: when that costs much,
-  // sample less often (20 times its cost at least)
+  // queue_stats counts the finished tasks retained: when the sampler reads
+  // it (no queue_gauges) and that costs much, sample less often (20 times
+  // its cost at least)
   nextDelay() {
+    if (this.entry.caps.gauges) return this.intervalMs;
     return Math.max(this.intervalMs, 20 * (this.queueStatsMs || 0));
   }
 
@@ -48,7 +55,17 @@ export class Sampler {
     try {
       const t = Date.now();
       const queues = {};
-      if (caps.overview) {
+      if (caps.gauges) {
+        for (const r of (await pool.query(sql.gauges)).rows) {
+          queues[r.queue_name] = {
+            ready: Number(r.ready),
+            waiting: Number(r.waiting),
+            running: Number(r.running),
+            needs_review: Number(r.needs_review),
+            scheduled: Number(r.scheduled),
+          };
+        }
+      } else if (caps.queueStats) {
         const started = Date.now();
         const rows = (await pool.query(sql.queueStats)).rows;
         this.queueStatsMs = Date.now() - started;
@@ -72,6 +89,8 @@ export class Sampler {
             enqueued: Number(r.enqueued),
             completed: Number(r.completed),
             failed: Number(r.failed),
+            cancelled: Number(r.cancelled),
+            dead_lettered: Number(r.dead_lettered),
             reset: r.stats_reset ? String(r.stats_reset) : null,
           };
         }

@@ -95,10 +95,11 @@ after(async () => {
 });
 
 describe('operator', () => {
-  test('the overview shows what durable.queue_stats says', async (t) => {
+  test("the overview's counts equal SQL's: durable.queue_gauges and durable.queue_counters", async (t) => {
     const s = await login(OPERATOR, t);
-    const fields = ['ready', 'waiting', 'running', 'needs_review', 'completed', 'failed', 'cancelled'];
-    const readPage = () =>
+    const gauges = ['ready', 'waiting', 'scheduled', 'running', 'needs_review'];
+    const counters = ['completed', 'failed', 'dead_lettered', 'cancelled'];
+    const readPage = (fields) =>
       s.page.$$eval(
         '#queues tbody tr',
         (rows, fields) =>
@@ -107,31 +108,55 @@ describe('operator', () => {
           ),
         fields,
       );
-    const readSql = async () =>
+    const readGauges = async () =>
       Object.fromEntries(
-        (await sql(`SELECT queue_name, ${fields.join(', ')} FROM durable.queue_stats ORDER BY queue_name`)).map((r) => [
+        (await sql(`SELECT queue_name, ${gauges.join(', ')} FROM durable.queue_gauges ORDER BY queue_name`)).map((r) => [
           r.queue_name,
-          fields.map((f) => String(r[f])),
+          gauges.map((f) => String(r[f])),
         ]),
+      );
+    // a queue that counted nothing since the server started has no row: 0
+    const readCounters = async () =>
+      Object.fromEntries(
+        (
+          await sql(`SELECT g.queue_name, ${counters.map((f) => `coalesce(c.${f}, 0) AS ${f}`).join(', ')}
+                     FROM durable.queue_gauges g LEFT JOIN durable.queue_counters c USING (queue_name)`)
+        ).map((r) => [r.queue_name, counters.map((f) => Number(r[f]))]),
       );
     await s.goto('/');
     // the queue nobody works: exactly
-    const audit = (await readPage()).audit;
-    assert.deepEqual(audit, (await readSql()).audit);
-    assert.deepEqual(audit, ['4', '0', '0', '0', '0', '0', '0']);
-    // the live ones: the page and SQL agree at some moment (the workload moves on)
+    assert.deepEqual((await readPage(gauges)).audit, (await readGauges()).audit);
+    assert.deepEqual((await readPage(gauges)).audit, ['4', '0', '0', '0', '0']);
+    assert.deepEqual((await readPage(counters)).audit, ['0', '0', '0', '0']);
+    assert.deepEqual((await readCounters()).audit, [0, 0, 0, 0]);
+    // the live ones: the gauges on the page and SQL's agree at some moment
+    // (the workload moves on); the counters only grow, so each on the page
+    // lies between SQL's reading before the page and after it
     let same = false;
     let last;
     for (let i = 0; i < 15 && !same; i++) {
+      const countersBefore = await readCounters();
+      const before = await readGauges();
       await s.goto('/');
-      const before = await readSql();
-      const onPage = await readPage();
-      const afterSql = await readSql();
-      last = { before, onPage, afterSql };
-      same = JSON.stringify(onPage) === JSON.stringify(before) || JSON.stringify(onPage) === JSON.stringify(afterSql);
+      const afterLoad = await readGauges();
+      const countersAfter = await readCounters();
+      const onPage = await readPage(gauges);
+      const countedOnPage = await readPage(counters);
+      last = { before, onPage, afterLoad };
+      for (const [q, values] of Object.entries(countedOnPage)) {
+        values.forEach((v, k) => {
+          const n = Number(v);
+          assert.ok(
+            n >= countersBefore[q][k] && n <= countersAfter[q][k],
+            `${q}'s ${counters[k]} on the page (${v}) is not between SQL's ${countersBefore[q][k]} and ${countersAfter[q][k]}`,
+          );
+        });
+      }
+      assert.ok(Object.values(countersAfter).some((v) => v[0] > 0), 'durable.queue_counters counted no completion');
+      same = JSON.stringify(onPage) === JSON.stringify(before) || JSON.stringify(onPage) === JSON.stringify(afterLoad);
       if (!same) await sleep(300);
     }
-    assert.ok(same, `the overview never matched durable.queue_stats: ${JSON.stringify(last)}`);
+    assert.ok(same, `the overview never matched durable.queue_gauges: ${JSON.stringify(last)}`);
     // the charts fill after a few samples
     await sleep(6000);
     await s.goto('/');
@@ -214,7 +239,7 @@ describe('operator', () => {
     await s.page.type('form[action="/action/pause_partition"] input[name=reason]', 'INC-1: audit partition');
     await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/pause_partition"] button')]);
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), /paused/);
-    assert.deepEqual((await sql("SELECT paused_partitions FROM durable.queue_stats WHERE queue_name = 'audit'"))[0].paused_partitions, [part]);
+    assert.deepEqual((await sql("SELECT paused_partitions FROM durable.queue_gauges WHERE queue_name = 'audit'"))[0].paused_partitions, [part]);
 
     const [{ task_id: id }] = await sql("SELECT task_id FROM durable.live_tasks WHERE queue_name = 'audit' AND payload = '{\"n\": 1}'");
     await s.goto(`/task/${id}`);
@@ -240,7 +265,7 @@ describe('operator', () => {
     await s.page.select('form[action="/action/pause_partition"] select[name=op]', 'resume');
     await s.page.type('form[action="/action/pause_partition"] input[name=reason]', 'INC-1 over');
     await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/pause_partition"] button')]);
-    assert.deepEqual((await sql("SELECT paused_partitions FROM durable.queue_stats WHERE queue_name = 'audit'"))[0].paused_partitions, []);
+    assert.deepEqual((await sql("SELECT paused_partitions FROM durable.queue_gauges WHERE queue_name = 'audit'"))[0].paused_partitions, []);
 
     // a task pinned to a workflow nobody runs goes to review; migrate it, dry run
     let vid;

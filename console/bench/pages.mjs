@@ -1,0 +1,132 @@
+// The server time of every console page, and of durable_metrics_prometheus(),
+// with much history (tools/console-bench sets it up).  Logs in as the
+// operator and as the pg_monitor login with node's fetch, times each page
+// CONSOLE_BENCH_ROUNDS times after a warm-up, prints the medians.
+//
+// Environment: CONSOLE_URL, CONSOLE_OPERATOR_PASSWORD, CONSOLE_MONITOR_PASSWORD,
+// CONSOLE_BENCH_ROUNDS (10), CONSOLE_BENCH_HISTORY (for the heading), and
+// PGHOST, PGPORT, PGUSER for a superuser connection that picks the tasks to
+// open and times the scrape.
+import pg from 'pg';
+
+const URL_ = process.env.CONSOLE_URL;
+const ROUNDS = Number(process.env.CONSOLE_BENCH_ROUNDS || 10);
+const PAGE_MS = 200;
+const SCRAPE_MS = 50;
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+async function login(role, password) {
+  const r = await fetch(`${URL_}/login`);
+  const nonce = r.headers.getSetCookie().find((c) => c.startsWith('durable_console_login='));
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await r.text())[1];
+  const p = await fetch(`${URL_}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: nonce.split(';')[0], 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: csrf, role, password }),
+  });
+  const session = p.headers.getSetCookie().find((c) => c.startsWith('durable_console_session='));
+  if (p.status !== 303 || !session) throw new Error(`login as ${role} failed: ${p.status} ${p.headers.get('location')}`);
+  return session.split(';')[0];
+}
+
+async function timePage(cookie, path) {
+  const t0 = process.hrtime.bigint();
+  const r = await fetch(`${URL_}${path}`, { headers: { cookie }, redirect: 'manual' });
+  const body = await r.text();
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${body.slice(0, 300)}`);
+  // a page that shows a database error (a statement timeout) is no answer
+  const error = /<p class="flash error">([^<]*)</.exec(body);
+  return { ms, error: error ? error[1] : null };
+}
+
+const db = new pg.Client({ application_name: 'console bench' });
+await db.connect();
+const one = async (text) => (await db.query(text)).rows[0];
+
+// the tasks and cursors to open: from history (days before today), in review,
+// a parent with children, the middle of a queue's history
+// (days back when there are several days of history, else yesterday)
+const back = `date_trunc('day', now(), 'UTC') - interval '${Number(process.env.CONSOLE_BENCH_HISTORY) > 4000000 ? 3 : 0} days'`;
+const old = await one(`SELECT task_id FROM durable.task_history
+                       WHERE finished_at < ${back} AND queue_name = 'orders' AND state = 'completed' LIMIT 1`);
+const middle = await one(`SELECT task_id, finished_at::text AS at FROM durable.task_history
+                          WHERE finished_at < ${back} AND queue_name = 'orders' AND state = 'failed' LIMIT 1`);
+const review = await one('SELECT task_id FROM durable.review_queue ORDER BY task_id LIMIT 1');
+const parent = await one(`SELECT task_id FROM durable.task_history
+                          WHERE finished_at > now() - interval '1 hour' AND queue_name = 'shipments' AND state = 'completed' LIMIT 1`);
+
+const pages = [
+  ['operator', '/', 'overview'],
+  ['operator', '/queue/orders', 'queue: unfinished tasks, dead letters'],
+  ['operator', '/queue/orders?state=completed', 'queue: completed'],
+  ['operator', `/queue/orders?state=completed&before=${middle.task_id}`, 'queue: completed, a page days back'],
+  ['operator', '/queue/orders?state=failed', 'queue: failed'],
+  ['operator', '/queue/orders?state=cancelled', 'queue: cancelled'],
+  ['operator', `/queue/orders?dl_before=${encodeURIComponent(middle.at)},${middle.task_id}`, 'queue: dead letters days back'],
+  ['operator', '/queue/emails?state=completed', 'queue emails: completed'],
+  ['operator', '/queue/emails?state=failed', 'queue emails: failed (it has none)'],
+  ['operator', '/queue/emails?state=cancelled', 'queue emails: cancelled (it has none)'],
+  ['operator', `/task/${old.task_id}`, 'task, finished days ago'],
+  ...(review ? [['operator', `/task/${review.task_id}`, 'task in review']] : []),
+  ...(parent ? [['operator', `/task/${parent.task_id}`, 'task with children']] : []),
+  ['operator', '/review', 'review'],
+  ['operator', '/schedules', 'schedules'],
+  ['operator', '/waits', 'waits'],
+  ['operator', '/reconciler', 'reconciler'],
+  ['operator', '/workers', 'workers and versions'],
+  ['operator', '/recovery', 'recovery metrics (durable.metrics)'],
+  ['operator', '/metrics', '/metrics (Prometheus)'],
+  ['monitor', '/', 'overview, as pg_monitor'],
+  ['monitor', '/metrics', '/metrics, as pg_monitor'],
+];
+
+const cookies = {
+  operator: await login('console_operator', process.env.CONSOLE_OPERATOR_PASSWORD),
+  monitor: await login('console_monitor', process.env.CONSOLE_MONITOR_PASSWORD),
+};
+
+const results = [];
+for (const [role, path, name] of pages) {
+  const warm = await timePage(cookies[role], path);
+  // a page past the statement timeout (10 s) is timed 3 times, not 10
+  const rounds = warm.ms > 2000 ? 3 : ROUNDS;
+  const times = [];
+  let error = warm.error;
+  for (let i = 0; i < rounds; i++) {
+    const r = await timePage(cookies[role], path);
+    times.push(r.ms);
+    error ||= r.error;
+  }
+  results.push({ name, path, rounds, median: median(times), max: Math.max(...times), error });
+}
+
+const scrape = [];
+await db.query('SELECT durable_metrics_prometheus()');
+for (let i = 0; i < ROUNDS; i++) {
+  const t0 = process.hrtime.bigint();
+  await db.query('SELECT durable_metrics_prometheus()');
+  scrape.push(Number(process.hrtime.bigint() - t0) / 1e6);
+}
+const counts = await one('SELECT count(*) AS live FROM durable.live_tasks');
+await db.end();
+
+const history = Number(process.env.CONSOLE_BENCH_HISTORY || 0).toLocaleString('en-US');
+console.log(`\nconsole pages with ${history} finished tasks retained (and ${counts.live} unfinished), ${new Date().toISOString().slice(0, 10)}`);
+console.log('time at the client (node fetch on loopback), median of the rounds; ms\n');
+const w = Math.max(...results.map((r) => r.name.length), 'SELECT durable_metrics_prometheus()'.length);
+console.log(`${'page'.padEnd(w)}  ${'median'.padStart(8)}  ${'max'.padStart(8)}  rounds  under`);
+for (const r of results) {
+  const ok = r.median < PAGE_MS && !r.error;
+  console.log(`${r.name.padEnd(w)}  ${r.median.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${String(r.rounds).padStart(6)}  ${ok ? 'yes' : 'NO'}${r.error ? `  (${r.error.slice(0, 80)})` : ''}`);
+}
+const sm = median(scrape);
+console.log(`${'SELECT durable_metrics_prometheus()'.padEnd(w)}  ${sm.toFixed(1).padStart(8)}  ${Math.max(...scrape).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${sm < SCRAPE_MS ? 'yes' : 'NO'}`);
+const slow = results.filter((r) => !(r.median < PAGE_MS && !r.error));
+console.log(`\nevery page under ${PAGE_MS} ms: ${slow.length ? `no (${slow.map((r) => r.name).join('; ')})` : 'yes'}`);
+console.log(`the scrape under ${SCRAPE_MS} ms: ${sm < SCRAPE_MS ? 'yes' : 'no'} (median ${sm.toFixed(1)} ms)`);
