@@ -80,7 +80,9 @@ const pages = [
   ['operator', '/waits', 'waits'],
   ['operator', '/reconciler', 'reconciler'],
   ['operator', '/workers', 'workers and versions'],
-  ['operator', '/recovery', 'recovery metrics (durable.metrics)'],
+  ['operator', '/recovery', 'recovery (the counters)'],
+  // a report over all history, on an operator's request: not a page
+  ['operator', '/recovery?history=1', 'report: durable.metrics over history', true],
   ['operator', '/metrics', '/metrics (Prometheus)'],
   ['monitor', '/', 'overview, as pg_monitor'],
   ['monitor', '/metrics', '/metrics, as pg_monitor'],
@@ -92,7 +94,7 @@ const cookies = {
 };
 
 const results = [];
-for (const [role, path, name] of pages) {
+for (const [role, path, name, report = false] of pages) {
   const warm = await timePage(cookies[role], path);
   // a page past the statement timeout (10 s) is timed 3 times, not 10
   const rounds = warm.ms > 2000 ? 3 : ROUNDS;
@@ -103,7 +105,7 @@ for (const [role, path, name] of pages) {
     times.push(r.ms);
     error ||= r.error;
   }
-  results.push({ name, path, rounds, median: median(times), max: Math.max(...times), error });
+  results.push({ name, path, rounds, median: median(times), max: Math.max(...times), error, report });
 }
 
 const scrape = [];
@@ -123,10 +125,11 @@ const w = Math.max(...results.map((r) => r.name.length), 'SELECT durable_metrics
 console.log(`${'page'.padEnd(w)}  ${'median'.padStart(8)}  ${'max'.padStart(8)}  rounds  under`);
 for (const r of results) {
   const ok = r.median < PAGE_MS && !r.error;
-  console.log(`${r.name.padEnd(w)}  ${r.median.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${String(r.rounds).padStart(6)}  ${ok ? 'yes' : 'NO'}${r.error ? `  (${r.error.slice(0, 80)})` : ''}`);
+  const verdict = r.report ? 'report' : ok ? 'yes' : 'NO';
+  console.log(`${r.name.padEnd(w)}  ${r.median.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${String(r.rounds).padStart(6)}  ${verdict}${r.error ? `  (${r.error.slice(0, 80)})` : ''}`);
 }
 const sm = median(scrape);
 console.log(`${'SELECT durable_metrics_prometheus()'.padEnd(w)}  ${sm.toFixed(1).padStart(8)}  ${Math.max(...scrape).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${sm < SCRAPE_MS ? 'yes' : 'NO'}`);
-const slow = results.filter((r) => !(r.median < PAGE_MS && !r.error));
+const slow = results.filter((r) => !r.report && !(r.median < PAGE_MS && !r.error));
 console.log(`\nevery page under ${PAGE_MS} ms: ${slow.length ? `no (${slow.map((r) => r.name).join('; ')})` : 'yes'}`);
 console.log(`the scrape under ${SCRAPE_MS} ms: ${sm < SCRAPE_MS ? 'yes' : 'no'} (median ${sm.toFixed(1)} ms)`);

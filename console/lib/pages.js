@@ -203,7 +203,7 @@ ${lineChart('In review', s.gauge('needs_review'))}
 ${lineChart('Completed per second', s.rate('completed'), { unit: '/s' })}
 ${lineChart(caps.counters ? 'Failed attempts per second' : 'Failed per second', s.rate('failed'), { unit: '/s' })}
 </div>${s.lastError ? html`<p class="flash error">Sampling failed: ${s.lastError}</p>` : ''}`);
-  if (caps.metrics) parts.push(html`<p><a href="/recovery">Recovery metrics</a> (durable.metrics: it reads every retained event, so it is on a page of its own).</p>`);
+  if (caps.metrics || caps.counters) parts.push(html`<p><a href="/recovery">Recovery</a>: expired leases, retries, reviews and refused writes per queue.</p>`);
   if (caps.waitStats) {
     const rows = (await ctx.query(sql.waitStats)).rows;
     parts.push(html`<h2>Waits</h2>${table(['queue_name', 'kind', 'waiting', 'oldest_wait', 'with_timeout'], rows, { id: 'wait-stats', empty: 'no task waits' })}`);
@@ -281,19 +281,44 @@ ${rows.map(
 
 async function recovery(ctx) {
   const { caps, sql } = ctx;
-  if (!caps.metrics) return layout(ctx, 'Recovery metrics', html`<p>Role ${ctx.role} may not read durable.metrics.</p>`);
-  let body;
-  try {
-    const rows = (await ctx.query(sql.metrics)).rows;
-    body = table(
-      ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
-      rows,
-      { id: 'metrics' },
-    );
-  } catch (err) {
-    body = html`<p class="flash error">${pgError(err)}</p>`;
+  const parts = [];
+  // the counters: since the server started, whatever history is kept
+  if (caps.counters) {
+    const rows = (await ctx.query(sql.counters)).rows.map((r) => {
+      const claimed = Number(r.claimed);
+      const resolved = ['mark_committed', 'mark_not_executed', 'mark_failed', 'retry', 'cancel']
+        .reduce((n, d) => n + Number(r[`resolved_${d}`]), 0);
+      const rate = (n) => (claimed > 0 ? (n / claimed).toFixed(3) : '');
+      return {
+        queue_name: r.queue_name, claimed, leases_expired: r.leases_expired, retried: r.retried,
+        failed_attempts: r.failed, sent_to_review: r.sent_to_review, resolved,
+        dead_lettered: r.dead_lettered, stale_writes: r.stale_writes, version_conflicts: r.version_conflicts,
+        expiry_rate: rate(Number(r.leases_expired)), escalation_rate: rate(Number(r.sent_to_review)),
+      };
+    });
+    parts.push(html`<h2>Since the server started (durable.queue_counters)</h2>
+${table(['queue_name', 'claimed', 'leases_expired', 'retried', 'failed_attempts', 'sent_to_review', 'resolved', 'dead_lettered', 'stale_writes', 'version_conflicts', 'expiry_rate', 'escalation_rate'], rows, { id: 'recovery-counters', empty: 'nothing counted yet' })}
+<p class="muted">Expiry and escalation rates are per claim. These read shared memory only.</p>`);
   }
-  return layout(ctx, 'Recovery metrics', html`<p class="muted">durable.metrics computes these over every task and event retained: with much history it is slow (the console gives up after 10 s).</p>${body}`);
+  // durable.metrics reads every task and event retained: on request only
+  if (caps.metrics && ctx.url.searchParams.get('history') === '1') {
+    let body;
+    try {
+      const rows = (await ctx.query(sql.metrics)).rows;
+      body = table(
+        ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
+        rows,
+        { id: 'metrics' },
+      );
+    } catch (err) {
+      body = html`<p class="flash error">${pgError(err)}</p>`;
+    }
+    parts.push(html`<h2>Over the history retained (durable.metrics)</h2>${body}`);
+  } else if (caps.metrics) {
+    parts.push(html`<p><a href="/recovery?history=1" id="history-metrics">Compute durable.metrics over the history retained</a>: duplicate side effects, recovery success rate and time, ambiguous outcomes. It reads every task and event kept, so it is slow with much history (the console gives up after 10 s).</p>`);
+  }
+  if (!parts.length) parts.push(html`<p>Role ${ctx.role} may read neither durable.queue_counters nor durable.metrics.</p>`);
+  return layout(ctx, 'Recovery', parts);
 }
 
 // ---------------------------------------------------------------- a queue
