@@ -1,4 +1,5 @@
-# The version lives in durable.control only: META.json and the install
+# The version lives in durable.control only: every manifest (META.json, the
+# console's and the JavaScript worker's package.json) and the install
 # scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
 # later version is reached through a chain of update scripts from it, which
 # CREATE EXTENSION follows too.  The README's worked example of waits is a
@@ -13,6 +14,7 @@ use strict;
 use warnings;
 use Cwd qw(getcwd);
 use File::Find;
+use JSON::PP;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -20,12 +22,32 @@ my $control = slurp_file('durable.control');
 my ($version) = $control =~ /^default_version\s*=\s*'([^']+)'/m;
 ok(defined $version, 'durable.control names a default_version');
 
-my $meta = slurp_file('META.json');
-my @versions = $meta =~ /"version"\s*:\s*"([^"]+)"/g;
-is($versions[0], $version, 'META.json version matches durable.control');
-is($versions[1], $version, 'META.json provides the same version');
-my ($file) = $meta =~ /"file"\s*:\s*"([^"]+)"/;
+# every manifest takes its version from durable.control
+my $meta = decode_json(slurp_file('META.json'));
+is($meta->{version}, $version, 'META.json version matches durable.control');
+is($meta->{provides}{durable}{version},
+	$version, 'META.json provides the same version');
+for my $manifest ('console/package.json', 'examples/ts/package.json')
+{
+	(my $lock = $manifest) =~ s/package\.json$/package-lock.json/;
+	my $package = decode_json(slurp_file($manifest));
+	is($package->{version}, $version,
+		"$manifest version matches durable.control");
+	my $locked = decode_json(slurp_file($lock));
+	is($locked->{version}, $version, "$lock version matches durable.control");
+	is($locked->{packages}{''}{version},
+		$version, "$lock names the same version for its root package");
+}
+
+# META.json's install script is the base of the chain, which CREATE
+# EXTENSION runs first at every version
+my $file = $meta->{provides}{durable}{file};
+is($file, 'durable--0.1.0.sql', "META.json's file is the base install script");
 ok(-f $file, "META.json's install script $file exists");
+like($meta->{release_status} // '',
+	qr/^(stable|testing|unstable)$/, 'META.json has a release_status');
+ok($meta->{resources}{repository} && $meta->{resources}{bugtracker},
+	'META.json names a repository and a bug tracker');
 
 # follow the update scripts from the base script to the default version
 my %next = map { /^durable--([^-]+)--([^-]+)\.sql$/ ? ($1 => $2) : () }
