@@ -58,6 +58,13 @@ my $steps = 0;
 $at = $next{$at} while exists $next{$at} && $steps++ < 100;
 is($at, $version, "update scripts lead from 0.1.0 to $version");
 
+# CHANGELOG.md has a section for every version of the chain, newest first
+my @chain = ('0.1.0');
+push @chain, $next{ $chain[-1] } while exists $next{ $chain[-1] } && @chain < 100;
+my @logged = slurp_file('CHANGELOG.md') =~ /^## \[?(\d+\.\d+\.\d+)\]?/mg;
+is_deeply(\@logged, [ reverse @chain ],
+	'CHANGELOG.md has every version of the chain, newest first');
+
 # the README's worked examples are regression tests, word for word
 my $readme = slurp_file('README.md');
 for my $test ('workflow_waits')
