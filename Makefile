@@ -24,6 +24,11 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION      = $(patsubst $(durable_src)test/isolation/specs/%.spec,%,$(sort $(wildcard $(durable_src)test/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation --load-extension=$(EXTENSION)
 
+# The example worker program (its rule is below); set before PGXS is
+# included, which reads EXTRA_CLEAN as it is included.
+WORKER      = examples/durable_worker
+EXTRA_CLEAN = $(WORKER)
+
 # Sources are found by file type, not through VPATH: VPATH searches for
 # targets too, so an out-of-tree build from a source tree that was also
 # built in place would take that tree's objects and durable.so as up to
@@ -51,8 +56,6 @@ $(OBJDIRS):
 # tools/demo: built only where asked ("make worker"), not by "all", so that
 # a package build does not need it.  (PGXS builds one program or one
 # module, so it has a rule of its own.)
-WORKER = examples/durable_worker
-EXTRA_CLEAN = $(WORKER)
 .PHONY: worker
 worker: $(WORKER)
 $(WORKER): examples/durable_worker.c
