@@ -3,10 +3,10 @@
 # Out-of-tree builds work: Debian's pg_buildext runs, in an empty build
 # directory, "make -f <source>/Makefile VPATH=<source>".  Every source, the
 # control file and the scripts are therefore named from this Makefile's own
-# directory (durable_src, "./" in the tree), and what is built (objects,
-# bitcode, durable.so, the example worker) is named relative to the current
-# directory.
-durable_src := $(dir $(firstword $(MAKEFILE_LIST)))
+# directory (durable_src, empty in the tree, so that the commands there are
+# what they always were), and what is built (objects, bitcode, durable.so,
+# the example worker) is named relative to the current directory.
+durable_src := $(filter-out ./,$(dir $(firstword $(MAKEFILE_LIST))))
 
 EXTENSION  = durable
 EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(durable_src)$(EXTENSION).control)
@@ -22,7 +22,7 @@ REGRESS      = $(patsubst $(durable_src)sql/%.sql,%,$(sort $(wildcard $(durable_
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = $(patsubst $(durable_src)test/isolation/specs/%.spec,%,$(sort $(wildcard $(durable_src)test/isolation/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation --load-extension=$(EXTENSION)
+ISOLATION_OPTS = --inputdir=$(durable_src)test/isolation --load-extension=$(EXTENSION)
 
 # The example worker program (its rule is below); set before PGXS is
 # included, which reads EXTRA_CLEAN as it is included.
@@ -66,7 +66,7 @@ $(WORKER): examples/durable_worker.c
 # pgTAP contracts; needs the pgtap extension on the server and pg_prove.
 .PHONY: pgtap prove_installcheck
 pgtap:
-	pg_prove --ext .sql -r $(srcdir)/test/pgtap
+	pg_prove --ext .sql -r $(durable_src)test/pgtap
 
 # Perl TAP tests with PostgreSQL::Test::Cluster, without --enable-tap-tests.
 # They run the example worker program, so it is built first.
