@@ -1,51 +1,83 @@
 # durable: PGXS build.  The version lives in durable.control only.
+#
+# Out-of-tree builds work: Debian's pg_buildext runs, in an empty build
+# directory, "make -f <source>/Makefile VPATH=<source>".  Every source, the
+# control file and the scripts are therefore named from this Makefile's own
+# directory (durable_src, empty in the tree, so that the commands there are
+# what they always were), and what is built (objects, bitcode, durable.so,
+# the example worker) is named relative to the current directory.
+durable_src := $(filter-out ./,$(dir $(firstword $(MAKEFILE_LIST))))
 
 EXTENSION  = durable
-EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(durable_src)$(EXTENSION).control)
 
 MODULE_big = durable
-OBJS       = $(patsubst %.c,%.o,$(sort $(wildcard src/*/*.c)))
-DATA       = $(sort $(wildcard durable--*.sql))
+OBJS       = $(patsubst $(durable_src)%.c,%.o,$(sort $(wildcard $(durable_src)src/*/*.c)))
+DATA       = $(notdir $(sort $(wildcard $(durable_src)durable--*.sql)))
 PGFILEDESC = "durable - recovery authority for durable execution"
 
 PG_CPPFLAGS = -I$(srcdir)/src -DDURABLE_VERSION=\"$(EXTVERSION)\"
 
-REGRESS      = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS      = $(patsubst $(durable_src)sql/%.sql,%,$(sort $(wildcard $(durable_src)sql/*.sql)))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-ISOLATION      = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
+ISOLATION      = $(patsubst $(durable_src)test/isolation/specs/%.spec,%,$(sort $(wildcard $(durable_src)test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(durable_src)test/isolation --load-extension=$(EXTENSION)
+
+# The example worker program (its rule is below); set before PGXS is
+# included, which reads EXTRA_CLEAN as it is included.
+WORKER      = examples/durable_worker
+EXTRA_CLEAN = $(WORKER)
+
+# Sources are found by file type, not through VPATH: VPATH searches for
+# targets too, so an out-of-tree build from a source tree that was also
+# built in place would take that tree's objects and durable.so as up to
+# date and build nothing.  PGXS installs the control file and the scripts
+# from $(srcdir), which it sets, with VPATH empty, to this Makefile's
+# directory.
+override VPATH :=
+vpath %.c $(durable_src)
+vpath %.control $(durable_src)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies
-$(OBJS): $(wildcard src/*.h src/*/*.h)
+$(OBJS): $(wildcard $(durable_src)src/*.h $(durable_src)src/*/*.h)
 
-# The example worker program, on libpq (PGXS builds one program or one
-# module, so it has a rule of its own).
-WORKER = examples/durable_worker
-EXTRA_CLEAN = $(WORKER)
-all: $(WORKER)
+# An out-of-tree build makes the directories of its objects and bitcode.
+OBJDIRS = $(patsubst %/,%,$(sort $(dir $(OBJS))))
+$(OBJS) $(OBJS:.o=.bc): | $(OBJDIRS)
+$(OBJDIRS):
+	$(MKDIR_P) $@
+
+# The example worker program, on libpq, for the tests that kill it and for
+# tools/demo: built only where asked ("make worker"), not by "all", so that
+# a package build does not need it.  (PGXS builds one program or one
+# module, so it has a rule of its own.)
+.PHONY: worker
+worker: $(WORKER)
 $(WORKER): examples/durable_worker.c
+	@$(MKDIR_P) $(@D)
 	$(CC) $(CFLAGS) $(PG_CFLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $< \
 		-L$(shell $(PG_CONFIG) --libdir) -lpq
 
 # pgTAP contracts; needs the pgtap extension on the server and pg_prove.
 .PHONY: pgtap prove_installcheck
 pgtap:
-	pg_prove --ext .sql -r test/pgtap
+	pg_prove --ext .sql -r $(durable_src)test/pgtap
 
 # Perl TAP tests with PostgreSQL::Test::Cluster, without --enable-tap-tests.
+# They run the example worker program, so it is built first.
 # TAP_TESTDIR must be writable by the user that runs initdb.  PG 15's
 # PostgreSQL::Test::Utils puts its clusters and logs under TESTDIR/tmp_check,
 # PG 16's and later ones under TESTDATADIR and TESTLOGDIR: both are given.
 TAP_TESTDIR ?= $(CURDIR)
-prove_installcheck:
+prove_installcheck: worker
 	rm -rf '$(TAP_TESTDIR)/tmp_check'
 	cd $(srcdir) && TESTDIR='$(TAP_TESTDIR)' \
 		TESTDATADIR='$(TAP_TESTDIR)/tmp_check' TESTLOGDIR='$(TAP_TESTDIR)/tmp_check/log' \
-		PATH="$(bindir):$$PATH" \
+		PATH="$(bindir):$$PATH" PG_CONFIG='$(PG_CONFIG)' \
 		PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
 		$(PROVE) -I $(pgxsdir)/src/test/perl/ -I test/perl $(PROVE_FLAGS) $(or $(PROVE_TESTS),test/t/*.pl)

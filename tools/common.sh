@@ -128,7 +128,9 @@ ensure_locale() {
 	locale-gen >/dev/null || die "locale-gen failed"
 }
 
-# Build warning-free and install into the server's directories.  Object
+# Build warning-free and install into the server's directories, and build
+# the example worker program (examples/durable_worker, "make worker": the
+# TAP tests and tools/demo run it; "make" alone does not build it).  Object
 # files built against one installation never go into another: the stamp
 # file names the installation of the last build, and when PG_BIN names
 # another one (or there is no stamp) the tree is cleaned first.
@@ -143,7 +145,7 @@ build_and_install() {
 		make -C "$REPO" -s clean >/dev/null 2>&1
 	fi
 	log "building durable for $("$PG_BIN/pg_config" --version)"
-	make -C "$REPO" -s PG_CFLAGS="$DURABLE_CFLAGS" >/dev/null || die "build failed"
+	make -C "$REPO" -s PG_CFLAGS="$DURABLE_CFLAGS" all worker >/dev/null || die "build failed"
 	printf '%s\n' "$installation" >"$BUILD_STAMP"
 	if [ -w "$("$PG_BIN/pg_config" --pkglibdir)" ]; then
 		make -C "$REPO" -s install >/dev/null || die "install failed"
