@@ -468,10 +468,15 @@ review_unrunnable(void *arg)
 	DurableQueueGet(work->queue, &settings);
 	if (!settings.has_version_timeout || settings.paused)
 		return 0;
+	/*
+	 * A worker's claims are recorded a second apart at most: one seen
+	 * within a second more than the timeout may have claimed since, so it
+	 * still counts.  A task goes to review up to a second late, never early.
+	 */
 	back.month = -settings.version_timeout.month;
 	back.day = -settings.version_timeout.day;
 	back.time = -settings.version_timeout.time;
-	since = DurableTimePlus(work->now, &back);
+	since = DurableTimePlus(work->now, &back) - WORKER_RECORD_INTERVAL;
 	args[0] = CStringGetTextDatum(work->queue);
 	args[1] = TimestampTzGetDatum(since);
 	DurableExecute(&workers_alive, args, NULL, SPI_OK_SELECT, 1);
