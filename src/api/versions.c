@@ -29,7 +29,7 @@ durable_versions_run(PG_FUNCTION_ARGS)
 }
 
 static void
-report_migrated(int64 task_id, const char *state, Jsonb *from, Jsonb *to,
+put_migrated_row(int64 task_id, const char *state, Jsonb *from, Jsonb *to,
 				const char *action, void *arg)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
@@ -64,7 +64,7 @@ migration_args(FunctionCallInfo fcinfo, DurableMigration *m)
 	DurableRequireArg(fcinfo, 5, "dry_run");
 	m->dry_run = PG_GETARG_BOOL(5);
 	InitMaterializedSRF(fcinfo, 0);
-	m->report = report_migrated;
+	m->report = put_migrated_row;
 	m->arg = fcinfo->resultinfo;
 }
 

@@ -202,12 +202,10 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = JsonbPGetDatum(m->from);
 	args[3] = JsonbPGetDatum(m->to);
+	/* the caller locked a live task: it cannot have left the live table */
 	if (DurableExecute(&task_pinned, args, NULL, SPI_OK_SELECT, 1) == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("task %lld is %s and cannot be migrated",
-					   (long long) task->task_id, task->state),
-				errhint("Only an unfinished task runs under versions; replay a failed one with durable_replay_dead_letters() and migrate it then."));
+		elog(ERROR, "task %lld left durable.live_tasks under its row lock",
+			 (long long) task->task_id);
 	old = DurableColumnIsNull(0, PINNED_VERSIONS) ? NULL :
 		DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_VERSIONS, &isnull));
 	migrated = DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_MIGRATED, &isnull));
