@@ -136,6 +136,37 @@ durable_quarantine(PG_FUNCTION_ARGS)
 }
 
 /*
+ * durable_expire_lease(task_id bigint, reason text) RETURNS text
+ *
+ * Ends a running task's lease now and settles it through the recovery
+ * table, as the reconciler would once the lease ran out: against a hung
+ * worker, or in a test of one's own worker's recovery, without waiting.
+ * The event names the caller and the reason.  Returns the action taken.
+ */
+PG_FUNCTION_INFO_V1(durable_expire_lease);
+Datum
+durable_expire_lease(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	char	   *reason;
+	const char *action;
+
+	DurableRequireArg(fcinfo, 1, "reason");
+	reason = DurableTextArgCString(fcinfo, 1, "reason");
+	if (reason[0] == '\0')
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("reason must not be empty"),
+				errhint("Say why the lease is ended: the task's events keep it."));
+
+	SPI_connect();
+	DurableRequireSingleServer("ending a lease early");
+	action = DurableExpireLease(task_id, reason, DurableCallerName());
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(action));
+}
+
+/*
  * durable.recovery_action_of(task_id bigint) RETURNS text
  *
  * The recovery action the reconciler would take for a running task now,

@@ -447,6 +447,8 @@ extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
 										int batch,
 										DurableSettledCallback callback,
 										void *arg);
+extern const char *DurableExpireLease(int64 task_id, const char *reason,
+									  const char *actor);
 extern uint64 DurableRaiseStuckAlarms(int32 partition, TimestampTz now,
 									  int batch,
 									  DurableSettledCallback callback,

@@ -13,6 +13,8 @@
  *
  * Every decision revokes the lease (increments the fence) and appends an
  * event with the action and its evidence.  Nothing is deleted to recover.
+ * An operator can end one lease before its time (durable_expire_lease);
+ * it is settled here by the same rules.
  *
  * Stuck alarms are raised here too, partition by partition.  The tick that
  * runs both, with retention and the schedules, is tick.c's.
@@ -109,11 +111,13 @@ read_expired(uint64 row, DurableTask *task, int32 partition)
  *		Decide and apply the recovery of one expired lease, whose row the
  *		caller holds locked: every step in doubt is judged and settled, and
  *		the task takes the most cautious action of them (recovery.c); with
- *		no step in doubt, the task's own class and attempts decide.  Returns
- *		the action taken.
+ *		no step in doubt, the task's own class and attempts decide.  actor
+ *		is the reconciler, or the operator who ended the lease, for reason.
+ *		Returns the action taken.
  */
 static DurableRecoveryAction
-settle_expired(DurableTask *task, TimestampTz now)
+settle_expired(DurableTask *task, TimestampTz now, const char *actor,
+			   const char *reason)
 {
 	DurableVerdict verdict;
 	bool		has_step = false;
@@ -125,8 +129,8 @@ settle_expired(DurableTask *task, TimestampTz now)
 
 	DurableDetailInit(&detail);
 	if (task->steps_in_doubt > 0)
-		has_step = DurableJudgeSteps(task, NULL, true, DURABLE_RECONCILER_ACTOR,
-									 now, &detail, &verdict);
+		has_step = DurableJudgeSteps(task, NULL, true, actor, now, &detail,
+									 &verdict);
 	if (has_step)
 	{
 		const DurableStep *step = &verdict.deciding;
@@ -150,13 +154,18 @@ settle_expired(DurableTask *task, TimestampTz now)
 	DurableDetailText(&detail, "receipt", receipt);
 	DurableDetailInt(&detail, "attempt", attempt);
 	DurableDetailInt(&detail, "max_attempts", task->max_attempts);
+	if (reason != NULL)
+	{
+		DurableDetailText(&detail, "reason", reason);
+		DurableDetailText(&detail, "expired_by", actor);
+	}
 
 	move.from_state = "running";
 	move.fence = task->fence;
 	move.revoke = true;
 	move.allow_doubt = true;
 	move.kind = "lease_expired";
-	move.actor = DURABLE_RECONCILER_ACTOR;
+	move.actor = actor;
 	DurableVerdictMove(task, &verdict, now, &detail, &move);
 	move.detail = DurableDetailFinish(&detail);
 
@@ -190,7 +199,9 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 
 	for (uint64 i = 0; i < n; i++)
 	{
-		DurableRecoveryAction action = settle_expired(&tasks[i], now);
+		DurableRecoveryAction action = settle_expired(&tasks[i], now,
+													  DURABLE_RECONCILER_ACTOR,
+													  NULL);
 
 		DurableCount(tasks[i].queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
 		if (callback)
@@ -198,6 +209,34 @@ DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
 	}
 	pfree(tasks);
 	return n;
+}
+
+/*
+ * DurableExpireLease
+ *		End a running task's lease now, for an operator who gives a reason
+ *		(a hung worker, a test of a worker's recovery), and settle it as the
+ *		reconciler settles an expired one: the lease is revoked, so the old
+ *		holder's next write is refused, and the steps it left in doubt are
+ *		judged as they would be an interval later.  Returns the action
+ *		taken.  42704 for no such task, 55U04 for one that is not running.
+ */
+const char *
+DurableExpireLease(int64 task_id, const char *reason, const char *actor)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableTask task;
+	DurableRecoveryAction action;
+
+	DurableTaskFetchOrError(task_id, true, &task);
+	if (strcmp(task.state, "running") != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is not running", (long long) task_id),
+				errdetail("The task is in state %s, which holds no lease.",
+						  task.state));
+	action = settle_expired(&task, now, actor, reason);
+	DurableCount(task.queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
+	return DurableRecoveryActionName(action);
 }
 
 enum

@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(100);
+SELECT plan(102);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -113,13 +113,15 @@ FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
              ('durable_migrate', ARRAY['text', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean', 'integer']),
              ('durable_quarantine', ARRAY['bigint', 'text']),
+             ('durable_expire_lease', ARRAY['bigint', 'text']),
              ('durable_replay_dead_letters', ARRAY['text', 'integer', 'integer', 'text'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
 FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_cancel', ARRAY['bigint', 'text']),
              ('durable_reconcile', ARRAY['integer']),
              ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
-             ('durable_quarantine', ARRAY['bigint', 'text'])) AS v(f, args);
+             ('durable_quarantine', ARRAY['bigint', 'text']),
+             ('durable_expire_lease', ARRAY['bigint', 'text'])) AS v(f, args);
 
 -- the calls of workflows that wait: who may start a wait, emit, schedule
 SELECT function_privs_are('public', f, args, r,
