@@ -159,6 +159,8 @@ extern void DurableWaitRecord(const DurableTask *task, const char *name,
 							  const char *kind, Jsonb *args,
 							  const char *status, TimestampTz until,
 							  Jsonb *payload, int64 child_id, TimestampTz now);
+extern Jsonb *DurableWaitEnding(const char *status, Jsonb *payload,
+								TimestampTz now);
 extern void DurableWaitResolve(DurableTask *task, const char *name,
 							   const char *status, Jsonb *payload,
 							   TimestampTz now);

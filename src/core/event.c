@@ -57,7 +57,10 @@ static DurableStatement event_emit = {
 	DURABLE_COLUMNS(emitted_columns),
 };
 
-/* the awaits of this event of this queue only, and the queues they woke */
+/*
+ * the awaits of this event of this queue only, and the queues they woke;
+ * $4 is what each await's entry gains (DurableWaitEnding)
+ */
 static DurableStatement event_wake = {
 	.name = "event_wake",
 	.sql = "WITH w AS (DELETE FROM durable.event_waits"
@@ -65,8 +68,7 @@ static DurableStatement event_wake = {
 	"  RETURNING task_id, name),"
 	" u AS (UPDATE durable.live_tasks t SET"
 	"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
-	"   (t.waits -> w.name) || pg_catalog.jsonb_build_object('status', 'received',"
-	"   'resolved_at', " UTC_TIME_JSON("$5") ") || " WAIT_PAYLOAD("$4") "),"
+	"   (t.waits -> w.name) || $4::pg_catalog.jsonb),"
 	"  run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END,"
 	"  version = t.version + 1"
 	"  FROM w WHERE t.partition_key = (w.task_id"
@@ -146,12 +148,13 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 						   SPI_OK_INSERT_RETURNING, 0) == 1;
 	if (first)
 	{
-		Datum		wake[6] = {args[0], args[1], args[2], args[3], args[5], args[6]};
-		char		wake_nulls[6] = {' ', ' ', ' ', nulls[3], ' ', ' '};
+		Datum		wake[6] = {args[0], args[1], args[2],
+			JsonbPGetDatum(DurableWaitEnding("received", payload, now)),
+		args[5], args[6]};
 
 		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
 		/* a statement of its own: its snapshot sees the awaits we waited for */
-		DurableAnnounceWoken(DurableExecute(&event_wake, wake, wake_nulls,
+		DurableAnnounceWoken(DurableExecute(&event_wake, wake, NULL,
 											SPI_OK_SELECT, 0));
 	}
 	else

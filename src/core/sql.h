@@ -34,14 +34,6 @@
 #define QUEUE_OF_U " LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
 
 /*
- * What a wait ended with, for its entry: no key for none, so that an SQL
- * NULL stays one and a JSON null stays that.
- */
-#define WAIT_PAYLOAD(param) \
-	"CASE WHEN " param "::pg_catalog.jsonb IS NULL THEN '{}'::pg_catalog.jsonb" \
-	" ELSE pg_catalog.jsonb_build_object('payload', " param "::pg_catalog.jsonb) END"
-
-/*
  * the queues of the tasks u woke, each once: how many it woke there, and
  * whether it announces ready work (DurableAnnounceWoken reads them)
  */
@@ -50,16 +42,6 @@
 	" pg_catalog.bool_or(q.notify) IS TRUE AS notify FROM u" \
 	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name" \
 	" GROUP BY u.queue_name"
-
-/*
- * A time as a jsonb string in the one form durable keeps times in jsonb
- * (DurableDetailTime's: ISO 8601 in UTC, "+00:00"), whatever the session's
- * TimeZone: to_jsonb of a time without zone, which JSON writes in ISO 8601
- * whatever DateStyle, read in UTC.  The time must be finite.
- */
-#define UTC_TIME_JSON(param) \
-	"((pg_catalog.to_jsonb(pg_catalog.timezone('UTC', " param "::pg_catalog.timestamptz))" \
-	" OPERATOR(pg_catalog.#>>) '{}') || '+00:00')"
 
 /*
  * A time plus or minus an interval on the UTC calendar, whatever the

@@ -169,16 +169,35 @@ DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
 			 (long long) task->task_id);
 }
 
+/* $4: the entry's new keys, DurableWaitEnding's */
 static DurableStatement wait_resolve = {
 	.name = "wait_resolve",
 	.sql = "UPDATE durable.live_tasks SET waits = pg_catalog.jsonb_set(waits,"
-	" ARRAY[$3::text], (waits -> $3::text) || pg_catalog.jsonb_build_object("
-	" 'status', $4::text, 'resolved_at', " UTC_TIME_JSON("$6") ")"
-	" || " WAIT_PAYLOAD("$5") ")"
+	" ARRAY[$3::text], (waits -> $3::text) || $4::pg_catalog.jsonb)"
 	" WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 6, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, JSONBOID,
-	TIMESTAMPTZOID},
+	.nargs = 4, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID},
 };
+
+/*
+ * DurableWaitEnding
+ *		What a wait's entry gains when it ends: its status, when, and what
+ *		it ended with -- no key for none, so that an SQL NULL stays one and
+ *		a JSON null stays that.  Built here rather than in the statements
+ *		that apply it, whose SET then calls no function: Citus refuses a
+ *		non-immutable one there beside a CASE.
+ */
+Jsonb *
+DurableWaitEnding(const char *status, Jsonb *payload, TimestampTz now)
+{
+	DurableDetail ending;
+
+	DurableDetailInit(&ending);
+	DurableDetailText(&ending, "status", status);
+	DurableDetailTime(&ending, "resolved_at", now);
+	if (payload != NULL)
+		DurableDetailJsonb(&ending, "payload", payload);
+	return DurableDetailFinish(&ending);
+}
 
 /*
  * DurableWaitResolve
@@ -189,18 +208,14 @@ void
 DurableWaitResolve(DurableTask *task, const char *name, const char *status,
 				   Jsonb *payload, TimestampTz now)
 {
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[4];
 	DurableDetail detail;
 
 	values[0] = Int32GetDatum(task->partition);
 	values[1] = Int64GetDatum(task->task_id);
 	values[2] = CStringGetTextDatum(name);
-	values[3] = CStringGetTextDatum(status);
-	values[4] = JsonbPGetDatum(payload);
-	nulls[4] = payload ? ' ' : 'n';
-	values[5] = TimestampTzGetDatum(now);
-	if (DurableExecute(&wait_resolve, values, nulls, SPI_OK_UPDATE, 0) != 1)
+	values[3] = JsonbPGetDatum(DurableWaitEnding(status, payload, now));
+	if (DurableExecute(&wait_resolve, values, NULL, SPI_OK_UPDATE, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 	DurableDetailInit(&detail);
