@@ -1,0 +1,53 @@
+# The reconciler compiles nothing: its ticks are small statements, run
+# again and again, for which JIT compilation costs more than it saves (on
+# a Citus node an idle reconciler spent two thirds of its time in LLVM).
+# A server that JIT-compiles every plan (jit_above_cost = 0) must still
+# show no JIT-compiled function in any statement the reconciler ran, while
+# a client's own statements there are compiled (which proves that the
+# check can see compilation at all).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DurableNode;
+
+my $node = DurableNode::new_node('jit',
+	"shared_preload_libraries = 'durable, pg_stat_statements'",
+	"pg_stat_statements.track = all",
+	"durable.reconcile_interval = '100ms'",
+	"jit = on", "jit_above_cost = 0", "jit_inline_above_cost = 0",
+	"jit_optimize_above_cost = 0");
+
+# the client's work, uncompiled, so that what is counted below is the
+# reconciler's: expired leases for it to settle
+$ENV{PGOPTIONS} = '-c jit=off';
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_stat_statements;
+	SELECT durable_create_queue('jit', lease => '1 ms');
+	SELECT count(durable_enqueue('jit', jsonb_build_object('n', n))) FROM generate_series(1, 20) n;
+	SELECT count(*) FROM durable_claim('jit', 'w', batch => 20);
+	SELECT pg_stat_statements_reset();
+});
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 0 FROM durable.tasks WHERE queue_name = 'jit' AND state = 'running'});
+
+my $compiled = q{
+	SELECT coalesce(sum(jit_functions), 0) FROM pg_stat_statements
+	WHERE query ~ 'durable\.(live_tasks|queues|event_log)'};
+is($node->safe_psql('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_statements WHERE query ~ 'durable\.live_tasks'}), 't',
+	"the reconciler's statements are seen");
+is($node->safe_psql('postgres', $compiled), '0',
+	"no statement of the reconciler was JIT-compiled");
+
+# the check sees compilation where there is some: a client's statement
+{
+	local $ENV{PGOPTIONS} = '-c jit=on';
+	$node->safe_psql('postgres', 'SELECT count(*) FROM durable.live_tasks');
+}
+cmp_ok($node->safe_psql('postgres', $compiled), '>', 0,
+	"a client's statement on the same server is JIT-compiled");
+
+$node->stop;
+done_testing();
