@@ -223,6 +223,14 @@ for my $mode (qw(transaction session))
 	is($value->('SELECT count(*) FROM durable_verify()'), 0, "$mode: durable_verify() reports nothing");
 
 	is(join("\n", @failed), '', "$mode: every call worked as it does without a pooler");
+
+	# what a session keeps, a transaction-mode client does not: a statement
+	# the client prepared is on the backend it prepared it on
+	$run->('PREPARE probe AS SELECT 1');
+	my ($ran, undef, $sqlstate) = $run->('EXECUTE probe');
+	is($ran ? 'ran' : $sqlstate, $mode eq 'transaction' ? '26000' : 'ran',
+		"$mode: a statement prepared in one transaction "
+		  . ($mode eq 'transaction' ? 'is unknown in the next' : 'runs in the next'));
 	my %app = map { $_ => 1 } @backends;
 	my %both = map { $_ => 1 } @backends, @holders;
 	my $switches = grep { $backends[$_] != $backends[ $_ - 1 ] } 1 .. $#backends;
