@@ -125,13 +125,15 @@ sub version
 	return $major * 10000 + $minor * 100 + $patch;
 }
 
-# stop at once (SIGTERM: client connections are closed)
+# stop at once, closing its clients' connections: SHUTDOWN on its console
+# does that in every version (SIGTERM waits for the clients from 1.23 on);
+# one that does not answer is killed
 sub stop
 {
 	my ($self) = @_;
 	return unless $self->{handle};
-	$self->{handle}->signal('TERM');
-	$self->{handle}->finish;
+	eval { $self->admin('SHUTDOWN') };
+	$self->{handle}->kill_kill(grace => 5);
 	delete $self->{handle};
 	@running = grep { $_ != $self } @running;
 	return;
