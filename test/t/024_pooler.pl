@@ -11,17 +11,17 @@
 #    each worker's last claim (which only spares writes); no session
 #    setting, temporary table, advisory lock or prepared statement of the
 #    client's.  In session mode the client keeps its backend.
-# 2. Worker programs through the pooler (the table @workers: the C worker
-#    of examples/; each client library's worker joins as one entry): killed
-#    with SIGKILL at a step's worst moments and stopped with SIGTERM while
-#    several of them share the two server connections; then fresh workers
-#    finish, every task completes, every effect once.  Also both connections
-#    of each worker, the service's too, go through the pooler.
-# 3. LISTEN durable_ready: in session mode a listening client is woken by
+# 2. LISTEN durable_ready: in session mode a listening client is woken by
 #    an enqueue; in transaction mode its LISTEN stays on the backend it ran
 #    on, which the client no longer holds in its next transaction: the
 #    notification never reaches it, so a pooled client must poll (or listen
 #    on a connection of its own, past the pooler).
+# 3. Worker programs through the pooler (the table @workers: the C worker
+#    of examples/; each client library's worker joins as one entry): killed
+#    with SIGKILL at a step's worst moments and stopped with SIGTERM while
+#    several of them share the two server connections; then fresh workers
+#    finish, every task completes, every effect once.  Both connections of
+#    each worker, the service's too, go through the pooler.
 use strict;
 use warnings;
 use DBI;
@@ -247,10 +247,10 @@ for my $mode (qw(transaction session))
 	$_->disconnect for $app, $other;
 }
 
-# ---- 3. LISTEN durable_ready ----
+# ---- 2. LISTEN durable_ready ----
 
-# Enqueue into a queue that announces its tasks; true when the listener has
-# the notification (pg_notifies reads what came with the last round trip)
+# whether a client has been told of a ready task, after a round trip
+# (pg_notifies returns what came with it or before)
 sub notified
 {
 	my ($dbh) = @_;
@@ -308,11 +308,18 @@ for my $mode (qw(session transaction))
 }
 $direct->disconnect;
 
-# ---- 2. worker programs through the pooler ----
+# ---- 3. worker programs through the pooler ----
 
-# One entry a worker program: how to run it, the form of connection string
-# it takes, and how it spells the options the test gives it (lease and
-# idle exit in seconds, a point to kill itself at, a time each call takes).
+# One entry a worker program: how to run it; the form of connection string
+# it takes, the name of a DurablePgBouncer method ('connstr' for libpq's
+# keywords, 'url' for node-postgres); why it cannot run, if so; and how it
+# spells the options the test gives it: the lease and the idle time after
+# which it stops by itself in seconds, a point to kill itself at
+# (POINT:CLASS), the time each service call takes in ms.  It returns the
+# environment and the arguments to add.  The worker takes --db, --service,
+# --queue and --name, says its name in the result of each task it
+# completes ("by"), and prints nothing the test reads.  A client library's worker, with its "pooled"
+# option on, is one more entry.
 my @workers = (
 	{
 		name => 'c',
@@ -423,6 +430,9 @@ for my $w (@workers)
 		is(join(' ', map { $_->{h}->full_result(0) } @finishers), '0 0 0 0 0',
 			"$w->{name}, $mode: the finishers stopped by themselves")
 		  or diag(join("\n", map { $_->{err} } @finishers));
+		# each completed task's result names the worker that committed it
+		# (the C worker's name comes from its application_name, which it set
+		# with SET once: PgBouncer carries it to every backend it runs on)
 		for ([ $killed, 8, 3 ], [ $stopped, 4, 2 ])
 		{
 			my ($queue, $tasks, $effects) = @$_;
@@ -430,7 +440,7 @@ for my $w (@workers)
 				SELECT count(*) FILTER (WHERE state = 'completed')
 				       || ' ' || count(*) FILTER (WHERE result->>'by' LIKE '$who-%')
 				FROM durable.tasks WHERE queue_name = '$queue'}), "$tasks $tasks",
-				"$queue: every task completed, each by a worker that set its application_name");
+				"$queue: every task completed, each by one of this run's workers");
 			is(effects_of($queue), ($effects * $tasks) . ' ' . ($effects * $tasks),
 				"$queue: every effect happened exactly once");
 		}
