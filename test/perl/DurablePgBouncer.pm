@@ -66,7 +66,10 @@ sub new
 		'[pgbouncer]',
 		(map { "$_ = $ini{$_}" } sort keys %ini)) . "\n");
 
-	$self->{handle} = IPC::Run::start([ 'pgbouncer', "$dir/pgbouncer.ini" ],
+	# Debian installs it in /usr/sbin, which a user's PATH may not name
+	my ($bin) = grep { -x } map { "$_/pgbouncer" } split(/:/, $ENV{PATH}), '/usr/sbin';
+	die "pgbouncer is not installed (tools/test installs it)\n" unless $bin;
+	$self->{handle} = IPC::Run::start([ $bin, "$dir/pgbouncer.ini" ],
 		'>', \$self->{out}, '2>', \$self->{err});
 	push @running, $self;
 	my $waited = 0;
