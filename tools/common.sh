@@ -43,6 +43,7 @@ DURABLE_PACKAGES=(
 	libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl
 	libdbd-pg-perl
+	pgbouncer
 	prometheus
 	make
 	gcc
@@ -72,7 +73,7 @@ ensure_packages() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt_wait update -qq >/dev/null
 	# A package's postinst starts no service (PostgreSQL's main cluster,
-	# Prometheus): the tests start their own, on ports of their own.
+	# Prometheus, PgBouncer): the tests start their own, on ports of their own.
 	local guard=
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1
