@@ -128,6 +128,22 @@ SELECT durable_emit('jobs', 'payment:1');
 SELECT durable_spawn(:t1, 1, 'kids', 'jobs', '{}');
 \set VERBOSITY default
 
+-- a sleep, and its replay once it has elapsed: the wait's entry is written
+-- on the task's node (0.6.0 failed here with 0A000, so that a workflow
+-- never got past its first sleep)
+SELECT durable_create_queue('naps');
+SELECT durable_enqueue('naps', '{}') AS t5 \gset
+SELECT fence AS f5 FROM durable_claim('naps', 'w7') \gset
+SELECT clock_timestamp() + interval '1 second' AS nap_until \gset
+SELECT durable_sleep(:t5, :f5, 'nap', until => :'nap_until');
+SELECT pg_sleep(1.2);
+SELECT task_id = :t5 AS woke, fence AS f5 FROM durable_claim('naps', 'w7') \gset
+SELECT :'woke' AS woke;
+SELECT durable_sleep(:t5, :f5, 'nap', until => :'nap_until') AS replayed;
+SELECT waits -> 'nap' ->> 'status' AS nap FROM durable.tasks WHERE task_id = :t5;
+SELECT durable_commit(:t5, :f5, '{"rested": true}');
+SELECT state FROM durable.tasks WHERE task_id = :t5;
+
 -- an expired lease: durable_reconcile() on the coordinator settles it, if
 -- the reconciler of the task's node has not yet
 SELECT durable_create_queue('short', lease => '1 ms', retry_base => 1, retry_cap => 1);
@@ -169,6 +185,9 @@ SELECT * FROM durable_migrate('v6', '{"workflow": "1"}', '{"workflow": "2"}', 'o
 SELECT * FROM durable_replay_dead_letters('v6', 10, partition => 0);
 \echo :SQLSTATE
 SELECT * FROM durable_replay_dead_letters('v6', 10, reason => 'suspicious');
+\echo :SQLSTATE
+-- and 0.7.0's ending of a lease by an operator
+SELECT durable_expire_lease(:t4, 'hung');
 \echo :SQLSTATE
 \set VERBOSITY default
 SELECT count(*) AS v6b_queues FROM durable.queues WHERE queue_name = 'v6b';
