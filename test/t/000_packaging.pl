@@ -2,7 +2,7 @@
 # console's and the JavaScript worker's package.json) and the install
 # scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
 # later version is reached through a chain of update scripts from it, which
-# CREATE EXTENSION follows too.  The docs' worked example of waits is a
+# CREATE EXTENSION follows too.  The README's worked example of waits is a
 # regression test, word for word.
 #
 # The Makefile builds out of tree as Debian's pg_buildext does it (an empty
