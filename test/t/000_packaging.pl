@@ -65,12 +65,12 @@ my @logged = slurp_file('CHANGELOG.md') =~ /^## \[?(\d+\.\d+\.\d+)\]?/mg;
 is_deeply(\@logged, [ reverse @chain ],
 	'CHANGELOG.md has every version of the chain, newest first');
 
-# the README's worked examples are regression tests, word for word
-my $readme = slurp_file('README.md');
+# the docs' worked examples are regression tests, word for word
+my $workflows = slurp_file('docs/workflows.md');
 for my $test ('workflow_waits')
 {
-	my ($block) = $readme =~ /\(it is the regression test\s+`sql\/$test\.sql`\).*?```sql\n(.*?)```/s;
-	is($block, slurp_file("sql/$test.sql"), "README shows sql/$test.sql as it is");
+	my ($block) = $workflows =~ /\(it is the regression test\s+`sql\/$test\.sql`\).*?```sql\n(.*?)```/s;
+	is($block, slurp_file("sql/$test.sql"), "docs/workflows.md shows sql/$test.sql as it is");
 }
 
 # ---- the out-of-tree build, as pg_buildext does it ----

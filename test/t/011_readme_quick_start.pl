@@ -1,6 +1,7 @@
 # The README's Quick start runs as written: its SQL block, taken from the
-# README itself, gives what its comments say, and refuses exactly the two
-# writes it says are refused.
+# README itself, gives what its comments say, and refuses exactly the three
+# writes it says are refused.  (test/t/025_docs.pl runs it again with every
+# other block marked runnable, and checks the SQLSTATEs its comments name.)
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -17,11 +18,14 @@ my $node = DurableNode::new_node('readme');
 my ($rc, $out, $err) = $node->psql('postgres', $block,
 	on_error_stop => 0);
 my @errors = $err =~ /ERROR:\s+([^\n]*)/g;
-is(scalar(@errors), 2, 'two writes are refused')
+is(scalar(@errors), 3, 'three writes are refused')
   or diag($err);
-like($errors[0] // '', qr/is no longer running under fencing token/,
+like($errors[0] // '', qr/^55U02: could not change step "send"/,
+	"a step's commit under its old version: 55U02");
+like($errors[1] // '', qr/^55U01: .*is no longer running under fencing token/,
 	'a second commit: no longer running');
-like($errors[1] // '', qr/fencing token \d+ is stale/, "worker-7's late commit: stale");
+like($errors[2] // '', qr/^55U01: fencing token \d+ is stale/, "worker-7's late commit: stale");
+like($out, qr/^committed\|3\|\{"message_id": "m-1"\}$/m, 'the step is committed once, at version 3');
 like($out, qr/^t$/m, 'an idempotency key returns the same task');
 like($out, qr/^t\|1$/m, 'the oldest task comes first, with fence 1');
 like($out, qr/^schedule_retry$/m, 'a transient failure schedules a retry');
