@@ -27,6 +27,12 @@ def sqlstate(exc: BaseException) -> str | None:
     return getattr(exc, "sqlstate", None)
 
 
+def describe(exc: BaseException) -> str:
+    """The first line of an error: libpq's own messages run over several."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def connection_lost(exc: BaseException, conn) -> bool:
     """The server or the network went away: reconnect, do not retry in place."""
     state = sqlstate(exc)

@@ -15,7 +15,7 @@ import threading
 import psycopg
 
 from .connection import connect, execute
-from .errors import connection_lost
+from .errors import connection_lost, describe
 
 log = logging.getLogger("pgdurable")
 
@@ -55,8 +55,9 @@ class Heartbeat(threading.Thread):
         return max(0.1, min(leases) / 3) if leases else 1.0
 
     def run(self) -> None:
-        conn = None
-        while not self.stopped.wait(self.interval()):
+        conn, wait = None, self.interval()
+        while not self.stopped.wait(wait):
+            wait = self.interval()
             with self.lock:
                 ids = list(self.held)
                 fences = [self.held[t][0] for t in ids]
@@ -68,11 +69,13 @@ class Heartbeat(threading.Thread):
                 rows = execute(conn, "SELECT task_id, lease_until FROM durable_heartbeat_batch("
                                      "%s::bigint[], %s::bigint[])", (ids, fences)).fetchall()
             except psycopg.Error as e:
-                if conn is None or connection_lost(e, conn):
-                    log.warning("heartbeat: %s; reconnecting", e)
-                    conn = None
+                if conn is not None and connection_lost(e, conn):
+                    log.warning("heartbeat: %s; reconnecting", describe(e))
+                    conn, wait = None, 0  # at once: the leases are running out
+                elif conn is None:
+                    log.warning("heartbeat: could not connect: %s", describe(e))
                 else:
-                    log.warning("heartbeat: %s (%s); trying again", e, e.sqlstate)
+                    log.warning("heartbeat: %s (%s); trying again", describe(e), e.sqlstate)
                 continue
             sent = dict(zip(ids, fences))
             with self.lock:  # no lease back: not ours any more (unless claimed again since)

@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 
 from . import errors
 from .connection import READY_CHANNEL, connect, execute
-from .errors import LeftToRecovery, Stopping, Suspended, TaskLost, connection_lost, sqlstate
+from .errors import LeftToRecovery, Stopping, Suspended, TaskLost, connection_lost, describe, sqlstate
 from .faults import crash_point
 from .heartbeat import Heartbeat
 from .task import Task
@@ -57,7 +57,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.lease = None if lease is None else timedelta(seconds=lease)
         self.batch, self.poll, self.idle_exit, self.pooled = batch, poll, idle_exit, pooled
-        self.heartbeat = Heartbeat(dsn, pooled=pooled, application_name=self.name)
+        self.heartbeat = Heartbeat(dsn, pooled=pooled, application_name=f"{self.name} heartbeat")
         self.stopping = threading.Event()
         self.stats = dict(completed=0, failed=0, steps_run=0, steps_skipped=0, looked_up=0,
                           released=0, lost=0, left_waiting=0)
@@ -75,6 +75,8 @@ class Worker:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
+        if self.pooled:
+            log.info("pooled: LISTEN needs a session connection; polling every %s s", self.poll)
         self.heartbeat.start()
         backoff = 1
         try:
@@ -89,7 +91,7 @@ class Worker:
                 except psycopg.OperationalError as e:  # the server or the network went away
                     if self.stopping.is_set():
                         break  # leases run out; recovery takes over
-                    log.warning("connection lost (%s); reconnecting in %s s", str(e).strip(), backoff)
+                    log.warning("connection lost (%s); reconnecting in %s s", describe(e), backoff)
                     self.stopping.wait(backoff)
                     backoff = min(backoff * 2, 30)
         finally:
@@ -98,10 +100,8 @@ class Worker:
         return self.stats
 
     def _loop(self, conn: psycopg.Connection) -> None:
-        if self.pooled:
-            log.info("pooled: LISTEN needs a session connection; polling every %s s", self.poll)
-        else:
-            conn.execute(f"LISTEN {READY_CHANNEL}")
+        if not self.pooled:
+            conn.execute(f"LISTEN {READY_CHANNEL}")  # wakes early; the poll is the floor
         idle_since = time.monotonic()
         while not self.stopping.is_set():
             rows = execute(conn, "SELECT task_id, fence, attempt, payload, checkpoint,"
@@ -113,13 +113,13 @@ class Worker:
                     return
                 self._wait_for_work(conn)
                 continue
-            idle_since = time.monotonic()
             for row in rows:
                 self.heartbeat.hold(row[0], row[1], row[5])
             for row in rows:
                 if self.stopping.is_set():
                     break  # the rest are given back at once, unstarted
                 self._run_task(Task(self, conn, row))
+            idle_since = time.monotonic()
 
     def _wait_for_work(self, conn: psycopg.Connection) -> None:
         """Until a notification of ready work (session mode), stop(), or the poll."""
@@ -150,7 +150,7 @@ class Worker:
                 if isinstance(e, psycopg.Error) and connection_lost(e, task.conn):
                     raise  # reconnect
                 if sqlstate(e) in errors.RETRY_TRANSACTION and run < HANDLER_RETRIES:
-                    log.warning("task %s: %s (%s); running it again", task.id, e, sqlstate(e))
+                    log.warning("task %s: %s (%s); running it again", task.id, describe(e), sqlstate(e))
                     continue  # its done steps return their results
                 self._fail(task, e)
             break
@@ -172,7 +172,7 @@ class Worker:
             log.info("task %s failed (%s), but stays with recovery: %s", task.id, e, why)
             return
         self.count("failed")
-        log.warning("task %s failed (%s, %s): %s", task.id, error_class, action, e)
+        log.warning("task %s failed (%s, %s): %s", task.id, error_class, action, describe(e))
 
     def look_up(self, step: str, key: str) -> str | None:
         if self.lookup is None:
