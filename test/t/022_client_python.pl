@@ -11,7 +11,8 @@
 #    (durable_expire_lease: the task is dropped, and finished once it comes
 #    back), 57014 (pg_cancel_backend) and 40P01 (a deadlock) run the
 #    statement again, a lost heartbeat connection reconnects before the
-#    lease runs out;
+#    lease runs out; whatever else a handler raises is durable_fail with
+#    its error class;
 # 3. in session mode the worker LISTENs and lets psycopg prepare its
 #    statements; pooled, it does neither and says so once;
 # 4. a user's own test of a worker that crashes and whose task comes back at
@@ -231,6 +232,34 @@ like($w->{err}, qr/heartbeat: [^\n]*; reconnecting/, '... it reconnected');
 is(task_is($task) . ', ' . effects_of($task), 'completed attempt 1, 1 1',
 	'... and kept the lease through a call longer than it: finished at the first attempt');
 like($w->{err}, qr/lost 0,/, '... never lost');
+
+# what a handler raises becomes durable_fail with its error class (a
+# second attempt at most, a second's retry delay)
+$node->safe_psql('postgres', q{
+	CREATE TABLE written (task_id bigint);
+	SELECT durable_create_queue('py_fail', max_attempts => 2, retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('py_fail', jsonb_build_object('fail', f)))
+	FROM unnest(ARRAY['raise', 'permanent', 'unknown', 'call', 'unsafe_call', 'conflict', 'transaction']) f;
+});
+($out, $err) = run_python($python, 'clients/python/tests/failing_worker.py', $db, 'py_fail');
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(format('%s: %s at attempt %s%s', t.payload ->> 'fail', t.state, t.attempt,
+		(SELECT ', step ' || string_agg(s.state || ' at attempt ' || s.attempt, ', ')
+		 FROM durable.steps s WHERE s.task_id = t.task_id)), E'\n' ORDER BY t.task_id)
+	FROM durable.tasks t WHERE t.queue_name = 'py_fail'}),
+	join("\n",
+		'raise: failed at attempt 2',
+		'permanent: failed at attempt 1',
+		'unknown: needs_review at attempt 1',
+		'call: completed at attempt 2, step committed at attempt 2',
+		'unsafe_call: needs_review at attempt 1, step unknown at attempt 1',
+		'conflict: failed at attempt 2, step committed at attempt 1',
+		'transaction: completed at attempt 1'),
+	'a handler\'s error is durable_fail with its class: transient by default (retried, then exhausted), '
+	  . 'as Failed says, transient from an idempotent call, unknown from an unsafe one, permanent for 55U03; '
+	  . 'its own write commits with the task')
+  or diag($err);
+is($node->safe_psql('postgres', 'SELECT count(*) FROM written'), '1', '... that write once');
 
 # ---- 3. session mode and pooled mode ----
 

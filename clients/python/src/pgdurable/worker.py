@@ -159,7 +159,7 @@ class Worker:
     def _fail(self, task: Task, e: Exception) -> None:
         """The handler failed: durable_fail decides (retry, fail, review)."""
         error_class = getattr(e, "error_class", None)
-        if error_class is None:
+        if error_class not in errors.ERROR_CLASSES:
             error_class = "permanent" if sqlstate(e) in errors.FIX_THE_CALL else "transient"
         retry_after = getattr(e, "retry_after", None)
         error = {"error": type(getattr(e, "cause", e)).__name__, "message": str(e)}
@@ -169,7 +169,13 @@ class Worker:
                                   None if retry_after is None else timedelta(seconds=retry_after),
                                   getattr(e, "step", None))
         except (TaskLost, LeftToRecovery) as why:
-            log.info("task %s failed (%s), but stays with recovery: %s", task.id, e, why)
+            log.info("task %s failed (%s), but stays with recovery: %s", task.id, describe(e), why)
+            return
+        except psycopg.Error as why:
+            if connection_lost(why, task.conn):
+                raise
+            log.error("task %s failed (%s) and durable_fail refused (%s): %s; its lease runs out",
+                      task.id, describe(e), why.sqlstate, describe(why))
             return
         self.count("failed")
         log.warning("task %s failed (%s, %s): %s", task.id, error_class, action, describe(e))
