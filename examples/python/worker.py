@@ -26,8 +26,9 @@ except ImportError as e:
 class Service:
     """The stand-in external service: idempotent calls are deduplicated by key."""
 
-    def __init__(self, dsn):
-        self.conn = psycopg.connect(dsn, autocommit=True)
+    def __init__(self, dsn, pooled):
+        # behind a transaction-mode pooler too: no server-side prepared statements
+        self.conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None if pooled else 5)
         self.call_ms = int(os.environ.get("DURABLE_CALL_MS", "0"))  # a slow service, for tests
 
     def call(self, cls, key):
@@ -80,7 +81,7 @@ def main():
                         " (also DURABLE_POOLED=1)")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s [{args.name}] %(message)s")
-    service = Service(args.service)
+    service = Service(args.service, args.pooled)
     pgdurable.Worker(args.db, args.queue, handler(service, args.name), name=args.name,
                      lookup=service.lookup, lease=args.lease, batch=args.batch,
                      idle_exit=args.idle_exit, poll=0.2, pooled=args.pooled).run()

@@ -2,9 +2,9 @@
 
 The worker SIGKILLs itself at that point of a step or a wait, as a crash
 would (no cleanup, no release): before_call, after_call, after_receipt,
-after_commit (of the task), before_wait, after_wait; CLASS narrows it to a
-step class or a wait kind (after_call:queryable, after_wait:await).  Unset,
-it costs nothing.
+before_commit and after_commit (of the task), before_wait, after_wait;
+CLASS narrows it to a step class or a wait kind (after_call:queryable,
+after_wait:await).  Unset, it costs nothing.
 """
 from __future__ import annotations
 

@@ -75,6 +75,7 @@ class Task:
             yield self.conn
 
     def complete(self, result: Any = None) -> None:
+        crash_point("before_commit")
         self.call("SELECT durable_commit(%s, %s, %s)", self.id, self.fence, Jsonb(result))
         self.completed = True
 
