@@ -37,6 +37,11 @@ class Outcome(NamedTuple):
     value: Any
 
 
+def _json(value):
+    """jsonb, or SQL NULL for None (not the JSON null)."""
+    return None if value is None else Jsonb(value)
+
+
 def _interval(value):
     """Seconds (a number), a timedelta or PostgreSQL's text ('3 days')."""
     if value is None or isinstance(value, (str, timedelta)):
@@ -76,7 +81,7 @@ class Task:
 
     def complete(self, result: Any = None) -> None:
         crash_point("before_commit")
-        self.call("SELECT durable_commit(%s, %s, %s)", self.id, self.fence, Jsonb(result))
+        self.call("SELECT durable_commit(%s, %s, %s::jsonb)", self.id, self.fence, _json(result))
         self.completed = True
 
     def progress(self, progress: str) -> None:
@@ -106,8 +111,8 @@ class Task:
 
     def _step(self, name, cls, call, request, target, effect_id):
         state, version, key, result = self.call(
-            "SELECT state, version, idempotency_key, result FROM durable_step(%s, %s, %s, %s, %s, %s)",
-            self.id, self.fence, name, cls, Jsonb(request), target)
+            "SELECT state, version, idempotency_key, result FROM durable_step(%s, %s, %s, %s, %s::jsonb, %s)",
+            self.id, self.fence, name, cls, _json(request), target)
         if state in ("committed", "compensated"):
             self.worker.count("steps_skipped")
             return result  # done before, by us or by a worker that died
@@ -143,14 +148,14 @@ class Task:
         if cls != "pure":
             # evidence: had we died before the commit, recovery would complete
             # the step instead of resending it or asking a person
-            (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s)",
+            (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s::jsonb)",
                                  self.id, self.fence, name, effect,
-                                 Jsonb({"lookup": found} if found is not None else result))
+                                 _json({"lookup": found} if found is not None else result))
             version += 1  # a receipt is a change of the step
             crash_point("after_receipt", cls)
         if state != "committed":  # a receipt for an unknown step commits it
-            self.call("SELECT durable_commit(%s, %s, %s, step => %s, expected_version => %s)",
-                      self.id, self.fence, Jsonb(result), name, version)
+            self.call("SELECT durable_commit(%s, %s, %s::jsonb, step => %s, expected_version => %s)",
+                      self.id, self.fence, _json(result), name, version)
         self.worker.count("steps_run")
         self.progress(f"{name} done")
         return result
@@ -194,8 +199,8 @@ class Task:
     def emit(self, event: str, payload: Any = None, queue: str | None = None) -> bool:
         """Record an event of a queue (the worker's, by default), in this
         task's transaction if there is one."""
-        (first,) = self.call("SELECT durable_emit(%s, %s, %s)",
-                             queue or self.worker.queue, event, Jsonb(payload))
+        (first,) = self.call("SELECT durable_emit(%s, %s, %s::jsonb)",
+                             queue or self.worker.queue, event, _json(payload))
         return first
 
     def _wait(self, name, kind, sql, *params):
