@@ -48,6 +48,11 @@ DURABLE_PACKAGES=(
 	make
 	gcc
 	python3-psycopg
+	# pgdurable (clients/python) is built offline and installed into a venv
+	python3-build
+	python3-setuptools
+	python3-wheel
+	python3-venv
 )
 # Node.js and npm for the JavaScript reference worker.  A Node.js from
 # elsewhere (NodeSource) brings its own npm, and Debian's npm package would

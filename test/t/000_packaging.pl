@@ -1,5 +1,6 @@
 # The version lives in durable.control only: every manifest (META.json, the
-# console's and the JavaScript worker's package.json) and the install
+# console's and the JavaScript worker's package.json, the Python client's
+# pyproject.toml) and the install
 # scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
 # later version is reached through a chain of update scripts from it, which
 # CREATE EXTENSION follows too.  The README's worked example of waits is a
@@ -38,6 +39,12 @@ for my $manifest ('console/package.json', 'examples/ts/package.json')
 	is($locked->{packages}{''}{version},
 		$version, "$lock names the same version for its root package");
 }
+
+# the Python client's version, in its pyproject.toml and its module
+my ($pyproject) = slurp_file('clients/python/pyproject.toml') =~ /^version\s*=\s*"([^"]+)"/m;
+is($pyproject, $version, 'clients/python/pyproject.toml version matches durable.control');
+my ($module) = slurp_file('clients/python/src/pgdurable/__init__.py') =~ /^__version__\s*=\s*"([^"]+)"/m;
+is($module, $version, 'pgdurable.__version__ matches durable.control');
 
 # META.json's install script is the base of the chain, which CREATE
 # EXTENSION runs first at every version

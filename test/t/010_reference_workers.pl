@@ -1,4 +1,4 @@
-# The reference workers (examples/python/worker.py on psycopg 3,
+# The reference workers (examples/python/worker.py on pgdurable and psycopg 3,
 # examples/ts/worker.js on node-postgres) against a real server and the
 # stand-in service of examples/service.sql, which counts effects.  For each:
 #
@@ -28,6 +28,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DurableNode;
+use DurablePython;
 
 my $node = DurableNode::new_node('workers',
 	"durable.reconcile_interval = '100ms'", "max_connections = 100");
@@ -35,14 +36,17 @@ $node->safe_psql('postgres', 'CREATE DATABASE service');
 $node->safe_psql('service', slurp_file('examples/service.sql'));
 my $user = $node->safe_psql('postgres', 'SELECT current_user');
 my ($host, $port) = ($node->host, $node->port);
+# the Python worker runs on pgdurable installed from its wheel into a fresh
+# virtual environment (test/t/022_client_python.pl checks the package itself)
+my ($venv_python, $venv_missing) =
+  DurablePython::installed_python(PostgreSQL::Test::Utils::tempdir('python'));
 
 my %workers = (
 	python => {
-		cmd => [ '/usr/bin/python3', 'examples/python/worker.py' ],
+		cmd => [ $venv_python, 'examples/python/worker.py' ],
 		db => "host=$host port=$port user=$user dbname=postgres",
 		service => "host=$host port=$port user=$user dbname=service",
-		missing => system('/usr/bin/python3', '-c', 'import psycopg') != 0
-		  && 'python3-psycopg is not installed (tools/test installs it)',
+		missing => $venv_missing,
 	},
 	js => {
 		cmd => [ 'node', 'examples/ts/worker.js' ],

@@ -1,0 +1,81 @@
+"""What a worker does for each error a durable call can raise.
+
+durable's own SQLSTATEs (class 55, subclass letter U) have no psycopg
+exception classes: psycopg maps them by their class to
+ObjectNotInPrerequisiteState, an OperationalError like a lost connection,
+so everything here matches ``e.sqlstate``, never the exception's type.
+"""
+from __future__ import annotations
+
+STALE_FENCE = "55U01"  # another worker holds the task now: drop it
+VERSION_CONFLICT = "55U02"  # the step changed under us: read it again
+IDEMPOTENCY_CONFLICT = "55U03"  # same name or key, other request: a bug
+INVALID_TRANSITION = "55U04"  # not allowed now, e.g. a step is in doubt
+
+# The transaction was rolled back and may simply run again: a serialization
+# failure, a deadlock, a statement_timeout or a pg_cancel_backend.
+RETRY_TRANSACTION = frozenset({"40001", "40P01", "57014"})
+
+# The call itself is wrong: running it again gives the same answer, so the
+# task fails for good (an operator replays it once the cause is fixed).
+FIX_THE_CALL = frozenset({IDEMPOTENCY_CONFLICT, "42704", "42501", "22023", "22004", "54000"})
+
+ERROR_CLASSES = ("transient", "permanent", "unknown")
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    return getattr(exc, "sqlstate", None)
+
+
+def describe(exc: BaseException) -> str:
+    """The first line of an error: libpq's own messages run over several."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def connection_lost(exc: BaseException, conn) -> bool:
+    """The server or the network went away: reconnect, do not retry in place."""
+    state = sqlstate(exc)
+    return bool(conn.closed or getattr(conn, "broken", False)
+                or (state or "").startswith(("08", "57P")))
+
+
+class Failed(Exception):
+    """Raise it from a handler or a step's call to choose the error class
+    durable_fail gets: 'transient' (the retry budget decides), 'permanent'
+    (the task fails now) or 'unknown' (a person decides)."""
+
+    def __init__(self, message: str, error_class: str = "transient",
+                 retry_after: float | None = None):
+        if error_class not in ERROR_CLASSES:
+            raise ValueError(f"error_class must be one of {ERROR_CLASSES}")
+        super().__init__(message)
+        self.error_class, self.retry_after = error_class, retry_after
+
+
+class StepCallFailed(Exception):
+    """A step's call raised: durable_fail names the step."""
+
+    def __init__(self, step: str, error_class: str, cause: BaseException):
+        super().__init__(f"step {step}: {type(cause).__name__}: {cause}")
+        self.step, self.error_class, self.cause = step, error_class, cause
+        self.retry_after = getattr(cause, "retry_after", None)
+
+
+# The loop's own signals.  They derive from BaseException so that a
+# handler's "except Exception" cannot swallow them by mistake.
+
+class TaskLost(BaseException):
+    """We no longer hold the task (55U01, or the heartbeat found it gone)."""
+
+
+class LeftToRecovery(BaseException):
+    """Only the recovery table or a person may decide now (55U04)."""
+
+
+class Suspended(BaseException):
+    """A wait has not ended: durable ended the lease, the task waits."""
+
+
+class Stopping(BaseException):
+    """SIGTERM came: stop at this step boundary; the task is given back."""

@@ -1,0 +1,214 @@
+"""A claimed task, as a handler sees it: its steps and its waits.
+
+A handler runs again from the top after every claim (replay): a step that
+committed returns its stored result without calling anything, and a wait
+that ended returns how it ended.  A wait that has not ended raises
+Suspended, which the worker catches: durable ended the lease, and the
+claim that wakes the task runs the handler again.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import timedelta
+from typing import Any, Callable, NamedTuple
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from . import errors
+from .connection import execute
+from .errors import LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost
+from .faults import crash_point
+
+log = logging.getLogger("pgdurable")
+
+CLASSES = ("pure", "idempotent", "queryable", "unsafe")
+SPAWN_OPTIONS = {"run_at": "run_at", "priority": "priority", "cls": "class",
+                 "max_attempts": "max_attempts", "deadline": "deadline",
+                 "workflow_version": "workflow_version", "metadata": "metadata",
+                 "concurrency_key": "concurrency_key"}
+
+
+class Outcome(NamedTuple):
+    """How a wait ended: ('received', payload), ('done', children),
+    ('timed_out', ...)."""
+    status: str
+    value: Any
+
+
+def _json(value):
+    """jsonb, or SQL NULL for None (not the JSON null)."""
+    return None if value is None else Jsonb(value)
+
+
+def _interval(value):
+    """Seconds (a number), a timedelta or PostgreSQL's text ('3 days')."""
+    if value is None or isinstance(value, (str, timedelta)):
+        return value
+    return timedelta(seconds=value)
+
+
+class Task:
+    def __init__(self, worker, conn: psycopg.Connection, row):
+        self.worker, self.conn = worker, conn
+        self.id, self.fence, self.attempt, self.payload, self.checkpoint, _ = row
+        self.completed = False
+
+    # ---- durable calls for this task ----
+
+    def call(self, sql: str, *params) -> tuple | None:
+        """One durable call under this task's fence: 55U01 means the task is
+        no longer ours, 55U04 that only recovery may decide now."""
+        if self.worker.heartbeat.is_lost(self.id):
+            raise TaskLost("the heartbeat found it gone")
+        try:
+            return execute(self.conn, sql, params).fetchone()
+        except psycopg.Error as e:
+            if e.sqlstate == errors.STALE_FENCE:
+                raise TaskLost(e.diag.message_primary) from e
+            if e.sqlstate == errors.INVALID_TRANSITION:
+                raise LeftToRecovery(e.diag.message_primary) from e
+            raise
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """The worker's connection in a transaction, for the application's own
+        writes: task.complete(result) inside it commits the task with them,
+        both or neither."""
+        with self.conn.transaction():
+            yield self.conn
+
+    def complete(self, result: Any = None) -> None:
+        crash_point("before_commit")
+        self.call("SELECT durable_commit(%s, %s, %s::jsonb)", self.id, self.fence, _json(result))
+        self.completed = True
+
+    def progress(self, progress: str) -> None:
+        self.call("SELECT durable_heartbeat(%s, %s, %s)", self.id, self.fence, progress)
+
+    # ---- steps ----
+
+    def step(self, name: str, cls: str, call: Callable[[str], Any], request: Any = None, *,
+             target: str | None = None, effect_id: Callable[[Any], str] | None = None) -> Any:
+        """Run a side effect once: plan the step, start it, call
+        call(idempotency_key), record the receipt, commit; or return the
+        result it committed before.  cls is the step's class: pure,
+        idempotent, queryable or unsafe.  effect_id(result) names the effect
+        in the receipt (the remote side's id for it)."""
+        if cls not in CLASSES:
+            raise ValueError(f"step class must be one of {CLASSES}")
+        if self.worker.stopping.is_set():
+            raise Stopping()
+        for _ in range(3):
+            try:
+                return self._step(name, cls, call, request, target, effect_id)
+            except psycopg.Error as e:
+                if e.sqlstate != errors.VERSION_CONFLICT:
+                    raise
+                log.info("step %s of task %s changed under us; reading it again", name, self.id)
+        raise LeftToRecovery(f"step {name} keeps changing")
+
+    def _step(self, name, cls, call, request, target, effect_id):
+        state, version, key, result = self.call(
+            "SELECT state, version, idempotency_key, result FROM durable_step(%s, %s, %s, %s, %s::jsonb, %s)",
+            self.id, self.fence, name, cls, _json(request), target)
+        if state in ("committed", "compensated"):
+            self.worker.count("steps_skipped")
+            return result  # done before, by us or by a worker that died
+        found = None
+        if state == "planned":
+            # "started" commits before the call: a crash after the call then
+            # leaves a step that recovery knows may have taken effect
+            (version,) = self.call("SELECT durable_step_start(%s, %s, %s, %s)",
+                                   self.id, self.fence, name, version)
+        # started or unknown, on a task we still hold (after a failed commit,
+        # say): a call under this key may have happened.  Never resend blindly.
+        elif cls == "queryable":
+            found = self.worker.look_up(name, key)
+            if found is None:  # it did not happen: planned again, run it
+                self.call("SELECT durable_record_receipt(%s, %s, %s, 'not_executed', NULL,"
+                          " '{\"lookup\": null}')", self.id, self.fence, name)
+                return self._step(name, cls, call, request, target, effect_id)
+        elif cls == "unsafe":
+            raise LeftToRecovery(f"step {name} is {state} and unsafe to resend")
+        if found is not None:
+            result, effect = {"effect_id": found}, found
+        else:
+            crash_point("before_call", cls)
+            try:
+                result = call(key)
+            except Exception as e:
+                # a call that raised may still have taken effect unless the
+                # step can be resent: nobody knows, unless it said (Failed)
+                default = "transient" if cls in ("pure", "idempotent") else "unknown"
+                raise StepCallFailed(name, getattr(e, "error_class", default), e) from e
+            crash_point("after_call", cls)
+            effect = effect_id(result) if effect_id else None
+        if cls != "pure":
+            # evidence: had we died before the commit, recovery would complete
+            # the step instead of resending it or asking a person
+            (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s::jsonb)",
+                                 self.id, self.fence, name, effect,
+                                 _json({"lookup": found} if found is not None else result))
+            version += 1  # a receipt is a change of the step
+            crash_point("after_receipt", cls)
+        if state != "committed":  # a receipt for an unknown step commits it
+            self.call("SELECT durable_commit(%s, %s, %s::jsonb, step => %s, expected_version => %s)",
+                      self.id, self.fence, _json(result), name, version)
+        self.worker.count("steps_run")
+        self.progress(f"{name} done")
+        return result
+
+    # ---- waits: each either returns how it ended or ends the lease ----
+
+    def sleep(self, name: str, duration=None, *, until=None) -> None:
+        """Sleep (in database time) for duration (seconds, a timedelta or
+        '1 day') or until a time."""
+        if (duration is None) == (until is None):
+            raise ValueError("give a duration or a time to sleep until")
+        sql = ("SELECT durable_sleep(%s, %s, %s, until => %s::timestamptz)" if until is not None else
+               "SELECT durable_sleep(%s, %s, %s, duration => %s::interval)")
+        self._wait(name, "sleep", sql, self.id, self.fence, name,
+                   until if until is not None else _interval(duration))
+
+    def await_event(self, name: str, event: str, timeout=None, queue: str | None = None) -> Outcome:
+        """The event's ('received', payload), or ('timed_out', None)."""
+        return self._wait(name, "await",
+                          "SELECT status, payload FROM durable_await(%s, %s, %s, %s, %s::interval, %s)",
+                          self.id, self.fence, name, event, _interval(timeout), queue)
+
+    def join(self, name: str, children: list[str] | None = None, timeout=None) -> Outcome:
+        """('done', children) once every child named (all, by default) has
+        finished, or ('timed_out', children as they were)."""
+        return self._wait(name, "join",
+                          "SELECT status, children FROM durable_join(%s, %s, %s, %s::text[], %s::interval)",
+                          self.id, self.fence, name, children, _interval(timeout))
+
+    def spawn(self, name: str, queue: str, payload: Any = None, **options) -> int:
+        """Enqueue a child task once: a replay returns the same id.  options
+        are durable_spawn's (run_at, priority, cls for class, ...)."""
+        names = [SPAWN_OPTIONS[option] for option in options]  # KeyError: not an option
+        extra = "".join(f", {option} => %s" for option in names)
+        (child,) = self.call(f"SELECT durable_spawn(%s, %s, %s, %s, %s{extra})",
+                             self.id, self.fence, name, queue,
+                             Jsonb(payload if payload is not None else {}),
+                             *[Jsonb(v) if o == "metadata" else v for o, v in zip(names, options.values())])
+        return child
+
+    def emit(self, event: str, payload: Any = None, queue: str | None = None) -> bool:
+        """Record an event of a queue (the worker's, by default), in this
+        task's transaction if there is one."""
+        (first,) = self.call("SELECT durable_emit(%s, %s, %s::jsonb)",
+                             queue or self.worker.queue, event, _json(payload))
+        return first
+
+    def _wait(self, name, kind, sql, *params):
+        crash_point("before_wait", kind)
+        row = self.call(sql, *params)
+        status = row[0]
+        log.info("%s %s of task %s: %s", kind, name, self.id, status)
+        if status in ("sleeping", "waiting"):
+            crash_point("after_wait", kind)
+            raise Suspended(f"{kind} {name}")
+        return Outcome(status, row[1] if len(row) > 1 else None)
