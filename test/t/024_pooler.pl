@@ -32,6 +32,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DurableNode;
 use DurablePgBouncer;
+use DurablePython;
 
 my $node = DurableNode::new_node('pooled',
 	"durable.reconcile_interval = '100ms'", "max_connections = 60");
@@ -320,6 +321,9 @@ $direct->disconnect;
 # --queue and --name, says its name in the result of each task it
 # completes ("by"), and prints nothing the test reads.  A client library's worker, with its "pooled"
 # option on, is one more entry.
+# the Python client as a user installs it: the built wheel in a fresh venv
+my ($python, $python_missing) = DurablePython::installed_python(PostgreSQL::Test::Utils::tempdir('python'));
+
 my @workers = (
 	{
 		name => 'c',
@@ -332,6 +336,22 @@ my @workers = (
 			push @args, '--crash-at', $o{crash_at} if $o{crash_at};
 			push @args, '--call-ms', $o{call_ms} if $o{call_ms};
 			return ({}, @args);
+		},
+	},
+	{
+		# pooled behind a transaction-mode pooler (no prepared statements,
+		# no LISTEN: it polls), not behind a session-mode one; one task a
+		# claim, so that each of the doomed workers started together gets one
+		name => 'python',
+		cmd => [ $python, 'examples/python/worker.py' ],
+		connstr => 'connstr',
+		missing => $python_missing,
+		options => sub {
+			my (%o) = @_;
+			my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
+			$env{DURABLE_CRASH_AT} = $o{crash_at} if $o{crash_at};
+			$env{DURABLE_CALL_MS} = $o{call_ms} if $o{call_ms};
+			return (\%env, '--lease', $o{lease}, '--idle-exit', $o{idle_exit}, '--batch', 1);
 		},
 	},
 );
@@ -347,7 +367,8 @@ sub start_worker
 {
 	my ($w, $bouncer, $queue, $name, %o) = @_;
 	my $form = $w->{connstr};
-	my ($env, @args) = $w->{options}->(%o);
+	my ($env, @args) = $w->{options}->(%o,
+		mode => $bouncer == $bouncers{transaction} ? 'transaction' : 'session');
 	my %run = (out => '', err => '');
 	local %ENV = (%ENV, %$env);
 	$run{h} = IPC::Run::start(
