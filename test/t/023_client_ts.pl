@@ -326,6 +326,109 @@ is(tasks_of($labels, "count(*) FILTER (WHERE state = 'completed')"), '6', 'two l
 is(effects_of($queue) . ' / ' . effects_of($labels), '6 6 / 6 6',
 	'a charge and an e-mail each, a print per label, every one once');
 
+# 5. the SQLSTATE table against a real server.  The worker is held in the
+# middle of its first step deterministically: its service call waits for a
+# lock of the service's effects table that a session of the test holds.
+sub hold_effects
+{
+	my $holder = $node->background_psql('service');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('LOCK TABLE effects IN SHARE ROW EXCLUSIVE MODE');
+	return $holder;
+}
+
+sub waits_on_lock
+{
+	my ($db, $name) = @_;
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE datname = '$db' AND application_name = '$name' AND wait_event_type = 'Lock'})
+	  or die "$name does not wait on a lock in $db";
+}
+
+# 55U01: an operator ends the lease of a task the worker holds
+$queue = 'fenced';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+my $effects_lock = hold_effects();
+my $fenced = start_worker($queue, 'fenced', {}, '--idle-exit', '3');
+waits_on_lock('service', 'fenced');
+is($node->safe_psql('postgres',
+		"SELECT durable_expire_lease(task_id, 'a hung worker') FROM durable.tasks WHERE queue_name = '$queue'"),
+	'retry_same_activity', 'durable_expire_lease on a task the worker holds: its step in doubt is retried');
+$effects_lock->query_safe('COMMIT');
+$fenced->{h}->finish;
+is($fenced->{h}->full_result(0), 0, 'the worker went on') or diag($fenced->{err});
+like($fenced->{err}, qr/task \d+ lost: fencing token \d+ is stale/,
+	'... its receipt under the old fence refused with 55U01: it dropped the task');
+is(tasks_of($queue, "state || ' attempt ' || attempt"), 'completed attempt 2',
+	'... and finished it when it came back');
+is(effects_of($queue), '2 2', '... the step it was in resent under its key, every effect once');
+
+# 57014: a statement cancelled (pg_cancel_backend) runs again
+$queue = 'cancelled';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+$effects_lock = hold_effects();
+my $cancelled = start_worker($queue, 'cancelled', {}, '--idle-exit', '1');
+waits_on_lock('service', 'cancelled');
+# its receipt will wait for the task's row
+my $task_lock = $node->background_psql('postgres');
+$task_lock->query_safe('BEGIN');
+$task_lock->query_safe("SELECT 1 FROM durable.live_tasks WHERE queue_name = '$queue' FOR UPDATE");
+$effects_lock->query_safe('COMMIT');
+waits_on_lock('postgres', 'cancelled');
+$node->safe_psql('postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE datname = 'postgres' AND application_name = 'cancelled'});
+waits_on_lock('postgres', 'cancelled');
+$task_lock->query_safe('COMMIT');
+$cancelled->{h}->finish;
+is($cancelled->{h}->full_result(0), 0, 'a worker whose statement was cancelled went on')
+  or diag($cancelled->{err});
+like($cancelled->{err}, qr/canceling statement due to user request \(57014\); retrying/,
+	'... running it again (57014)');
+is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
+is(effects_of($queue), '2 2', '... every effect once');
+$task_lock->quit;
+$effects_lock->quit;
+
+# 6. a user's own test of a worker: it dies in the middle of a step under
+# the queue's lease of an hour, and the task comes back at once through
+# durable_expire_lease, for a second worker behind a pooler
+$queue = 'own';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 3);
+});
+$doomed = run_worker($queue, 'own-doomed', { DURABLE_CRASH_AT => 'after_call:idempotent' },
+	'--batch', '1', '--idle-exit', '0');
+is($doomed->{h}->full_result(0) & 127, 9, 'a worker died with SIGKILL right after a call')
+  or diag($doomed->{err});
+is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running' AND lease_until > now() + interval '59 minutes')"),
+	'1', "... holding its task under the queue's lease of an hour (no --lease: not 30 s)");
+is($node->safe_psql('postgres', qq{
+	SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
+	WHERE queue_name = '$queue' AND state = 'running'}),
+	'retry_same_activity', 'durable_expire_lease settles it at once');
+is($node->safe_psql('postgres', qq{
+	SELECT e.actor || ' ' || (e.detail->>'reason') || ' ' || (e.detail->>'expired_by')
+	FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND e.kind = 'lease_expired'}),
+	"$user test $user", "... with a 'lease_expired' event naming the caller and the reason");
+my $second = run_worker($queue, 'own-second', {}, '--pooled', '--idle-exit', '3');
+is($second->{h}->full_result(0), 0, 'a second worker behind a pooler stopped by itself')
+  or diag($second->{err});
+is(scalar(() = $second->{err} =~ /pooled: no LISTEN/g), 1, '... saying once that it polls');
+is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
+	'... and finished every task, the dead worker\'s too');
+is(effects_of($queue), '6 6', '... every effect once');
+
 # ---- across everything: nothing lost, nothing done twice, every row agrees ----
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM durable.tasks WHERE state NOT IN ('completed', 'needs_review')"),
