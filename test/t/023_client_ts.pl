@@ -21,7 +21,8 @@
 # 6. a user's own test: a worker SIGKILLed mid-step under the queue's lease
 #    of an hour (no --lease: not 30 s) comes back at once through
 #    durable_expire_lease, and a second worker, behind a "pooler" (--pooled:
-#    no LISTEN, said once), finishes it, every effect once.
+#    no LISTEN, said once), finishes it, every effect once;
+# 7. in session mode an idle worker is woken by durable_ready (LISTEN).
 #
 # npm needs the registry for pg's metadata (the cache is the test's own;
 # the TypeScript compiler is the one tools/test installed in clients/ts).
@@ -428,6 +429,27 @@ is(scalar(() = $second->{err} =~ /pooled: no LISTEN/g), 1, '... saying once that
 is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
 	'... and finished every task, the dead worker\'s too');
 is(effects_of($queue), '6 6', '... every effect once');
+
+# 7. in session mode the worker LISTENs: an idle worker that polls every
+# ten minutes takes a task of a queue with notify as soon as it is enqueued
+$queue = 'notified';
+$node->safe_psql('postgres', "SELECT durable_create_queue('$queue', notify => true)");
+append_to_file("$app/listener.js", <<"JS");
+import { Worker } from 'pgdurable';
+const worker = new Worker({ connectionString: '$db', queue: '$queue', name: 'listener', pollMs: 600000 });
+await worker.run(async (task) => { worker.stop(); return { woken: true }; });
+JS
+my %listener = (out => '', err => '');
+$listener{h} = IPC::Run::start([ 'node', "$app/listener.js" ], '>', \$listener{out}, '2>', \$listener{err},
+	IPC::Run::timeout(120));
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE application_name = 'listener' AND state = 'idle' AND query LIKE '%durable_claim%'})
+  or die 'the listener never went idle';
+$node->safe_psql('postgres', "SELECT durable_enqueue('$queue', '{}')");
+ok(eval { $listener{h}->finish }, 'an idle worker woke on durable_ready (LISTEN) and took the task')
+  or diag($@ . $listener{err});
+is(tasks_of($queue, "state || ' ' || (result->>'woken')"), 'completed true', '... and completed it');
 
 # ---- across everything: nothing lost, nothing done twice, every row agrees ----
 is($node->safe_psql('postgres',

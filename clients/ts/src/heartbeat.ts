@@ -76,9 +76,11 @@ export class Heartbeat {
       const { rows } = await this.client.query<{ task_id: string; lease_until: Date | null }>(
         'SELECT task_id, lease_until FROM durable_heartbeat_batch($1::bigint[], $2::bigint[])',
         [ids, fences]);
-      for (const r of rows)
-        if (r.lease_until === null && this.holdings.held.get(r.task_id)?.fence === fences[ids.indexOf(r.task_id)])
-          this.holdings.lost.add(r.task_id);
+      // one row per task, in the order given; a task given up meanwhile is not lost
+      rows.forEach((r, i) => {
+        if (r.lease_until === null && this.holdings.held.get(ids[i])?.fence === fences[i])
+          this.holdings.lost.add(ids[i]);
+      });
     } catch (e) {
       this.log(`heartbeat: ${(e as Error).message}; reconnecting`);
       await this.client?.end().catch(() => {});
