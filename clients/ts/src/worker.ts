@@ -25,6 +25,12 @@ export interface WorkerOptions {
   name: string;
   /** lease in seconds; by default the queue's own */
   lease?: number;
+  /**
+   * where the heartbeat connects (connectionString): behind a pooler, an
+   * alias of the database with a pool of its own, so that claims never
+   * starve the beats (docs/poolers.md)
+   */
+  heartbeatConnectionString?: string;
   /** tasks claimed at once (10) */
   batch?: number;
   /**
@@ -78,7 +84,8 @@ export class Worker {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     }
-    const heartbeat = new Heartbeat(this.holdings, this.options.connectionString,
+    const heartbeat = new Heartbeat(this.holdings,
+      this.options.heartbeatConnectionString ?? this.options.connectionString,
       `${this.options.name} heartbeat`, this.log);
     heartbeat.start();
     if (this.options.pooled)
