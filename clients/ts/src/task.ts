@@ -19,7 +19,8 @@ import { queryRow } from './session.js';
 export type StepClass = 'pure' | 'idempotent' | 'queryable' | 'unsafe';
 
 /** Points a test may stop a worker at (see WorkerOptions.onPoint). */
-export type Point = 'before_call' | 'after_call' | 'after_receipt' | 'before_wait' | 'after_wait' | 'after_commit';
+export type Point =
+  'before_call' | 'after_call' | 'after_receipt' | 'before_wait' | 'after_wait' | 'before_commit' | 'after_commit';
 
 /**
  * Looks a queryable step's operation up at the remote side by its key: its

@@ -174,6 +174,7 @@ export class Worker {
     const task = new Task(this.context(client), claimed);
     try {
       const result = await handler(task);
+      this.options.onPoint?.('before_commit');
       await transaction(client, async (tx) => {
         for (const write of task.commitWrites) await write(tx);
         await tx.query('SELECT durable_commit($1, $2, $3)', [task.id, task.fence, JSON.stringify(result ?? null)]);
