@@ -119,7 +119,8 @@ export class Worker {
         if (reaction(e) !== 'reconnect') throw e;
         if (this.stopping) return; // the leases run out; recovery takes over
         this.log(`connection lost (${(e as Error).message}); reconnecting in ${backoff} s`);
-        await sleep(backoff * 1000);
+        this.woken = false;
+        await this.pause(backoff * 1000); // SIGTERM ends it: reconnect, give back, return
         backoff = Math.min(backoff * 2, 30);
       } finally {
         await client?.end().catch(() => {});
@@ -149,7 +150,7 @@ export class Worker {
          FROM durable_claim($1, $2, $3::interval, $4)`, [queue, name, this.lease, batch]), this.log);
       if (tasks.length === 0 && !(await this.reconcile(client))) {
         if (idleExit >= 0 && Date.now() - idleSince > idleExit * 1000) return;
-        await this.idle();
+        await this.pause(this.pollMs);
         continue;
       }
       idleSince = Date.now();
@@ -161,12 +162,12 @@ export class Worker {
     }
   }
 
-  /** Sleep until the next poll, a notification for the queue, or stop(). */
-  private async idle(): Promise<void> {
+  /** Sleep ms, or until a notification for the queue or stop(). */
+  private async pause(ms: number): Promise<void> {
     if (this.woken || this.stopping) return;
     const ac = new AbortController();
     this.wake = () => ac.abort();
-    await sleep(this.pollMs, undefined, { signal: ac.signal }).catch(() => {});
+    await sleep(ms, undefined, { signal: ac.signal }).catch(() => {});
     this.wake = null;
   }
 
