@@ -17,7 +17,8 @@
 #    first worker killed right after the await began;
 # 5. the SQLSTATE table: 55U01 (durable_expire_lease on a task the worker
 #    holds: it drops the task, and finishes it when it comes back), 57014
-#    (pg_cancel_backend of a statement blocked on a lock: run again);
+#    (pg_cancel_backend of a statement blocked on a lock) and 40P01 (a
+#    deadlock the worker's statement loses): run again, nothing lost;
 # 6. a user's own test: a worker SIGKILLed mid-step under the queue's lease
 #    of an hour (no --lease: not 30 s) comes back at once through
 #    durable_expire_lease, and a second worker, behind a "pooler" (--pooled:
@@ -397,6 +398,48 @@ is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue
 	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
 is(effects_of($queue), '2 2', '... every effect once');
 $task_lock->quit;
+$effects_lock->quit;
+
+# 40P01: the worker's receipt (which locks the task's row, then the step's)
+# deadlocks with a session that locks them the other way round; that
+# session's deadlock_timeout is long, so the worker's backend is the one
+# that finds the deadlock, and its statement the one rolled back
+$queue = 'deadlocked';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+$effects_lock = hold_effects();
+my $deadlocked = start_worker($queue, 'deadlocked', {}, '--idle-exit', '1');
+waits_on_lock('service', 'deadlocked');
+my $other_way = $node->background_psql('postgres');
+$other_way->query_safe('BEGIN');
+$other_way->query_safe("SET LOCAL deadlock_timeout = '1h'");
+my $other_pid = $other_way->query_safe('SELECT pg_backend_pid()');
+$other_way->query_safe(qq{
+	SELECT 1 FROM durable.live_steps s JOIN durable.live_tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND s.step = 'reserve' FOR UPDATE OF s});
+$effects_lock->query_safe('COMMIT');
+waits_on_lock('postgres', 'deadlocked');
+$other_way->query_until(qr/locking the task/, qq{\\echo locking the task
+	SELECT 1 FROM durable.live_tasks WHERE queue_name = '$queue' FOR UPDATE;
+});
+# the worker lost the deadlock, and waits again, now for the task's row,
+# which the session holds without waiting
+$node->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE datname = 'postgres' AND application_name = 'deadlocked' AND wait_event_type = 'Lock'
+	  AND (SELECT wait_event_type FROM pg_stat_activity WHERE pid = $other_pid) IS DISTINCT FROM 'Lock'})
+  or die 'the worker did not wait again';
+$other_way->query_safe('COMMIT');
+$deadlocked->{h}->finish;
+is($deadlocked->{h}->full_result(0), 0, 'a worker whose statement lost a deadlock went on')
+  or diag($deadlocked->{err});
+like($deadlocked->{err}, qr/deadlock detected \(40P01\); retrying/, '... running it again (40P01)');
+is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
+is(effects_of($queue), '2 2', '... every effect once');
+$other_way->quit;
 $effects_lock->quit;
 
 # 6. a user's own test of a worker: it dies in the middle of a step under
