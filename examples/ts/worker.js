@@ -87,7 +87,7 @@ await worker.run(async (task) => {
         await task.spawn(`${name}-${i}`, args[0], { steps: [[`${name}-${i}`, 'idempotent']] });
     } else {
       results[name] = await task.step(name, cls, { step: name },
-        cls === 'pure' ? async () => ({ computed: name }) : (key) => perform(cls, key));
+        async (key) => (cls === 'pure' ? { computed: name } : perform(cls, key)));
     }
   }
   return { by: opt.name, steps: results };

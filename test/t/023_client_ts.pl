@@ -93,11 +93,16 @@ ok($ok, 'a fresh project installs the tarball') or diag($err);
 ok(-f "$app/node_modules/pgdurable/dist/worker.d.ts" && !-l "$app/node_modules/pgdurable",
 	'... as a copy of the package, declarations included');
 
-# the declarations, checked from the user's side
+# the example worker, run from the project that installed the package
+copy('examples/ts/worker.js', "$app/worker.js") or die "copy worker.js: $!";
+
+# the declarations, checked from the user's side: a typed consumer, and the
+# example's JSDoc types (// @ts-check)
 append_to_file("$app/tsconfig.json", encode_json({
 	compilerOptions => { strict => JSON::PP::true, noEmit => JSON::PP::true, module => 'nodenext',
-		moduleResolution => 'nodenext', target => 'es2022', skipLibCheck => JSON::PP::false },
-	files => ['consumer.ts'] }));
+		moduleResolution => 'nodenext', target => 'es2022', skipLibCheck => JSON::PP::false,
+		allowJs => JSON::PP::true, checkJs => JSON::PP::true },
+	files => [ 'consumer.ts', 'worker.js' ] }));
 my $consumer = <<'TS';
 import { Worker, TaskError, reaction, SQLSTATE, type Task, type StepClass } from 'pgdurable';
 
@@ -121,7 +126,7 @@ TS
 append_to_file("$app/consumer.ts", $consumer);
 my ($tsc_out, $tsc_err) = ('', '');
 ok(IPC::Run::run([ 'node', $tsc, '-p', $app ], '>', \$tsc_out, '2>', \$tsc_err),
-	'tsc checks a typed consumer against the installed declarations') or diag($tsc_out . $tsc_err);
+	'tsc checks a typed consumer and the example worker against the installed declarations') or diag($tsc_out . $tsc_err);
 (my $wrong = $consumer) =~ s/'idempotent'/'maybe'/;
 unlink("$app/consumer.ts");
 append_to_file("$app/consumer.ts", $wrong);
@@ -129,9 +134,6 @@ ok(!IPC::Run::run([ 'node', $tsc, '-p', $app ], '>', \$tsc_out, '2>', \$tsc_err)
 	  && $tsc_out =~ /"maybe".*StepClass/,
 	'... and refuses a step class that does not exist') or diag($tsc_out . $tsc_err);
 unlink("$app/consumer.ts");
-
-# the example worker, run from the project that installed the package
-copy('examples/ts/worker.js', "$app/worker.js") or die "copy worker.js: $!";
 
 # ---- the worker against a real server ----
 
