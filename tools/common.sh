@@ -89,20 +89,29 @@ ensure_packages() {
 	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed"
 }
 
-# The node modules of the JavaScript reference worker (examples/ts) and of
-# the console (console/, which the metrics test runs), from the npm
-# registry, as each package-lock.json pins them (npm ci), when they are
-# missing or older than the lock file.  Without them the tests that run
-# them fail and say so; everything else runs.
+# The node modules of the TypeScript client (clients/ts, whose npm ci also
+# compiles it to clients/ts/dist), of the example worker that uses it
+# (examples/ts) and of the console (console/, which the metrics test runs),
+# from the npm registry, as each package-lock.json pins them (npm ci), when
+# they are missing or older than the lock file; the client is compiled
+# again when a source is newer than what was compiled.  Without them the
+# tests that run them fail and say so; everything else runs.
 ensure_node_modules() {
 	local dir
-	for dir in "$REPO/examples/ts" "$REPO/console"; do
+	for dir in "$REPO/clients/ts" "$REPO/examples/ts" "$REPO/console"; do
 		[ -d "$dir/node_modules/pg" ] && [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ] &&
 			continue
 		log "installing the node modules of ${dir#"$REPO"/} (npm ci)"
 		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
 			log "npm ci in ${dir#"$REPO"/} failed: the tests that run it will fail"
 	done
+	dir=$REPO/clients/ts
+	[ -d "$dir/node_modules/typescript" ] || return 0
+	if [ ! -f "$dir/dist/index.js" ] ||
+		[ -n "$(find "$dir/src" "$dir/tsconfig.json" -newer "$dir/dist/index.js" | head -n 1)" ]; then
+		log "compiling clients/ts (tsc)"
+		(cd "$dir" && npm run --silent prepare >/dev/null) || log "tsc in clients/ts failed: the tests that run it will fail"
+	fi
 }
 
 # apt-get, waiting up to two minutes while another apt or dpkg holds a lock

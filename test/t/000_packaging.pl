@@ -1,9 +1,9 @@
 # The version lives in durable.control only: every manifest (META.json, the
-# console's and the JavaScript worker's package.json, the Python client's
-# pyproject.toml) and the install
+# console's, the JavaScript worker's and the TypeScript client's
+# package.json, the Python client's pyproject.toml) and the install
 # scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
 # later version is reached through a chain of update scripts from it, which
-# CREATE EXTENSION follows too.  The README's worked example of waits is a
+# CREATE EXTENSION follows too.  The docs' worked example of waits is a
 # regression test, word for word.
 #
 # The Makefile builds out of tree as Debian's pg_buildext does it (an empty
@@ -28,7 +28,8 @@ my $meta = decode_json(slurp_file('META.json'));
 is($meta->{version}, $version, 'META.json version matches durable.control');
 is($meta->{provides}{durable}{version},
 	$version, 'META.json provides the same version');
-for my $manifest ('console/package.json', 'examples/ts/package.json')
+for my $manifest ('console/package.json', 'examples/ts/package.json',
+	'clients/ts/package.json')
 {
 	(my $lock = $manifest) =~ s/package\.json$/package-lock.json/;
 	my $package = decode_json(slurp_file($manifest));

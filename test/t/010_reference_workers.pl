@@ -48,13 +48,8 @@ my %workers = (
 		service => "host=$host port=$port user=$user dbname=service",
 		missing => $venv_missing,
 	},
-	js => {
-		cmd => [ 'node', 'examples/ts/worker.js' ],
-		db => "postgresql://$user\@localhost:$port/postgres?host=$host",
-		service => "postgresql://$user\@localhost:$port/service?host=$host",
-		missing => !-d 'examples/ts/node_modules/pg'
-		  && 'examples/ts/node_modules is missing: run npm ci in examples/ts (tools/test does)',
-	},
+	# the JavaScript worker, on the pgdurable package installed from its
+	# tarball, runs these tests in 023_client_ts
 );
 
 my $steps = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '

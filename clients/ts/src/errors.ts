@@ -1,0 +1,88 @@
+/**
+ * What the loop does on each error: durable's SQLSTATE table (the README's
+ * "Errors") turned into reactions.  node-postgres puts the SQLSTATE in
+ * err.code; a socket error has no SQLSTATE but a syscall.
+ */
+import pg from 'pg';
+
+/** The error classes durable_fail and durable_next_action know. */
+export type ErrorClass = 'transient' | 'permanent' | 'unknown';
+
+/**
+ * - drop: another worker holds the task now (55U01): stop, claim another
+ * - reread: a step changed under us (55U02): read it again, decide again
+ * - leave: the state does not allow the call (55U04): the task is left to
+ *   its lease and the recovery table
+ * - retry: the statement's transaction was rolled back and may be run
+ *   again as it was (40001, 40P01, 57014)
+ * - reconnect: the connection is gone (class 08, 57P01..57P03, a socket)
+ * - fail: anything else; from a handler it becomes durable_fail
+ */
+export type Reaction = 'drop' | 'reread' | 'leave' | 'retry' | 'reconnect' | 'fail';
+
+export const SQLSTATE = {
+  staleFence: '55U01',
+  versionMismatch: '55U02',
+  idempotencyConflict: '55U03',
+  invalidTransition: '55U04',
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+  queryCanceled: '57014',
+} as const;
+
+/** The SQLSTATE of a server error, or undefined. */
+export function sqlstate(e: unknown): string | undefined {
+  return e instanceof pg.DatabaseError ? e.code : undefined;
+}
+
+export function reaction(e: unknown): Reaction {
+  const code = sqlstate(e);
+  if (code === undefined)
+    return isSocketError(e) ? 'reconnect' : 'fail';
+  switch (code) {
+    case SQLSTATE.staleFence: return 'drop';
+    case SQLSTATE.versionMismatch: return 'reread';
+    case SQLSTATE.invalidTransition: return 'leave';
+    case SQLSTATE.serializationFailure:
+    case SQLSTATE.deadlockDetected:
+    case SQLSTATE.queryCanceled: return 'retry';
+  }
+  return /^(08|57P0[123])/.test(code) ? 'reconnect' : 'fail';
+}
+
+/** A lost connection without a SQLSTATE: a socket error, or node-postgres's own. */
+function isSocketError(e: unknown): boolean {
+  const err = e as { syscall?: unknown; message?: unknown } | null;
+  return typeof err?.syscall === 'string' ||
+    /connection|terminated/i.test(String(err?.message ?? ''));
+}
+
+/**
+ * The error class durable_fail records for an error thrown by a handler or
+ * a step's call: the error's own `errorClass` when it has one; else durable's
+ * codes that mean a bug in the call (55U03, class 22, 42, 54) are permanent,
+ * and everything else transient.
+ */
+export function errorClassOf(e: unknown): ErrorClass {
+  const own = (e as { errorClass?: unknown } | null)?.errorClass;
+  if (own === 'transient' || own === 'permanent' || own === 'unknown') return own;
+  const code = sqlstate(e) ?? '';
+  return code === SQLSTATE.idempotencyConflict || /^(22|42|54)/.test(code) ? 'permanent' : 'transient';
+}
+
+/** An error a handler throws to choose the error class of its failure. */
+export class TaskError extends Error {
+  constructor(message: string, readonly errorClass: ErrorClass, readonly detail?: unknown) {
+    super(message);
+    this.name = 'TaskError';
+  }
+}
+
+/** The task is no longer ours (55U01, or the heartbeat found it gone). */
+export class TaskLost extends Error { override name = 'TaskLost'; }
+/** Only the recovery table (or a person) may decide now: leave the task. */
+export class LeaveToRecovery extends Error { override name = 'LeaveToRecovery'; }
+/** The task now waits (a sleep, await or join that has not ended): drop it. */
+export class Waiting extends Error { override name = 'Waiting'; }
+/** The worker is stopping: give the task back at this step boundary. */
+export class Stopping extends Error { override name = 'Stopping'; }

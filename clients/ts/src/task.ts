@@ -1,0 +1,265 @@
+/**
+ * A task the worker holds under its fence, as a handler sees it: steps that
+ * run once whoever dies when, and waits.  A handler runs again from the top
+ * after every claim: a committed step returns its stored result, a wait
+ * that has ended returns how it ended, so the code before it costs nothing.
+ */
+import type pg from 'pg';
+import {
+  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
+} from './errors.js';
+import type { Holdings } from './heartbeat.js';
+import { queryRow } from './session.js';
+
+/**
+ * How a step's call may be repeated (no default: the application knows):
+ * pure (recompute freely), idempotent (the remote side honours the key),
+ * queryable (the outcome can be looked up by the key), unsafe (neither).
+ */
+export type StepClass = 'pure' | 'idempotent' | 'queryable' | 'unsafe';
+
+/** Points a test may stop a worker at (see WorkerOptions.onPoint). */
+export type Point =
+  'before_call' | 'after_call' | 'after_receipt' | 'before_wait' | 'after_wait' | 'before_commit' | 'after_commit';
+
+/**
+ * Looks a queryable step's operation up at the remote side by its key: its
+ * result when it happened, null when it did not.
+ */
+export type Lookup = (step: string, key: string, request: unknown) => Promise<unknown>;
+
+/** A child as durable_join reports it. */
+export interface Child {
+  name: string;
+  task_id: string;
+  state: string;
+  result: unknown;
+  error: unknown;
+}
+
+export interface Stats {
+  completed: number;
+  failed: number;
+  stepsRun: number;
+  stepsSkipped: number;
+  lookedUp: number;
+  released: number;
+  lost: number;
+  leftWaiting: number;
+}
+
+/** What a task needs of the worker that holds it. */
+export interface TaskContext {
+  client: pg.Client;
+  holdings: Holdings;
+  queue: string;
+  stats: Stats;
+  stopping: () => boolean;
+  lookup?: Lookup;
+  onPoint: (point: Point, kind?: string) => void;
+  log: (msg: string) => void;
+}
+
+/** A claimed task, as durable_claim returns it. */
+export interface Claimed {
+  task_id: string;
+  fence: string;
+  attempt: number;
+  payload: unknown;
+  checkpoint: unknown;
+}
+
+/** The step's call failed and durable was told: the task is given up. */
+export class StepFailed extends Error { override name = 'StepFailed'; }
+
+const REREADS = 3;
+
+export class Task<Payload = any> {
+  readonly id: string;
+  readonly fence: string;
+  readonly attempt: number;
+  readonly payload: Payload;
+  readonly checkpoint: unknown;
+  /** @internal the application's writes for the transaction that completes the task */
+  readonly commitWrites: Array<(client: pg.Client) => Promise<void>> = [];
+
+  /** @internal */
+  constructor(private readonly ctx: TaskContext, claimed: Claimed) {
+    this.id = claimed.task_id;
+    this.fence = claimed.fence;
+    this.attempt = claimed.attempt;
+    this.payload = claimed.payload as Payload;
+    this.checkpoint = claimed.checkpoint;
+  }
+
+  /**
+   * Run a step once: plan it, commit "started" before the call, call with
+   * the step's idempotency key, record the receipt, commit the result.  A
+   * step committed before returns its stored result without a call.
+   */
+  async step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+    if (this.ctx.stopping()) throw new Stopping();
+    for (let read = 1; ; read++) {
+      try {
+        return await this.tryStep(name, cls, request, call);
+      } catch (e) {
+        if (reaction(e) !== 'reread') throw e;
+        if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
+        this.ctx.log(`step ${name} of task ${this.id} changed under us; reading it again`);
+      }
+    }
+  }
+
+  /** A durable timer: returns once it has elapsed; until then the task waits. */
+  async sleep(name: string, until: string | Date): Promise<void> {
+    const row = await this.wait<{ status: string }>('sleep', name, until instanceof Date
+      ? 'SELECT durable_sleep($1, $2, $3, until => $4::timestamptz) AS status'
+      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [until]);
+    if (row.status === 'sleeping') this.waiting('sleep', name);
+  }
+
+  /** Await an event of the task's queue (or of `queue`): its payload, or timed out. */
+  async await<T = unknown>(name: string, event: string, options: { timeout?: string; queue?: string } = {}):
+  Promise<{ status: 'received'; payload: T } | { status: 'timed_out'; payload: null }> {
+    const row = await this.wait<{ status: string; payload: T }>('await', name,
+      'SELECT status, payload FROM durable_await($1, $2, $3, $4, $5::interval, $6)',
+      [event, options.timeout ?? null, options.queue ?? null]);
+    if (row.status === 'waiting') this.waiting('await', name);
+    return row.status === 'received'
+      ? { status: 'received', payload: row.payload }
+      : { status: 'timed_out', payload: null };
+  }
+
+  /** Enqueue a child task once per name: its task id. */
+  async spawn(name: string, queue: string, payload: unknown = {}): Promise<string> {
+    const row = await this.wait<{ id: string }>('spawn', name,
+      'SELECT durable_spawn($1, $2, $3, $4, $5::jsonb) AS id', [queue, JSON.stringify(payload)]);
+    return row.id;
+  }
+
+  /** Wait until the children named (all when none are) have finished. */
+  async join(name: string, options: { children?: string[]; timeout?: string } = {}):
+  Promise<{ status: 'done' | 'timed_out'; children: Child[] }> {
+    const row = await this.wait<{ status: 'done' | 'timed_out' | 'waiting'; children: Child[] }>('join', name,
+      'SELECT status, children FROM durable_join($1, $2, $3, $4, $5::interval)',
+      [options.children ?? null, options.timeout ?? null]);
+    if (row.status === 'waiting') this.waiting('join', name);
+    return { status: row.status as 'done' | 'timed_out', children: row.children };
+  }
+
+  /** Record an event of the task's queue (or of `queue`): true the first time. */
+  async emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
+    const row = await queryRow<{ emitted: boolean }>(this.ctx.client,
+      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)], this.ctx.log);
+    return row.emitted;
+  }
+
+  /**
+   * The application's own writes, run in the transaction that completes the
+   * task: both land, or neither (a stale fence rolls them back too).
+   */
+  atCommit(write: (client: pg.Client) => Promise<void>): void {
+    this.commitWrites.push(write);
+  }
+
+  /** One durable call for this task, which takes (task_id, fence, ...). */
+  private async call<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R> {
+    if (this.ctx.holdings.isLost(this.id)) throw new TaskLost('the heartbeat found it gone');
+    try {
+      return await queryRow<R>(this.ctx.client, sql, [this.id, this.fence, ...params], this.ctx.log);
+    } catch (e) {
+      if (reaction(e) === 'drop') throw new TaskLost((e as Error).message);
+      if (reaction(e) === 'leave') throw new LeaveToRecovery((e as Error).message);
+      throw e;
+    }
+  }
+
+  private async wait<R extends pg.QueryResultRow>(kind: string, name: string, sql: string, params: unknown[]): Promise<R> {
+    this.ctx.onPoint('before_wait', kind);
+    const row = await this.call<R>(sql, [name, ...params]);
+    this.ctx.log(`${kind} ${name} of task ${this.id}: ${row.status ?? 'spawned'}`);
+    return row;
+  }
+
+  /** The wait has not ended: durable ended the lease, the task is dropped. */
+  private waiting(kind: string, name: string): never {
+    this.ctx.onPoint('after_wait', kind);
+    throw new Waiting(`${kind} ${name}`);
+  }
+
+  private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+    const planned = await this.call<{ state: string; version: number; idempotency_key: string; result: R }>(
+      'SELECT state, version, idempotency_key, result FROM durable_step($1, $2, $3, $4, $5)',
+      [name, cls, JSON.stringify(request)]);
+    let { state, version } = planned;
+    const key = planned.idempotency_key;
+    if (state === 'committed' || state === 'compensated') {
+      this.ctx.stats.stepsSkipped++;
+      return planned.result; // done before, by us or by a worker that died
+    }
+    let found: unknown = null;
+    if (state === 'planned') {
+      // "started" is committed before the call: a crash after the call
+      // leaves a step that recovery knows may have taken effect
+      ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
+    } else if (cls === 'queryable' && this.ctx.lookup) {
+      // started or unknown: a call under this key may have happened (a
+      // worker meets this on a task it still holds, e.g. after its commit
+      // failed); never resend blindly, ask the remote side
+      found = (await this.ctx.lookup(name, key, request)) ?? null;
+      if (found === null) { // it did not happen: planned again, run it
+        await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, '{"lookup": null}')`, [name]);
+        return this.tryStep(name, cls, request, call);
+      }
+    } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
+      throw new LeaveToRecovery(`step ${name} is ${state} and cannot be resent`);
+    } // pure and idempotent: resending under the same key is safe
+    let result: R;
+    if (found !== null) {
+      result = found as R;
+    } else {
+      this.ctx.onPoint('before_call', cls);
+      try {
+        result = await call(key);
+      } catch (e) {
+        throw await this.callFailed(name, cls, version, e);
+      }
+      this.ctx.onPoint('after_call', cls);
+    }
+    if (cls !== 'pure') {
+      // evidence: had the worker died before the commit, recovery would
+      // complete the step instead of resending it or asking a person
+      ({ state } = await this.call<{ state: string }>(
+        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', NULL, $4) AS state`,
+        [name, JSON.stringify(result ?? null)]));
+      version += 1; // a receipt is a change of the step
+      this.ctx.onPoint('after_receipt', cls);
+    }
+    if (state !== 'committed') { // a receipt for an unknown step commits it
+      await this.call('SELECT durable_commit($1, $2, $3, step => $4, expected_version => $5)',
+        [JSON.stringify(result ?? null), name, version]);
+    }
+    this.ctx.stats.stepsRun++;
+    await this.call('SELECT durable_heartbeat($1, $2, $3)', [`${name} done`]);
+    return result;
+  }
+
+  /**
+   * The call threw.  With an error class of its own, the step's attempt
+   * fails with it (durable_fail ... step); else a retry-safe step's attempt
+   * failed transiently, and for a queryable or unsafe one nobody knows
+   * whether it took effect: the step is unknown, for a look-up or a person.
+   */
+  private async callFailed(name: string, cls: StepClass, version: number, e: unknown): Promise<Error> {
+    const own = (e as { errorClass?: ErrorClass } | null)?.errorClass;
+    const message = e instanceof Error ? e.message : String(e);
+    if (own === undefined && (cls === 'queryable' || cls === 'unsafe')) {
+      await this.call('SELECT durable_step_unknown($1, $2, $3, $4, $5)', [name, version, message]);
+      return new LeaveToRecovery(`step ${name}: ${message}; its outcome is unknown`);
+    }
+    const { action } = await this.call<{ action: string }>(
+      'SELECT durable_fail($1, $2, $3, $4::jsonb, NULL, $5) AS action',
+      [own ?? errorClassOf(e), JSON.stringify({ error: message }), name]);
+    return new StepFailed(`step ${name}: ${message}; ${action}`);
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * The queue loop: claim a batch, run the handler for each task, complete it
+ * with what the handler returns; keep the leases alive; look up queryable
+ * steps a crash left unknown; reconnect with backoff after a lost
+ * connection; on SIGTERM finish the step in hand and give back every task
+ * still held (durable_release: ready at once, its attempt not used).
+ */
+import type pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
+} from './errors.js';
+import { Heartbeat, Holdings } from './heartbeat.js';
+import { connect, queryRow, retrying, transaction } from './session.js';
+import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } from './task.js';
+
+/** durable's NOTIFY channel (src/core/core.h, DURABLE_READY_CHANNEL). */
+const READY_CHANNEL = 'durable_ready';
+
+export interface WorkerOptions {
+  /** node-postgres connection string of the database durable is in */
+  connectionString: string;
+  queue: string;
+  /** the worker's name: the tasks' owner, and the connections' application_name */
+  name: string;
+  /** lease in seconds; by default the queue's own */
+  lease?: number;
+  /**
+   * where the heartbeat connects (connectionString): behind a pooler, an
+   * alias of the database with a pool of its own, so that claims never
+   * starve the beats (docs/poolers.md)
+   */
+  heartbeatConnectionString?: string;
+  /** tasks claimed at once (10) */
+  batch?: number;
+  /**
+   * Behind a transaction-mode pooler (PgBouncer pool_mode = transaction): no
+   * LISTEN, which needs a session of its own; the worker polls.
+   */
+  pooled?: boolean;
+  /** how often an idle worker polls, in milliseconds (250) */
+  pollMs?: number;
+  /** run() returns after this many seconds with nothing to do (never) */
+  idleExit?: number;
+  /** looks queryable steps up; without it the worker is no reconcile handler */
+  lookup?: Lookup;
+  /** called at each point of a step or wait: a test's fault injection */
+  onPoint?: (point: Point, kind?: string) => void;
+  /** where the worker says what it does (standard error) */
+  log?: (msg: string) => void;
+  /** stop on SIGTERM and SIGINT (true) */
+  handleSignals?: boolean;
+}
+
+/** A handler: what it returns (JSON) is the task's result. */
+export type Handler<Payload = any> = (task: Task<Payload>) => Promise<unknown>;
+
+export class Worker {
+  readonly stats: Stats = {
+    completed: 0, failed: 0, stepsRun: 0, stepsSkipped: 0, lookedUp: 0, released: 0, lost: 0, leftWaiting: 0,
+  };
+  private readonly holdings = new Holdings();
+  private readonly log: (msg: string) => void;
+  private readonly lease: string | null;
+  private stopping = false;
+  private woken = false;
+  private wake: (() => void) | null = null;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.log = options.log ?? ((msg) => console.error(`${new Date().toISOString()} [${options.name}] ${msg}`));
+    this.lease = options.lease === undefined ? null : `${options.lease} seconds`;
+  }
+
+  /** Stop at the next step boundary, give back what is held, return from run(). */
+  stop(): void {
+    this.stopping = true;
+    this.wake?.();
+  }
+
+  /** Work the queue until stop(), a signal, or idleExit. */
+  async run<Payload = any>(handler: Handler<Payload>): Promise<void> {
+    const onSignal = () => this.stop();
+    if (this.options.handleSignals ?? true) {
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    }
+    const heartbeat = new Heartbeat(this.holdings,
+      this.options.heartbeatConnectionString ?? this.options.connectionString,
+      `${this.options.name} heartbeat`, this.log);
+    heartbeat.start();
+    if (this.options.pooled)
+      this.log(`pooled: no LISTEN behind a transaction-mode pooler; polling every ${this.pollMs} ms`);
+    try {
+      await this.connected(handler);
+    } finally {
+      await heartbeat.stop();
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
+  }
+
+  private get pollMs(): number {
+    return this.options.pollMs ?? 250;
+  }
+
+  /** The loop on a connection, again on a new one after a lost one. */
+  private async connected(handler: Handler<any>): Promise<void> {
+    for (let backoff = 1; ;) {
+      let client: pg.Client | null = null;
+      try {
+        client = await connect(this.options.connectionString, this.options.name);
+        await this.giveBack(client, 'reconnected'); // what a lost connection left held
+        if (!this.options.pooled) await this.listen(client);
+        backoff = 1;
+        await this.loop(client, handler);
+        await this.giveBack(client, 'shutdown');
+        return;
+      } catch (e) {
+        if (reaction(e) !== 'reconnect') throw e;
+        if (this.stopping) return; // the leases run out; recovery takes over
+        this.log(`connection lost (${(e as Error).message}); reconnecting in ${backoff} s`);
+        this.woken = false;
+        await this.pause(backoff * 1000); // SIGTERM ends it: reconnect, give back, return
+        backoff = Math.min(backoff * 2, 30);
+      } finally {
+        await client?.end().catch(() => {});
+      }
+    }
+  }
+
+  /** Wake early when a task of the queue becomes ready (queues with notify). */
+  private async listen(client: pg.Client): Promise<void> {
+    client.on('notification', (n) => {
+      if (n.channel !== READY_CHANNEL || n.payload !== this.options.queue) return;
+      this.woken = true;
+      this.wake?.();
+    });
+    await client.query(`LISTEN ${READY_CHANNEL}`);
+  }
+
+  private async loop(client: pg.Client, handler: Handler<any>): Promise<void> {
+    const { queue, name, batch = 10, idleExit = -1 } = this.options;
+    let idleSince = Date.now();
+    while (!this.stopping) {
+      this.woken = false;
+      // one short transaction; the lease's length as the claim computed it
+      const { rows: tasks } = await retrying(() => client.query<Claimed & { lease_ms: number }>(
+        `SELECT task_id, fence, attempt, payload, checkpoint,
+                (extract(epoch FROM lease_until - now()) * 1000)::float8 AS lease_ms
+         FROM durable_claim($1, $2, $3::interval, $4)`, [queue, name, this.lease, batch]), this.log);
+      if (tasks.length === 0 && !(await this.reconcile(client))) {
+        if (idleExit >= 0 && Date.now() - idleSince > idleExit * 1000) return;
+        await this.pause(this.pollMs);
+        continue;
+      }
+      idleSince = Date.now();
+      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms);
+      for (const t of tasks) {
+        if (this.stopping) break; // the rest are given back at once, unstarted
+        await this.runTask(client, handler, t);
+      }
+    }
+  }
+
+  /** Sleep ms, or until a notification for the queue or stop(). */
+  private async pause(ms: number): Promise<void> {
+    if (this.woken || this.stopping) return;
+    const ac = new AbortController();
+    this.wake = () => ac.abort();
+    await sleep(ms, undefined, { signal: ac.signal }).catch(() => {});
+    this.wake = null;
+  }
+
+  private async runTask(client: pg.Client, handler: Handler<any>, claimed: Claimed): Promise<void> {
+    const task = new Task(this.context(client), claimed);
+    try {
+      const result = await handler(task);
+      this.options.onPoint?.('before_commit');
+      await transaction(client, async (tx) => {
+        for (const write of task.commitWrites) await write(tx);
+        await tx.query('SELECT durable_commit($1, $2, $3)', [task.id, task.fence, JSON.stringify(result ?? null)]);
+      }, this.log);
+      this.stats.completed++;
+      this.options.onPoint?.('after_commit');
+    } catch (e) {
+      if (e instanceof Stopping) return; // still held: given back at the step boundary
+      await this.settle(client, task, e);
+    }
+    this.holdings.drop(task.id);
+  }
+
+  /** What the loop does when a task's handler ends in an error. */
+  private async settle(client: pg.Client, task: Task, e: unknown): Promise<void> {
+    const message = e instanceof Error ? e.message : String(e);
+    if (e instanceof Waiting) {
+      this.stats.leftWaiting++; // the wait ended the lease
+    } else if (e instanceof TaskLost || reaction(e) === 'drop') {
+      this.stats.lost++;
+      this.log(`task ${task.id} lost: ${message}`);
+    } else if (e instanceof LeaveToRecovery || reaction(e) === 'leave') {
+      this.log(`task ${task.id} left to recovery: ${message}`);
+    } else if (e instanceof StepFailed) {
+      this.stats.failed++;
+      this.log(`task ${task.id} failed: ${message}`);
+    } else if (reaction(e) === 'reconnect') {
+      throw e; // still held: given back after the reconnect
+    } else {
+      const errorClass = errorClassOf(e);
+      try {
+        const { action } = await queryRow<{ action: string }>(client,
+          'SELECT durable_fail($1, $2, $3, $4::jsonb) AS action',
+          [task.id, task.fence, errorClass, JSON.stringify({ error: message })], this.log);
+        this.stats.failed++;
+        this.log(`task ${task.id} failed (${errorClass}): ${message}; ${action}`);
+      } catch (f) {
+        if (reaction(f) === 'reconnect') throw f;
+        // not ours any more, or a step in doubt: the recovery table judges it
+        this.log(`task ${task.id} left to recovery: ${message}; ${(f as Error).message}`);
+      }
+    }
+  }
+
+  /** Release every task still held: ready again now, its attempt unused. */
+  private async giveBack(client: pg.Client, reason: string): Promise<void> {
+    for (const [id, { fence }] of [...this.holdings.held]) {
+      try {
+        await queryRow(client, 'SELECT durable_release($1, $2, $3)', [id, fence, reason], this.log);
+        this.stats.released++;
+        this.log(`gave task ${id} back (${reason})`);
+      } catch (e) {
+        const r = reaction(e);
+        if (r !== 'drop' && r !== 'leave') throw e;
+        this.log(`task ${id} stays with recovery: ${(e as Error).message}`);
+      }
+      this.holdings.drop(id);
+    }
+  }
+
+  /** As a reconcile handler: look up the queryable steps a crash left unknown. */
+  private async reconcile(client: pg.Client): Promise<boolean> {
+    const { lookup } = this.options;
+    if (!lookup) return false;
+    const { rows } = await retrying(() => client.query<{
+      task_id: string; fence: string; step: string; idempotency_key: string; request: unknown;
+    }>('SELECT task_id, fence, step, idempotency_key, request FROM durable_claim_reconcile($1, $2, $3::interval)',
+      [this.options.queue, this.options.name, this.lease]), this.log);
+    for (const r of rows) {
+      const found = (await lookup(r.step, r.idempotency_key, r.request)) ?? null;
+      try {
+        await queryRow(client, 'SELECT durable_record_receipt($1, $2, $3, $4, NULL, $5)',
+          [r.task_id, r.fence, r.step, found === null ? 'not_executed' : 'succeeded',
+            JSON.stringify({ lookup: found })], this.log);
+        this.stats.lookedUp++;
+      } catch (e) {
+        if (reaction(e) !== 'drop') throw e;
+      }
+    }
+    return rows.length > 0;
+  }
+
+  private context(client: pg.Client) {
+    return {
+      client,
+      holdings: this.holdings,
+      queue: this.options.queue,
+      stats: this.stats,
+      stopping: () => this.stopping,
+      lookup: this.options.lookup,
+      onPoint: this.options.onPoint ?? (() => {}),
+      log: this.log,
+    };
+  }
+}

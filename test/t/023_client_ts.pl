@@ -1,0 +1,510 @@
+# The TypeScript client library (clients/ts, npm package pgdurable) as a
+# user gets it: packed with npm pack from a copy of clients/ts, installed
+# from that tarball into a fresh project of its own, its declarations
+# checked by tsc from the user's side (a typed consumer passes, one that
+# names a step class that does not exist fails), and the example worker
+# (examples/ts/worker.js) run from that project against a real server and
+# the stand-in service of examples/service.sql, which counts effects:
+#
+# 1. workers kill themselves with SIGKILL in the middle of a step, for every
+#    class (DURABLE_CRASH_AT), then a fresh worker finishes what recovery
+#    allows: every effect once, an unsafe call nobody can confirm in review;
+# 2. SIGTERM in the middle of a step: the step in hand finished, every task
+#    held given back at once (durable_release), no attempt used;
+# 3. the server closes the worker's connections (pg_terminate_backend): it
+#    reconnects and finishes everything, nothing twice;
+# 4. a workflow that sleeps, awaits an event and fans out to children, its
+#    first worker killed right after the await began;
+# 5. the SQLSTATE table: 55U01 (durable_expire_lease on a task the worker
+#    holds: it drops the task, and finishes it when it comes back), 57014
+#    (pg_cancel_backend of a statement blocked on a lock) and 40P01 (a
+#    deadlock the worker's statement loses): run again, nothing lost;
+# 6. a user's own test: a worker SIGKILLed mid-step under the queue's lease
+#    of an hour (no --lease: not 30 s) comes back at once through
+#    durable_expire_lease, and a second worker, behind a "pooler" (--pooled:
+#    no LISTEN, said once), finishes it, every effect once;
+# 7. in session mode an idle worker is woken by durable_ready (LISTEN).
+#
+# npm needs the registry for pg's metadata (the cache is the test's own;
+# the TypeScript compiler is the one tools/test installed in clients/ts).
+use strict;
+use warnings;
+use Cwd qw(getcwd);
+use File::Copy qw(copy);
+use File::Path qw(make_path);
+use IPC::Run;
+use JSON::PP;
+use Time::HiRes qw(time usleep);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use DurableNode;
+
+my $tree = getcwd();
+my $tsc = "$tree/clients/ts/node_modules/typescript/bin/tsc";
+if (!-f $tsc)
+{
+	fail('clients/ts/node_modules is missing: run npm ci in clients/ts (tools/test does)');
+	done_testing();
+	exit;
+}
+
+# ---- the package, as a registry would take it, and a project that installs it ----
+
+my $tmp = PostgreSQL::Test::Utils::tempdir('client_ts');
+# npm's cache and home are the test's: the server user's HOME may be unwritable
+local $ENV{HOME} = $tmp;
+local $ENV{npm_config_cache} = "$tmp/npm-cache";
+local $ENV{npm_config_update_notifier} = 'false';
+local $ENV{npm_config_fund} = 'false';
+local $ENV{npm_config_audit} = 'false';
+
+sub npm
+{
+	my ($dir, @args) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ 'npm', @args ], '>', \$out, '2>', \$err, init => sub { chdir $dir });
+	return ($ok, $out, $err);
+}
+
+my $pkg = "$tmp/pgdurable";
+make_path("$pkg/src");
+copy("clients/ts/$_", "$pkg/$_") or die "copy $_: $!"
+  for qw(package.json package-lock.json tsconfig.json README.md);
+copy($_, "$pkg/src/") or die "copy $_: $!" for glob('clients/ts/src/*.ts');
+symlink("$tree/clients/ts/node_modules", "$pkg/node_modules") or die "symlink: $!";
+my ($ok, $out, $err) = npm($pkg, 'pack', '--pack-destination', $tmp);
+ok($ok, 'npm pack builds the package (prepare compiles it with tsc)') or diag($err);
+my ($tarball) = $out =~ /^(pgdurable-[\d.]+\.tgz)$/m;
+my $version = decode_json(slurp_file('clients/ts/package.json'))->{version};
+is($tarball, "pgdurable-$version.tgz", "... into $tarball");
+my $listing = `tar -tzf '$tmp/$tarball'`;
+like($listing, qr{^package/dist/index\.js$}m, '... with the compiled JavaScript');
+like($listing, qr{^package/dist/index\.d\.ts$}m, '... and its declarations');
+unlike($listing, qr{^package/(src|node_modules)/}m, '... and neither sources nor modules');
+
+my $app = "$tmp/app";
+make_path($app);
+append_to_file("$app/package.json", encode_json({
+	name => 'durable-user', version => '1.0.0', private => JSON::PP::true, type => 'module',
+	dependencies => { pgdurable => "file:../$tarball", pg => '^8.13.0' } }));
+($ok, $out, $err) = npm($app, 'install', '--prefer-offline', '--loglevel=error');
+ok($ok, 'a fresh project installs the tarball') or diag($err);
+ok(-f "$app/node_modules/pgdurable/dist/worker.d.ts" && !-l "$app/node_modules/pgdurable",
+	'... as a copy of the package, declarations included');
+
+# the example worker, run from the project that installed the package
+copy('examples/ts/worker.js', "$app/worker.js") or die "copy worker.js: $!";
+
+# the declarations, checked from the user's side: a typed consumer, and the
+# example's JSDoc types (// @ts-check)
+append_to_file("$app/tsconfig.json", encode_json({
+	compilerOptions => { strict => JSON::PP::true, noEmit => JSON::PP::true, module => 'nodenext',
+		moduleResolution => 'nodenext', target => 'es2022', skipLibCheck => JSON::PP::false,
+		allowJs => JSON::PP::true, checkJs => JSON::PP::true },
+	files => [ 'consumer.ts', 'worker.js' ] }));
+my $consumer = <<'TS';
+import { Worker, TaskError, reaction, SQLSTATE, type Task, type StepClass } from 'pgdurable';
+
+interface Order { id: number; amount: number }
+const cls: StepClass = 'idempotent';
+const worker = new Worker({ connectionString: 'postgres:///app', queue: 'orders', name: 'ts-1', pooled: true,
+  lookup: async (step: string, key: string) => (step === 'charge' ? { id: key } : null) });
+await worker.run(async (task: Task<Order>) => {
+  const reserved: { ok: boolean } = await task.step('reserve', cls, { order: task.payload.id }, async () => ({ ok: true }));
+  const paid = await task.await<{ amount: number }>('paid', `payment:${task.payload.id}`, { timeout: '3 days' });
+  if (paid.status === 'timed_out') throw new TaskError('never paid', 'permanent');
+  const child: string = await task.spawn('label', 'labels', { order: task.payload.id });
+  const { children } = await task.join('labels', { children: ['label'] });
+  await task.sleep('cool-off', '1 hour');
+  task.atCommit(async (client) => { await client.query('SELECT 1'); });
+  return { reserved: reserved.ok, paid: paid.payload.amount, child, states: children.map((c) => c.state) };
+});
+const n: number = worker.stats.completed + worker.stats.lookedUp;
+console.log(n, reaction(new Error('x')) === 'fail', SQLSTATE.staleFence);
+TS
+append_to_file("$app/consumer.ts", $consumer);
+my ($tsc_out, $tsc_err) = ('', '');
+ok(IPC::Run::run([ 'node', $tsc, '-p', $app ], '>', \$tsc_out, '2>', \$tsc_err),
+	'tsc checks a typed consumer and the example worker against the installed declarations') or diag($tsc_out . $tsc_err);
+(my $wrong = $consumer) =~ s/'idempotent'/'maybe'/;
+unlink("$app/consumer.ts");
+append_to_file("$app/consumer.ts", $wrong);
+ok(!IPC::Run::run([ 'node', $tsc, '-p', $app ], '>', \$tsc_out, '2>', \$tsc_err)
+	  && $tsc_out =~ /"maybe".*StepClass/,
+	'... and refuses a step class that does not exist') or diag($tsc_out . $tsc_err);
+unlink("$app/consumer.ts");
+
+# ---- the worker against a real server ----
+
+my $node = DurableNode::new_node('client_ts',
+	"durable.reconcile_interval = '100ms'", "max_connections = 100");
+$node->safe_psql('postgres', 'CREATE DATABASE service');
+$node->safe_psql('service', slurp_file('examples/service.sql'));
+my $user = $node->safe_psql('postgres', 'SELECT current_user');
+my ($host, $port) = ($node->host, $node->port);
+my $db = "postgresql://$user\@localhost:$port/postgres?host=$host";
+my $service = "postgresql://$user\@localhost:$port/service?host=$host";
+
+my $steps = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
+  . '["charge", "queryable"], ["email", "unsafe"]]}';
+# a connection can drop anywhere: no unsafe step, whose loss would need a person
+my $retry_safe = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
+  . '["charge", "queryable"]]}';
+
+sub start_worker
+{
+	my ($queue, $name, $env, @args) = @_;
+	my %run = (out => '', err => '');
+	local %ENV = (%ENV, %$env);
+	$run{h} = IPC::Run::start(
+		[ 'node', "$app/worker.js", '--db', $db, '--service', $service,
+		  '--queue', $queue, '--name', $name, @args ],
+		'>', \$run{out}, '2>', \$run{err});
+	return \%run;
+}
+
+sub run_worker
+{
+	my $run = start_worker(@_);
+	$run->{h}->finish;
+	return $run;
+}
+
+sub tasks_of
+{
+	my ($queue, $what) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT $what FROM durable.tasks t WHERE t.queue_name = '$queue'");
+}
+
+sub effects_of
+{
+	my ($queue) = @_;
+	my $keys = join(',', map { "'$_'" } split /\n/, $node->safe_psql('postgres',
+		"SELECT s.idempotency_key FROM durable.steps s JOIN durable.tasks t"
+		  . " USING (partition_key, task_id) WHERE t.queue_name = '$queue'"));
+	return $node->safe_psql('service',
+		"SELECT count(*) || ' ' || count(DISTINCT key) FROM effects WHERE key IN ($keys)");
+}
+
+sub steps_of
+{
+	my ($queue, $what, $where) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT $what FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)"
+		  . " WHERE t.queue_name = '$queue'" . ($where ? " AND $where" : ''));
+}
+
+# 1. killed in the middle of a step, at each class's worst moment
+my $queue = 'crash';
+my $tasks = 10;
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, $tasks);
+});
+my @points = qw(after_call:idempotent after_call:pure after_call:queryable
+  after_receipt:unsafe after_call:unsafe);
+my @doomed = map {
+	run_worker($queue, "doomed-$_", { DURABLE_CRASH_AT => $_ }, '--batch', '2', '--idle-exit', '0')
+} @points;
+is(join(' ', map { $_->{h}->full_result(0) & 127 } @doomed), join(' ', (9) x @points),
+	"a worker killed itself with SIGKILL at each of @points")
+  or diag(join("\n", map { $_->{err} } @doomed));
+my $finisher = run_worker($queue, 'finisher', {}, '--idle-exit', '4');
+is($finisher->{h}->full_result(0), 0, 'the finisher stopped by itself') or diag($finisher->{err});
+like($finisher->{err}, qr/looked_up [1-9]/,
+	'the finisher looked the queryable step up as a reconcile handler');
+is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed') || ' ' ||"
+		. " count(*) FILTER (WHERE state = 'needs_review')"),
+	($tasks - 1) . ' 1',
+	'every task completed but the one whose unsafe call nobody can confirm');
+is(steps_of($queue, "string_agg(s.step || ' ' || s.state, ', ')",
+		"t.state = 'needs_review' AND s.state <> 'committed'"), 'email unknown',
+	'it waits in review for its e-mail step only');
+is(steps_of($queue, "string_agg(DISTINCT s.step, ' ' ORDER BY s.step)", 's.attempt > 1'),
+	'price reserve', 'the idempotent and pure steps killed after their call were run again');
+is(steps_of($queue, 'count(*)',
+		"s.step = 'charge' AND s.receipt = 'succeeded' AND s.evidence ? 'lookup' AND s.attempt = 1"),
+	'1', 'the charge killed after its call was looked up, not resent');
+is(effects_of($queue), (3 * $tasks) . ' ' . (3 * $tasks),
+	'every idempotent, queryable and unsafe step took effect exactly once');
+
+# 2. SIGTERM in the middle of a step: the held tasks come back at once
+$queue = 'term';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '30 s');
+	SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, 4);
+});
+my $term = start_worker($queue, 'term', { DURABLE_CALL_MS => 400 }, '--batch', '4');
+$node->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND s.state = 'started'}) or die 'no step started';
+# held still while its steps are counted (the committed ones and the one in
+# hand), so that the count is the one SIGTERM meets however slow the machine
+$term->{h}->signal('STOP');
+my $in_hand = "SELECT count(*) FILTER (WHERE s.state IN ('committed', 'started')) FROM durable.steps s"
+  . " JOIN durable.tasks t USING (partition_key, task_id) WHERE t.queue_name = '$queue'";
+my ($committed_before, $again) = ($node->safe_psql('postgres', $in_hand), -1);
+while ($again ne $committed_before)
+{
+	usleep(200_000);
+	($again, $committed_before) = ($committed_before, $node->safe_psql('postgres', $in_hand));
+}
+my $signalled = time;
+$term->{h}->signal('TERM');
+$term->{h}->signal('CONT');
+$term->{h}->finish;
+my $took = time - $signalled;
+is($term->{h}->full_result(0), 0, 'SIGTERM: the worker stopped cleanly') or diag($term->{err});
+ok($took < 5, sprintf('... within %.1f s, not its 30 s lease', $took));
+is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running') || ' ' ||"
+		. " count(*) FILTER (WHERE state = 'ready' AND attempt = 0)"), '0 4',
+	'every task it held is ready again with its attempt given back');
+is(steps_of($queue, 'count(*)', "s.state = 'committed'"), $committed_before,
+	'the step in hand was finished first, and no other');
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND e.kind = 'released' AND e.detail->>'reason' = 'shutdown'}),
+	'4', "four 'released' events say why");
+run_worker($queue, 'term-finisher', {}, '--idle-exit', '1');
+is(tasks_of($queue, "string_agg(DISTINCT state || ' attempt ' || attempt, ', ')"),
+	'completed attempt 1', 'claimed again at once, each completed at its first attempt');
+is(effects_of($queue), '12 12', 'and every effect happened once');
+
+# 3. the server closes the worker's connections mid-run
+$queue = 'reconnect';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 10);
+});
+my $rec = start_worker($queue, 'reconnect', { DURABLE_CALL_MS => 20 },
+	'--batch', '3', '--idle-exit', '3');
+$node->poll_query_until('postgres', qq{
+	SELECT count(*) >= 3 FROM durable.tasks WHERE queue_name = '$queue' AND state = 'completed'})
+  or die 'nothing completed';
+$node->safe_psql('postgres', q{
+	SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	WHERE application_name LIKE 'reconnect%'});
+$rec->{h}->finish;
+is($rec->{h}->full_result(0), 0, 'after a lost connection the worker went on') or diag($rec->{err});
+like($rec->{err}, qr/reconnecting/, '... saying it reconnected');
+is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed')"), '10', '... and finished every task')
+  or diag($rec->{err});
+is(effects_of($queue), '20 20', '... with every effect once');
+
+# 4. a workflow that waits: charge, await the payment webhook, fan out two
+# labels to children, join them, sleep, e-mail; the first worker is killed
+# right after its await began
+$queue = 'wait';
+my $labels = 'labels';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '2 s', retry_base => 1, retry_cap => 1);
+	SELECT durable_create_queue('$labels', lease => '2 s', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', jsonb_build_object('steps', jsonb_build_array(
+		jsonb_build_array('charge', 'idempotent'),
+		jsonb_build_array('paid', 'await', 'pay:' || n, '1 hour'),
+		jsonb_build_array('labels', 'spawn', '$labels', '2'),
+		jsonb_build_array('labels', 'join'),
+		jsonb_build_array('nap', 'sleep', '1 second'),
+		jsonb_build_array('email', 'idempotent')))))
+	FROM generate_series(1, 3) n;
+});
+my $doomed = run_worker($queue, 'wait-doomed', { DURABLE_CRASH_AT => 'after_wait:await' },
+	'--batch', '1', '--idle-exit', '0');
+is($doomed->{h}->full_result(0) & 127, 9, 'a worker killed itself right after its await began')
+  or diag($doomed->{err});
+my $waiter = run_worker($queue, 'waiter', {}, '--idle-exit', '1');
+like($waiter->{err}, qr/left_waiting [1-9]/, 'the others left their tasks waiting');
+$node->safe_psql('postgres',
+	"SELECT count(durable_emit('$queue', 'pay:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n");
+for my $round (1 .. 20)
+{
+	last if tasks_of($queue, "count(*) FILTER (WHERE state <> 'completed')") eq '0';
+	run_worker($labels, 'printer', {}, '--idle-exit', '0');
+	run_worker($queue, "waiter-$round", {}, '--idle-exit', '1');
+}
+is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
+	'every workflow that waits completed');
+is(tasks_of($labels, "count(*) FILTER (WHERE state = 'completed')"), '6', 'two labels each, spawned once');
+is(effects_of($queue) . ' / ' . effects_of($labels), '6 6 / 6 6',
+	'a charge and an e-mail each, a print per label, every one once');
+
+# 5. the SQLSTATE table against a real server.  The worker is held in the
+# middle of its first step deterministically: its service call waits for a
+# lock of the service's effects table that a session of the test holds.
+sub hold_effects
+{
+	my $holder = $node->background_psql('service');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('LOCK TABLE effects IN SHARE ROW EXCLUSIVE MODE');
+	return $holder;
+}
+
+sub waits_on_lock
+{
+	my ($db, $name) = @_;
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		WHERE datname = '$db' AND application_name = '$name' AND wait_event_type = 'Lock'})
+	  or die "$name does not wait on a lock in $db";
+}
+
+# 55U01: an operator ends the lease of a task the worker holds
+$queue = 'fenced';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+my $effects_lock = hold_effects();
+my $fenced = start_worker($queue, 'fenced', {}, '--idle-exit', '3');
+waits_on_lock('service', 'fenced');
+is($node->safe_psql('postgres',
+		"SELECT durable_expire_lease(task_id, 'a hung worker') FROM durable.tasks WHERE queue_name = '$queue'"),
+	'retry_same_activity', 'durable_expire_lease on a task the worker holds: its step in doubt is retried');
+$effects_lock->query_safe('COMMIT');
+$fenced->{h}->finish;
+is($fenced->{h}->full_result(0), 0, 'the worker went on') or diag($fenced->{err});
+like($fenced->{err}, qr/task \d+ lost: fencing token \d+ is stale/,
+	'... its receipt under the old fence refused with 55U01: it dropped the task');
+is(tasks_of($queue, "state || ' attempt ' || attempt"), 'completed attempt 2',
+	'... and finished it when it came back');
+is(effects_of($queue), '2 2', '... the step it was in resent under its key, every effect once');
+
+# 57014: a statement cancelled (pg_cancel_backend) runs again
+$queue = 'cancelled';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+$effects_lock = hold_effects();
+my $cancelled = start_worker($queue, 'cancelled', {}, '--idle-exit', '1');
+waits_on_lock('service', 'cancelled');
+# its receipt will wait for the task's row
+my $task_lock = $node->background_psql('postgres');
+$task_lock->query_safe('BEGIN');
+$task_lock->query_safe("SELECT 1 FROM durable.live_tasks WHERE queue_name = '$queue' FOR UPDATE");
+$effects_lock->query_safe('COMMIT');
+waits_on_lock('postgres', 'cancelled');
+$node->safe_psql('postgres', q{
+	SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE datname = 'postgres' AND application_name = 'cancelled'});
+waits_on_lock('postgres', 'cancelled');
+$task_lock->query_safe('COMMIT');
+$cancelled->{h}->finish;
+is($cancelled->{h}->full_result(0), 0, 'a worker whose statement was cancelled went on')
+  or diag($cancelled->{err});
+like($cancelled->{err}, qr/canceling statement due to user request \(57014\); retrying/,
+	'... running it again (57014)');
+is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
+is(effects_of($queue), '2 2', '... every effect once');
+$task_lock->quit;
+$effects_lock->quit;
+
+# 40P01: the worker's receipt (which locks the task's row, then the step's)
+# deadlocks with a session that locks them the other way round; that
+# session's deadlock_timeout is long, so the worker's backend is the one
+# that finds the deadlock, and its statement the one rolled back
+$queue = 'deadlocked';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+$effects_lock = hold_effects();
+my $deadlocked = start_worker($queue, 'deadlocked', {}, '--idle-exit', '1');
+waits_on_lock('service', 'deadlocked');
+my $other_way = $node->background_psql('postgres');
+$other_way->query_safe('BEGIN');
+$other_way->query_safe("SET LOCAL deadlock_timeout = '1h'");
+my $other_pid = $other_way->query_safe('SELECT pg_backend_pid()');
+$other_way->query_safe(qq{
+	SELECT 1 FROM durable.live_steps s JOIN durable.live_tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND s.step = 'reserve' FOR UPDATE OF s});
+$effects_lock->query_safe('COMMIT');
+waits_on_lock('postgres', 'deadlocked');
+$other_way->query_until(qr/locking the task/, qq{\\echo locking the task
+	SELECT 1 FROM durable.live_tasks WHERE queue_name = '$queue' FOR UPDATE;
+});
+# the worker lost the deadlock, and waits again, now for the task's row,
+# which the session holds without waiting
+$node->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE datname = 'postgres' AND application_name = 'deadlocked' AND wait_event_type = 'Lock'
+	  AND (SELECT wait_event_type FROM pg_stat_activity WHERE pid = $other_pid) IS DISTINCT FROM 'Lock'})
+  or die 'the worker did not wait again';
+$other_way->query_safe('COMMIT');
+$deadlocked->{h}->finish;
+is($deadlocked->{h}->full_result(0), 0, 'a worker whose statement lost a deadlock went on')
+  or diag($deadlocked->{err});
+like($deadlocked->{err}, qr/deadlock detected \(40P01\); retrying/, '... running it again (40P01)');
+is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
+is(effects_of($queue), '2 2', '... every effect once');
+$other_way->quit;
+$effects_lock->quit;
+
+# 6. a user's own test of a worker: it dies in the middle of a step under
+# the queue's lease of an hour, and the task comes back at once through
+# durable_expire_lease, for a second worker behind a pooler
+$queue = 'own';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 3);
+});
+$doomed = run_worker($queue, 'own-doomed', { DURABLE_CRASH_AT => 'after_call:idempotent' },
+	'--batch', '1', '--idle-exit', '0');
+is($doomed->{h}->full_result(0) & 127, 9, 'a worker died with SIGKILL right after a call')
+  or diag($doomed->{err});
+is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running' AND lease_until > now() + interval '59 minutes')"),
+	'1', "... holding its task under the queue's lease of an hour (no --lease: not 30 s)");
+is($node->safe_psql('postgres', qq{
+	SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
+	WHERE queue_name = '$queue' AND state = 'running'}),
+	'retry_same_activity', 'durable_expire_lease settles it at once');
+is($node->safe_psql('postgres', qq{
+	SELECT e.actor || ' ' || (e.detail->>'reason') || ' ' || (e.detail->>'expired_by')
+	FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
+	WHERE t.queue_name = '$queue' AND e.kind = 'lease_expired'}),
+	"$user test $user", "... with a 'lease_expired' event naming the caller and the reason");
+my $second = run_worker($queue, 'own-second', {}, '--pooled', '--idle-exit', '3');
+is($second->{h}->full_result(0), 0, 'a second worker behind a pooler stopped by itself')
+  or diag($second->{err});
+is(scalar(() = $second->{err} =~ /pooled: no LISTEN/g), 1, '... saying once that it polls');
+is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
+	'... and finished every task, the dead worker\'s too');
+is(effects_of($queue), '6 6', '... every effect once');
+
+# 7. in session mode the worker LISTENs: an idle worker that polls every
+# ten minutes takes a task of a queue with notify as soon as it is enqueued
+$queue = 'notified';
+$node->safe_psql('postgres', "SELECT durable_create_queue('$queue', notify => true)");
+append_to_file("$app/listener.js", <<"JS");
+import { Worker } from 'pgdurable';
+const worker = new Worker({ connectionString: '$db', queue: '$queue', name: 'listener', pollMs: 600000 });
+await worker.run(async (task) => { worker.stop(); return { woken: true }; });
+JS
+my %listener = (out => '', err => '');
+$listener{h} = IPC::Run::start([ 'node', "$app/listener.js" ], '>', \$listener{out}, '2>', \$listener{err},
+	IPC::Run::timeout(120));
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE application_name = 'listener' AND state = 'idle' AND query LIKE '%durable_claim%'})
+  or die 'the listener never went idle';
+$node->safe_psql('postgres', "SELECT durable_enqueue('$queue', '{}')");
+ok(eval { $listener{h}->finish }, 'an idle worker woke on durable_ready (LISTEN) and took the task')
+  or diag($@ . $listener{err});
+is(tasks_of($queue, "state || ' ' || (result->>'woken')"), 'completed true', '... and completed it');
+
+# ---- across everything: nothing lost, nothing done twice, every row agrees ----
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM durable.tasks WHERE state NOT IN ('completed', 'needs_review')"),
+	'0', 'no task is lost');
+is($node->safe_psql('service',
+		'SELECT count(*) FROM (SELECT key FROM effects GROUP BY key HAVING count(*) > 1) d'),
+	'0', 'no side effect happened twice');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() reports nothing');
+
+$node->stop;
+done_testing();
