@@ -17,7 +17,9 @@
 #    notification never reaches it, so a pooled client must poll (or listen
 #    on a connection of its own, past the pooler).
 # 3. Worker programs through the pooler (the table @workers: the C worker
-#    of examples/; each client library's worker joins as one entry): killed
+#    of examples/, and the example workers of the Python and TypeScript
+#    clients, pooled behind the transaction-mode pooler, where they poll,
+#    and listening behind the session-mode one): killed
 #    with SIGKILL at a step's worst moments and stopped with SIGTERM while
 #    several of them share the two server connections; then fresh workers
 #    finish, every task completes, every effect once.  Both connections of
@@ -346,6 +348,22 @@ my @workers = (
 		cmd => [ $python, 'examples/python/worker.py' ],
 		connstr => 'connstr',
 		missing => $python_missing,
+		options => sub {
+			my (%o) = @_;
+			my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
+			$env{DURABLE_CRASH_AT} = $o{crash_at} if $o{crash_at};
+			$env{DURABLE_CALL_MS} = $o{call_ms} if $o{call_ms};
+			return (\%env, '--lease', $o{lease}, '--idle-exit', $o{idle_exit}, '--batch', 1);
+		},
+	},
+	{
+		# the TypeScript client's, the same way (pgdurable from clients/ts,
+		# which npm ci in examples/ts links and builds)
+		name => 'ts',
+		cmd => [ 'node', 'examples/ts/worker.js' ],
+		connstr => 'url',
+		missing => !-d 'examples/ts/node_modules/pgdurable/dist'
+		  && 'clients/ts is not built (npm ci in examples/ts; tools/test does)',
 		options => sub {
 			my (%o) = @_;
 			my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
