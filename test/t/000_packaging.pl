@@ -1,8 +1,9 @@
 # The version lives in durable.control only: every manifest (META.json, the
 # console's and the JavaScript worker's package.json) and the install
-# scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
-# later version is reached through a chain of update scripts from it, which
-# CREATE EXTENSION follows too.  The README's worked example of waits is a
+# scripts must agree with it, and so must the Debian package's upstream
+# version.  durable--0.1.0.sql is never rewritten: every later version is
+# reached through a chain of update scripts from it, which CREATE EXTENSION
+# follows too.  The README's worked example of waits is a
 # regression test, word for word.
 #
 # The Makefile builds out of tree as Debian's pg_buildext does it (an empty
@@ -38,6 +39,17 @@ for my $manifest ('console/package.json', 'examples/ts/package.json')
 	is($locked->{packages}{''}{version},
 		$version, "$lock names the same version for its root package");
 }
+
+# the Debian package's version is durable's, with a Debian revision after
+# it (debian/changelog's first entry), and the package is built for every
+# major META.json says is tested
+my ($debian) = slurp_file('debian/changelog') =~ /\A\S+ \(([^)]+)\)/;
+my ($upstream) = ($debian // '') =~ /^(?:\d+:)?(.+)-[^-]+$/;
+is($upstream, $version,
+	"debian/changelog's first entry (" . ($debian // 'none') . ") is version $version");
+my @pgversions = sort grep { /\S/ } split /\s+/, slurp_file('debian/pgversions');
+is_deeply(\@pgversions, [ sort @{ $meta->{x_postgresql_versions}{tested} } ],
+	'debian/pgversions names the majors META.json says are tested');
 
 # META.json's install script is the base of the chain, which CREATE
 # EXTENSION runs first at every version
