@@ -1,9 +1,10 @@
 # The version lives in durable.control only: every manifest (META.json, the
 # console's, the JavaScript worker's and the TypeScript client's
 # package.json, the Python client's pyproject.toml) and the install
-# scripts must agree with it.  durable--0.1.0.sql is never rewritten: every
-# later version is reached through a chain of update scripts from it, which
-# CREATE EXTENSION follows too.  The docs' worked example of waits is a
+# scripts must agree with it, and so must the Debian package's upstream
+# version.  durable--0.1.0.sql is never rewritten: every later version is
+# reached through a chain of update scripts from it, which CREATE EXTENSION
+# follows too.  The docs' worked example of waits is a
 # regression test, word for word.
 #
 # The Makefile builds out of tree as Debian's pg_buildext does it (an empty
@@ -46,6 +47,17 @@ my ($pyproject) = slurp_file('clients/python/pyproject.toml') =~ /^version\s*=\s
 is($pyproject, $version, 'clients/python/pyproject.toml version matches durable.control');
 my ($module) = slurp_file('clients/python/src/pgdurable/__init__.py') =~ /^__version__\s*=\s*"([^"]+)"/m;
 is($module, $version, 'pgdurable.__version__ matches durable.control');
+
+# the Debian package's version is durable's, with a Debian revision after
+# it (debian/changelog's first entry), and the package is built for every
+# major META.json says is tested
+my ($debian) = slurp_file('debian/changelog') =~ /\A\S+ \(([^)]+)\)/;
+my ($upstream) = ($debian // '') =~ /^(?:\d+:)?(.+)-[^-]+$/;
+is($upstream, $version,
+	"debian/changelog's first entry (" . ($debian // 'none') . ") is version $version");
+my @pgversions = sort grep { /\S/ } split /\s+/, slurp_file('debian/pgversions');
+is_deeply(\@pgversions, [ sort @{ $meta->{x_postgresql_versions}{tested} } ],
+	'debian/pgversions names the majors META.json says are tested');
 
 # META.json's install script is the base of the chain, which CREATE
 # EXTENSION runs first at every version
