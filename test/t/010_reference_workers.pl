@@ -1,6 +1,7 @@
-# The reference workers (examples/python/worker.py on pgdurable and psycopg 3,
-# examples/ts/worker.js on node-postgres) against a real server and the
-# stand-in service of examples/service.sql, which counts effects.  For each:
+# The Python reference worker (examples/python/worker.py, on pgdurable and
+# psycopg 3; the JavaScript one runs the same scenarios in 023_client_ts)
+# against a real server and the stand-in service of examples/service.sql,
+# which counts effects:
 #
 # 1. workers kill themselves with SIGKILL in the middle of a step
 #    (DURABLE_CRASH_AT: right after the external call, before the receipt
