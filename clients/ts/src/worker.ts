@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
 } from './errors.js';
 import { Heartbeat, Holdings } from './heartbeat.js';
 import { connect, queryRow, retrying, transaction } from './session.js';
@@ -116,7 +116,7 @@ export class Worker {
         await this.giveBack(client, 'shutdown');
         return;
       } catch (e) {
-        if (reaction(e) !== 'reconnect') throw e;
+        if (!(e instanceof ConnectionLost)) throw e;
         if (this.stopping) return; // the leases run out; recovery takes over
         this.log(`connection lost (${(e as Error).message}); reconnecting in ${backoff} s`);
         this.woken = false;
@@ -202,8 +202,8 @@ export class Worker {
     } else if (e instanceof StepFailed) {
       this.stats.failed++;
       this.log(`task ${task.id} failed: ${message}`);
-    } else if (reaction(e) === 'reconnect') {
-      throw e; // still held: given back after the reconnect
+    } else if (e instanceof ConnectionLost) {
+      throw e; // our own connection: still held, given back after the reconnect
     } else {
       const errorClass = errorClassOf(e);
       try {
@@ -213,7 +213,7 @@ export class Worker {
         this.stats.failed++;
         this.log(`task ${task.id} failed (${errorClass}): ${message}; ${action}`);
       } catch (f) {
-        if (reaction(f) === 'reconnect') throw f;
+        if (f instanceof ConnectionLost) throw f;
         // not ours any more, or a step in doubt: the recovery table judges it
         this.log(`task ${task.id} left to recovery: ${message}; ${(f as Error).message}`);
       }
