@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import {
-  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
 } from './errors.js';
 import type { Holdings } from './heartbeat.js';
 import { queryRow } from './session.js';
@@ -72,6 +72,12 @@ export interface Claimed {
 /** The step's call failed and durable was told: the task is given up. */
 export class StepFailed extends Error { override name = 'StepFailed'; }
 
+/** The loop's signals: each ends the handler's run, and no commit follows it. */
+function isSignal(e: unknown): e is Error {
+  return e instanceof TaskLost || e instanceof LeaveToRecovery || e instanceof Waiting ||
+    e instanceof Stopping || e instanceof StepFailed || e instanceof ConnectionLost;
+}
+
 const REREADS = 3;
 
 export class Task<Payload = any> {
@@ -82,6 +88,14 @@ export class Task<Payload = any> {
   readonly checkpoint: unknown;
   /** @internal the application's writes for the transaction that completes the task */
   readonly commitWrites: Array<(client: pg.Client) => Promise<void>> = [];
+  /**
+   * @internal the first of the loop's signals a call of this task raised
+   * (TaskLost, LeaveToRecovery, Waiting, Stopping, a failed step, a lost
+   * connection): sticky, so that a handler's own try/catch cannot swallow
+   * it.  Every later call throws it again, and the loop never commits over
+   * it: it drops the task, or leaves it to recovery, as the signal says.
+   */
+  abandoned: Error | null = null;
 
   /** @internal */
   constructor(private readonly ctx: TaskContext, claimed: Claimed) {
@@ -97,17 +111,19 @@ export class Task<Payload = any> {
    * the step's idempotency key, record the receipt, commit the result.  A
    * step committed before returns its stored result without a call.
    */
-  async step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
-    if (this.ctx.stopping()) throw new Stopping();
-    for (let read = 1; ; read++) {
-      try {
-        return await this.tryStep(name, cls, request, call);
-      } catch (e) {
-        if (reaction(e) !== 'reread') throw e;
-        if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
-        this.ctx.log(`step ${name} of task ${this.id} changed under us; reading it again`);
+  step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+    return this.guarded(async () => {
+      if (this.ctx.stopping()) throw new Stopping();
+      for (let read = 1; ; read++) {
+        try {
+          return await this.tryStep(name, cls, request, call);
+        } catch (e) {
+          if (reaction(e) !== 'reread') throw e;
+          if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
+          this.ctx.log(`step ${name} of task ${this.id} changed under us; reading it again`);
+        }
       }
-    }
+    });
   }
 
   /** A durable timer: returns once it has elapsed; until then the task waits. */
@@ -148,10 +164,10 @@ export class Task<Payload = any> {
   }
 
   /** Record an event of the task's queue (or of `queue`): true the first time. */
-  async emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
-    const row = await queryRow<{ emitted: boolean }>(this.ctx.client,
-      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)], this.ctx.log);
-    return row.emitted;
+  emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
+    return this.guarded(async () => (await queryRow<{ emitted: boolean }>(this.ctx.client,
+      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)],
+      this.ctx.log)).emitted);
   }
 
   /**
@@ -160,6 +176,17 @@ export class Task<Payload = any> {
    */
   atCommit(write: (client: pg.Client) => Promise<void>): void {
     this.commitWrites.push(write);
+  }
+
+  /** fn, unless a signal ended the task's run before; a signal fn raises is kept. */
+  private async guarded<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.abandoned) throw this.abandoned;
+    try {
+      return await fn();
+    } catch (e) {
+      if (isSignal(e)) this.abandoned ??= e;
+      throw e;
+    }
   }
 
   /** One durable call for this task, which takes (task_id, fence, ...). */
@@ -174,17 +201,19 @@ export class Task<Payload = any> {
     }
   }
 
-  private async wait<R extends pg.QueryResultRow>(kind: string, name: string, sql: string, params: unknown[]): Promise<R> {
-    this.ctx.onPoint('before_wait', kind);
-    const row = await this.call<R>(sql, [name, ...params]);
-    this.ctx.log(`${kind} ${name} of task ${this.id}: ${row.status ?? 'spawned'}`);
-    return row;
+  private wait<R extends pg.QueryResultRow>(kind: string, name: string, sql: string, params: unknown[]): Promise<R> {
+    return this.guarded(async () => {
+      this.ctx.onPoint('before_wait', kind);
+      const row = await this.call<R>(sql, [name, ...params]);
+      this.ctx.log(`${kind} ${name} of task ${this.id}: ${row.status ?? 'spawned'}`);
+      return row;
+    });
   }
 
   /** The wait has not ended: durable ended the lease, the task is dropped. */
   private waiting(kind: string, name: string): never {
     this.ctx.onPoint('after_wait', kind);
-    throw new Waiting(`${kind} ${name}`);
+    throw (this.abandoned = new Waiting(`${kind} ${name}`));
   }
 
   private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {

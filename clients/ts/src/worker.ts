@@ -16,6 +16,8 @@ import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } f
 
 /** durable's NOTIFY channel (src/core/core.h, DURABLE_READY_CHANNEL). */
 const READY_CHANNEL = 'durable_ready';
+/** Runs of a handler whose statement the server rolled back (40001, 40P01, 57014), as the Python client. */
+const HANDLER_RUNS = 3;
 
 export interface WorkerOptions {
   /** node-postgres connection string of the database durable is in */
@@ -174,7 +176,7 @@ export class Worker {
   private async runTask(client: pg.Client, handler: Handler<any>, claimed: Claimed): Promise<void> {
     const task = new Task(this.context(client), claimed);
     try {
-      const result = await handler(task);
+      const result = await this.runHandler(handler, task);
       this.options.onPoint?.('before_commit');
       await transaction(client, async (tx) => {
         for (const write of task.commitWrites) await write(tx);
@@ -183,10 +185,33 @@ export class Worker {
       this.stats.completed++;
       this.options.onPoint?.('after_commit');
     } catch (e) {
-      if (e instanceof Stopping) return; // still held: given back at the step boundary
-      await this.settle(client, task, e);
+      const signal = task.abandoned ?? e; // a signal the handler caught still decides
+      if (task.abandoned && task.abandoned !== e)
+        this.log(`task ${task.id}: its handler caught ${task.abandoned.name} and threw ${(e as Error)?.name}`);
+      if (signal instanceof Stopping) return; // still held: given back at the step boundary
+      await this.settle(client, task, signal);
     }
     this.holdings.drop(task.id);
+  }
+
+  /**
+   * The handler's run, never committed over a signal it caught.  A handler
+   * whose statement the server rolled back (40001, 40P01, 57014) runs again
+   * from the top, a few times: its committed steps return their results.
+   */
+  private async runHandler(handler: Handler<any>, task: Task): Promise<unknown> {
+    for (let run = 1; ; run++) {
+      try {
+        const result = await handler(task);
+        if (!task.abandoned) return result;
+        this.log(`task ${task.id}: its handler caught ${task.abandoned.name} and returned; not committed`);
+        throw task.abandoned;
+      } catch (e) {
+        if (task.abandoned || reaction(e) !== 'retry' || run >= HANDLER_RUNS) throw e;
+        this.log(`task ${task.id}: ${(e as Error).message} (${(e as pg.DatabaseError).code}); running the handler again`);
+        task.commitWrites.length = 0; // the run that failed registered them
+      }
+    }
   }
 
   /** What the loop does when a task's handler ends in an error. */
