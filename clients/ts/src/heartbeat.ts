@@ -30,8 +30,9 @@ export class Holdings {
     this.lost.delete(taskId);
   }
 
+  /** The heartbeat found the task's lease gone (a task not held is not lost). */
   isLost(taskId: string): boolean {
-    return this.lost.has(taskId) || !this.held.has(taskId);
+    return this.lost.has(taskId);
   }
 }
 

@@ -37,14 +37,15 @@ export async function connect(connectionString: string, applicationName: string,
   return client;
 }
 
-/** Run fn again while it fails with an error whose reaction is 'retry'. */
-export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => void): Promise<T> {
+/** Run fn (a statement, or a transaction) again while it fails with an error whose reaction is 'retry'. */
+export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => void,
+  what: 'statement' | 'transaction' = 'statement'): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (e) {
       if (reaction(e) !== 'retry' || attempt >= RETRIES) throw e;
-      log(`${(e as Error).message} (${(e as pg.DatabaseError).code}); retrying the transaction`);
+      log(`${(e as Error).message} (${(e as pg.DatabaseError).code}); retrying the ${what}`);
       await sleep(50 * 2 ** attempt);
     }
   }
@@ -69,5 +70,5 @@ export async function transaction<T>(
       await client.query('ROLLBACK').catch(() => {});
       throw e;
     }
-  }, log);
+  }, log, 'transaction');
 }
