@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import {
-  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskError, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
 } from './errors.js';
 import type { Holdings } from './heartbeat.js';
 import { queryRow } from './session.js';
@@ -27,6 +27,16 @@ export type Point =
  * result when it happened, null when it did not.
  */
 export type Lookup = (step: string, key: string, request: unknown) => Promise<unknown>;
+
+/** Options of a step. */
+export interface StepOptions<R> {
+  /**
+   * Names the effect in the step's receipt (durable.steps.effect_id): the
+   * remote side's id for the operation, from the call's result.  durable's
+   * duplicate_side_effects metric and the recovery package read it.
+   */
+  effectId?: (result: R) => string | null | undefined;
+}
 
 /** A child as durable_join reports it. */
 export interface Child {
@@ -111,12 +121,13 @@ export class Task<Payload = any> {
    * the step's idempotency key, record the receipt, commit the result.  A
    * step committed before returns its stored result without a call.
    */
-  step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+  step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>,
+    options: StepOptions<R> = {}): Promise<R> {
     return this.guarded(async () => {
       if (this.ctx.stopping()) throw new Stopping();
       for (let read = 1; ; read++) {
         try {
-          return await this.tryStep(name, cls, request, call);
+          return await this.tryStep(name, cls, request, call, options);
         } catch (e) {
           if (reaction(e) !== 'reread') throw e;
           if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
@@ -126,11 +137,16 @@ export class Task<Payload = any> {
     });
   }
 
-  /** A durable timer: returns once it has elapsed; until then the task waits. */
-  async sleep(name: string, until: string | Date): Promise<void> {
-    const row = await this.wait<{ status: string }>('sleep', name, until instanceof Date
+  /**
+   * A durable timer, for a duration ('1 day', an interval) or until a Date:
+   * returns once it has elapsed; until then the task waits.
+   */
+  async sleep(name: string, duration: string): Promise<void>;
+  async sleep(name: string, until: Date): Promise<void>;
+  async sleep(name: string, when: string | Date): Promise<void> {
+    const row = await this.wait<{ status: string }>('sleep', name, when instanceof Date
       ? 'SELECT durable_sleep($1, $2, $3, until => $4::timestamptz) AS status'
-      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [until]);
+      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [when]);
     if (row.status === 'sleeping') this.waiting('sleep', name);
   }
 
@@ -216,36 +232,45 @@ export class Task<Payload = any> {
     throw (this.abandoned = new Waiting(`${kind} ${name}`));
   }
 
-  private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+  private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>,
+    options: StepOptions<R>): Promise<R> {
     const planned = await this.call<{ state: string; version: number; idempotency_key: string; result: R }>(
       'SELECT state, version, idempotency_key, result FROM durable_step($1, $2, $3, $4, $5)',
       [name, cls, JSON.stringify(request)]);
     let { state, version } = planned;
     const key = planned.idempotency_key;
-    if (state === 'committed' || state === 'compensated') {
-      this.ctx.stats.stepsSkipped++;
-      return planned.result; // done before, by us or by a worker that died
+    let found: R | null = null;
+    switch (state) {
+      case 'committed':
+      case 'compensated':
+        this.ctx.stats.stepsSkipped++;
+        return planned.result; // done before, by us or by a worker that died
+      case 'planned':
+        // "started" is committed before the call: a crash after the call
+        // leaves a step that recovery knows may have taken effect
+        ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
+        break;
+      case 'started':
+      case 'unknown':
+        // a call under this key may have happened (a worker meets this on a
+        // task it still holds, e.g. after its commit failed): never resend
+        // blindly; pure and idempotent steps are safe to resend under the key
+        if (cls === 'queryable' && this.ctx.lookup) {
+          found = ((await this.ctx.lookup(name, key, request)) ?? null) as R | null;
+          if (found === null) { // it did not happen: planned again, run it
+            await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, NULL)`, [name]);
+            return this.tryStep(name, cls, request, call, options);
+          }
+        } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
+          throw new LeaveToRecovery(`step ${name} is ${state} and cannot be resent`);
+        }
+        break;
+      default: // failed: its call is never sent again, whatever its class
+        throw new TaskError(`step ${name} is ${state}: it is not run again`, 'permanent');
     }
-    let found: unknown = null;
-    if (state === 'planned') {
-      // "started" is committed before the call: a crash after the call
-      // leaves a step that recovery knows may have taken effect
-      ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
-    } else if (cls === 'queryable' && this.ctx.lookup) {
-      // started or unknown: a call under this key may have happened (a
-      // worker meets this on a task it still holds, e.g. after its commit
-      // failed); never resend blindly, ask the remote side
-      found = (await this.ctx.lookup(name, key, request)) ?? null;
-      if (found === null) { // it did not happen: planned again, run it
-        await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, '{"lookup": null}')`, [name]);
-        return this.tryStep(name, cls, request, call);
-      }
-    } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
-      throw new LeaveToRecovery(`step ${name} is ${state} and cannot be resent`);
-    } // pure and idempotent: resending under the same key is safe
     let result: R;
     if (found !== null) {
-      result = found as R;
+      result = found; // the operation's result, as the call would have returned it
     } else {
       this.ctx.onPoint('before_call', cls);
       try {
@@ -257,10 +282,12 @@ export class Task<Payload = any> {
     }
     if (cls !== 'pure') {
       // evidence: had the worker died before the commit, recovery would
-      // complete the step instead of resending it or asking a person
+      // complete the step instead of resending it or asking a person; a
+      // succeeded receipt's evidence becomes the step's result, so it is
+      // the result itself, on every path
       ({ state } = await this.call<{ state: string }>(
-        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', NULL, $4) AS state`,
-        [name, JSON.stringify(result ?? null)]));
+        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', $4, $5) AS state`,
+        [name, options.effectId?.(result) ?? null, JSON.stringify(result ?? null)]));
       version += 1; // a receipt is a change of the step
       this.ctx.onPoint('after_receipt', cls);
     }

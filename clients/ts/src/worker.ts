@@ -270,11 +270,20 @@ export class Worker {
     }>('SELECT task_id, fence, step, idempotency_key, request FROM durable_claim_reconcile($1, $2, $3::interval)',
       [this.options.queue, this.options.name, this.lease]), this.log);
     for (const r of rows) {
-      const found = (await lookup(r.step, r.idempotency_key, r.request)) ?? null;
+      let found: unknown;
       try {
+        found = (await lookup(r.step, r.idempotency_key, r.request)) ?? null;
+      } catch (e) {
+        // the task keeps its reconcile lease; another look-up comes after it
+        this.log(`lookup of step ${r.step} of task ${r.task_id} failed: ${(e as Error)?.message ?? e}; left to its lease`);
+        continue;
+      }
+      try {
+        // the operation's result is the evidence, which a succeeded receipt
+        // makes the step's result: the shape the call would have returned
         await queryRow(client, 'SELECT durable_record_receipt($1, $2, $3, $4, NULL, $5)',
           [r.task_id, r.fence, r.step, found === null ? 'not_executed' : 'succeeded',
-            JSON.stringify({ lookup: found })], this.log);
+            found === null ? null : JSON.stringify(found)], this.log);
         this.stats.lookedUp++;
       } catch (e) {
         if (reaction(e) !== 'drop') throw e;
