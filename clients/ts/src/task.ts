@@ -207,7 +207,8 @@ export class Task<Payload = any> {
 
   /** One durable call for this task, which takes (task_id, fence, ...). */
   private async call<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R> {
-    if (this.ctx.holdings.isLost(this.id)) throw new TaskLost('the heartbeat found it gone');
+    const lost = this.ctx.holdings.lostBecause(this.id);
+    if (lost !== null) throw new TaskLost(lost);
     try {
       return await queryRow<R>(this.ctx.client, sql, [this.id, this.fence, ...params], this.ctx.log);
     } catch (e) {

@@ -146,6 +146,7 @@ export class Worker {
     while (!this.stopping) {
       this.woken = false;
       // one short transaction; the lease's length as the claim computed it
+      const claimedAt = Date.now();
       const { rows: tasks } = await retrying(() => client.query<Claimed & { lease_ms: number }>(
         `SELECT task_id, fence, attempt, payload, checkpoint,
                 (extract(epoch FROM lease_until - now()) * 1000)::float8 AS lease_ms
@@ -156,7 +157,7 @@ export class Worker {
         continue;
       }
       idleSince = Date.now();
-      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms);
+      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms, claimedAt);
       for (const t of tasks) {
         if (this.stopping) break; // the rest are given back at once, unstarted
         await this.runTask(client, handler, t);
