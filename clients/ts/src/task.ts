@@ -143,6 +143,7 @@ export class Task<Payload = any> {
    */
   async sleep(name: string, duration: string): Promise<void>;
   async sleep(name: string, until: Date): Promise<void>;
+  async sleep(name: string, durationOrUntil: string | Date): Promise<void>;
   async sleep(name: string, when: string | Date): Promise<void> {
     const row = await this.wait<{ status: string }>('sleep', name, when instanceof Date
       ? 'SELECT durable_sleep($1, $2, $3, until => $4::timestamptz) AS status'
