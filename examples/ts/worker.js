@@ -87,7 +87,8 @@ await worker.run(async (task) => {
         await task.spawn(`${name}-${i}`, args[0], { steps: [[`${name}-${i}`, 'idempotent']] });
     } else {
       results[name] = await task.step(name, cls, { step: name },
-        async (key) => (cls === 'pure' ? { computed: name } : perform(cls, key)));
+        async (key) => (cls === 'pure' ? { computed: name } : perform(cls, key)),
+        { effectId: (r) => ('effect' in r ? r.effect : null) }); // the service's id of it, kept with the receipt
     }
   }
   return { by: opt.name, steps: results };

@@ -23,7 +23,14 @@
 #    of an hour (no --lease: not 30 s) comes back at once through
 #    durable_expire_lease, and a second worker, behind a "pooler" (--pooled:
 #    no LISTEN, said once), finishes it, every effect once;
-# 7. in session mode an idle worker is woken by durable_ready (LISTEN).
+# 7. in session mode an idle worker is woken by durable_ready (LISTEN);
+# 8. handlers as they are written (probe.js): one that catches Stopping or
+#    LeaveToRecovery and goes on (nothing more called, nothing committed),
+#    one whose own connections fail (ECONNREFUSED, its own pg client's
+#    57P01: its failure, not the worker's lost connection), a reconcile
+#    look-up that throws (logged, the worker goes on), a handler's own
+#    40001 (the handler runs again), and a heartbeat that hangs (the worker
+#    takes its task for lost once the lease is out).
 #
 # npm needs the registry for pg's metadata (the cache is the test's own;
 # the TypeScript compiler is the one tools/test installed in clients/ts).
@@ -224,9 +231,22 @@ is(steps_of($queue, "string_agg(s.step || ' ' || s.state, ', ')",
 	'it waits in review for its e-mail step only');
 is(steps_of($queue, "string_agg(DISTINCT s.step, ' ' ORDER BY s.step)", 's.attempt > 1'),
 	'price reserve', 'the idempotent and pure steps killed after their call were run again');
-is(steps_of($queue, 'count(*)',
-		"s.step = 'charge' AND s.receipt = 'succeeded' AND s.evidence ? 'lookup' AND s.attempt = 1"),
+my $looked_up = "s.step = 'charge' AND EXISTS (SELECT 1 FROM durable.events e"
+  . " WHERE e.task_id = s.task_id AND e.step = 'charge' AND e.kind = 'step_unknown')";
+is(steps_of($queue, 'count(*)', "$looked_up AND s.receipt = 'succeeded' AND s.attempt = 1"),
 	'1', 'the charge killed after its call was looked up, not resent');
+is(steps_of($queue, "string_agg(jsonb_typeof(s.result -> 'effect') || ' ' || (s.evidence = s.result)::text, ',')",
+		$looked_up),
+	'string true', '... its result the operation\'s result, as the look-up returned it, and its evidence that');
+is(steps_of($queue, "count(*) || ' ' || count(*) FILTER (WHERE s.result ? 'effect'"
+		. " AND s.result = t.result -> 'steps' -> 'charge')", "s.step = 'charge' AND t.state = 'completed'"),
+	($tasks - 1) . ' ' . ($tasks - 1),
+	'every charge has one result shape, {"effect": ...}, however it settled, and the task\'s result holds it');
+is(steps_of($queue, "count(*) FILTER (WHERE s.effect_id IS NOT NULL) || ' ' ||"
+		. " count(*) FILTER (WHERE s.effect_id IS DISTINCT FROM s.result ->> 'effect')",
+		"s.receipt = 'succeeded' AND NOT ($looked_up)"),
+	steps_of($queue, 'count(*)', "s.receipt = 'succeeded' AND NOT ($looked_up)") . ' 0',
+	'every receipt a handler recorded names its effect (step effectId), the effect of the result');
 is(effects_of($queue), (3 * $tasks) . ' ' . (3 * $tasks),
 	'every idempotent, queryable and unsafe step took effect exactly once');
 
@@ -394,8 +414,8 @@ $task_lock->query_safe('COMMIT');
 $cancelled->{h}->finish;
 is($cancelled->{h}->full_result(0), 0, 'a worker whose statement was cancelled went on')
   or diag($cancelled->{err});
-like($cancelled->{err}, qr/canceling statement due to user request \(57014\); retrying/,
-	'... running it again (57014)');
+like($cancelled->{err}, qr/canceling statement due to user request \(57014\); retrying the statement/,
+	'... running it again (57014), the statement it was');
 is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
 	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
 is(effects_of($queue), '2 2', '... every effect once');
@@ -505,6 +525,209 @@ is($node->safe_psql('service',
 	'0', 'no side effect happened twice');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() reports nothing');
+
+# 8. handlers that do what handlers do: catch errors, fail on their own, and
+# meet a look-up that fails.  probe.js is a worker of its own per case; its
+# calls are counted in probe_calls.
+$node->safe_psql('postgres', 'CREATE TABLE probe_calls (queue text, step text)');
+append_to_file("$app/probe.js", <<'JS');
+import net from 'node:net';
+import pg from 'pg';
+import { Worker } from 'pgdurable';
+const [mode, db, queue] = process.argv.slice(2);
+const own = new pg.Client({ connectionString: db }); // the application's own client
+own.on('error', () => {});
+await own.connect();
+const called = (step) => own.query('INSERT INTO probe_calls VALUES ($1, $2)', [queue, step]);
+const fallible = async (step) => { await called(step); throw new Error(`${step}: no answer`); };
+let runs = 0;
+const worker = new Worker({ connectionString: db, queue, name: `probe-${mode}`, pollMs: 100,
+  idleExit: mode === 'apperror' ? -1 : 1,
+  lookup: async () => { throw new Error('the payments API is down'); } });
+const handlers = {
+  async stopping(task) { // a worker asked to stop while a handler catches everything
+    await task.step('first', 'idempotent', {}, async () => { await called('first'); worker.stop(); return 1; });
+    try { await task.step('second', 'idempotent', {}, () => called('second')); } catch (e) { console.error(`caught ${e.name}`); }
+    return { fallback: true };
+  },
+  async doubt(task) { // an unsafe call with no answer, then another side effect
+    try { await task.step('charge', 'unsafe', {}, () => fallible('charge')); } catch (e) { console.error(`caught ${e.name}`); }
+    await task.step('email', 'idempotent', {}, () => called('email')).catch((e) => console.error(`caught ${e.name}`));
+    return { fallback: true };
+  },
+  async apperror(task) { // the handler's own connections fail: the handler's failure
+    runs++;
+    await task.step('a', 'idempotent', {}, () => called('a'));
+    if (task.attempt === 1)
+      await new Promise((_, reject) => net.connect(1, '127.0.0.1').on('error', reject)); // ECONNREFUSED
+    const mine = new pg.Client({ connectionString: db });
+    mine.on('error', () => {});
+    await mine.connect();
+    await mine.query('SELECT pg_terminate_backend(pg_backend_pid())'); // 57P01
+  },
+  async rolledback(task) { // the handler's own statement rolled back (40001)
+    runs++;
+    await task.step('a', 'idempotent', {}, () => called('a'));
+    if (runs < 3) await own.query("DO $$ BEGIN RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001'; END $$");
+    return { runs };
+  },
+};
+await worker.run(handlers[mode] ?? (async () => {}));
+await own.end();
+console.error(`probe stopped: ${JSON.stringify(worker.stats)}`);
+JS
+
+sub probe
+{
+	my ($mode, $queue, $env) = @_;
+	my %run = (out => '', err => '');
+	local %ENV = (%ENV, %{ $env // {} });
+	$run{h} = IPC::Run::start([ 'node', "$app/probe.js", $mode, $db, $queue ],
+		'>', \$run{out}, '2>', \$run{err}, IPC::Run::timeout(300));
+	return \%run;
+}
+
+sub calls_of
+{
+	my ($queue) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(step || ' ' || n, ', ' ORDER BY step), '')"
+		  . " FROM (SELECT step, count(*) n FROM probe_calls WHERE queue = '$queue' GROUP BY step) c");
+}
+
+# a handler that catches Stopping and returns a fallback: nothing committed,
+# the task given back at once
+$queue = 'stopping';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{}');
+});
+my $probe = probe('stopping', $queue);
+$probe->{h}->finish;
+is($probe->{h}->full_result(0), 0, 'a handler that caught Stopping: the worker stopped') or diag($probe->{err});
+like($probe->{err}, qr/caught Stopping/, '... the handler caught it');
+is(tasks_of($queue, "state || ' attempt ' || attempt || ' ' || coalesce(result::text, 'no result')"),
+	'ready attempt 0 no result', '... and its fallback was not committed: the task was given back');
+is(calls_of($queue), 'first 1', '... no step after the stop was called');
+
+# a handler that catches LeaveToRecovery (an unsafe call in doubt) and goes
+# on: no later step is called, nothing is committed
+$queue = 'doubt';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{}');
+});
+$probe = probe('doubt', $queue);
+$probe->{h}->finish;
+is($probe->{h}->full_result(0), 0, 'a handler that caught LeaveToRecovery: the worker went on') or diag($probe->{err});
+like($probe->{err}, qr/caught LeaveToRecovery.*caught LeaveToRecovery/s, '... the handler caught it, twice');
+is(calls_of($queue), 'charge 1', '... no side effect after the one in doubt');
+is(steps_of($queue, "string_agg(s.step || ' ' || s.state, ', ')") . ' / ' . tasks_of($queue, 'state'),
+	'charge unknown / running', '... and nothing committed: the task is left to its lease and recovery');
+
+# errors of the handler's own connections (ECONNREFUSED, 57P01 of its own pg
+# client) fail the task; the worker's connection is not lost, nothing is
+# given back, and the task ends at max_attempts
+$queue = 'apperror';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', max_attempts => 2, retry_base => 1, retry_cap => 1);
+	SELECT durable_enqueue('$queue', '{}');
+});
+my $released = "SELECT count(*) FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)"
+  . " WHERE t.queue_name = '$queue' AND e.kind = 'released'";
+$probe = probe('apperror', $queue);
+$node->poll_query_until('postgres', qq{
+	SELECT (SELECT state FROM durable.tasks WHERE queue_name = '$queue') = 'failed' OR ($released) >= 2})
+  or die 'the task neither failed nor was given back';
+$probe->{h}->signal('TERM');
+$probe->{h}->finish;
+is($node->safe_psql('postgres', $released) . ' / ' . tasks_of($queue, "state || ' attempt ' || attempt"),
+	'0 / failed attempt 2',
+	'errors of the handler\'s own connections failed the task at max_attempts, nothing given back')
+  or diag($probe->{err});
+unlike($probe->{err}, qr/reconnecting/, '... the worker never took them for its own lost connection');
+like($probe->{err}, qr/ECONNREFUSED.*terminating connection due to administrator command/s,
+	'... both errors recorded as the handler\'s failures');
+
+# a look-up that fails in the reconcile path: logged, the task left to its
+# lease, the worker goes on
+$queue = 'lookup';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{}');
+	SELECT durable_step_start(c.task_id, c.fence, 'charge',
+		(SELECT version FROM durable_step(c.task_id, c.fence, 'charge', 'queryable', '{}')))
+	FROM durable_claim('$queue', 'gone', NULL, 1) c;
+});
+is($node->safe_psql('postgres',
+		"SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks WHERE queue_name = '$queue'"),
+	'reconcile', 'a queryable step in doubt waits for a reconcile handler');
+$probe = probe('lookup', $queue);
+$probe->{h}->finish;
+is($probe->{h}->full_result(0), 0, 'a reconcile handler whose look-up failed went on') or diag($probe->{err});
+like($probe->{err}, qr/lookup of step charge of task \d+ failed: the payments API is down; left to its lease/,
+	'... saying so');
+is(steps_of($queue, "s.state || ' ' || coalesce(s.receipt, 'no receipt')"), 'unknown no receipt',
+	'... and recorded nothing for the step');
+
+# a handler's own statement rolled back (40001): the handler runs again from
+# the top, its committed steps not called again, no attempt used
+$queue = 'rolledback';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{}');
+});
+$probe = probe('rolledback', $queue);
+$probe->{h}->finish;
+is(scalar(() = $probe->{err} =~ /could not serialize \(40001\); running the handler again/g), 2,
+	'a handler whose statement was rolled back (40001) ran again, twice') or diag($probe->{err});
+is(tasks_of($queue, "state || ' attempt ' || attempt || ' ' || result"), 'completed attempt 1 {"runs": 3}',
+	'... and completed at its first attempt');
+is(calls_of($queue), 'a 1', '... its committed step not called again');
+
+# the heartbeat hangs (its statement waits for the task's row, which a
+# session of the test holds) while the worker is in a call: once the lease
+# is out the worker takes the task for lost itself, before it sends anything
+# more for it, instead of waiting on the hung statement's fate
+$queue = 'watchdog';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '3 s', retry_base => 1, retry_cap => 1);
+	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
+});
+$effects_lock = hold_effects();
+my $watched = start_worker($queue, 'watchdog', {});
+waits_on_lock('service', 'watchdog');
+my $row_lock = $node->background_psql('postgres');
+$row_lock->query_safe('BEGIN');
+$row_lock->query_safe("SELECT 1 FROM durable.live_tasks WHERE queue_name = '$queue' FOR UPDATE");
+$node->poll_query_until('postgres',
+	"SELECT lease_until < now() FROM durable.tasks WHERE queue_name = '$queue'")
+  or die 'the lease never ran out';
+$effects_lock->query_safe('COMMIT');
+# the call returns; the worker either knows the task is lost, or sends its
+# receipt, which waits for the task's row
+my $worker_waits = "SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres'"
+  . " AND application_name = 'watchdog' AND wait_event_type = 'Lock'";
+until ($watched->{err} =~ /task \d+ lost/ || $node->safe_psql('postgres', $worker_waits) ne '0')
+{
+	$watched->{h}->pump_nb;
+	usleep(100_000);
+}
+like($watched->{err}, qr/task \d+ lost: no lease renewal for \d+ ms of its \d+ ms lease/,
+	'a worker whose heartbeat hung took its task for lost once the lease was out') or diag($watched->{err});
+like($watched->{err}, qr/heartbeat: .*; reconnecting/, '... its beats timed out instead of waiting for good');
+$row_lock->query_safe('COMMIT');
+$row_lock->quit;
+$effects_lock->quit;
+$node->poll_query_until('postgres',
+	"SELECT state = 'completed' FROM durable.tasks WHERE queue_name = '$queue'")
+  or die 'the task was never completed';
+$watched->{h}->signal('TERM');
+$watched->{h}->finish;
+is(effects_of($queue), '2 2', '... and finished it when it came back, every effect once');
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() reports nothing after the handlers\' cases');
 
 $node->stop;
 done_testing();

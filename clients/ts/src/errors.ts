@@ -1,7 +1,11 @@
 /**
  * What the loop does on each error: durable's SQLSTATE table (the README's
  * "Errors") turned into reactions.  node-postgres puts the SQLSTATE in
- * err.code; a socket error has no SQLSTATE but a syscall.
+ * err.code.  Whether the worker's connection is lost is decided on the
+ * library's own client only (session.ts wraps what its queries throw in
+ * ConnectionLost), never on an error's shape: a handler's own HTTP call that
+ * fails with ECONNREFUSED, or its own pg client that loses its server, is
+ * the handler's failure.
  */
 import pg from 'pg';
 
@@ -15,7 +19,7 @@ export type ErrorClass = 'transient' | 'permanent' | 'unknown';
  *   its lease and the recovery table
  * - retry: the statement's transaction was rolled back and may be run
  *   again as it was (40001, 40P01, 57014)
- * - reconnect: the connection is gone (class 08, 57P01..57P03, a socket)
+ * - reconnect: the worker's own connection is gone (ConnectionLost)
  * - fail: anything else; from a handler it becomes durable_fail
  */
 export type Reaction = 'drop' | 'reread' | 'leave' | 'retry' | 'reconnect' | 'fail';
@@ -36,9 +40,9 @@ export function sqlstate(e: unknown): string | undefined {
 }
 
 export function reaction(e: unknown): Reaction {
+  if (e instanceof ConnectionLost) return 'reconnect';
   const code = sqlstate(e);
-  if (code === undefined)
-    return isSocketError(e) ? 'reconnect' : 'fail';
+  if (code === undefined) return 'fail';
   switch (code) {
     case SQLSTATE.staleFence: return 'drop';
     case SQLSTATE.versionMismatch: return 'reread';
@@ -47,14 +51,27 @@ export function reaction(e: unknown): Reaction {
     case SQLSTATE.deadlockDetected:
     case SQLSTATE.queryCanceled: return 'retry';
   }
-  return /^(08|57P0[123])/.test(code) ? 'reconnect' : 'fail';
+  return 'fail';
 }
 
-/** A lost connection without a SQLSTATE: a socket error, or node-postgres's own. */
-function isSocketError(e: unknown): boolean {
-  const err = e as { syscall?: unknown; message?: unknown } | null;
-  return typeof err?.syscall === 'string' ||
-    /connection|terminated/i.test(String(err?.message ?? ''));
+/**
+ * The worker's own connection to durable is gone: what a query of the
+ * library's client threw when it was no server's answer (a socket error,
+ * node-postgres's "Connection terminated"), or the server's class 08 or
+ * 57P01..57P03.  `cause` is the error itself.
+ */
+export class ConnectionLost extends Error {
+  override name = 'ConnectionLost';
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
+}
+
+/** What a query of the library's own client threw, as the loop must read it. */
+export function fromLibraryClient(e: unknown): unknown {
+  if (e instanceof ConnectionLost) return e;
+  if (!(e instanceof pg.DatabaseError)) return new ConnectionLost(e);
+  return /^(08|57P0[123])/.test(e.code ?? '') ? new ConnectionLost(e) : e;
 }
 
 /**

@@ -3,7 +3,11 @@
  * durable_heartbeat_batch for all of them every third of the shortest
  * lease, on a connection of its own (a long step on the worker's connection
  * never starves it).  A task that comes back without a lease is lost: the
- * task's next call says so.
+ * task's next call says so.  A beat gives up after a third of the lease (a
+ * half-open socket never blocks it for good: query and connect timeouts,
+ * TCP keepalive), and a task whose lease was last renewed more than two
+ * thirds of it ago is lost too, whatever became of the beats: its lease
+ * may be out, and another worker may hold it.
  *
  * Task ids and fences are 64-bit: node-postgres hands int8 out as strings,
  * and they stay strings (a JavaScript number cannot hold them).
@@ -14,14 +18,17 @@ import { connect } from './session.js';
 export interface Held {
   fence: string;
   leaseMs: number;
+  /** when the statement that last renewed the lease was sent (Date.now()) */
+  renewedAt: number;
 }
 
 export class Holdings {
   readonly held = new Map<string, Held>();
   readonly lost = new Set<string>();
 
-  add(taskId: string, fence: string, leaseMs: number): void {
-    this.held.set(taskId, { fence, leaseMs });
+  /** claimedAt: when the claim was sent, which is before its lease began */
+  add(taskId: string, fence: string, leaseMs: number, claimedAt: number): void {
+    this.held.set(taskId, { fence, leaseMs, renewedAt: claimedAt });
     this.lost.delete(taskId);
   }
 
@@ -30,8 +37,22 @@ export class Holdings {
     this.lost.delete(taskId);
   }
 
+  /**
+   * Why the task is lost: the heartbeat found its lease gone, or no beat
+   * renewed it for two thirds of the lease; null while it is not (a task
+   * not held is not lost).
+   */
+  lostBecause(taskId: string): string | null {
+    if (this.lost.has(taskId)) return 'the heartbeat found it gone';
+    const h = this.held.get(taskId);
+    const since = h ? Date.now() - h.renewedAt : 0;
+    if (!h || since <= (h.leaseMs * 2) / 3) return null;
+    this.lost.add(taskId);
+    return `no lease renewal for ${since} ms of its ${Math.round(h.leaseMs)} ms lease`;
+  }
+
   isLost(taskId: string): boolean {
-    return this.lost.has(taskId) || !this.held.has(taskId);
+    return this.lostBecause(taskId) !== null;
   }
 }
 
@@ -71,15 +92,23 @@ export class Heartbeat {
     const ids = [...this.holdings.held.keys()];
     if (ids.length === 0) return;
     const fences = ids.map((id) => this.holdings.held.get(id)!.fence);
+    // a beat that takes longer than a third of the shortest lease is given up
+    const timeoutMs = Math.max(1000, Math.min(...ids.map((id) => this.holdings.held.get(id)!.leaseMs)) / 3);
     try {
-      this.client ??= await connect(this.connectionString, this.applicationName);
+      this.client ??= await connect(this.connectionString, this.applicationName, {
+        connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs,
+        keepAlive: true, keepAliveInitialDelayMillis: 10_000,
+      });
+      const sentAt = Date.now();
       const { rows } = await this.client.query<{ task_id: string; lease_until: Date | null }>(
         'SELECT task_id, lease_until FROM durable_heartbeat_batch($1::bigint[], $2::bigint[])',
         [ids, fences]);
       // one row per task, in the order given; a task given up meanwhile is not lost
       rows.forEach((r, i) => {
-        if (r.lease_until === null && this.holdings.held.get(ids[i])?.fence === fences[i])
-          this.holdings.lost.add(ids[i]);
+        const held = this.holdings.held.get(ids[i]);
+        if (held?.fence !== fences[i]) return;
+        if (r.lease_until === null) this.holdings.lost.add(ids[i]);
+        else held.renewedAt = sentAt;
       });
     } catch (e) {
       this.log(`heartbeat: ${(e as Error).message}; reconnecting`);

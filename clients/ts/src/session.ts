@@ -7,27 +7,45 @@
  */
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { reaction } from './errors.js';
+import { ConnectionLost, fromLibraryClient, reaction } from './errors.js';
 
 const RETRIES = 5;
 
 export type Queryable = Pick<pg.Client, 'query'>;
 
-export async function connect(connectionString: string, applicationName: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString, application_name: applicationName });
+/**
+ * The library's own connection.  What its queries throw that is no answer of
+ * the server's (a socket error, "Connection terminated"), or a class 08 or
+ * 57P01..57P03 error, becomes ConnectionLost: the one error the loop
+ * reconnects on.  Errors of any other client (the handler's own) never do.
+ */
+export async function connect(connectionString: string, applicationName: string,
+  config: Partial<pg.ClientConfig> = {}): Promise<pg.Client> {
+  const client = new pg.Client({ ...config, connectionString, application_name: applicationName });
   client.on('error', () => {}); // a dropped connection surfaces in the next query
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (e) {
+    await client.end().catch(() => {});
+    throw new ConnectionLost(e);
+  }
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const r = query(...args);
+    return r instanceof Promise ? r.catch((e: unknown) => { throw fromLibraryClient(e); }) : r;
+  };
   return client;
 }
 
-/** Run fn again while it fails with an error whose reaction is 'retry'. */
-export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => void): Promise<T> {
+/** Run fn (a statement, or a transaction) again while it fails with an error whose reaction is 'retry'. */
+export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => void,
+  what: 'statement' | 'transaction' = 'statement'): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (e) {
       if (reaction(e) !== 'retry' || attempt >= RETRIES) throw e;
-      log(`${(e as Error).message} (${(e as pg.DatabaseError).code}); retrying the transaction`);
+      log(`${(e as Error).message} (${(e as pg.DatabaseError).code}); retrying the ${what}`);
       await sleep(50 * 2 ** attempt);
     }
   }
@@ -52,5 +70,5 @@ export async function transaction<T>(
       await client.query('ROLLBACK').catch(() => {});
       throw e;
     }
-  }, log);
+  }, log, 'transaction');
 }

@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import {
-  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskError, TaskLost, Waiting, errorClassOf, reaction, type ErrorClass,
 } from './errors.js';
 import type { Holdings } from './heartbeat.js';
 import { queryRow } from './session.js';
@@ -27,6 +27,16 @@ export type Point =
  * result when it happened, null when it did not.
  */
 export type Lookup = (step: string, key: string, request: unknown) => Promise<unknown>;
+
+/** Options of a step. */
+export interface StepOptions<R> {
+  /**
+   * Names the effect in the step's receipt (durable.steps.effect_id): the
+   * remote side's id for the operation, from the call's result.  durable's
+   * duplicate_side_effects metric and the recovery package read it.
+   */
+  effectId?: (result: R) => string | null | undefined;
+}
 
 /** A child as durable_join reports it. */
 export interface Child {
@@ -72,6 +82,12 @@ export interface Claimed {
 /** The step's call failed and durable was told: the task is given up. */
 export class StepFailed extends Error { override name = 'StepFailed'; }
 
+/** The loop's signals: each ends the handler's run, and no commit follows it. */
+function isSignal(e: unknown): e is Error {
+  return e instanceof TaskLost || e instanceof LeaveToRecovery || e instanceof Waiting ||
+    e instanceof Stopping || e instanceof StepFailed || e instanceof ConnectionLost;
+}
+
 const REREADS = 3;
 
 export class Task<Payload = any> {
@@ -82,6 +98,14 @@ export class Task<Payload = any> {
   readonly checkpoint: unknown;
   /** @internal the application's writes for the transaction that completes the task */
   readonly commitWrites: Array<(client: pg.Client) => Promise<void>> = [];
+  /**
+   * @internal the first of the loop's signals a call of this task raised
+   * (TaskLost, LeaveToRecovery, Waiting, Stopping, a failed step, a lost
+   * connection): sticky, so that a handler's own try/catch cannot swallow
+   * it.  Every later call throws it again, and the loop never commits over
+   * it: it drops the task, or leaves it to recovery, as the signal says.
+   */
+  abandoned: Error | null = null;
 
   /** @internal */
   constructor(private readonly ctx: TaskContext, claimed: Claimed) {
@@ -97,24 +121,33 @@ export class Task<Payload = any> {
    * the step's idempotency key, record the receipt, commit the result.  A
    * step committed before returns its stored result without a call.
    */
-  async step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
-    if (this.ctx.stopping()) throw new Stopping();
-    for (let read = 1; ; read++) {
-      try {
-        return await this.tryStep(name, cls, request, call);
-      } catch (e) {
-        if (reaction(e) !== 'reread') throw e;
-        if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
-        this.ctx.log(`step ${name} of task ${this.id} changed under us; reading it again`);
+  step<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>,
+    options: StepOptions<R> = {}): Promise<R> {
+    return this.guarded(async () => {
+      if (this.ctx.stopping()) throw new Stopping();
+      for (let read = 1; ; read++) {
+        try {
+          return await this.tryStep(name, cls, request, call, options);
+        } catch (e) {
+          if (reaction(e) !== 'reread') throw e;
+          if (read >= REREADS) throw new LeaveToRecovery(`step ${name} keeps changing`);
+          this.ctx.log(`step ${name} of task ${this.id} changed under us; reading it again`);
+        }
       }
-    }
+    });
   }
 
-  /** A durable timer: returns once it has elapsed; until then the task waits. */
-  async sleep(name: string, until: string | Date): Promise<void> {
-    const row = await this.wait<{ status: string }>('sleep', name, until instanceof Date
+  /**
+   * A durable timer, for a duration ('1 day', an interval) or until a Date:
+   * returns once it has elapsed; until then the task waits.
+   */
+  async sleep(name: string, duration: string): Promise<void>;
+  async sleep(name: string, until: Date): Promise<void>;
+  async sleep(name: string, durationOrUntil: string | Date): Promise<void>;
+  async sleep(name: string, when: string | Date): Promise<void> {
+    const row = await this.wait<{ status: string }>('sleep', name, when instanceof Date
       ? 'SELECT durable_sleep($1, $2, $3, until => $4::timestamptz) AS status'
-      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [until]);
+      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [when]);
     if (row.status === 'sleeping') this.waiting('sleep', name);
   }
 
@@ -148,10 +181,10 @@ export class Task<Payload = any> {
   }
 
   /** Record an event of the task's queue (or of `queue`): true the first time. */
-  async emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
-    const row = await queryRow<{ emitted: boolean }>(this.ctx.client,
-      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)], this.ctx.log);
-    return row.emitted;
+  emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
+    return this.guarded(async () => (await queryRow<{ emitted: boolean }>(this.ctx.client,
+      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)],
+      this.ctx.log)).emitted);
   }
 
   /**
@@ -162,9 +195,21 @@ export class Task<Payload = any> {
     this.commitWrites.push(write);
   }
 
+  /** fn, unless a signal ended the task's run before; a signal fn raises is kept. */
+  private async guarded<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.abandoned) throw this.abandoned;
+    try {
+      return await fn();
+    } catch (e) {
+      if (isSignal(e)) this.abandoned ??= e;
+      throw e;
+    }
+  }
+
   /** One durable call for this task, which takes (task_id, fence, ...). */
   private async call<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R> {
-    if (this.ctx.holdings.isLost(this.id)) throw new TaskLost('the heartbeat found it gone');
+    const lost = this.ctx.holdings.lostBecause(this.id);
+    if (lost !== null) throw new TaskLost(lost);
     try {
       return await queryRow<R>(this.ctx.client, sql, [this.id, this.fence, ...params], this.ctx.log);
     } catch (e) {
@@ -174,49 +219,60 @@ export class Task<Payload = any> {
     }
   }
 
-  private async wait<R extends pg.QueryResultRow>(kind: string, name: string, sql: string, params: unknown[]): Promise<R> {
-    this.ctx.onPoint('before_wait', kind);
-    const row = await this.call<R>(sql, [name, ...params]);
-    this.ctx.log(`${kind} ${name} of task ${this.id}: ${row.status ?? 'spawned'}`);
-    return row;
+  private wait<R extends pg.QueryResultRow>(kind: string, name: string, sql: string, params: unknown[]): Promise<R> {
+    return this.guarded(async () => {
+      this.ctx.onPoint('before_wait', kind);
+      const row = await this.call<R>(sql, [name, ...params]);
+      this.ctx.log(`${kind} ${name} of task ${this.id}: ${row.status ?? 'spawned'}`);
+      return row;
+    });
   }
 
   /** The wait has not ended: durable ended the lease, the task is dropped. */
   private waiting(kind: string, name: string): never {
     this.ctx.onPoint('after_wait', kind);
-    throw new Waiting(`${kind} ${name}`);
+    throw (this.abandoned = new Waiting(`${kind} ${name}`));
   }
 
-  private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>): Promise<R> {
+  private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>,
+    options: StepOptions<R>): Promise<R> {
     const planned = await this.call<{ state: string; version: number; idempotency_key: string; result: R }>(
       'SELECT state, version, idempotency_key, result FROM durable_step($1, $2, $3, $4, $5)',
       [name, cls, JSON.stringify(request)]);
     let { state, version } = planned;
     const key = planned.idempotency_key;
-    if (state === 'committed' || state === 'compensated') {
-      this.ctx.stats.stepsSkipped++;
-      return planned.result; // done before, by us or by a worker that died
+    let found: R | null = null;
+    switch (state) {
+      case 'committed':
+      case 'compensated':
+        this.ctx.stats.stepsSkipped++;
+        return planned.result; // done before, by us or by a worker that died
+      case 'planned':
+        // "started" is committed before the call: a crash after the call
+        // leaves a step that recovery knows may have taken effect
+        ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
+        break;
+      case 'started':
+      case 'unknown':
+        // a call under this key may have happened (a worker meets this on a
+        // task it still holds, e.g. after its commit failed): never resend
+        // blindly; pure and idempotent steps are safe to resend under the key
+        if (cls === 'queryable' && this.ctx.lookup) {
+          found = ((await this.ctx.lookup(name, key, request)) ?? null) as R | null;
+          if (found === null) { // it did not happen: planned again, run it
+            await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, NULL)`, [name]);
+            return this.tryStep(name, cls, request, call, options);
+          }
+        } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
+          throw new LeaveToRecovery(`step ${name} is ${state} and cannot be resent`);
+        }
+        break;
+      default: // failed: its call is never sent again, whatever its class
+        throw new TaskError(`step ${name} is ${state}: it is not run again`, 'permanent');
     }
-    let found: unknown = null;
-    if (state === 'planned') {
-      // "started" is committed before the call: a crash after the call
-      // leaves a step that recovery knows may have taken effect
-      ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
-    } else if (cls === 'queryable' && this.ctx.lookup) {
-      // started or unknown: a call under this key may have happened (a
-      // worker meets this on a task it still holds, e.g. after its commit
-      // failed); never resend blindly, ask the remote side
-      found = (await this.ctx.lookup(name, key, request)) ?? null;
-      if (found === null) { // it did not happen: planned again, run it
-        await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, '{"lookup": null}')`, [name]);
-        return this.tryStep(name, cls, request, call);
-      }
-    } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
-      throw new LeaveToRecovery(`step ${name} is ${state} and cannot be resent`);
-    } // pure and idempotent: resending under the same key is safe
     let result: R;
     if (found !== null) {
-      result = found as R;
+      result = found; // the operation's result, as the call would have returned it
     } else {
       this.ctx.onPoint('before_call', cls);
       try {
@@ -228,10 +284,12 @@ export class Task<Payload = any> {
     }
     if (cls !== 'pure') {
       // evidence: had the worker died before the commit, recovery would
-      // complete the step instead of resending it or asking a person
+      // complete the step instead of resending it or asking a person; a
+      // succeeded receipt's evidence becomes the step's result, so it is
+      // the result itself, on every path
       ({ state } = await this.call<{ state: string }>(
-        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', NULL, $4) AS state`,
-        [name, JSON.stringify(result ?? null)]));
+        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', $4, $5) AS state`,
+        [name, options.effectId?.(result) ?? null, JSON.stringify(result ?? null)]));
       version += 1; // a receipt is a change of the step
       this.ctx.onPoint('after_receipt', cls);
     }

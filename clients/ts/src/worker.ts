@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
 } from './errors.js';
 import { Heartbeat, Holdings } from './heartbeat.js';
 import { connect, queryRow, retrying, transaction } from './session.js';
@@ -16,6 +16,8 @@ import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } f
 
 /** durable's NOTIFY channel (src/core/core.h, DURABLE_READY_CHANNEL). */
 const READY_CHANNEL = 'durable_ready';
+/** Runs of a handler whose statement the server rolled back (40001, 40P01, 57014), as the Python client. */
+const HANDLER_RUNS = 3;
 
 export interface WorkerOptions {
   /** node-postgres connection string of the database durable is in */
@@ -116,7 +118,7 @@ export class Worker {
         await this.giveBack(client, 'shutdown');
         return;
       } catch (e) {
-        if (reaction(e) !== 'reconnect') throw e;
+        if (!(e instanceof ConnectionLost)) throw e;
         if (this.stopping) return; // the leases run out; recovery takes over
         this.log(`connection lost (${(e as Error).message}); reconnecting in ${backoff} s`);
         this.woken = false;
@@ -144,6 +146,7 @@ export class Worker {
     while (!this.stopping) {
       this.woken = false;
       // one short transaction; the lease's length as the claim computed it
+      const claimedAt = Date.now();
       const { rows: tasks } = await retrying(() => client.query<Claimed & { lease_ms: number }>(
         `SELECT task_id, fence, attempt, payload, checkpoint,
                 (extract(epoch FROM lease_until - now()) * 1000)::float8 AS lease_ms
@@ -154,7 +157,7 @@ export class Worker {
         continue;
       }
       idleSince = Date.now();
-      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms);
+      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms, claimedAt);
       for (const t of tasks) {
         if (this.stopping) break; // the rest are given back at once, unstarted
         await this.runTask(client, handler, t);
@@ -174,7 +177,7 @@ export class Worker {
   private async runTask(client: pg.Client, handler: Handler<any>, claimed: Claimed): Promise<void> {
     const task = new Task(this.context(client), claimed);
     try {
-      const result = await handler(task);
+      const result = await this.runHandler(handler, task);
       this.options.onPoint?.('before_commit');
       await transaction(client, async (tx) => {
         for (const write of task.commitWrites) await write(tx);
@@ -183,10 +186,33 @@ export class Worker {
       this.stats.completed++;
       this.options.onPoint?.('after_commit');
     } catch (e) {
-      if (e instanceof Stopping) return; // still held: given back at the step boundary
-      await this.settle(client, task, e);
+      const signal = task.abandoned ?? e; // a signal the handler caught still decides
+      if (task.abandoned && task.abandoned !== e)
+        this.log(`task ${task.id}: its handler caught ${task.abandoned.name} and threw ${(e as Error)?.name}`);
+      if (signal instanceof Stopping) return; // still held: given back at the step boundary
+      await this.settle(client, task, signal);
     }
     this.holdings.drop(task.id);
+  }
+
+  /**
+   * The handler's run, never committed over a signal it caught.  A handler
+   * whose statement the server rolled back (40001, 40P01, 57014) runs again
+   * from the top, a few times: its committed steps return their results.
+   */
+  private async runHandler(handler: Handler<any>, task: Task): Promise<unknown> {
+    for (let run = 1; ; run++) {
+      try {
+        const result = await handler(task);
+        if (!task.abandoned) return result;
+        this.log(`task ${task.id}: its handler caught ${task.abandoned.name} and returned; not committed`);
+        throw task.abandoned;
+      } catch (e) {
+        if (task.abandoned || reaction(e) !== 'retry' || run >= HANDLER_RUNS) throw e;
+        this.log(`task ${task.id}: ${(e as Error).message} (${(e as pg.DatabaseError).code}); running the handler again`);
+        task.commitWrites.length = 0; // the run that failed registered them
+      }
+    }
   }
 
   /** What the loop does when a task's handler ends in an error. */
@@ -202,8 +228,8 @@ export class Worker {
     } else if (e instanceof StepFailed) {
       this.stats.failed++;
       this.log(`task ${task.id} failed: ${message}`);
-    } else if (reaction(e) === 'reconnect') {
-      throw e; // still held: given back after the reconnect
+    } else if (e instanceof ConnectionLost) {
+      throw e; // our own connection: still held, given back after the reconnect
     } else {
       const errorClass = errorClassOf(e);
       try {
@@ -213,7 +239,7 @@ export class Worker {
         this.stats.failed++;
         this.log(`task ${task.id} failed (${errorClass}): ${message}; ${action}`);
       } catch (f) {
-        if (reaction(f) === 'reconnect') throw f;
+        if (f instanceof ConnectionLost) throw f;
         // not ours any more, or a step in doubt: the recovery table judges it
         this.log(`task ${task.id} left to recovery: ${message}; ${(f as Error).message}`);
       }
@@ -245,11 +271,20 @@ export class Worker {
     }>('SELECT task_id, fence, step, idempotency_key, request FROM durable_claim_reconcile($1, $2, $3::interval)',
       [this.options.queue, this.options.name, this.lease]), this.log);
     for (const r of rows) {
-      const found = (await lookup(r.step, r.idempotency_key, r.request)) ?? null;
+      let found: unknown;
       try {
+        found = (await lookup(r.step, r.idempotency_key, r.request)) ?? null;
+      } catch (e) {
+        // the task keeps its reconcile lease; another look-up comes after it
+        this.log(`lookup of step ${r.step} of task ${r.task_id} failed: ${(e as Error)?.message ?? e}; left to its lease`);
+        continue;
+      }
+      try {
+        // the operation's result is the evidence, which a succeeded receipt
+        // makes the step's result: the shape the call would have returned
         await queryRow(client, 'SELECT durable_record_receipt($1, $2, $3, $4, NULL, $5)',
           [r.task_id, r.fence, r.step, found === null ? 'not_executed' : 'succeeded',
-            JSON.stringify({ lookup: found })], this.log);
+            found === null ? null : JSON.stringify(found)], this.log);
         this.stats.lookedUp++;
       } catch (e) {
         if (reaction(e) !== 'drop') throw e;
