@@ -79,3 +79,10 @@ class Suspended(BaseException):
 
 class Stopping(BaseException):
     """SIGTERM came: stop at this step boundary; the task is given back."""
+
+
+class InTransaction(Exception):
+    """A step, a wait or a spawn inside task.transaction(): refused, because
+    a step's start must commit before its call, and a wait ends the lease
+    (a rollback would undo it).  A bug in the handler: the task fails."""
+    error_class = "permanent"

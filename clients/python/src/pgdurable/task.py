@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from . import errors
 from .connection import execute
-from .errors import LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost
+from .errors import InTransaction, LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost
 from .faults import crash_point
 
 log = logging.getLogger("pgdurable")
@@ -53,7 +53,8 @@ class Task:
     def __init__(self, worker, conn: psycopg.Connection, row):
         self.worker, self.conn = worker, conn
         self.id, self.fence, self.attempt, self.payload, self.checkpoint, _ = row
-        self.completed = False
+        self.completed = False  # durable_commit of the task has committed
+        self._commit_pending = False  # ... or will, with the open transaction
 
     # ---- durable calls for this task ----
 
@@ -71,18 +72,36 @@ class Task:
                 raise LeftToRecovery(e.diag.message_primary) from e
             raise
 
+    def _in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def _refuse_in_transaction(self, what: str) -> None:
+        if self._in_transaction():
+            raise InTransaction(f"{what} inside task.transaction(): run it before or after the block"
+                                " (a step's start must commit before its call; a wait ends the lease)")
+
     @contextlib.contextmanager
     def transaction(self):
         """The worker's connection in a transaction, for the application's own
         writes: task.complete(result) inside it commits the task with them,
-        both or neither."""
-        with self.conn.transaction():
-            yield self.conn
+        both or neither.  Only plain SQL, complete(), progress() and emit()
+        belong in it: a step, a wait or a spawn inside it raises InTransaction."""
+        try:
+            with self.conn.transaction():
+                yield self.conn
+        except BaseException:
+            self._commit_pending = False  # rolled back: the task is not done
+            raise
+        if self._commit_pending and not self._in_transaction():
+            self.completed, self._commit_pending = True, False
 
     def complete(self, result: Any = None) -> None:
         crash_point("before_commit")
         self.call("SELECT durable_commit(%s, %s, %s::jsonb)", self.id, self.fence, _json(result))
-        self.completed = True
+        if self._in_transaction():
+            self._commit_pending = True  # done once the block commits
+        else:
+            self.completed = True
 
     def progress(self, progress: str) -> None:
         self.call("SELECT durable_heartbeat(%s, %s, %s)", self.id, self.fence, progress)
@@ -95,9 +114,15 @@ class Task:
         call(idempotency_key), record the receipt, commit; or return the
         result it committed before.  cls is the step's class: pure,
         idempotent, queryable or unsafe.  effect_id(result) names the effect
-        in the receipt (the remote side's id for it)."""
+        in the receipt (the remote side's id for it).
+
+        The result is the same however the step settled: what call returned,
+        or for a queryable step settled by a look-up what the worker's
+        lookup returned (which is why lookup must return what call would
+        have).  Not inside task.transaction(): InTransaction."""
         if cls not in CLASSES:
             raise ValueError(f"step class must be one of {CLASSES}")
+        self._refuse_in_transaction(f"step {name}")
         if self.worker.stopping.is_set():
             raise Stopping()
         for _ in range(3):
@@ -187,7 +212,9 @@ class Task:
 
     def spawn(self, name: str, queue: str, payload: Any = None, **options) -> int:
         """Enqueue a child task once: a replay returns the same id.  options
-        are durable_spawn's (run_at, priority, cls for class, ...)."""
+        are durable_spawn's (run_at, priority, cls for class, ...).  Not
+        inside task.transaction(): InTransaction."""
+        self._refuse_in_transaction(f"spawn {name}")
         names = [SPAWN_OPTIONS[option] for option in options]  # KeyError: not an option
         extra = "".join(f", {option} => %s" for option in names)
         (child,) = self.call(f"SELECT durable_spawn(%s, %s, %s, %s, %s{extra})",
@@ -198,12 +225,16 @@ class Task:
 
     def emit(self, event: str, payload: Any = None, queue: str | None = None) -> bool:
         """Record an event of a queue (the worker's, by default), in this
-        task's transaction if there is one."""
+        task's transaction if there is one: emitting is no wait (it neither
+        ends the lease nor starts a step), so inside task.transaction() the
+        event commits with the application's writes, or neither does.  To
+        wait for an event, use await_event, outside the transaction."""
         (first,) = self.call("SELECT durable_emit(%s, %s, %s::jsonb)",
                              queue or self.worker.queue, event, _json(payload))
         return first
 
     def _wait(self, name, kind, sql, *params):
+        self._refuse_in_transaction(f"{kind} {name}")
         crash_point("before_wait", kind)
         row = self.call(sql, *params)
         status = row[0]
