@@ -38,7 +38,7 @@ def execute(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Cursor:
         try:
             return conn.execute(sql, params)
         except psycopg.Error as e:
-            if (sqlstate(e) not in RETRY_TRANSACTION or connection_lost(e, conn)
+            if (sqlstate(e) not in RETRY_TRANSACTION or connection_lost(conn)
                     or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
                     or attempt == STATEMENT_RETRIES - 1):
                 raise

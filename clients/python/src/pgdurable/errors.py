@@ -33,11 +33,13 @@ def describe(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def connection_lost(exc: BaseException, conn) -> bool:
-    """The server or the network went away: reconnect, do not retry in place."""
-    state = sqlstate(exc)
-    return bool(conn.closed or getattr(conn, "broken", False)
-                or (state or "").startswith(("08", "57P")))
+def connection_lost(conn) -> bool:
+    """The server or the network went away from the library's own connection:
+    reconnect, do not retry in place.  Judged on that connection alone,
+    never on an error's class: an 08xxx or 57Pxx raised on the application's
+    own connection, or an OperationalError such as 55U04, 40001 or 53xxx on
+    ours, leaves ours working."""
+    return bool(conn.closed or getattr(conn, "broken", False))
 
 
 class Failed(Exception):

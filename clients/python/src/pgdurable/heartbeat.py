@@ -69,7 +69,7 @@ class Heartbeat(threading.Thread):
                 rows = execute(conn, "SELECT task_id, lease_until FROM durable_heartbeat_batch("
                                      "%s::bigint[], %s::bigint[])", (ids, fences)).fetchall()
             except psycopg.Error as e:
-                if conn is not None and connection_lost(e, conn):
+                if conn is not None and connection_lost(conn):
                     log.warning("heartbeat: %s; reconnecting", describe(e))
                     conn, wait = None, 0  # at once: the leases are running out
                 elif conn is None:

@@ -7,8 +7,8 @@ leases on another.  What the loop does on each error (the README's table):
     55U02 version conflict       read the step again (Task.step)
     55U04 invalid transition     leave the task to its lease and recovery
     40001, 40P01, 57014          run the statement, or the handler, again
-    08xxx, a lost connection     reconnect with backoff, give back what was held
-    55U03, 42704, 42501, 22xxx   the call is wrong: durable_fail 'permanent'
+    our connection closed/broken reconnect with backoff, give back what was held
+    55U03, 22xxx, 42xxx, 54xxx   the call is wrong: durable_fail 'permanent'
     anything else from handler   durable_fail with the exception's class
 """
 from __future__ import annotations
@@ -82,18 +82,30 @@ class Worker:
         try:
             while True:
                 try:
-                    with connect(self.dsn, pooled=self.pooled, application_name=self.name) as conn:
+                    conn = connect(self.dsn, pooled=self.pooled, application_name=self.name)
+                except psycopg.OperationalError as e:  # no server (yet, or again)
+                    lost = e
+                else:
+                    try:
                         self._give_back(conn, "reconnected")  # what a lost connection left held
                         backoff = 1
                         self._loop(conn)
                         self._give_back(conn, "shutdown")
                         break
-                except psycopg.OperationalError as e:  # the server or the network went away
-                    if self.stopping.is_set():
-                        break  # leases run out; recovery takes over
-                    log.warning("connection lost (%s); reconnecting in %s s", describe(e), backoff)
-                    self.stopping.wait(backoff)
-                    backoff = min(backoff * 2, 30)
+                    except Exception as e:
+                        # the server or the network went away from our own
+                        # connection; anything else on it is no reason to
+                        # reconnect (and give back): it goes up
+                        if not connection_lost(conn):
+                            raise
+                        lost = e
+                    finally:
+                        conn.close()
+                if self.stopping.is_set():
+                    break  # leases run out; recovery takes over
+                log.warning("connection lost (%s); reconnecting in %s s", describe(lost), backoff)
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, 30)
         finally:
             self.heartbeat.stop()
         log.info("stopped: %s", ", ".join(f"{k} {v}" for k, v in self.stats.items()))
@@ -147,8 +159,8 @@ class Worker:
             except Stopping:
                 return  # still held: given back with the others
             except Exception as e:
-                if isinstance(e, psycopg.Error) and connection_lost(e, task.conn):
-                    raise  # reconnect
+                if connection_lost(task.conn):
+                    raise  # reconnect: on our connection, whatever the handler made of it
                 if sqlstate(e) in errors.RETRY_TRANSACTION and run < HANDLER_RETRIES:
                     log.warning("task %s: %s (%s); running it again", task.id, describe(e), sqlstate(e))
                     continue  # its done steps return their results
@@ -172,7 +184,7 @@ class Worker:
             log.info("task %s failed (%s), but stays with recovery: %s", task.id, describe(e), why)
             return
         except psycopg.Error as why:
-            if connection_lost(why, task.conn):
+            if connection_lost(task.conn):
                 raise
             log.error("task %s failed (%s) and durable_fail refused (%s): %s; its lease runs out",
                       task.id, describe(e), why.sqlstate, describe(why))
