@@ -18,7 +18,14 @@ RETRY_TRANSACTION = frozenset({"40001", "40P01", "57014"})
 
 # The call itself is wrong: running it again gives the same answer, so the
 # task fails for good (an operator replays it once the cause is fixed).
-FIX_THE_CALL = frozenset({IDEMPOTENCY_CONFLICT, "42704", "42501", "22023", "22004", "54000"})
+# Data exceptions (22: 22P02, 2202E, 22008, ...), syntax errors and access
+# rule violations (42: 42704, 42501, 42883, ...), program limits (54), and a
+# replay with another request (55U03), as the TypeScript client decides.
+FIX_THE_CALL_CLASSES = ("22", "42", "54")
+
+
+def fix_the_call(state: str | None) -> bool:
+    return bool(state) and (state == IDEMPOTENCY_CONFLICT or state.startswith(FIX_THE_CALL_CLASSES))
 
 ERROR_CLASSES = ("transient", "permanent", "unknown")
 

@@ -172,7 +172,7 @@ class Worker:
         """The handler failed: durable_fail decides (retry, fail, review)."""
         error_class = getattr(e, "error_class", None)
         if error_class not in errors.ERROR_CLASSES:
-            error_class = "permanent" if sqlstate(e) in errors.FIX_THE_CALL else "transient"
+            error_class = "permanent" if errors.fix_the_call(sqlstate(e)) else "transient"
         retry_after = getattr(e, "retry_after", None)
         error = {"error": type(getattr(e, "cause", e)).__name__, "message": str(e)}
         try:
