@@ -63,7 +63,9 @@ class Failed(Exception):
 
 
 class StepCallFailed(Exception):
-    """A step's call raised: durable_fail names the step."""
+    """A step's call raised, and its failure is already recorded (durable_fail
+    named the step): the task is no longer held, so a handler that catches
+    this and goes on meets TaskLost at its next durable call."""
 
     def __init__(self, step: str, error_class: str, cause: BaseException):
         super().__init__(f"step {step}: {type(cause).__name__}: {cause}")

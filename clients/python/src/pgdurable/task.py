@@ -147,6 +147,8 @@ class Task:
             # leaves a step that recovery knows may have taken effect
             (version,) = self.call("SELECT durable_step_start(%s, %s, %s, %s)",
                                    self.id, self.fence, name, version)
+        elif state not in ("started", "unknown"):  # failed: by recovery, or an operator
+            raise errors.Failed(f"step {name} is {state}", "permanent")
         # started or unknown, on a task we still hold (after a failed commit,
         # say): a call under this key may have happened.  Never resend blindly.
         elif cls == "queryable":
@@ -158,24 +160,22 @@ class Task:
         elif cls == "unsafe":
             raise LeftToRecovery(f"step {name} is {state} and unsafe to resend")
         if found is not None:
-            result, effect = {"effect_id": found}, found
+            result = found  # what the call returned, as the service tells it
         else:
             crash_point("before_call", cls)
             try:
                 result = call(key)
             except Exception as e:
-                # a call that raised may still have taken effect unless the
-                # step can be resent: nobody knows, unless it said (Failed)
-                default = "transient" if cls in ("pure", "idempotent") else "unknown"
-                raise StepCallFailed(name, getattr(e, "error_class", default), e) from e
+                raise self._call_failed(name, cls, version, e) from e
             crash_point("after_call", cls)
-            effect = effect_id(result) if effect_id else None
+        effect = effect_id(result) if effect_id else None
         if cls != "pure":
             # evidence: had we died before the commit, recovery would complete
-            # the step instead of resending it or asking a person
+            # the step instead of resending it or asking a person; a
+            # succeeded receipt's evidence becomes the step's result, so it
+            # is the result itself, on every path
             (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s::jsonb)",
-                                 self.id, self.fence, name, effect,
-                                 _json({"lookup": found} if found is not None else result))
+                                 self.id, self.fence, name, effect, _json(result))
             version += 1  # a receipt is a change of the step
             crash_point("after_receipt", cls)
         if state != "committed":  # a receipt for an unknown step commits it
@@ -184,6 +184,24 @@ class Task:
         self.worker.count("steps_run")
         self.progress(f"{name} done")
         return result
+
+    def _call_failed(self, name, cls, version, e) -> BaseException:
+        """The step's call raised: record it before the handler hears of it,
+        so that a handler that catches the error cannot carry on with the
+        step still started.  With an error class of its own (Failed), or for
+        a step that can be resent, durable_fail names the step; else nobody
+        knows whether it took effect: a queryable step is unknown, for the
+        reconcile handler's look-up, an unsafe one goes to a person."""
+        error_class = getattr(e, "error_class", None)
+        if error_class is None and cls == "queryable":
+            self.call("SELECT durable_step_unknown(%s, %s, %s, %s, %s)",
+                      self.id, self.fence, name, version, f"{type(e).__name__}: {e}")
+            return LeftToRecovery(f"step {name}: {type(e).__name__}: {e}; its outcome is unknown,"
+                                  " for the reconcile handler to look up")
+        failed = StepCallFailed(name, error_class or ("transient" if cls in ("pure", "idempotent")
+                                                      else "unknown"), e)
+        self.worker._fail(self, failed)
+        return failed
 
     # ---- waits: each either returns how it ended or ends the lease ----
 
