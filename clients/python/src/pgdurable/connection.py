@@ -20,8 +20,9 @@ READY_CHANNEL = "durable_ready"  # DURABLE_READY_CHANNEL in src/core/core.h
 STATEMENT_RETRIES = 5
 
 
-def connect(dsn: str, *, pooled: bool, application_name: str | None = None) -> psycopg.Connection:
-    options = {"autocommit": True}
+def connect(dsn: str, *, pooled: bool, application_name: str | None = None,
+            **params) -> psycopg.Connection:
+    options = {"autocommit": True, **params}
     if pooled:
         options["prepare_threshold"] = None
     if application_name:

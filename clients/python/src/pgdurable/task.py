@@ -61,8 +61,9 @@ class Task:
     def call(self, sql: str, *params) -> tuple | None:
         """One durable call under this task's fence: 55U01 means the task is
         no longer ours, 55U04 that only recovery may decide now."""
-        if self.worker.heartbeat.is_lost(self.id):
-            raise TaskLost("the heartbeat found it gone")
+        lost = self.worker.heartbeat.lost_reason(self.id)
+        if lost:
+            raise TaskLost(lost)
         try:
             return execute(self.conn, sql, params).fetchone()
         except psycopg.Error as e:
