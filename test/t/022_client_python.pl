@@ -233,6 +233,49 @@ is(task_is($task) . ', ' . effects_of($task), 'completed attempt 1, 1 1',
 	'... and kept the lease through a call longer than it: finished at the first attempt');
 like($w->{err}, qr/lost 0,/, '... never lost');
 
+# a heartbeat that hangs: the worker stops using the task once no beat has
+# renewed its lease for two thirds of it (the server's lease, which the
+# test extends itself, has not run out)
+$task = one_task('py_watchdog', '3 s', '[["reserve", "idempotent"]]');
+$w = start_worker('py_watchdog', 'py-watchdog', { DURABLE_CALL_MS => 8000 }, '--idle-exit', '0.5');
+step_started($task, 'reserve');
+$s = $node->background_psql('postgres');
+$s->query_safe('BEGIN');
+$s->query_safe(qq{
+	SELECT durable_heartbeat(task_id, fence, 'test: the lease, while the heartbeat hangs', '1 hour')
+	FROM durable.tasks WHERE task_id = $task});
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE application_name = 'py-watchdog heartbeat' AND wait_event_type = 'Lock'})
+  or die 'the heartbeat never waited for the lock';
+# until the worker gives the task up, or (without the watchdog) waits for
+# the lock itself after its call
+for (my $tries = 0;; $tries++)
+{
+	$w->{h}->pump_nb;
+	last if $w->{err} =~ /task $task lost/;
+	last if $node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = 'py-watchdog' AND wait_event_type = 'Lock'}) eq '1';
+	die "the worker neither gave the task up nor waited: $w->{err}" if $tries > 1800;
+	select(undef, undef, undef, 0.1);
+}
+$s->query_safe('COMMIT');
+$s->quit;
+$w->{h}->finish;
+like($w->{err}, qr/task $task lost: no heartbeat has renewed its lease for [\d.]+ s of [\d.]+/,
+	'a hung heartbeat: the worker stopped using the task before its next durable call');
+$node->safe_psql('postgres', qq{
+	SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
+	WHERE task_id = $task AND state = 'running'});
+$node->poll_query_until('postgres', qq{
+	SELECT state <> 'running' AND run_at <= now() FROM durable.tasks WHERE task_id = $task})
+  or die 'the task never came back';
+$w = start_worker('py_watchdog', 'py-watchdog-2', {}, '--idle-exit', '0.5');
+$w->{h}->finish;
+is(task_is($task) . ', ' . effects_of($task), 'completed attempt 2, 1 1',
+	'... and the task came back, its effect once');
+
 # what a handler raises becomes durable_fail with its error class (a
 # second attempt at most, a second's retry delay)
 $node->safe_psql('postgres', q{
@@ -270,8 +313,8 @@ is($node->safe_psql('postgres', q{
 	  . 'as Failed says, transient from an idempotent call, unknown from an unsafe one, permanent for 55U03; '
 	  . 'its own write commits with the task; a step, a wait or a spawn inside task.transaction() fails '
 	  . 'the task, an emit does not; a step call\'s failure is recorded even when the handler catches it; '
-	  . 'a transaction rolled back after complete() does not complete the task; an error on the handler\'s '
-	  . 'own connection is the handler\'s (57P01: transient), not the worker\'s; 22P02 is permanent')
+	  . 'a transaction rolled back after complete() does not complete the task; an 08001 on the handler\'s '
+	  . 'own connection is the handler\'s (transient), not the worker\'s; 22P02 is permanent')
   or diag($err);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM written'), '1', '... that write once');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM called'), '0',
@@ -344,10 +387,16 @@ like(charge_of($task), qr/^completed \{"charged": "ch-(\d+)"\}, step committed \
 	'... the next one settles it: the step\'s result is what the call returns, and the task uses it')
   or diag($log);
 
-# killed right after the call: the reconcile handler looks it up
+# killed right after the call: the reconcile handler looks it up (the
+# first one while the service is down)
 $task = $node->safe_psql('postgres', q{SELECT durable_enqueue('py_lookup', '{"call": "ok"}')});
 ($rc, $log) = lookup_worker({ DURABLE_CRASH_AT => 'after_call:queryable' });
 is($rc & 127, 9, 'a worker killed itself right after a queryable call');
+expire_if_held($task);
+($rc, $log) = lookup_worker({ LOOKUP => 'down' });
+is($rc, 0, '... the reconcile handler whose lookup raises keeps running, and stops by itself') or diag($log);
+like($log, qr/task $task: looking step charge up failed \(the payment service is down\); left to its lease/,
+	'... saying that it left the task to its lease');
 expire_if_held($task);
 ($rc, $log) = lookup_worker({});
 like(charge_of($task), qr/^completed \{"charged": "ch-(\d+)"\}, step committed \{"id": "ch-\1"\} -, 1 charge$/,

@@ -19,8 +19,9 @@ Payload {"fail": how}:
                the handler catches the error and returns
   rolled_back  complete() inside task.transaction(), then the block rolls
                back; the handler catches that and returns normally
-  own_conn     the handler's own connection (not the worker's) is
-               terminated (57P01) at the handler's first run
+  own_conn     a query on the handler's own connection (not the worker's)
+               raises 08001 at the handler's first run, as dblink or
+               postgres_fdw do when their server is down
   cast         the handler's query is wrong (22P02)
 """
 import logging
@@ -99,7 +100,8 @@ def handle(task):
         runs[task.id] += 1
         with psycopg.connect(dsn, autocommit=True) as own:
             if runs[task.id] == 1:
-                own.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+                own.execute("DO $$ BEGIN RAISE EXCEPTION 'could not connect to the other server'"
+                            " USING ERRCODE = '08001'; END $$")
         return {"runs": runs[task.id]}
     if how == "cast":
         with psycopg.connect(dsn, autocommit=True) as own:
