@@ -40,9 +40,10 @@ class Service:
         return {"effect": f"e-{effect}"}
 
     def lookup(self, step, key):
+        """What call returned for key, or None: it becomes the step's result."""
         row = self.conn.execute("SELECT id FROM effects WHERE key = %s ORDER BY id LIMIT 1",
                                 (key,)).fetchone()
-        return row and f"e-{row[0]}"
+        return row and {"effect": f"e-{row[0]}"}
 
 
 def handler(service, worker_name):

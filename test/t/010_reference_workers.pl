@@ -152,8 +152,17 @@ for my $lang (sort keys %workers)
 	is($node->safe_psql('postgres', qq{
 		SELECT count(*) FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
 		WHERE t.queue_name = '$queue' AND s.step = 'charge'
-		  AND s.receipt = 'succeeded' AND s.evidence ? 'lookup' AND s.attempt = 1}), '1',
+		  AND s.receipt = 'succeeded' AND s.attempt = 1 AND EXISTS (
+			SELECT FROM durable.events e WHERE e.partition_key = s.partition_key
+			  AND e.task_id = s.task_id AND e.step = 'charge' AND e.kind = 'step_unknown')}), '1',
 		"$lang: the charge killed after its call was looked up, not resent");
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE (t.state <> 'completed' OR t.result -> 'steps' -> 'charge' = s.result)
+		  AND s.result = s.evidence AND jsonb_typeof(s.result -> 'effect') = 'string')
+		  || ' of ' || count(*)
+		FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+		WHERE t.queue_name = '$queue' AND s.step = 'charge'}), "$tasks of $tasks",
+		"$lang: every charge's result, the looked-up one too, is what the call returns, and its evidence");
 	is(effects_of($queue), (3 * $tasks) . ' ' . (3 * $tasks),
 		"$lang: every idempotent, queryable and unsafe step took effect exactly once");
 

@@ -233,13 +233,59 @@ is(task_is($task) . ', ' . effects_of($task), 'completed attempt 1, 1 1',
 	'... and kept the lease through a call longer than it: finished at the first attempt');
 like($w->{err}, qr/lost 0,/, '... never lost');
 
+# a heartbeat that hangs: the worker stops using the task once no beat has
+# renewed its lease for two thirds of it (the server's lease, which the
+# test extends itself, has not run out)
+$task = one_task('py_watchdog', '3 s', '[["reserve", "idempotent"]]');
+$w = start_worker('py_watchdog', 'py-watchdog', { DURABLE_CALL_MS => 8000 }, '--idle-exit', '0.5');
+step_started($task, 'reserve');
+$s = $node->background_psql('postgres');
+$s->query_safe('BEGIN');
+$s->query_safe(qq{
+	SELECT durable_heartbeat(task_id, fence, 'test: the lease, while the heartbeat hangs', '1 hour')
+	FROM durable.tasks WHERE task_id = $task});
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE application_name = 'py-watchdog heartbeat' AND wait_event_type = 'Lock'})
+  or die 'the heartbeat never waited for the lock';
+# until the worker gives the task up, or (without the watchdog) waits for
+# the lock itself after its call
+for (my $tries = 0;; $tries++)
+{
+	$w->{h}->pump_nb;
+	last if $w->{err} =~ /task $task lost/;
+	last if $node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = 'py-watchdog' AND wait_event_type = 'Lock'}) eq '1';
+	die "the worker neither gave the task up nor waited: $w->{err}" if $tries > 1800;
+	select(undef, undef, undef, 0.1);
+}
+$s->query_safe('COMMIT');
+$s->quit;
+$w->{h}->finish;
+like($w->{err}, qr/task $task lost: no heartbeat has renewed its lease for [\d.]+ s of [\d.]+/,
+	'a hung heartbeat: the worker stopped using the task before its next durable call');
+$node->safe_psql('postgres', qq{
+	SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
+	WHERE task_id = $task AND state = 'running'});
+$node->poll_query_until('postgres', qq{
+	SELECT state <> 'running' AND run_at <= now() FROM durable.tasks WHERE task_id = $task})
+  or die 'the task never came back';
+$w = start_worker('py_watchdog', 'py-watchdog-2', {}, '--idle-exit', '0.5');
+$w->{h}->finish;
+is(task_is($task) . ', ' . effects_of($task), 'completed attempt 2, 1 1',
+	'... and the task came back, its effect once');
+
 # what a handler raises becomes durable_fail with its error class (a
 # second attempt at most, a second's retry delay)
 $node->safe_psql('postgres', q{
 	CREATE TABLE written (task_id bigint);
+	CREATE TABLE called (how text);
 	SELECT durable_create_queue('py_fail', max_attempts => 2, retry_base => 1, retry_cap => 1);
 	SELECT count(durable_enqueue('py_fail', jsonb_build_object('fail', f)))
-	FROM unnest(ARRAY['raise', 'permanent', 'unknown', 'call', 'unsafe_call', 'conflict', 'transaction']) f;
+	FROM unnest(ARRAY['raise', 'permanent', 'unknown', 'call', 'unsafe_call', 'conflict', 'transaction',
+		'step_in_transaction', 'sleep_in_transaction', 'spawn_in_transaction', 'emit_in_transaction',
+		'caught_call', 'rolled_back', 'own_conn', 'cast']) f;
 });
 ($out, $err) = run_python($python, 'clients/python/tests/failing_worker.py', $db, 'py_fail');
 is($node->safe_psql('postgres', q{
@@ -254,12 +300,120 @@ is($node->safe_psql('postgres', q{
 		'call: completed at attempt 2, step committed at attempt 2',
 		'unsafe_call: needs_review at attempt 1, step unknown at attempt 1',
 		'conflict: failed at attempt 2, step committed at attempt 1',
-		'transaction: completed at attempt 1'),
+		'transaction: completed at attempt 1',
+		'step_in_transaction: failed at attempt 1',
+		'sleep_in_transaction: failed at attempt 1',
+		'spawn_in_transaction: failed at attempt 1',
+		'emit_in_transaction: completed at attempt 1',
+		'caught_call: completed at attempt 2, step committed at attempt 2',
+		'rolled_back: completed at attempt 1',
+		'own_conn: completed at attempt 2',
+		'cast: failed at attempt 1'),
 	'a handler\'s error is durable_fail with its class: transient by default (retried, then exhausted), '
 	  . 'as Failed says, transient from an idempotent call, unknown from an unsafe one, permanent for 55U03; '
-	  . 'its own write commits with the task')
+	  . 'its own write commits with the task; a step, a wait or a spawn inside task.transaction() fails '
+	  . 'the task, an emit does not; a step call\'s failure is recorded even when the handler catches it; '
+	  . 'a transaction rolled back after complete() does not complete the task; an 08001 on the handler\'s '
+	  . 'own connection is the handler\'s (transient), not the worker\'s; 22P02 is permanent')
   or diag($err);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM written'), '1', '... that write once');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM called'), '0',
+	'... the step inside task.transaction() never called anything');
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(t.payload ->> 'fail', ' ' ORDER BY t.task_id) FROM durable.tasks t
+	WHERE t.queue_name = 'py_fail' AND t.state = 'failed'
+	  AND t.last_error ->> 'error' = 'InTransaction'}),
+	'step_in_transaction sleep_in_transaction spawn_in_transaction',
+	'... each of those three failed with InTransaction');
+is($node->safe_psql('postgres', q{
+	SELECT t.result FROM durable.tasks t
+	WHERE t.queue_name = 'py_fail' AND t.payload ->> 'fail' = 'rolled_back'}),
+	'{"written": false}', '... the handler\'s return after the rolled-back block is the task\'s result');
+unlike($err, qr/connection lost/, '... and the worker never took the handler\'s connection for its own');
+
+# a queryable step, the README's charge, whose handler uses the result
+# (charge['id']): it has one shape however the step settled
+$node->safe_psql('postgres', q{
+	CREATE TABLE charges (n serial, key text UNIQUE);
+	SELECT durable_create_queue('py_lookup', lease => '1 hour');
+});
+sub lookup_worker
+{
+	my ($env) = @_;
+	local %ENV = (%ENV, %$env);
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ $python, 'clients/python/tests/lookup_worker.py', $db, 'py_lookup' ],
+		'>', \$o, '2>', \$e);
+	$h->finish;
+	return ($h->full_result(0), $e);
+}
+sub charge_of
+{
+	my ($task) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT t.state || ' ' || t.result || ', step ' || s.state || ' ' || s.result || ' '
+		  || coalesce(s.effect_id, '-') || ', ' || (SELECT count(*) FROM charges c WHERE c.key = s.idempotency_key)
+		  || ' charge'
+		FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id)
+		WHERE t.task_id = $task AND s.step = 'charge'});
+}
+sub expire_if_held
+{
+	my ($task) = @_;
+	$node->safe_psql('postgres', qq{
+		SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
+		WHERE task_id = $task AND state = 'running'});
+}
+
+# the call raised after charging: the step is unknown, for a look-up, not
+# a person; a lookup that raises (the service is down) leaves it there
+# without stopping the worker; the next one settles it with the charge
+$task = $node->safe_psql('postgres', q{SELECT durable_enqueue('py_lookup', '{"call": "raise"}')});
+my ($rc, $log) = lookup_worker({ LOOKUP => 'down' });
+is($node->safe_psql('postgres', qq{
+	SELECT t.state <> 'needs_review' AND s.state = 'unknown'
+	FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id)
+	WHERE t.task_id = $task AND s.step = 'charge'}), 't',
+	'a queryable step whose call raised is unknown (durable_step_unknown), not sent to review')
+  or diag($log);
+expire_if_held($task);
+($rc, $log) = lookup_worker({ LOOKUP => 'down' });
+is($rc, 0, '... a reconcile handler whose lookup raises keeps running, and stops by itself') or diag($log);
+like($log, qr/task $task: looking step charge up failed \(the payment service is down\); left to its lease/,
+	'... saying that it left the task to its lease');
+expire_if_held($task);
+($rc, $log) = lookup_worker({});
+like(charge_of($task), qr/^completed \{"charged": "ch-(\d+)"\}, step committed \{"id": "ch-\1"\} -, 1 charge$/,
+	'... the next one settles it: the step\'s result is what the call returns, and the task uses it')
+  or diag($log);
+
+# killed right after the call: the reconcile handler looks it up (the
+# first one while the service is down)
+$task = $node->safe_psql('postgres', q{SELECT durable_enqueue('py_lookup', '{"call": "ok"}')});
+($rc, $log) = lookup_worker({ DURABLE_CRASH_AT => 'after_call:queryable' });
+is($rc & 127, 9, 'a worker killed itself right after a queryable call');
+expire_if_held($task);
+($rc, $log) = lookup_worker({ LOOKUP => 'down' });
+is($rc, 0, '... the reconcile handler whose lookup raises keeps running, and stops by itself') or diag($log);
+like($log, qr/task $task: looking step charge up failed \(the payment service is down\); left to its lease/,
+	'... saying that it left the task to its lease');
+expire_if_held($task);
+($rc, $log) = lookup_worker({});
+like(charge_of($task), qr/^completed \{"charged": "ch-(\d+)"\}, step committed \{"id": "ch-\1"\} -, 1 charge$/,
+	'... looked up by the reconcile handler, its result is what the call returns')
+  or diag($log);
+like($log, qr/looked_up 1,/, '... once');
+
+# the normal path, and a step the handler finds started on a task it holds
+for my $how ('ok', 'held')
+{
+	$task = $node->safe_psql('postgres', qq{SELECT durable_enqueue('py_lookup', '{"call": "$how"}')});
+	($rc, $log) = lookup_worker({});
+	like(charge_of($task), qr/^completed \{"charged": "ch-(\d+)"\}, step committed \{"id": "ch-\1"\} ch-\1, 1 charge$/,
+		$how eq 'ok' ? 'a queryable step that ran: the same shape, and its effect id'
+		: 'one found started on a task the worker holds, looked up in the handler: the same, once')
+	  or diag($log);
+}
 
 # ---- 3. session mode and pooled mode ----
 

@@ -10,13 +10,36 @@ Payload {"fail": how}:
   unsafe_call  an unsafe step's call raises: nobody knows if it took effect
   conflict     a step replayed with another request (55U03)
   transaction  the application's own write and the commit in one transaction
+  step_in_transaction, sleep_in_transaction, spawn_in_transaction
+               a step (whose call would write to called), a wait or a spawn
+               inside task.transaction(): refused, the task fails
+  emit_in_transaction
+               an emit and the commit in one transaction: allowed
+  caught_call  an idempotent step's call raises at the first attempt and
+               the handler catches the error and returns
+  rolled_back  complete() inside task.transaction(), then the block rolls
+               back; the handler catches that and returns normally
+  own_conn     a query on the handler's own connection (not the worker's)
+               raises 08001 at the handler's first run, as dblink or
+               postgres_fdw do when their server is down
+  cast         the handler's query is wrong (22P02)
 """
 import logging
 import sys
+from collections import Counter
+
+import psycopg
 
 import pgdurable
 
 dsn, queue = sys.argv[1:3]
+side = psycopg.connect(dsn, autocommit=True)  # outside any task's transaction
+runs = Counter()
+
+
+def record_call(how):
+    side.execute("INSERT INTO called (how) VALUES (%s)", (how,))
+    return {"called": how}
 
 
 def handle(task):
@@ -43,6 +66,46 @@ def handle(task):
             conn.execute("INSERT INTO written (task_id) VALUES (%s)", (task.id,))
             task.complete({"written": True})
         return None
+    if how.endswith("_in_transaction"):
+        with task.transaction():
+            if how == "step_in_transaction":
+                task.step("send", "unsafe", lambda key: record_call(how))
+            elif how == "sleep_in_transaction":
+                task.sleep("nap", 3600)
+            elif how == "spawn_in_transaction":
+                task.spawn("child", queue, {"fail": "raise"})
+            else:
+                task.emit("in_transaction", {"task": task.id})
+            task.complete({"how": how})
+        return None
+    if how == "caught_call":
+        def flaky(key):
+            if task.attempt == 1:
+                raise ConnectionError("the service went away")
+            return {"sent": key}
+        try:
+            return task.step("send", "idempotent", flaky)
+        except Exception:
+            return {"carried": "on"}  # as if the step had not mattered
+    if how == "rolled_back":
+        try:
+            with task.transaction() as conn:
+                conn.execute("INSERT INTO written (task_id) VALUES (%s)", (task.id,))
+                task.complete({"written": True})
+                raise ValueError("the block fails after complete()")
+        except ValueError:
+            pass
+        return {"written": False}
+    if how == "own_conn":
+        runs[task.id] += 1
+        with psycopg.connect(dsn, autocommit=True) as own:
+            if runs[task.id] == 1:
+                own.execute("DO $$ BEGIN RAISE EXCEPTION 'could not connect to the other server'"
+                            " USING ERRCODE = '08001'; END $$")
+        return {"runs": runs[task.id]}
+    if how == "cast":
+        with psycopg.connect(dsn, autocommit=True) as own:
+            own.execute("SELECT 'not a number'::int")
     raise AssertionError(how)
 
 

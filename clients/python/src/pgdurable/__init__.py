@@ -16,9 +16,9 @@ except ImportError:  # one clear line instead of a traceback into the library
     raise ImportError("pgdurable needs psycopg 3: pip install 'psycopg[binary]'"
                       " (or Debian's python3-psycopg)") from None
 
-from .errors import Failed
+from .errors import Failed, InTransaction, StepCallFailed
 from .task import Outcome, Task
 from .worker import Worker
 
 __version__ = "0.7.0"
-__all__ = ["Failed", "Outcome", "Task", "Worker"]
+__all__ = ["Failed", "InTransaction", "Outcome", "StepCallFailed", "Task", "Worker"]

@@ -20,8 +20,9 @@ READY_CHANNEL = "durable_ready"  # DURABLE_READY_CHANNEL in src/core/core.h
 STATEMENT_RETRIES = 5
 
 
-def connect(dsn: str, *, pooled: bool, application_name: str | None = None) -> psycopg.Connection:
-    options = {"autocommit": True}
+def connect(dsn: str, *, pooled: bool, application_name: str | None = None,
+            **params) -> psycopg.Connection:
+    options = {"autocommit": True, **params}
     if pooled:
         options["prepare_threshold"] = None
     if application_name:
@@ -38,7 +39,7 @@ def execute(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Cursor:
         try:
             return conn.execute(sql, params)
         except psycopg.Error as e:
-            if (sqlstate(e) not in RETRY_TRANSACTION or connection_lost(e, conn)
+            if (sqlstate(e) not in RETRY_TRANSACTION or connection_lost(conn)
                     or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
                     or attempt == STATEMENT_RETRIES - 1):
                 raise

@@ -18,7 +18,14 @@ RETRY_TRANSACTION = frozenset({"40001", "40P01", "57014"})
 
 # The call itself is wrong: running it again gives the same answer, so the
 # task fails for good (an operator replays it once the cause is fixed).
-FIX_THE_CALL = frozenset({IDEMPOTENCY_CONFLICT, "42704", "42501", "22023", "22004", "54000"})
+# Data exceptions (22: 22P02, 2202E, 22008, ...), syntax errors and access
+# rule violations (42: 42704, 42501, 42883, ...), program limits (54), and a
+# replay with another request (55U03), as the TypeScript client decides.
+FIX_THE_CALL_CLASSES = ("22", "42", "54")
+
+
+def fix_the_call(state: str | None) -> bool:
+    return bool(state) and (state == IDEMPOTENCY_CONFLICT or state.startswith(FIX_THE_CALL_CLASSES))
 
 ERROR_CLASSES = ("transient", "permanent", "unknown")
 
@@ -33,11 +40,13 @@ def describe(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def connection_lost(exc: BaseException, conn) -> bool:
-    """The server or the network went away: reconnect, do not retry in place."""
-    state = sqlstate(exc)
-    return bool(conn.closed or getattr(conn, "broken", False)
-                or (state or "").startswith(("08", "57P")))
+def connection_lost(conn) -> bool:
+    """The server or the network went away from the library's own connection:
+    reconnect, do not retry in place.  Judged on that connection alone,
+    never on an error's class: an 08xxx or 57Pxx raised on the application's
+    own connection, or an OperationalError such as 55U04, 40001 or 53xxx on
+    ours, leaves ours working."""
+    return bool(conn.closed or getattr(conn, "broken", False))
 
 
 class Failed(Exception):
@@ -54,7 +63,9 @@ class Failed(Exception):
 
 
 class StepCallFailed(Exception):
-    """A step's call raised: durable_fail names the step."""
+    """A step's call raised, and its failure is already recorded (durable_fail
+    named the step): the task is no longer held, so a handler that catches
+    this and goes on meets TaskLost at its next durable call."""
 
     def __init__(self, step: str, error_class: str, cause: BaseException):
         super().__init__(f"step {step}: {type(cause).__name__}: {cause}")
@@ -79,3 +90,10 @@ class Suspended(BaseException):
 
 class Stopping(BaseException):
     """SIGTERM came: stop at this step boundary; the task is given back."""
+
+
+class InTransaction(Exception):
+    """A step, a wait or a spawn inside task.transaction(): refused, because
+    a step's start must commit before its call, and a wait ends the lease
+    (a rollback would undo it).  A bug in the handler: the task fails."""
+    error_class = "permanent"

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from . import errors
 from .connection import execute
-from .errors import LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost
+from .errors import InTransaction, LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost
 from .faults import crash_point
 
 log = logging.getLogger("pgdurable")
@@ -53,15 +53,17 @@ class Task:
     def __init__(self, worker, conn: psycopg.Connection, row):
         self.worker, self.conn = worker, conn
         self.id, self.fence, self.attempt, self.payload, self.checkpoint, _ = row
-        self.completed = False
+        self.completed = False  # durable_commit of the task has committed
+        self._commit_pending = False  # ... or will, with the open transaction
 
     # ---- durable calls for this task ----
 
     def call(self, sql: str, *params) -> tuple | None:
         """One durable call under this task's fence: 55U01 means the task is
         no longer ours, 55U04 that only recovery may decide now."""
-        if self.worker.heartbeat.is_lost(self.id):
-            raise TaskLost("the heartbeat found it gone")
+        lost = self.worker.heartbeat.lost_reason(self.id)
+        if lost:
+            raise TaskLost(lost)
         try:
             return execute(self.conn, sql, params).fetchone()
         except psycopg.Error as e:
@@ -71,18 +73,36 @@ class Task:
                 raise LeftToRecovery(e.diag.message_primary) from e
             raise
 
+    def _in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def _refuse_in_transaction(self, what: str) -> None:
+        if self._in_transaction():
+            raise InTransaction(f"{what} inside task.transaction(): run it before or after the block"
+                                " (a step's start must commit before its call; a wait ends the lease)")
+
     @contextlib.contextmanager
     def transaction(self):
         """The worker's connection in a transaction, for the application's own
         writes: task.complete(result) inside it commits the task with them,
-        both or neither."""
-        with self.conn.transaction():
-            yield self.conn
+        both or neither.  Only plain SQL, complete(), progress() and emit()
+        belong in it: a step, a wait or a spawn inside it raises InTransaction."""
+        try:
+            with self.conn.transaction():
+                yield self.conn
+        except BaseException:
+            self._commit_pending = False  # rolled back: the task is not done
+            raise
+        if self._commit_pending and not self._in_transaction():
+            self.completed, self._commit_pending = True, False
 
     def complete(self, result: Any = None) -> None:
         crash_point("before_commit")
         self.call("SELECT durable_commit(%s, %s, %s::jsonb)", self.id, self.fence, _json(result))
-        self.completed = True
+        if self._in_transaction():
+            self._commit_pending = True  # done once the block commits
+        else:
+            self.completed = True
 
     def progress(self, progress: str) -> None:
         self.call("SELECT durable_heartbeat(%s, %s, %s)", self.id, self.fence, progress)
@@ -95,9 +115,15 @@ class Task:
         call(idempotency_key), record the receipt, commit; or return the
         result it committed before.  cls is the step's class: pure,
         idempotent, queryable or unsafe.  effect_id(result) names the effect
-        in the receipt (the remote side's id for it)."""
+        in the receipt (the remote side's id for it).
+
+        The result is the same however the step settled: what call returned,
+        or for a queryable step settled by a look-up what the worker's
+        lookup returned (which is why lookup must return what call would
+        have).  Not inside task.transaction(): InTransaction."""
         if cls not in CLASSES:
             raise ValueError(f"step class must be one of {CLASSES}")
+        self._refuse_in_transaction(f"step {name}")
         if self.worker.stopping.is_set():
             raise Stopping()
         for _ in range(3):
@@ -122,6 +148,8 @@ class Task:
             # leaves a step that recovery knows may have taken effect
             (version,) = self.call("SELECT durable_step_start(%s, %s, %s, %s)",
                                    self.id, self.fence, name, version)
+        elif state not in ("started", "unknown"):  # failed: by recovery, or an operator
+            raise errors.Failed(f"step {name} is {state}", "permanent")
         # started or unknown, on a task we still hold (after a failed commit,
         # say): a call under this key may have happened.  Never resend blindly.
         elif cls == "queryable":
@@ -133,24 +161,22 @@ class Task:
         elif cls == "unsafe":
             raise LeftToRecovery(f"step {name} is {state} and unsafe to resend")
         if found is not None:
-            result, effect = {"effect_id": found}, found
+            result = found  # what the call returned, as the service tells it
         else:
             crash_point("before_call", cls)
             try:
                 result = call(key)
             except Exception as e:
-                # a call that raised may still have taken effect unless the
-                # step can be resent: nobody knows, unless it said (Failed)
-                default = "transient" if cls in ("pure", "idempotent") else "unknown"
-                raise StepCallFailed(name, getattr(e, "error_class", default), e) from e
+                raise self._call_failed(name, cls, version, e) from e
             crash_point("after_call", cls)
-            effect = effect_id(result) if effect_id else None
+        effect = effect_id(result) if effect_id else None
         if cls != "pure":
             # evidence: had we died before the commit, recovery would complete
-            # the step instead of resending it or asking a person
+            # the step instead of resending it or asking a person; a
+            # succeeded receipt's evidence becomes the step's result, so it
+            # is the result itself, on every path
             (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s::jsonb)",
-                                 self.id, self.fence, name, effect,
-                                 _json({"lookup": found} if found is not None else result))
+                                 self.id, self.fence, name, effect, _json(result))
             version += 1  # a receipt is a change of the step
             crash_point("after_receipt", cls)
         if state != "committed":  # a receipt for an unknown step commits it
@@ -159,6 +185,24 @@ class Task:
         self.worker.count("steps_run")
         self.progress(f"{name} done")
         return result
+
+    def _call_failed(self, name, cls, version, e) -> BaseException:
+        """The step's call raised: record it before the handler hears of it,
+        so that a handler that catches the error cannot carry on with the
+        step still started.  With an error class of its own (Failed), or for
+        a step that can be resent, durable_fail names the step; else nobody
+        knows whether it took effect: a queryable step is unknown, for the
+        reconcile handler's look-up, an unsafe one goes to a person."""
+        error_class = getattr(e, "error_class", None)
+        if error_class is None and cls == "queryable":
+            self.call("SELECT durable_step_unknown(%s, %s, %s, %s, %s)",
+                      self.id, self.fence, name, version, f"{type(e).__name__}: {e}")
+            return LeftToRecovery(f"step {name}: {type(e).__name__}: {e}; its outcome is unknown,"
+                                  " for the reconcile handler to look up")
+        failed = StepCallFailed(name, error_class or ("transient" if cls in ("pure", "idempotent")
+                                                      else "unknown"), e)
+        self.worker._fail(self, failed)
+        return failed
 
     # ---- waits: each either returns how it ended or ends the lease ----
 
@@ -187,7 +231,9 @@ class Task:
 
     def spawn(self, name: str, queue: str, payload: Any = None, **options) -> int:
         """Enqueue a child task once: a replay returns the same id.  options
-        are durable_spawn's (run_at, priority, cls for class, ...)."""
+        are durable_spawn's (run_at, priority, cls for class, ...).  Not
+        inside task.transaction(): InTransaction."""
+        self._refuse_in_transaction(f"spawn {name}")
         names = [SPAWN_OPTIONS[option] for option in options]  # KeyError: not an option
         extra = "".join(f", {option} => %s" for option in names)
         (child,) = self.call(f"SELECT durable_spawn(%s, %s, %s, %s, %s{extra})",
@@ -198,12 +244,16 @@ class Task:
 
     def emit(self, event: str, payload: Any = None, queue: str | None = None) -> bool:
         """Record an event of a queue (the worker's, by default), in this
-        task's transaction if there is one."""
+        task's transaction if there is one: emitting is no wait (it neither
+        ends the lease nor starts a step), so inside task.transaction() the
+        event commits with the application's writes, or neither does.  To
+        wait for an event, use await_event, outside the transaction."""
         (first,) = self.call("SELECT durable_emit(%s, %s, %s::jsonb)",
                              queue or self.worker.queue, event, _json(payload))
         return first
 
     def _wait(self, name, kind, sql, *params):
+        self._refuse_in_transaction(f"{kind} {name}")
         crash_point("before_wait", kind)
         row = self.call(sql, *params)
         status = row[0]

@@ -7,8 +7,8 @@ leases on another.  What the loop does on each error (the README's table):
     55U02 version conflict       read the step again (Task.step)
     55U04 invalid transition     leave the task to its lease and recovery
     40001, 40P01, 57014          run the statement, or the handler, again
-    08xxx, a lost connection     reconnect with backoff, give back what was held
-    55U03, 42704, 42501, 22xxx   the call is wrong: durable_fail 'permanent'
+    our connection closed/broken reconnect with backoff, give back what was held
+    55U03, 22xxx, 42xxx, 54xxx   the call is wrong: durable_fail 'permanent'
     anything else from handler   durable_fail with the exception's class
 """
 from __future__ import annotations
@@ -28,7 +28,8 @@ from psycopg.types.json import Jsonb
 
 from . import errors
 from .connection import READY_CHANNEL, connect, execute
-from .errors import LeftToRecovery, Stopping, Suspended, TaskLost, connection_lost, describe, sqlstate
+from .errors import (LeftToRecovery, StepCallFailed, Stopping, Suspended, TaskLost, connection_lost,
+                     describe, sqlstate)
 from .faults import crash_point
 from .heartbeat import Heartbeat
 from .task import Task
@@ -43,14 +44,15 @@ class Worker:
 
     lease: seconds, or None for the queue's own (the default: a worker that
     names none never overrides what the queue's operator chose).
-    lookup(step, idempotency_key): for queryable steps, the effect id of the
-    operation with that key, or None if it did not happen; with it the worker
-    is also the queue's reconcile handler.  pooled: behind a transaction-mode
+    lookup(step, idempotency_key): for queryable steps, what the step's call
+    returned for the operation with that key (the same shape: it becomes the
+    step's result), or None if it did not happen; with it the worker is also
+    the queue's reconcile handler.  pooled: behind a transaction-mode
     pooler (no prepared statements, no LISTEN: polling only).
     """
 
     def __init__(self, dsn: str, queue: str, handler: Callable[[Task], Any], *,
-                 name: str | None = None, lookup: Callable[[str, str], str | None] | None = None,
+                 name: str | None = None, lookup: Callable[[str, str], Any] | None = None,
                  lease: float | None = None, batch: int = 10, poll: float = 1.0,
                  idle_exit: float | None = None, pooled: bool = False):
         self.dsn, self.queue, self.handler, self.lookup = dsn, queue, handler, lookup
@@ -82,18 +84,30 @@ class Worker:
         try:
             while True:
                 try:
-                    with connect(self.dsn, pooled=self.pooled, application_name=self.name) as conn:
+                    conn = connect(self.dsn, pooled=self.pooled, application_name=self.name)
+                except psycopg.OperationalError as e:  # no server (yet, or again)
+                    lost = e
+                else:
+                    try:
                         self._give_back(conn, "reconnected")  # what a lost connection left held
                         backoff = 1
                         self._loop(conn)
                         self._give_back(conn, "shutdown")
                         break
-                except psycopg.OperationalError as e:  # the server or the network went away
-                    if self.stopping.is_set():
-                        break  # leases run out; recovery takes over
-                    log.warning("connection lost (%s); reconnecting in %s s", describe(e), backoff)
-                    self.stopping.wait(backoff)
-                    backoff = min(backoff * 2, 30)
+                    except Exception as e:
+                        # the server or the network went away from our own
+                        # connection; anything else on it is no reason to
+                        # reconnect (and give back): it goes up
+                        if not connection_lost(conn):
+                            raise
+                        lost = e
+                    finally:
+                        conn.close()
+                if self.stopping.is_set():
+                    break  # leases run out; recovery takes over
+                log.warning("connection lost (%s); reconnecting in %s s", describe(lost), backoff)
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, 30)
         finally:
             self.heartbeat.stop()
         log.info("stopped: %s", ", ".join(f"{k} {v}" for k, v in self.stats.items()))
@@ -146,9 +160,11 @@ class Worker:
                 log.info("task %s left to recovery: %s", task.id, e)
             except Stopping:
                 return  # still held: given back with the others
+            except StepCallFailed as e:
+                log.info("task %s: %s (recorded)", task.id, e)  # durable_fail ran in the step
             except Exception as e:
-                if isinstance(e, psycopg.Error) and connection_lost(e, task.conn):
-                    raise  # reconnect
+                if connection_lost(task.conn):
+                    raise  # reconnect: on our connection, whatever the handler made of it
                 if sqlstate(e) in errors.RETRY_TRANSACTION and run < HANDLER_RETRIES:
                     log.warning("task %s: %s (%s); running it again", task.id, describe(e), sqlstate(e))
                     continue  # its done steps return their results
@@ -160,7 +176,7 @@ class Worker:
         """The handler failed: durable_fail decides (retry, fail, review)."""
         error_class = getattr(e, "error_class", None)
         if error_class not in errors.ERROR_CLASSES:
-            error_class = "permanent" if sqlstate(e) in errors.FIX_THE_CALL else "transient"
+            error_class = "permanent" if errors.fix_the_call(sqlstate(e)) else "transient"
         retry_after = getattr(e, "retry_after", None)
         error = {"error": type(getattr(e, "cause", e)).__name__, "message": str(e)}
         try:
@@ -172,7 +188,7 @@ class Worker:
             log.info("task %s failed (%s), but stays with recovery: %s", task.id, describe(e), why)
             return
         except psycopg.Error as why:
-            if connection_lost(why, task.conn):
+            if connection_lost(task.conn):
                 raise
             log.error("task %s failed (%s) and durable_fail refused (%s): %s; its lease runs out",
                       task.id, describe(e), why.sqlstate, describe(why))
@@ -180,7 +196,7 @@ class Worker:
         self.count("failed")
         log.warning("task %s failed (%s, %s): %s", task.id, error_class, action, describe(e))
 
-    def look_up(self, step: str, key: str) -> str | None:
+    def look_up(self, step: str, key: str) -> Any:
         if self.lookup is None:
             raise LeftToRecovery(f"step {step} is queryable and the worker has no lookup")
         self.count("looked_up")
@@ -195,14 +211,24 @@ class Worker:
                              " FROM durable_claim_reconcile(%s, %s, %s::interval)",
                        (self.queue, self.name, self.lease)).fetchall()
         for task_id, fence, step, key in rows:
-            effect = self.look_up(step, key)
             try:
-                execute(conn, "SELECT durable_record_receipt(%s, %s, %s, %s, %s, %s)",
-                        (task_id, fence, step, "succeeded" if effect else "not_executed",
-                         effect, Jsonb({"lookup": effect})))
+                found = self.look_up(step, key)
+            except Exception as e:  # the service is down, say: not a reason to stop
+                log.warning("task %s: looking step %s up failed (%s); left to its lease",
+                            task_id, step, describe(e))
+                continue
+            # a succeeded receipt's evidence becomes the step's result: it is
+            # what the call would have returned, as on the step's own path
+            try:
+                execute(conn, "SELECT durable_record_receipt(%s, %s, %s, %s, NULL, %s)",
+                        (task_id, fence, step, "not_executed" if found is None else "succeeded",
+                         Jsonb({"lookup": None} if found is None else found)))
             except psycopg.Error as e:
-                if e.sqlstate != errors.STALE_FENCE:
+                if connection_lost(conn):
                     raise
+                # 55U01: not ours any more; 55U04 and the rest: its lease decides
+                log.warning("task %s: receipt for step %s refused (%s): %s", task_id, step,
+                            e.sqlstate, describe(e))
         return bool(rows)
 
     def _give_back(self, conn: psycopg.Connection, reason: str) -> None:
