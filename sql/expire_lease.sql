@@ -94,15 +94,22 @@ FROM durable.tasks WHERE task_id = :t;
 SELECT leases_expired FROM durable.queue_counters WHERE queue_name = 'expire';
 
 -- refused, and nothing written: a task that is not running holds no lease
-\set VERBOSITY verbose
+-- (terse: the message; then the SQLSTATE)
+\set VERBOSITY terse
 SELECT by_call AS done FROM cases WHERE n = 3 \gset
 SELECT durable_expire_lease(:done, 'again');
+\echo :SQLSTATE
 SELECT durable_enqueue('expire', '{"ready": true}') AS ready \gset
 SELECT durable_expire_lease(:ready, 'not claimed');
+\echo :SQLSTATE
 SELECT durable_expire_lease(-1, 'no such task');
+\echo :SQLSTATE
 SELECT durable_expire_lease(:ready, '');
+\echo :SQLSTATE
 SELECT durable_expire_lease(:ready, NULL);
+\echo :SQLSTATE
 SELECT durable_expire_lease(NULL, 'no task');
+\echo :SQLSTATE
 \set VERBOSITY default
 SELECT state, fence FROM durable.tasks WHERE task_id = :ready;
 SELECT task_id = :done AS done, count(*) AS expiries FROM durable.events

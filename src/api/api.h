@@ -30,6 +30,8 @@ extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,
 							const char *name);
 extern char *DurableTextArgCString(FunctionCallInfo fcinfo, int argno,
 								   const char *name);
+extern char *DurableReasonArg(FunctionCallInfo fcinfo, int argno,
+							  const char *hint);
 
 /* ---- waits.c: the row of an entry point that waits ---- */
 extern void DurableWaitResult(FunctionCallInfo fcinfo, const char *status,

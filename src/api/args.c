@@ -231,3 +231,23 @@ DurableTextArgCString(FunctionCallInfo fcinfo, int argno, const char *name)
 
 	return value ? text_to_cstring(value) : NULL;
 }
+
+/*
+ * DurableReasonArg
+ *		An operator's reason for what a call does to a task, which its
+ *		event keeps: not NULL, not empty; hint says what it is for.
+ */
+char *
+DurableReasonArg(FunctionCallInfo fcinfo, int argno, const char *hint)
+{
+	char	   *reason;
+
+	DurableRequireArg(fcinfo, argno, "reason");
+	reason = DurableTextArgCString(fcinfo, argno, "reason");
+	if (reason[0] == '\0')
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("reason must not be empty"),
+				errhint("%s", hint));
+	return reason;
+}

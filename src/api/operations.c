@@ -118,15 +118,8 @@ Datum
 durable_quarantine(PG_FUNCTION_ARGS)
 {
 	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	char	   *reason;
-
-	DurableRequireArg(fcinfo, 1, "reason");
-	reason = DurableTextArgCString(fcinfo, 1, "reason");
-	if (reason[0] == '\0')
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("reason must not be empty"),
-				errhint("Say why the task is quarantined: the replay finds it by its reason."));
+	char	   *reason = DurableReasonArg(fcinfo, 1,
+										  "Say why the task is quarantined: the replay finds it by its reason.");
 
 	SPI_connect();
 	DurableRequireSingleServer("a quarantine");
@@ -148,16 +141,9 @@ Datum
 durable_expire_lease(PG_FUNCTION_ARGS)
 {
 	int64		task_id = DurableTaskIdArg(fcinfo, 0);
-	char	   *reason;
+	char	   *reason = DurableReasonArg(fcinfo, 1,
+										  "Say why the lease is ended: the task's events keep it.");
 	const char *action;
-
-	DurableRequireArg(fcinfo, 1, "reason");
-	reason = DurableTextArgCString(fcinfo, 1, "reason");
-	if (reason[0] == '\0')
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("reason must not be empty"),
-				errhint("Say why the lease is ended: the task's events keep it."));
 
 	SPI_connect();
 	DurableRequireSingleServer("ending a lease early");

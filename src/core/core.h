@@ -56,6 +56,7 @@ extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								const char *kind, const char *actor,
 								Jsonb *detail, const char *step,
 								int32 doubt_delta);
+extern void DurableTaskRequireRunning(const DurableTask *task);
 extern bool DurableTaskIsTerminal(const char *state);
 extern int64 DurableCancelledParent(const DurableTask *task);
 

@@ -375,11 +375,7 @@ DurableRecoveryActionOf(int64 task_id)
 	DurableVerdict verdict;
 
 	DurableTaskFetchOrError(task_id, false, &task);
-	if (strcmp(task.state, "running") != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("task %lld is not running", (long long) task_id),
-				errdetail("The task is in state %s.", task.state));
+	DurableTaskRequireRunning(&task);
 	if (task.lease_until >= now)
 		verdict.action = DURABLE_RECOVERY_WAIT;
 	else if (task.steps_in_doubt == 0 ||

@@ -228,12 +228,7 @@ DurableExpireLease(int64 task_id, const char *reason, const char *actor)
 	DurableRecoveryAction action;
 
 	DurableTaskFetchOrError(task_id, true, &task);
-	if (strcmp(task.state, "running") != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("task %lld is not running", (long long) task_id),
-				errdetail("The task is in state %s, which holds no lease.",
-						  task.state));
+	DurableTaskRequireRunning(&task);
 	action = settle_expired(&task, now, actor, reason);
 	DurableCount(task.queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
 	return DurableRecoveryActionName(action);

@@ -155,6 +155,17 @@ DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task)
 				errmsg("task %lld does not exist", (long long) task_id));
 }
 
+/* 55U04 unless the task is running: what only a held lease allows */
+void
+DurableTaskRequireRunning(const DurableTask *task)
+{
+	if (strcmp(task->state, "running") != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("task %lld is not running", (long long) task->task_id),
+				errdetail("The task is in state %s.", task->state));
+}
+
 bool
 DurableTaskIsTerminal(const char *state)
 {
