@@ -6,15 +6,10 @@
 # (examples/ts/worker.js) run from that project against a real server and
 # the stand-in service of examples/service.sql, which counts effects:
 #
-# 1. workers kill themselves with SIGKILL in the middle of a step, for every
-#    class (DURABLE_CRASH_AT), then a fresh worker finishes what recovery
-#    allows: every effect once, an unsafe call nobody can confirm in review;
-# 2. SIGTERM in the middle of a step: the step in hand finished, every task
-#    held given back at once (durable_release), no attempt used;
-# 3. the server closes the worker's connections (pg_terminate_backend): it
-#    reconnects and finishes everything, nothing twice;
-# 4. a workflow that sleeps, awaits an event and fans out to children, its
-#    first worker killed right after the await began;
+# 1.-4. the crash scenarios of DurableWorkerScenarios, which the Python
+#    worker runs too (010_reference_workers): SIGKILL in the middle of a
+#    step for every class (DURABLE_CRASH_AT), SIGTERM in the middle of a
+#    step, connections the server closes, a workflow that waits;
 # 5. the SQLSTATE table: 55U01 (durable_expire_lease on a task the worker
 #    holds: it drops the task, and finishes it when it comes back), 57014
 #    (pg_cancel_backend of a statement blocked on a lock) and 40P01 (a
@@ -41,11 +36,11 @@ use File::Copy qw(copy);
 use File::Path qw(make_path);
 use IPC::Run;
 use JSON::PP;
-use Time::HiRes qw(time usleep);
+use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use DurableNode;
+use DurableWorkerScenarios qw(start_worker run_worker tasks_of steps_of effects_of);
 
 my $tree = getcwd();
 my $tsc = "$tree/clients/ts/node_modules/typescript/bin/tsc";
@@ -144,211 +139,15 @@ unlink("$app/consumer.ts");
 
 # ---- the worker against a real server ----
 
-my $node = DurableNode::new_node('client_ts',
-	"durable.reconcile_interval = '100ms'", "max_connections = 100");
-$node->safe_psql('postgres', 'CREATE DATABASE service');
-$node->safe_psql('service', slurp_file('examples/service.sql'));
+my $node = DurableWorkerScenarios::new_node('client_ts');
 my $user = $node->safe_psql('postgres', 'SELECT current_user');
 my ($host, $port) = ($node->host, $node->port);
 my $db = "postgresql://$user\@localhost:$port/postgres?host=$host";
 my $service = "postgresql://$user\@localhost:$port/service?host=$host";
+my $w = { name => 'js', cmd => [ 'node', "$app/worker.js" ], db => $db, service => $service };
 
-my $steps = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
-  . '["charge", "queryable"], ["email", "unsafe"]]}';
-# a connection can drop anywhere: no unsafe step, whose loss would need a person
-my $retry_safe = '{"steps": [["reserve", "idempotent"], ["price", "pure"], '
-  . '["charge", "queryable"]]}';
-
-sub start_worker
-{
-	my ($queue, $name, $env, @args) = @_;
-	my %run = (out => '', err => '');
-	local %ENV = (%ENV, %$env);
-	$run{h} = IPC::Run::start(
-		[ 'node', "$app/worker.js", '--db', $db, '--service', $service,
-		  '--queue', $queue, '--name', $name, @args ],
-		'>', \$run{out}, '2>', \$run{err});
-	return \%run;
-}
-
-sub run_worker
-{
-	my $run = start_worker(@_);
-	$run->{h}->finish;
-	return $run;
-}
-
-sub tasks_of
-{
-	my ($queue, $what) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT $what FROM durable.tasks t WHERE t.queue_name = '$queue'");
-}
-
-sub effects_of
-{
-	my ($queue) = @_;
-	my $keys = join(',', map { "'$_'" } split /\n/, $node->safe_psql('postgres',
-		"SELECT s.idempotency_key FROM durable.steps s JOIN durable.tasks t"
-		  . " USING (partition_key, task_id) WHERE t.queue_name = '$queue'"));
-	return $node->safe_psql('service',
-		"SELECT count(*) || ' ' || count(DISTINCT key) FROM effects WHERE key IN ($keys)");
-}
-
-sub steps_of
-{
-	my ($queue, $what, $where) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT $what FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)"
-		  . " WHERE t.queue_name = '$queue'" . ($where ? " AND $where" : ''));
-}
-
-# 1. killed in the middle of a step, at each class's worst moment
-my $queue = 'crash';
-my $tasks = 10;
-$node->safe_psql('postgres', qq{
-	SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
-	SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, $tasks);
-});
-my @points = qw(after_call:idempotent after_call:pure after_call:queryable
-  after_receipt:unsafe after_call:unsafe);
-my @doomed = map {
-	run_worker($queue, "doomed-$_", { DURABLE_CRASH_AT => $_ }, '--batch', '2', '--idle-exit', '0')
-} @points;
-is(join(' ', map { $_->{h}->full_result(0) & 127 } @doomed), join(' ', (9) x @points),
-	"a worker killed itself with SIGKILL at each of @points")
-  or diag(join("\n", map { $_->{err} } @doomed));
-my $finisher = run_worker($queue, 'finisher', {}, '--idle-exit', '4');
-is($finisher->{h}->full_result(0), 0, 'the finisher stopped by itself') or diag($finisher->{err});
-like($finisher->{err}, qr/looked_up [1-9]/,
-	'the finisher looked the queryable step up as a reconcile handler');
-is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed') || ' ' ||"
-		. " count(*) FILTER (WHERE state = 'needs_review')"),
-	($tasks - 1) . ' 1',
-	'every task completed but the one whose unsafe call nobody can confirm');
-is(steps_of($queue, "string_agg(s.step || ' ' || s.state, ', ')",
-		"t.state = 'needs_review' AND s.state <> 'committed'"), 'email unknown',
-	'it waits in review for its e-mail step only');
-is(steps_of($queue, "string_agg(DISTINCT s.step, ' ' ORDER BY s.step)", 's.attempt > 1'),
-	'price reserve', 'the idempotent and pure steps killed after their call were run again');
-my $looked_up = "s.step = 'charge' AND EXISTS (SELECT 1 FROM durable.events e"
-  . " WHERE e.task_id = s.task_id AND e.step = 'charge' AND e.kind = 'step_unknown')";
-is(steps_of($queue, 'count(*)', "$looked_up AND s.receipt = 'succeeded' AND s.attempt = 1"),
-	'1', 'the charge killed after its call was looked up, not resent');
-is(steps_of($queue, "string_agg(jsonb_typeof(s.result -> 'effect') || ' ' || (s.evidence = s.result)::text, ',')",
-		$looked_up),
-	'string true', '... its result the operation\'s result, as the look-up returned it, and its evidence that');
-is(steps_of($queue, "count(*) || ' ' || count(*) FILTER (WHERE s.result ? 'effect'"
-		. " AND s.result = t.result -> 'steps' -> 'charge')", "s.step = 'charge' AND t.state = 'completed'"),
-	($tasks - 1) . ' ' . ($tasks - 1),
-	'every charge has one result shape, {"effect": ...}, however it settled, and the task\'s result holds it');
-is(steps_of($queue, "count(*) FILTER (WHERE s.effect_id IS NOT NULL) || ' ' ||"
-		. " count(*) FILTER (WHERE s.effect_id IS DISTINCT FROM s.result ->> 'effect')",
-		"s.receipt = 'succeeded' AND NOT ($looked_up)"),
-	steps_of($queue, 'count(*)', "s.receipt = 'succeeded' AND NOT ($looked_up)") . ' 0',
-	'every receipt a handler recorded names its effect (step effectId), the effect of the result');
-is(effects_of($queue), (3 * $tasks) . ' ' . (3 * $tasks),
-	'every idempotent, queryable and unsafe step took effect exactly once');
-
-# 2. SIGTERM in the middle of a step: the held tasks come back at once
-$queue = 'term';
-$node->safe_psql('postgres', qq{
-	SELECT durable_create_queue('$queue', lease => '30 s');
-	SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, 4);
-});
-my $term = start_worker($queue, 'term', { DURABLE_CALL_MS => 400 }, '--batch', '4');
-$node->poll_query_until('postgres', qq{
-	SELECT count(*) = 1 FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
-	WHERE t.queue_name = '$queue' AND s.state = 'started'}) or die 'no step started';
-# held still while its steps are counted (the committed ones and the one in
-# hand), so that the count is the one SIGTERM meets however slow the machine
-$term->{h}->signal('STOP');
-my $in_hand = "SELECT count(*) FILTER (WHERE s.state IN ('committed', 'started')) FROM durable.steps s"
-  . " JOIN durable.tasks t USING (partition_key, task_id) WHERE t.queue_name = '$queue'";
-my ($committed_before, $again) = ($node->safe_psql('postgres', $in_hand), -1);
-while ($again ne $committed_before)
-{
-	usleep(200_000);
-	($again, $committed_before) = ($committed_before, $node->safe_psql('postgres', $in_hand));
-}
-my $signalled = time;
-$term->{h}->signal('TERM');
-$term->{h}->signal('CONT');
-$term->{h}->finish;
-my $took = time - $signalled;
-is($term->{h}->full_result(0), 0, 'SIGTERM: the worker stopped cleanly') or diag($term->{err});
-ok($took < 5, sprintf('... within %.1f s, not its 30 s lease', $took));
-is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running') || ' ' ||"
-		. " count(*) FILTER (WHERE state = 'ready' AND attempt = 0)"), '0 4',
-	'every task it held is ready again with its attempt given back');
-is(steps_of($queue, 'count(*)', "s.state = 'committed'"), $committed_before,
-	'the step in hand was finished first, and no other');
-is($node->safe_psql('postgres', qq{
-	SELECT count(*) FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
-	WHERE t.queue_name = '$queue' AND e.kind = 'released' AND e.detail->>'reason' = 'shutdown'}),
-	'4', "four 'released' events say why");
-run_worker($queue, 'term-finisher', {}, '--idle-exit', '1');
-is(tasks_of($queue, "string_agg(DISTINCT state || ' attempt ' || attempt, ', ')"),
-	'completed attempt 1', 'claimed again at once, each completed at its first attempt');
-is(effects_of($queue), '12 12', 'and every effect happened once');
-
-# 3. the server closes the worker's connections mid-run
-$queue = 'reconnect';
-$node->safe_psql('postgres', qq{
-	SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
-	SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 10);
-});
-my $rec = start_worker($queue, 'reconnect', { DURABLE_CALL_MS => 20 },
-	'--batch', '3', '--idle-exit', '3');
-$node->poll_query_until('postgres', qq{
-	SELECT count(*) >= 3 FROM durable.tasks WHERE queue_name = '$queue' AND state = 'completed'})
-  or die 'nothing completed';
-$node->safe_psql('postgres', q{
-	SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-	WHERE application_name LIKE 'reconnect%'});
-$rec->{h}->finish;
-is($rec->{h}->full_result(0), 0, 'after a lost connection the worker went on') or diag($rec->{err});
-like($rec->{err}, qr/reconnecting/, '... saying it reconnected');
-is(tasks_of($queue, "count(*) FILTER (WHERE state = 'completed')"), '10', '... and finished every task')
-  or diag($rec->{err});
-is(effects_of($queue), '20 20', '... with every effect once');
-
-# 4. a workflow that waits: charge, await the payment webhook, fan out two
-# labels to children, join them, sleep, e-mail; the first worker is killed
-# right after its await began
-$queue = 'wait';
-my $labels = 'labels';
-$node->safe_psql('postgres', qq{
-	SELECT durable_create_queue('$queue', lease => '2 s', retry_base => 1, retry_cap => 1);
-	SELECT durable_create_queue('$labels', lease => '2 s', retry_base => 1, retry_cap => 1);
-	SELECT count(durable_enqueue('$queue', jsonb_build_object('steps', jsonb_build_array(
-		jsonb_build_array('charge', 'idempotent'),
-		jsonb_build_array('paid', 'await', 'pay:' || n, '1 hour'),
-		jsonb_build_array('labels', 'spawn', '$labels', '2'),
-		jsonb_build_array('labels', 'join'),
-		jsonb_build_array('nap', 'sleep', '1 second'),
-		jsonb_build_array('email', 'idempotent')))))
-	FROM generate_series(1, 3) n;
-});
-my $doomed = run_worker($queue, 'wait-doomed', { DURABLE_CRASH_AT => 'after_wait:await' },
-	'--batch', '1', '--idle-exit', '0');
-is($doomed->{h}->full_result(0) & 127, 9, 'a worker killed itself right after its await began')
-  or diag($doomed->{err});
-my $waiter = run_worker($queue, 'waiter', {}, '--idle-exit', '1');
-like($waiter->{err}, qr/left_waiting [1-9]/, 'the others left their tasks waiting');
-$node->safe_psql('postgres',
-	"SELECT count(durable_emit('$queue', 'pay:' || n, jsonb_build_object('paid', n))) FROM generate_series(1, 3) n");
-for my $round (1 .. 20)
-{
-	last if tasks_of($queue, "count(*) FILTER (WHERE state <> 'completed')") eq '0';
-	run_worker($labels, 'printer', {}, '--idle-exit', '0');
-	run_worker($queue, "waiter-$round", {}, '--idle-exit', '1');
-}
-is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
-	'every workflow that waits completed');
-is(tasks_of($labels, "count(*) FILTER (WHERE state = 'completed')"), '6', 'two labels each, spawned once');
-is(effects_of($queue) . ' / ' . effects_of($labels), '6 6 / 6 6',
-	'a charge and an e-mail each, a print per label, every one once');
+# 1.-4. the crash scenarios every example worker runs
+DurableWorkerScenarios::run($node, $w);
 
 # 5. the SQLSTATE table against a real server.  The worker is held in the
 # middle of its first step deterministically: its service call waits for a
@@ -371,13 +170,13 @@ sub waits_on_lock
 }
 
 # 55U01: an operator ends the lease of a task the worker holds
-$queue = 'fenced';
+my $queue = 'fenced';
 $node->safe_psql('postgres', qq{
 	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
 	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
 });
 my $effects_lock = hold_effects();
-my $fenced = start_worker($queue, 'fenced', {}, '--idle-exit', '3');
+my $fenced = start_worker($w, $queue, 'fenced', {}, '--idle-exit', '3');
 waits_on_lock('service', 'fenced');
 is($node->safe_psql('postgres',
 		"SELECT durable_expire_lease(task_id, 'a hung worker') FROM durable.tasks WHERE queue_name = '$queue'"),
@@ -387,9 +186,9 @@ $fenced->{h}->finish;
 is($fenced->{h}->full_result(0), 0, 'the worker went on') or diag($fenced->{err});
 like($fenced->{err}, qr/task \d+ lost: fencing token \d+ is stale/,
 	'... its receipt under the old fence refused with 55U01: it dropped the task');
-is(tasks_of($queue, "state || ' attempt ' || attempt"), 'completed attempt 2',
+is(tasks_of($node, $queue, "state || ' attempt ' || attempt"), 'completed attempt 2',
 	'... and finished it when it came back');
-is(effects_of($queue), '2 2', '... the step it was in resent under its key, every effect once');
+is(effects_of($node, $queue), '2 2', '... the step it was in resent under its key, every effect once');
 
 # 57014: a statement cancelled (pg_cancel_backend) runs again
 $queue = 'cancelled';
@@ -398,7 +197,7 @@ $node->safe_psql('postgres', qq{
 	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
 });
 $effects_lock = hold_effects();
-my $cancelled = start_worker($queue, 'cancelled', {}, '--idle-exit', '1');
+my $cancelled = start_worker($w, $queue, 'cancelled', {}, '--idle-exit', '1');
 waits_on_lock('service', 'cancelled');
 # its receipt will wait for the task's row
 my $task_lock = $node->background_psql('postgres');
@@ -416,9 +215,9 @@ is($cancelled->{h}->full_result(0), 0, 'a worker whose statement was cancelled w
   or diag($cancelled->{err});
 like($cancelled->{err}, qr/canceling statement due to user request \(57014\); retrying the statement/,
 	'... running it again (57014), the statement it was');
-is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+is(tasks_of($node, $queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($node, $queue, 'max(s.attempt)'),
 	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
-is(effects_of($queue), '2 2', '... every effect once');
+is(effects_of($node, $queue), '2 2', '... every effect once');
 $task_lock->quit;
 $effects_lock->quit;
 
@@ -432,7 +231,7 @@ $node->safe_psql('postgres', qq{
 	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
 });
 $effects_lock = hold_effects();
-my $deadlocked = start_worker($queue, 'deadlocked', {}, '--idle-exit', '1');
+my $deadlocked = start_worker($w, $queue, 'deadlocked', {}, '--idle-exit', '1');
 waits_on_lock('service', 'deadlocked');
 my $other_way = $node->background_psql('postgres');
 $other_way->query_safe('BEGIN');
@@ -458,9 +257,9 @@ $deadlocked->{h}->finish;
 is($deadlocked->{h}->full_result(0), 0, 'a worker whose statement lost a deadlock went on')
   or diag($deadlocked->{err});
 like($deadlocked->{err}, qr/deadlock detected \(40P01\); retrying/, '... running it again (40P01)');
-is(tasks_of($queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($queue, 'max(s.attempt)'),
+is(tasks_of($node, $queue, "state || ' attempt ' || attempt") . ' / ' . steps_of($node, $queue, 'max(s.attempt)'),
 	'completed attempt 1 / 1', '... with no attempt of the task or a step lost to it');
-is(effects_of($queue), '2 2', '... every effect once');
+is(effects_of($node, $queue), '2 2', '... every effect once');
 $other_way->quit;
 $effects_lock->quit;
 
@@ -470,13 +269,13 @@ $effects_lock->quit;
 $queue = 'own';
 $node->safe_psql('postgres', qq{
 	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
-	SELECT count(durable_enqueue('$queue', '$retry_safe')) FROM generate_series(1, 3);
+	SELECT count(durable_enqueue('$queue', '$DurableWorkerScenarios::retry_safe')) FROM generate_series(1, 3);
 });
-$doomed = run_worker($queue, 'own-doomed', { DURABLE_CRASH_AT => 'after_call:idempotent' },
+my $doomed = run_worker($w, $queue, 'own-doomed', { DURABLE_CRASH_AT => 'after_call:idempotent' },
 	'--batch', '1', '--idle-exit', '0');
 is($doomed->{h}->full_result(0) & 127, 9, 'a worker died with SIGKILL right after a call')
   or diag($doomed->{err});
-is(tasks_of($queue, "count(*) FILTER (WHERE state = 'running' AND lease_until > now() + interval '59 minutes')"),
+is(tasks_of($node, $queue, "count(*) FILTER (WHERE state = 'running' AND lease_until > now() + interval '59 minutes')"),
 	'1', "... holding its task under the queue's lease of an hour (no --lease: not 30 s)");
 is($node->safe_psql('postgres', qq{
 	SELECT durable_expire_lease(task_id, 'test') FROM durable.tasks
@@ -487,13 +286,13 @@ is($node->safe_psql('postgres', qq{
 	FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
 	WHERE t.queue_name = '$queue' AND e.kind = 'lease_expired'}),
 	"$user test $user", "... with a 'lease_expired' event naming the caller and the reason");
-my $second = run_worker($queue, 'own-second', {}, '--pooled', '--idle-exit', '3');
+my $second = run_worker($w, $queue, 'own-second', {}, '--pooled', '--idle-exit', '3');
 is($second->{h}->full_result(0), 0, 'a second worker behind a pooler stopped by itself')
   or diag($second->{err});
 is(scalar(() = $second->{err} =~ /pooled: no LISTEN/g), 1, '... saying once that it polls');
-is(tasks_of($queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
+is(tasks_of($node, $queue, "string_agg(DISTINCT state::text, ',')"), 'completed',
 	'... and finished every task, the dead worker\'s too');
-is(effects_of($queue), '6 6', '... every effect once');
+is(effects_of($node, $queue), '6 6', '... every effect once');
 
 # 7. in session mode the worker LISTENs: an idle worker that polls every
 # ten minutes takes a task of a queue with notify as soon as it is enqueued
@@ -514,17 +313,10 @@ $node->poll_query_until('postgres', q{
 $node->safe_psql('postgres', "SELECT durable_enqueue('$queue', '{}')");
 ok(eval { $listener{h}->finish }, 'an idle worker woke on durable_ready (LISTEN) and took the task')
   or diag($@ . $listener{err});
-is(tasks_of($queue, "state || ' ' || (result->>'woken')"), 'completed true', '... and completed it');
+is(tasks_of($node, $queue, "state || ' ' || (result->>'woken')"), 'completed true', '... and completed it');
 
 # ---- across everything: nothing lost, nothing done twice, every row agrees ----
-is($node->safe_psql('postgres',
-	"SELECT count(*) FROM durable.tasks WHERE state NOT IN ('completed', 'needs_review')"),
-	'0', 'no task is lost');
-is($node->safe_psql('service',
-		'SELECT count(*) FROM (SELECT key FROM effects GROUP BY key HAVING count(*) > 1) d'),
-	'0', 'no side effect happened twice');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
-	'durable_verify() reports nothing');
+DurableWorkerScenarios::check_everything($node);
 
 # 8. handlers that do what handlers do: catch errors, fail on their own, and
 # meet a look-up that fails.  probe.js is a worker of its own per case; its
@@ -606,7 +398,7 @@ my $probe = probe('stopping', $queue);
 $probe->{h}->finish;
 is($probe->{h}->full_result(0), 0, 'a handler that caught Stopping: the worker stopped') or diag($probe->{err});
 like($probe->{err}, qr/caught Stopping/, '... the handler caught it');
-is(tasks_of($queue, "state || ' attempt ' || attempt || ' ' || coalesce(result::text, 'no result')"),
+is(tasks_of($node, $queue, "state || ' attempt ' || attempt || ' ' || coalesce(result::text, 'no result')"),
 	'ready attempt 0 no result', '... and its fallback was not committed: the task was given back');
 is(calls_of($queue), 'first 1', '... no step after the stop was called');
 
@@ -622,7 +414,7 @@ $probe->{h}->finish;
 is($probe->{h}->full_result(0), 0, 'a handler that caught LeaveToRecovery: the worker went on') or diag($probe->{err});
 like($probe->{err}, qr/caught LeaveToRecovery.*caught LeaveToRecovery/s, '... the handler caught it, twice');
 is(calls_of($queue), 'charge 1', '... no side effect after the one in doubt');
-is(steps_of($queue, "string_agg(s.step || ' ' || s.state, ', ')") . ' / ' . tasks_of($queue, 'state'),
+is(steps_of($node, $queue, "string_agg(s.step || ' ' || s.state, ', ')") . ' / ' . tasks_of($node, $queue, 'state'),
 	'charge unknown / running', '... and nothing committed: the task is left to its lease and recovery');
 
 # errors of the handler's own connections (ECONNREFUSED, 57P01 of its own pg
@@ -641,7 +433,7 @@ $node->poll_query_until('postgres', qq{
   or die 'the task neither failed nor was given back';
 $probe->{h}->signal('TERM');
 $probe->{h}->finish;
-is($node->safe_psql('postgres', $released) . ' / ' . tasks_of($queue, "state || ' attempt ' || attempt"),
+is($node->safe_psql('postgres', $released) . ' / ' . tasks_of($node, $queue, "state || ' attempt ' || attempt"),
 	'0 / failed attempt 2',
 	'errors of the handler\'s own connections failed the task at max_attempts, nothing given back')
   or diag($probe->{err});
@@ -667,7 +459,7 @@ $probe->{h}->finish;
 is($probe->{h}->full_result(0), 0, 'a reconcile handler whose look-up failed went on') or diag($probe->{err});
 like($probe->{err}, qr/lookup of step charge of task \d+ failed: the payments API is down; left to its lease/,
 	'... saying so');
-is(steps_of($queue, "s.state || ' ' || coalesce(s.receipt, 'no receipt')"), 'unknown no receipt',
+is(steps_of($node, $queue, "s.state || ' ' || coalesce(s.receipt, 'no receipt')"), 'unknown no receipt',
 	'... and recorded nothing for the step');
 
 # a handler's own statement rolled back (40001): the handler runs again from
@@ -681,7 +473,7 @@ $probe = probe('rolledback', $queue);
 $probe->{h}->finish;
 is(scalar(() = $probe->{err} =~ /could not serialize \(40001\); running the handler again/g), 2,
 	'a handler whose statement was rolled back (40001) ran again, twice') or diag($probe->{err});
-is(tasks_of($queue, "state || ' attempt ' || attempt || ' ' || result"), 'completed attempt 1 {"runs": 3}',
+is(tasks_of($node, $queue, "state || ' attempt ' || attempt || ' ' || result"), 'completed attempt 1 {"runs": 3}',
 	'... and completed at its first attempt');
 is(calls_of($queue), 'a 1', '... its committed step not called again');
 
@@ -695,7 +487,7 @@ $node->safe_psql('postgres', qq{
 	SELECT durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"], ["ship", "idempotent"]]}');
 });
 $effects_lock = hold_effects();
-my $watched = start_worker($queue, 'watchdog', {});
+my $watched = start_worker($w, $queue, 'watchdog', {});
 waits_on_lock('service', 'watchdog');
 my $row_lock = $node->background_psql('postgres');
 $row_lock->query_safe('BEGIN');
@@ -724,7 +516,7 @@ $node->poll_query_until('postgres',
   or die 'the task was never completed';
 $watched->{h}->signal('TERM');
 $watched->{h}->finish;
-is(effects_of($queue), '2 2', '... and finished it when it came back, every effect once');
+is(effects_of($node, $queue), '2 2', '... and finished it when it came back, every effect once');
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() reports nothing after the handlers\' cases');
