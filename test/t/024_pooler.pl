@@ -313,6 +313,22 @@ $direct->disconnect;
 
 # ---- 3. worker programs through the pooler ----
 
+# The client libraries' example workers share one command line: pooled
+# behind a transaction-mode pooler (no prepared statements, no LISTEN: they
+# poll), not behind a session-mode one; one task a claim, so that each of
+# the doomed workers started together gets one.
+sub client_example_options
+{
+	my (%o) = @_;
+	my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
+	$env{DURABLE_CRASH_AT} = $o{crash_at} if $o{crash_at};
+	$env{DURABLE_CALL_MS} = $o{call_ms} if $o{call_ms};
+	return (\%env, '--lease', $o{lease}, '--idle-exit', $o{idle_exit}, '--batch', 1);
+}
+
+# the Python client as a user installs it: the built wheel in a fresh venv
+my ($python, $python_missing) = DurablePython::installed_python(PostgreSQL::Test::Utils::tempdir('python'));
+
 # One entry a worker program: how to run it; the form of connection string
 # it takes, the name of a DurablePgBouncer method ('connstr' for libpq's
 # keywords, 'url' for node-postgres); why it cannot run, if so; and how it
@@ -321,11 +337,7 @@ $direct->disconnect;
 # (POINT:CLASS), the time each service call takes in ms.  It returns the
 # environment and the arguments to add.  The worker takes --db, --service,
 # --queue and --name, says its name in the result of each task it
-# completes ("by"), and prints nothing the test reads.  A client library's worker, with its "pooled"
-# option on, is one more entry.
-# the Python client as a user installs it: the built wheel in a fresh venv
-my ($python, $python_missing) = DurablePython::installed_python(PostgreSQL::Test::Utils::tempdir('python'));
-
+# completes ("by"), and prints nothing the test reads.
 my @workers = (
 	{
 		name => 'c',
@@ -341,36 +353,22 @@ my @workers = (
 		},
 	},
 	{
-		# pooled behind a transaction-mode pooler (no prepared statements,
-		# no LISTEN: it polls), not behind a session-mode one; one task a
-		# claim, so that each of the doomed workers started together gets one
+		# the Python client's, from its built wheel
 		name => 'python',
 		cmd => [ $python, 'examples/python/worker.py' ],
 		connstr => 'connstr',
 		missing => $python_missing,
-		options => sub {
-			my (%o) = @_;
-			my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
-			$env{DURABLE_CRASH_AT} = $o{crash_at} if $o{crash_at};
-			$env{DURABLE_CALL_MS} = $o{call_ms} if $o{call_ms};
-			return (\%env, '--lease', $o{lease}, '--idle-exit', $o{idle_exit}, '--batch', 1);
-		},
+		options => \&client_example_options,
 	},
 	{
-		# the TypeScript client's, the same way (pgdurable from clients/ts,
-		# which npm ci in examples/ts links and builds)
+		# the TypeScript client's (pgdurable from clients/ts, which npm ci in
+		# examples/ts links and builds)
 		name => 'ts',
 		cmd => [ 'node', 'examples/ts/worker.js' ],
 		connstr => 'url',
 		missing => !-d 'examples/ts/node_modules/pgdurable/dist'
 		  && 'clients/ts is not built (npm ci in examples/ts; tools/test does)',
-		options => sub {
-			my (%o) = @_;
-			my %env = $o{mode} eq 'transaction' ? (DURABLE_POOLED => 1) : ();
-			$env{DURABLE_CRASH_AT} = $o{crash_at} if $o{crash_at};
-			$env{DURABLE_CALL_MS} = $o{call_ms} if $o{call_ms};
-			return (\%env, '--lease', $o{lease}, '--idle-exit', $o{idle_exit}, '--batch', 1);
-		},
+		options => \&client_example_options,
 	},
 );
 
