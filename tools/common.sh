@@ -54,6 +54,12 @@ DURABLE_PACKAGES=(
 	python3-wheel
 	python3-venv
 )
+# From 18 on, Debian ships PostgreSQL's JIT (llvmjit) in a package of its
+# own, which the postgresql package only recommends: 026_reconciler_jit
+# needs a server that can compile.
+if ((PG_MAJOR >= 18)); then
+	DURABLE_PACKAGES+=("postgresql-$PG_MAJOR-jit")
+fi
 # Node.js and npm for the JavaScript reference worker.  A Node.js from
 # elsewhere (NodeSource) brings its own npm, and Debian's npm package would
 # conflict with it: only what is missing is asked for.

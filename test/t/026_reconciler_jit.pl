@@ -19,6 +19,14 @@ my $node = DurableNode::new_node('jit',
 	"jit = on", "jit_above_cost = 0", "jit_inline_above_cost = 0",
 	"jit_optimize_above_cost = 0");
 
+# a server built without LLVM, or without its JIT package installed (from
+# 18 on Debian's postgresql-NN-jit, which tools/test installs), compiles
+# nothing: there is nothing to show
+if ($node->safe_psql('postgres', 'SELECT pg_jit_available()') ne 't')
+{
+	plan skip_all => 'this server cannot JIT-compile (no llvmjit)';
+}
+
 # the client's work, uncompiled, so that what is counted below is the
 # reconciler's: expired leases for it to settle
 $ENV{PGOPTIONS} = '-c jit=off';
