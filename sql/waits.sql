@@ -261,5 +261,30 @@ SELECT durable_enqueue('sync', '{"n": 5}', concurrency_key => 'customer-2') AS s
 SELECT task_id = :s5 AS second_slot FROM durable_claim('sync', 'w', batch => 10);
 SELECT durable_alter_queue('sync', clear => ARRAY['concurrency_limit']);
 SELECT concurrency_limit FROM durable.queues WHERE queue_name = 'sync';
+-- a task lives in its concurrency key's partition, also with an
+-- idempotency key, whose binding stays in the key's own partition: the key
+-- still finds its task, and another payload under it is still 55U03
+SELECT durable_create_queue('both', partitions => 8);
+SELECT durable_enqueue('both', '{"n": 1}', idempotency_key => 'order-1',
+                       concurrency_key => 'customer-1') AS b1 \gset
+SELECT durable_enqueue('both', '{"n": 2}', concurrency_key => 'customer-1') AS b2 \gset
+SELECT (:b1 & 32767) = (:b2 & 32767) AS one_partition_per_key,
+       (SELECT partition_key FROM durable.task_keys WHERE idempotency_key = 'order-1')
+       <> (:b1 & 32767) AS key_bound_elsewhere;
+SELECT durable_enqueue('both', '{"n": 1}', idempotency_key => 'order-1',
+                       concurrency_key => 'customer-2') = :b1 AS same_task;
+\set VERBOSITY terse
+SELECT durable_enqueue('both', '{"n": 9}', idempotency_key => 'order-1');
+\set VERBOSITY default
+SELECT (durable_enqueue_batch('both', ARRAY['{"n": 1}', '{"n": 3}']::jsonb[],
+                              ARRAY['order-1', 'order-3'],
+                              concurrency_keys => ARRAY['customer-7', 'customer-1'])) AS batch \gset
+SELECT (:'batch'::bigint[])[1] = :b1 AS batch_same_task,
+       ((:'batch'::bigint[])[2] & 32767) = (:b2 & 32767) AS batch_one_partition_per_key;
+\set VERBOSITY terse
+SELECT durable_enqueue_batch('both', ARRAY['{"n": 4}']::jsonb[], ARRAY['order-3']);
+\set VERBOSITY default
+SELECT count(*) AS tasks, count(DISTINCT partition_key) AS partitions
+FROM durable.live_tasks WHERE queue_name = 'both';
 SELECT durable_create_queue('bad', concurrency_limit => 0);
 SELECT durable_enqueue('sync', '{}', concurrency_key => '');

@@ -7,10 +7,15 @@
  * 'spawn', with the child's id), so that a replay returns the same child,
  * and the child records its parent (parent_id).  A join waits until the
  * children it names have finished: the last of them to finish wakes the
- * parent (DurableWakeParent in task.c, where every finish passes).  Both
- * sides take the parent's row before they look at the children, so a
- * join and the last child's finish never miss each other.  A cancelled
- * parent's unfinished children are cancelled with it (task.c too).
+ * parent (DurableWakeParent, which every finish calls, from move.c).  A
+ * cancelled parent's unfinished children are cancelled with it (move.c).
+ *
+ * A child's finish marks its spawn in the parent's row (child_finished),
+ * and a join reads the marks: both sides take the parent's row, so a join
+ * and the last child's finish never miss each other, and whether a join's
+ * children have all finished is read from that one row, on the parent's
+ * node of a Citus cluster, never from the children's rows on other nodes
+ * (whose commit a cluster makes visible one node after the other).
  *
  *-------------------------------------------------------------------------
  */
@@ -116,7 +121,6 @@ DurableSpawn(int64 fence, const char *name, const DurableEnqueueRequest *req,
 	/* the request, by its hashes: a replay must spawn the same child */
 	args = spawn_args(req, false);
 
-	DurableRequireSingleServer("durable_spawn()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (DurableWaitFetch(&task, name, &wait))
 	{
@@ -196,15 +200,18 @@ enum
 {
 	SPAWNED_NAME,
 	SPAWNED_TASK_ID,
+	SPAWNED_MARKED,
 	SPAWNED_NCOLUMNS
 };
 static const DurableColumn spawned_columns[SPAWNED_NCOLUMNS] = {
 	[SPAWNED_NAME] = {"key", TEXTOID},
 	[SPAWNED_TASK_ID] = {"task_id", INT8OID},
+	[SPAWNED_MARKED] = {"marked", BOOLOID},
 };
 static DurableStatement spawned = {
 	.name = "spawned",
-	.sql = "SELECT w.key, (w.value ->> 'task_id')::int8 AS task_id"
+	.sql = "SELECT w.key, (w.value ->> 'task_id')::int8 AS task_id,"
+	" w.value ? 'child_finished' AS marked"
 	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) w"
 	" WHERE t.partition_key = $1 AND t.task_id = $2"
 	" AND w.value ->> 'kind' = 'spawn'"
@@ -228,6 +235,15 @@ static const DurableColumn child_columns[CHILD_NCOLUMNS] = {
 	[CHILD_RESULT] = {"result", JSONBOID},
 	[CHILD_ERROR] = {"last_error", JSONBOID},
 };
+/* a live task's row, once no transaction that moves it is under way */
+static DurableStatement child_settle = {
+	.name = "child_settle",
+	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2"
+	" FOR KEY SHARE",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+};
+
 static DurableStatement child_states = {
 	.name = "child_states",
 	.sql = "SELECT t.task_id, t.state::text, t.result, t.last_error"
@@ -236,6 +252,37 @@ static DurableStatement child_states = {
 	.nargs = 2, .argtypes = {INT8ARRAYOID, INT4ARRAYOID},
 	DURABLE_COLUMNS(child_columns),
 };
+
+/*
+ * settle_marked
+ *		Wait for the commit of each marked child that the last child_states
+ *		read as unfinished; true when there was one.
+ */
+static bool
+settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows)
+{
+	int64	   *pending = palloc(sizeof(int64) * Max(count, 1));
+	int			npending = 0;
+
+	for (int i = 0; i < count; i++)
+	{
+		if (!marked[i])
+			continue;
+		for (uint64 r = 0; r < rows; r++)
+			if (DurableColumnInt64(r, CHILD_TASK_ID) == child_ids[i] &&
+				!DurableTaskIsTerminal(DurableColumnText(r, CHILD_STATE)))
+				pending[npending++] = child_ids[i];
+	}
+	for (int i = 0; i < npending; i++)
+	{
+		Datum		key[2];
+
+		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(pending[i]));
+		key[1] = Int64GetDatum(pending[i]);
+		DurableExecute(&child_settle, key, NULL, SPI_OK_SELECT, 0);
+	}
+	return npending > 0;
+}
 
 /*
  * children_report
@@ -252,6 +299,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 	uint64		n;
 	char	  **child_names;
 	int64	   *child_ids;
+	bool	   *marked;
 	int			count = 0;
 	Datum	   *ids;
 	Datum	   *partitions;
@@ -262,6 +310,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 	n = DurableExecute(&spawned, key, NULL, SPI_OK_SELECT, 0);
 	child_names = palloc(sizeof(char *) * Max(n, 1));
 	child_ids = palloc(sizeof(int64) * Max(n, 1));
+	marked = palloc(sizeof(bool) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 	{
 		char	   *name = DurableColumnText(r, SPAWNED_NAME);
@@ -270,6 +319,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 			continue;
 		child_names[count] = name;
 		child_ids[count] = DurableColumnInt64(r, SPAWNED_TASK_ID);
+		marked[count] = DurableColumnBool(r, SPAWNED_MARKED);
 		count++;
 	}
 	if (names != NULL)
@@ -311,6 +361,14 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		states[1] = PointerGetDatum(construct_array(partitions, count, INT4OID,
 													sizeof(int32), true, TYPALIGN_INT));
 		n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
+
+		/*
+		 * A child whose finish has marked its spawn and that still reads
+		 * unfinished is being committed on another node of a cluster, which
+		 * has committed on ours: wait for it, and read again.
+		 */
+		if (settle_marked(child_ids, marked, count, n))
+			n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
 	}
 
 	*all_finished = true;
@@ -384,7 +442,6 @@ DurableJoin(int64 task_id, int64 fence, const char *name, ArrayType *names,
 	TimestampTz until;
 
 	args = join_args(names, timeout);
-	DurableRequireSingleServer("durable_join()");
 	DurableTaskHeld(task_id, fence, &task);
 	known = DurableWaitFetch(&task, name, &wait);
 	if (known)
@@ -416,4 +473,130 @@ DurableJoin(int64 task_id, int64 fence, const char *name, ArrayType *names,
 	}
 	*report_out = report;
 	return status;
+}
+
+/* a child has finished: its spawn in its parent's row says so */
+static DurableStatement parent_mark = {
+	.name = "parent_mark",
+	.sql = "WITH s AS (SELECT w.key FROM durable.live_tasks t,"
+	"  pg_catalog.jsonb_each(t.waits) w"
+	"  WHERE t.partition_key = $1 AND t.task_id = $2"
+	"  AND w.value ->> 'kind' = 'spawn' AND (w.value ->> 'task_id')::int8 = $3)"
+	" UPDATE durable.live_tasks t SET waits = pg_catalog.jsonb_set(t.waits,"
+	"  ARRAY[s.key], (t.waits -> s.key) || '{\"child_finished\": true}')"
+	" FROM s WHERE t.partition_key = $1 AND t.task_id = $2",
+	.nargs = 3,
+	.argtypes = {INT4OID, INT8OID, INT8OID},
+};
+
+/*
+ * the joins a task waits in, each with the children it names that have
+ * no mark (unfinished, or finished before 0.8.0, which marked nothing)
+ */
+enum
+{
+	JOIN_NAME,
+	JOIN_UNMARKED,
+	JOIN_NCOLUMNS
+};
+static const DurableColumn join_columns[JOIN_NCOLUMNS] = {
+	[JOIN_NAME] = {"name", TEXTOID},
+	[JOIN_UNMARKED] = {"unmarked", INT8ARRAYOID},
+};
+static DurableStatement parent_joins = {
+	.name = "parent_joins",
+	.sql = "SELECT j.key AS name, ARRAY(SELECT (s.value ->> 'task_id')::int8"
+	"  FROM pg_catalog.jsonb_each(t.waits) s"
+	"  WHERE s.value ->> 'kind' = 'spawn' AND NOT s.value ? 'child_finished'"
+	"  AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
+	"   OR j.value -> 'args' -> 'children' ? s.key)) AS unmarked"
+	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
+	" WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
+	" AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(join_columns),
+};
+
+static DurableStatement child_live = {
+	.name = "child_live",
+	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+};
+
+/* whether none of the children a join names without a mark is live */
+static bool
+unmarked_finished(ArrayType *unmarked)
+{
+	Datum	   *ids;
+	int			n;
+
+	deconstruct_array(unmarked, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &ids, NULL, &n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		key[2];
+
+		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
+		key[1] = ids[i];
+		if (DurableExecute(&child_live, key, NULL, SPI_OK_SELECT, 1) > 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * DurableWakeParent
+ *		A child has finished: mark it so in its parent's row, and wake the
+ *		parent if it waits in a join whose children have now all finished.
+ *
+ *		The mark is an update of the parent's row, whatever its state.  A
+ *		parent that is registering its join holds that row, so this waits
+ *		for the join to commit and then sees it; a join that comes later
+ *		waits for this transaction and then sees the mark.  The joins are
+ *		read in a statement of its own, with a snapshot taken after the row
+ *		was had.  (An update rather than a lock, so that a transaction under
+ *		REPEATABLE READ whose snapshot missed a concurrent change fails to
+ *		serialize instead of missing it.)
+ */
+void
+DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
+{
+	Datum		args[3];
+	uint64		n;
+	char	  **names;
+	ArrayType **unmarked;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	args[1] = Int64GetDatum(parent_id);
+	args[2] = Int64GetDatum(child_id);
+	if (DurableExecute(&parent_mark, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		return;
+	n = DurableExecute(&parent_joins, args, NULL, SPI_OK_SELECT, 0);
+	names = palloc(sizeof(char *) * Max(n, 1));
+	unmarked = palloc(sizeof(ArrayType *) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		isnull;
+
+		names[r] = DurableColumnText(r, JOIN_NAME);
+		unmarked[r] = DatumGetArrayTypePCopy(DurableColumnDatum(r, JOIN_UNMARKED,
+																&isnull));
+	}
+	for (uint64 r = 0; r < n; r++)
+	{
+		DurableDetail nothing;
+		DurableDetail detail;
+
+		if (!unmarked_finished(unmarked[r]))
+			continue;
+		/* the join's entry stays as it is: its replay reads the children */
+		DurableDetailInit(&nothing);
+		DurableDetailInit(&detail);
+		DurableDetailText(&detail, "wait", names[r]);
+		DurableDetailInt(&detail, "child", child_id);
+		(void) DurableWakeWait(parent_id, names[r], DurableDetailFinish(&nothing),
+							   DurableDetailFinish(&detail), now);
+	}
 }

@@ -25,23 +25,31 @@
 #include "utils/timestamp.h"
 
 /*
- * A claim in a queue with a concurrency limit ($10) takes a task c of a key
+ * A claim in a queue with a concurrency limit ($12) takes a task c of a key
  * only while the key's running tasks and its tasks ahead of c in claim
- * order that could be claimed now are fewer than the limit, counted in all
- * partitions of the queue ($9), in one probe that stops at the limit.  No
- * lock is needed: every snapshot sees a task of the key that another claim
- * is taking either as running or, as it was, ahead in claim order; and a
- * task ahead goes first.
+ * order that could be claimed now are fewer than the limit, counted in
+ * the partitions where the key's tasks are, in one probe that stops at the
+ * limit.  No lock is needed: every snapshot sees a task of the key that
+ * another claim is taking either as running or, as it was, ahead in claim
+ * order; and a task ahead goes first.
+ *
+ * A task lives in its concurrency key's partition (enqueue.c), so the
+ * key's tasks are in the partition claimed, $1; on one server they are
+ * counted in all of the queue's ($11), which also finds those enqueued
+ * before 0.8.0 in other partitions.  On Citus the count stays on the
+ * partition's shard.
  */
-#define KEY_BUSY \
+#define KEY_BUSY(where) \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
-	" WHERE k.partition_key = ANY ($11) AND k.queue_name = $2" \
+	" WHERE " where " AND k.queue_name = $2" \
 	" AND k.concurrency_key = c.concurrency_key" \
 	" AND k.state IN ('ready', 'waiting', 'running')" \
 	" AND (k.state = 'running' OR k.run_at <= $3" \
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
 	" LIMIT $12) k)"
+#define KEY_IN_QUEUE "k.partition_key = ANY ($11)"
+#define KEY_IN_PARTITION "k.partition_key = $1 AND k.partition_key = ANY ($11)"
 
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
@@ -155,25 +163,40 @@ static DurableStatement claim_one = {
 	DURABLE_COLUMNS(claimed_columns),
 };
 
+/* a claim in a queue with a concurrency limit, the key counted where */
+#define CLAIM_LIMITED(where) \
+	"WITH u AS (" CLAIM_UPDATE \
+	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY(" \
+	"   SELECT task_id FROM durable.live_tasks c" \
+	"   WHERE partition_key = $1 AND queue_name = $2" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS \
+	"   AND (concurrency_key IS NULL" \
+	"    OR " KEY_BUSY(where) " < $12)" \
+	"   ORDER BY priority DESC, run_at, task_id" \
+	"   LIMIT $4 FOR UPDATE SKIP LOCKED))" \
+	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until," \
+	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority," \
+	"  t.run_at)" \
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint," \
+	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id"
+#define CLAIM_LIMITED_ARGTYPES \
+	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID}
+
 static DurableStatement claim_limited = {
 	.name = "claim_limited",
-	.sql = "WITH u AS (" CLAIM_UPDATE
-	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
-	"   SELECT task_id FROM durable.live_tasks c"
-	"   WHERE partition_key = $1 AND queue_name = $2"
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS
-	"   AND (concurrency_key IS NULL"
-	"    OR " KEY_BUSY " < $12)"
-	"   ORDER BY priority DESC, run_at, task_id"
-	"   LIMIT $4 FOR UPDATE SKIP LOCKED))"
-	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
-	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
-	"  t.run_at)"
-	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
-	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id",
+	.sql = CLAIM_LIMITED(KEY_IN_QUEUE),
 	.nargs = 12,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID,
-	TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID},
+	.argtypes = CLAIM_LIMITED_ARGTYPES,
+	DURABLE_COLUMNS(claimed_columns),
+};
+
+/* on Citus: the key counted on the claimed partition's shard */
+static DurableStatement claim_limited_here = {
+	.name = "claim_limited_here",
+	.sql = CLAIM_LIMITED(KEY_IN_PARTITION),
+	.nargs = 12,
+	.argtypes = CLAIM_LIMITED_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
 
@@ -292,8 +315,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	/* in a queue with a concurrency limit, each key's running tasks count */
 	if (ready_work && settings.concurrency_limit > 0)
 	{
-		DurableRequireSingleServer("a claim in a queue with a concurrency limit");
-		stmt = &claim_limited;
+		stmt = DurableDistributed() ? &claim_limited_here : &claim_limited;
 		args[10] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 		args[11] = Int32GetDatum(settings.concurrency_limit);
 	}

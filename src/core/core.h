@@ -95,17 +95,6 @@ extern void DurableMoveTaskFenced(int64 task_id, const DurableMove *move,
 								  TimestampTz now);
 extern void DurableCancelLockedTask(const DurableTask *task, const char *reason,
 									int64 parent_id, TimestampTz now);
-extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
-/* the columns of WOKEN_QUEUES (sql.h), which DurableAnnounceWoken reads */
-enum
-{
-	WOKEN_QUEUE,
-	WOKEN_COUNT,
-	WOKEN_NOTIFY,
-	WOKEN_NCOLUMNS
-};
-extern const DurableColumn durable_woken_columns[WOKEN_NCOLUMNS];
-extern void DurableAnnounceWoken(uint64 rows);
 
 /* ---- claim.c: leases ---- */
 typedef enum DurableClaimKind
@@ -168,6 +157,8 @@ extern void DurableWaitResolve(DurableTask *task, const char *name,
 extern void DurableWaitPark(DurableTask *task, const char *name,
 							const char *kind, TimestampTz until,
 							TimestampTz now);
+extern bool DurableWakeWait(int64 task_id, const char *name, Jsonb *ending,
+							Jsonb *detail, TimestampTz now);
 extern const char *DurableSleep(int64 task_id, int64 fence, const char *name,
 								TimestampTz until, const Interval *duration,
 								TimestampTz now);
@@ -180,6 +171,7 @@ extern int64 DurableSpawn(int64 fence, const char *name,
 extern const char *DurableJoin(int64 task_id, int64 fence, const char *name,
 							   ArrayType *names, const Interval *timeout,
 							   TimestampTz now, Jsonb **report);
+extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
 
 /* ---- event.c: events that tasks await ---- */
 extern bool DurableEmit(const char *queue, const char *event, Jsonb *payload,

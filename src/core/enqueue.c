@@ -5,10 +5,17 @@
  *	  The SQL functions are api/tasks.c's.
  *
  * With an idempotency key, the key's partition comes from a hash of the
- * key, and a unique index on (partition, queue, key) makes the insert
- * idempotent with ON CONFLICT DO NOTHING: a concurrent enqueue of the same
- * key waits for the first one to commit or roll back.  The key is bound to
- * the hash of the payload it was first used with.
+ * key, and a unique index on (partition, queue, key) of durable.task_keys
+ * makes the insert idempotent with ON CONFLICT DO NOTHING: a concurrent
+ * enqueue of the same key waits for the first one to commit or roll back.
+ * The key is bound to the hash of the payload it was first used with.
+ *
+ * A task goes to its concurrency key's partition, so that a claim counts
+ * the key's tasks in one partition (on Citus, on one shard); else to its
+ * idempotency key's; else to the next in turn.  A task with both keys
+ * lives in the concurrency key's partition and binds its idempotency key
+ * in the idempotency key's: the binding is found by the key alone, and
+ * the task by its id, whose suffix carries its partition.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,13 +84,18 @@ key_partition_index(const char *key, int partitions)
 	return (int) (head % (uint32) partitions);
 }
 
-/* the partition of a new task: its key's, or the next in turn */
+/*
+ * The partition of a new task: its concurrency key's, else its idempotency
+ * key's, else the next in turn.
+ */
 static int32
-task_partition(const DurableQueue *settings, const char *key)
+task_partition(const DurableQueue *settings, const char *key,
+			   const char *concurrency_key)
 {
+	if (concurrency_key != NULL)
+		key = concurrency_key;
 	if (key != NULL)
-		return DurableQueuePartition(settings,
-									 key_partition_index(key, settings->partitions));
+		return DurableQueueKeyPartition(settings, key);
 	if (next_partition_index == 0)
 		next_partition_index = (uint32) MyProcPid;
 	return DurableQueuePartition(settings,
@@ -160,7 +172,14 @@ static DurableStatement enqueue = {
 	},
 };
 
-/* a key is bound in durable.task_keys, where it outlives the task's run */
+/*
+ * A key is bound in durable.task_keys, where it outlives the task's run.
+ * $1 is the key's partition, where the binding goes; the task's own is in
+ * the suffix of its id, $2 (task_partition).
+ */
+#define TASK_PARTITION_OF_SUFFIX \
+	"($2 & " CppAsString2(DURABLE_PARTITION_MASK) ")::pg_catalog.int4"
+
 static DurableStatement enqueue_keyed = {
 	.name = "enqueue_keyed",
 	.sql = "WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
@@ -174,7 +193,8 @@ static DurableStatement enqueue_keyed = {
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions)"
-	"  SELECT $1, k.task_id, 'ready', $3::durable.activity_class, $4, $5, $6,"
+	"  SELECT " TASK_PARTITION_OF_SUFFIX ", k.task_id, 'ready',"
+	"  $3::durable.activity_class, $4, $5, $6,"
 	"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
 	"  " PINNED_AT_ENQUEUE("$12") " FROM k"
 	"  RETURNING partition_key, task_id, version, fence)"
@@ -193,7 +213,8 @@ static DurableStatement enqueue_keyed = {
 		" RETURNING task_id",
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-		" VALUES ($1, $18, 'ready', $3::durable.activity_class, $4, $5, $6,"
+		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $18, 'ready',"
+		" $3::durable.activity_class, $4, $5, $6,"
 		" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
 		" " PINNED_AT_ENQUEUE("$12") ")"
 		" RETURNING partition_key, task_id, version, fence",
@@ -222,6 +243,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	TimestampTz run_at = req->run_at != 0 ? req->run_at : now;
 	bytea	   *request_hash = NULL;
 	int32		partition;
+	int32		key_partition;
 	int64		task_id;
 
 	DurableCheckPayloadSize(VARSIZE(req->payload), "payload");
@@ -231,10 +253,11 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		DurableCheckKey(key, "idempotency key");
 		request_hash = DurableJsonbHash(req->payload);
 	}
-	partition = task_partition(settings, key);
+	partition = task_partition(settings, key, req->concurrency_key);
+	key_partition = key ? DurableQueueKeyPartition(settings, key) : partition;
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(partition);
+	args[0] = Int32GetDatum(key_partition);
 	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
 	args[2] = CStringGetTextDatum(req->class);
 	args[3] = Int32GetDatum(req->priority);
@@ -275,7 +298,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);
 		return task_id;
 	}
-	task_id = DurableEnqueuedBefore(partition, req->queue, key, request_hash,
+	task_id = DurableEnqueuedBefore(key_partition, req->queue, key, request_hash,
 									req->payload);
 	DurableCount(req->queue, DURABLE_COUNT_IDEMPOTENT_REPLAYS, 1);
 	return task_id;
@@ -404,12 +427,12 @@ static DurableStatement enqueue_batch = {
 	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int4[]),"
 	"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]),"
 	"  pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bytea[]),"
-	"  pg_catalog.unnest($6::text[])) WITH ORDINALITY"
-	"  AS i(partition_key, task_id, payload, idempotency_key, request_hash,"
-	"  concurrency_key, n)),"
+	"  pg_catalog.unnest($6::text[]), pg_catalog.unnest($17::int4[]))"
+	"  WITH ORDINALITY AS i(partition_key, task_id, payload, idempotency_key,"
+	"  request_hash, concurrency_key, key_partition, n)),"
 	" k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
 	"  idempotency_key, task_id, request_hash, created_at)"
-	"  SELECT partition_key, $7, idempotency_key, task_id, request_hash, $8"
+	"  SELECT key_partition, $7, idempotency_key, task_id, request_hash, $8"
 	"  FROM i WHERE idempotency_key IS NOT NULL ORDER BY n"
 	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 	"  RETURNING task_id),"
@@ -427,10 +450,11 @@ static DurableStatement enqueue_batch = {
 	"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
 	"  'enqueued', $16, $16, " ENQUEUE_DETAIL("$14") " FROM t)"
 	" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
-	.nargs = 16,
+	.nargs = 17,
 	.argtypes = {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
 		BYTEAARRAYOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID},
+		TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID,
+	INT4ARRAYOID},
 	DURABLE_COLUMNS(before_columns),
 };
 
@@ -460,11 +484,12 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	bool	   *ckey_nulls = NULL;
 	int			count;
 	Datum	   *partitions;
+	Datum	   *key_partitions;
 	Datum	   *ids;
 	Datum	   *hashes;
 	bool	   *hash_nulls;
-	Datum		args[16];
-	char		nulls[16];
+	Datum		args[17];
+	char		nulls[17];
 	uint64		existing;
 	int			dims[1];
 	int			lbs[1] = {1};
@@ -478,6 +503,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		deconstruct_array(ckey_array, TEXTOID, -1, false, TYPALIGN_INT,
 						  &ckeys, &ckey_nulls, &count);
 	partitions = palloc(sizeof(Datum) * Max(n, 1));
+	key_partitions = palloc(sizeof(Datum) * Max(n, 1));
 	ids = palloc(sizeof(Datum) * Max(n, 1));
 	hashes = palloc0(sizeof(Datum) * Max(n, 1));
 	hash_nulls = palloc(sizeof(bool) * Max(n, 1));
@@ -509,6 +535,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		for (int i = 0; i < n; i++)
 		{
 			char	   *key = NULL;
+			char	   *ckey = NULL;
 
 			check_batch_element(i, payloads, payload_nulls);
 			if (keys && !key_nulls[i])
@@ -519,8 +546,13 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 			}
 			hash_nulls[i] = key == NULL;
 			if (ckeys && !ckey_nulls[i])
-				DurableCheckKey(TextDatumGetCString(ckeys[i]), "concurrency key");
-			partitions[i] = Int32GetDatum(task_partition(&settings, key));
+			{
+				ckey = TextDatumGetCString(ckeys[i]);
+				DurableCheckKey(ckey, "concurrency key");
+			}
+			partitions[i] = Int32GetDatum(task_partition(&settings, key, ckey));
+			key_partitions[i] = key ?
+				Int32GetDatum(DurableQueueKeyPartition(&settings, key)) : partitions[i];
 			result[i] = DurableColumnInt64(i, IDS_NEXTVAL) << DURABLE_ID_SHIFT |
 				DURABLE_TASK_ID_SUFFIX(DatumGetInt32(partitions[i]), DurableNodeId());
 			ids[i] = Int64GetDatum(result[i]);
@@ -559,6 +591,8 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	args[14] = JsonbPGetDatum(req->metadata);
 	nulls[14] = req->metadata ? ' ' : 'n';
 	args[15] = CStringGetTextDatum(DurableCallerName());
+	args[16] = PointerGetDatum(construct_array(key_partitions, n, INT4OID,
+											   sizeof(int32), true, TYPALIGN_INT));
 
 	/* the statement returns the elements whose key was there before */
 	existing = n > 0 ? DurableExecute(&enqueue_batch, args, nulls,
@@ -573,7 +607,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		{
 			int			i = which[r];
 
-			result[i] = DurableEnqueuedBefore(DatumGetInt32(partitions[i]),
+			result[i] = DurableEnqueuedBefore(DatumGetInt32(key_partitions[i]),
 											  req->queue,
 											  TextDatumGetCString(keys[i]),
 											  DatumGetByteaPP(hashes[i]),

@@ -57,37 +57,24 @@ static DurableStatement event_emit = {
 	DURABLE_COLUMNS(emitted_columns),
 };
 
-/*
- * the awaits of this event of this queue only, and the queues they woke;
- * $4 is what each await's entry gains (DurableWaitEnding)
- */
-static DurableStatement event_wake = {
-	.name = "event_wake",
-	.sql = "WITH w AS (DELETE FROM durable.event_waits"
-	"  WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
-	"  RETURNING task_id, name),"
-	" u AS (UPDATE durable.live_tasks t SET"
-	"  waits = pg_catalog.jsonb_set(t.waits, ARRAY[w.name],"
-	"   (t.waits -> w.name) || $4::pg_catalog.jsonb),"
-	"  run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END,"
-	"  version = t.version + 1"
-	"  FROM w WHERE t.partition_key = (w.task_id"
-	"   & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
-	"  AND t.task_id = w.task_id"
-	"  AND t.waits -> w.name ->> 'status' = 'waiting'"
-	"  AND (t.waits -> w.name ->> 'until' IS NULL"
-	"   OR " WAIT_UNTIL("t.waits -> w.name") " > $5)"
-	"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
-	"  t.queue_name, w.name),"
-	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-	"  fence, at, kind, actor, detail, role)"
-	"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
-	"  pg_catalog.jsonb_build_object('wait', name, 'queue', $2, 'event', $3), $6"
-	"  FROM u)"
-	WOKEN_QUEUES,
-	.nargs = 6, .argtypes = {INT4OID, TEXTOID, TEXTOID, JSONBOID,
-	TIMESTAMPTZOID, TEXTOID},
-	DURABLE_COLUMNS(durable_woken_columns),
+/* the awaits of this event of this queue, taken: each wakes its task */
+enum
+{
+	AWAIT_TASK_ID,
+	AWAIT_NAME,
+	AWAIT_NCOLUMNS
+};
+static const DurableColumn await_columns[AWAIT_NCOLUMNS] = {
+	[AWAIT_TASK_ID] = {"task_id", INT8OID},
+	[AWAIT_NAME] = {"name", TEXTOID},
+};
+static DurableStatement event_awaits_take = {
+	.name = "event_awaits_take",
+	.sql = "DELETE FROM durable.event_waits"
+	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" RETURNING task_id, name",
+	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_COLUMNS(await_columns),
 };
 
 enum
@@ -110,6 +97,41 @@ static DurableStatement event_get = {
 };
 
 /*
+ * wake_awaits
+ *		An event was emitted: take its awaits, in a statement of its own
+ *		whose snapshot sees the awaits we waited for, and wake each one's
+ *		task on the task's own partition.
+ */
+static void
+wake_awaits(const char *queue, const char *event, Datum *key, Jsonb *payload,
+			TimestampTz now)
+{
+	Jsonb	   *ending = DurableWaitEnding("received", payload, now);
+	uint64		n = DurableExecute(&event_awaits_take, key, NULL,
+								   SPI_OK_DELETE_RETURNING, 0);
+	int64	   *task_ids = palloc(sizeof(int64) * Max(n, 1));
+	char	  **names = palloc(sizeof(char *) * Max(n, 1));
+
+	/* the rows first: each wake-up runs a statement of its own */
+	for (uint64 r = 0; r < n; r++)
+	{
+		task_ids[r] = DurableColumnInt64(r, AWAIT_TASK_ID);
+		names[r] = DurableColumnText(r, AWAIT_NAME);
+	}
+	for (uint64 r = 0; r < n; r++)
+	{
+		DurableDetail detail;
+
+		DurableDetailInit(&detail);
+		DurableDetailText(&detail, "wait", names[r]);
+		DurableDetailText(&detail, "queue", queue);
+		DurableDetailText(&detail, "event", event);
+		(void) DurableWakeWait(task_ids[r], names[r], ending,
+							   DurableDetailFinish(&detail), now);
+	}
+}
+
+/*
  * DurableEmit
  *		In the caller's transaction: record the event (payload may be NULL)
  *		in the queue and wake the queue's tasks that await it.  True the
@@ -129,7 +151,6 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 	bool		first;
 
 	hash = payload ? DurableJsonbHash(payload) : NULL;
-	DurableRequireSingleServer("durable_emit()");
 	/* as an enqueue: the queue cannot be dropped under the new event */
 	DurableQueueGetShared(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
@@ -148,14 +169,8 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 						   SPI_OK_INSERT_RETURNING, 0) == 1;
 	if (first)
 	{
-		Datum		wake[6] = {args[0], args[1], args[2],
-			JsonbPGetDatum(DurableWaitEnding("received", payload, now)),
-		args[5], args[6]};
-
 		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
-		/* a statement of its own: its snapshot sees the awaits we waited for */
-		DurableAnnounceWoken(DurableExecute(&event_wake, wake, NULL,
-											SPI_OK_SELECT, 0));
+		wake_awaits(queue, event, args, payload, now);
 	}
 	else
 	{
@@ -279,7 +294,6 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 	const char *status;
 	Jsonb	   *payload = NULL;
 
-	DurableRequireSingleServer("durable_await()");
 	DurableTaskHeld(task_id, fence, &task);
 	if (queue == NULL)
 		queue = task.queue;

@@ -194,6 +194,17 @@ static DurableStatement retain_events = {
 	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
 };
 
+/* on Citus: on every shard in one statement, as the tables below */
+static DurableStatement retain_events_all = {
+	.name = "retain_events_all",
+	.sql = "DELETE FROM durable.emitted_events e"
+	" WHERE COALESCE(e.emitted_at, e.created_at) < $1 AND $2 IS NOT NULL"
+	" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
+	"  WHERE w.partition_key = e.partition_key AND w.queue_name = e.queue_name"
+	"  AND w.event = e.event))",
+	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+};
+
 static uint64
 retain_table(void *arg)
 {
@@ -226,9 +237,9 @@ static const RetainedTable retained_tables[] = {
  *		batch each of events, inbox entries, outbox messages and expired
  *		request keys.  Returns the largest count removed.
  *
- *		On Citus, the coordinator removes expired inbox entries, outbox
- *		messages and request keys by statements on every shard.  History is
- *		not maintained there yet: its days are made by DDL, which only the
+ *		On Citus, the coordinator removes events, expired inbox entries,
+ *		outbox messages and request keys by statements on every shard.
+ *		History is not maintained there yet: its days are made by DDL, which only the
  *		coordinator may run, and its retention locks rows in statements on
  *		many shards, which Citus refuses.  Finished tasks stay in the default
  *		partitions.
@@ -247,17 +258,15 @@ DurableApplyRetention(TimestampTz now, int batch,
 	if (DurableCitusWorker())
 		return 0;
 	if (!everywhere)
-	{
 		(void) DurableRunPart("history", maintain_history, &work, &removed);
 
-		/* the events awaited or emitted before retention's horizon */
-		if (durable_retention >= 0)
-		{
-			work.stmt = &retain_events;
-			work.cutoff = seconds_before(now, durable_retention);
-			if (DurableRunPart("retention: events", retain_table, &work, &n))
-				removed = Max(removed, n);
-		}
+	/* the events awaited or emitted before retention's horizon */
+	if (durable_retention >= 0)
+	{
+		work.stmt = everywhere ? &retain_events_all : &retain_events;
+		work.cutoff = seconds_before(now, durable_retention);
+		if (DurableRunPart("retention: events", retain_table, &work, &n))
+			removed = Max(removed, n);
 	}
 
 	for (size_t i = 0; i < lengthof(retained_tables); i++)

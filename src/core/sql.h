@@ -34,16 +34,6 @@
 #define QUEUE_OF_U " LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
 
 /*
- * the queues of the tasks u woke, each once: how many it woke there, and
- * whether it announces ready work (DurableAnnounceWoken reads them)
- */
-#define WOKEN_QUEUES \
-	" SELECT u.queue_name, pg_catalog.count(*) AS woken," \
-	" pg_catalog.bool_or(q.notify) IS TRUE AS notify FROM u" \
-	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name" \
-	" GROUP BY u.queue_name"
-
-/*
  * A time plus or minus an interval on the UTC calendar, whatever the
  * session's TimeZone (as DurableTimePlus adds in C): a day is 24 hours.
  */

@@ -23,7 +23,9 @@
 # state and fence are compared, and durable_verify() must be empty.  The events are queue m's, which every await names.
 #
 # Environment: WAITS_MODEL_SEED (random by default), WAITS_MODEL_OPS (400),
-# WAITS_MODEL_SEQUENCES (3).
+# WAITS_MODEL_SEQUENCES (3); WAITS_MODEL_SERVER=host:port:user runs it
+# against a server of one's own (tools/citus: a cluster's coordinator,
+# whose reconcilers are off meanwhile) instead of a new one.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -45,9 +47,18 @@ my $NOPS = $ENV{WAITS_MODEL_OPS} || 400;
 my $NSEQ = $ENV{WAITS_MODEL_SEQUENCES} || 3;
 
 # no reconciler: leases are long, and nothing but the calls moves a task
-my $node = DurableNode::new_node('waits_model', 'durable.reconciler_enabled = off');
-my $dbh = DBI->connect('dbi:Pg:dbname=postgres;host=' . $node->host . ';port=' . $node->port,
-	'', '', { AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
+my ($node, $host, $port, $user) = (undef, undef, undef, '');
+if ($ENV{WAITS_MODEL_SERVER})
+{
+	($host, $port, $user) = split /:/, $ENV{WAITS_MODEL_SERVER};
+}
+else
+{
+	$node = DurableNode::new_node('waits_model', 'durable.reconciler_enabled = off');
+	($host, $port) = ($node->host, $node->port);
+}
+my $dbh = DBI->connect("dbi:Pg:dbname=postgres;host=$host;port=$port",
+	$user, '', { AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
   or die 'cannot connect';
 $dbh->do("SET client_min_messages = 'error'");
 
@@ -542,5 +553,5 @@ for my $seq (1 .. $NSEQ)
 	  or diag(join("\n", @problems));
 }
 
-$node->stop;
+$node->stop if $node;
 done_testing();

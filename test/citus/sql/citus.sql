@@ -122,12 +122,6 @@ FROM durable.outbox WHERE publisher = 'p2' AND published_at IS NULL;
 -- fences carry their node
 SELECT bool_and(fence & 255 = 0) AS fenced_on_group_0 FROM durable.outbox;
 
--- what runs across partitions is refused, not half done
-\set VERBOSITY sqlstate
-SELECT durable_emit('jobs', 'payment:1');
-SELECT durable_spawn(:t1, 1, 'kids', 'jobs', '{}');
-\set VERBOSITY default
-
 -- a sleep, and its replay once it has elapsed: the wait's entry is written
 -- on the task's node (0.6.0 failed here with 0A000, so that a workflow
 -- never got past its first sleep)
