@@ -52,14 +52,6 @@ version_timeout_arg(FunctionCallInfo fcinfo, int argno)
 	return DurablePositiveIntervalArg(fcinfo, argno, "version_timeout");
 }
 
-/* not on Citus yet, where workers' claims are not recorded */
-static void
-check_version_timeout(const DurableQueueSettings *settings)
-{
-	if (settings->version_timeout != NULL)
-		DurableRequireSingleServer("a queue's version_timeout");
-}
-
 /*
  * durable_create_queue(queue text, lease interval = '30 seconds',
  *		max_attempts int = 3, retry_base int = 2, retry_cap int = 60,
@@ -102,7 +94,6 @@ durable_create_queue(PG_FUNCTION_ARGS)
 	settings.version_timeout = version_timeout_arg(fcinfo, 12);
 
 	SPI_connect();
-	check_version_timeout(&settings);
 	DurableCreateQueue(queue, &settings);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -183,7 +174,6 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 	settings.version_timeout = version_timeout_arg(fcinfo, 12);
 
 	SPI_connect();
-	check_version_timeout(&settings);
 	DurableAlterQueue(queue, &settings);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -227,8 +217,6 @@ set_paused(FunctionCallInfo fcinfo, bool paused)
 		partition = DurableIntArgAtLeast(fcinfo, 1, "partition", 0);
 
 	SPI_connect();
-	if (partition >= 0)
-		DurableRequireSingleServer("pausing or resuming one partition");
 	DurableSetQueuePaused(queue, partition, paused);
 	SPI_finish();
 }

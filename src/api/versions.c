@@ -93,7 +93,6 @@ durable_migrate_task(PG_FUNCTION_ARGS)
 
 	migration_args(fcinfo, &m);
 	SPI_connect();
-	DurableRequireSingleServer("a migration of versions");
 	DurableMigrateTask(task_id, &m);
 	SPI_finish();
 	return (Datum) 0;
@@ -121,7 +120,6 @@ durable_migrate_queue(PG_FUNCTION_ARGS)
 
 	migration_args(fcinfo, &m);
 	SPI_connect();
-	DurableRequireSingleServer("a migration of versions");
 	DurableMigrateQueue(queue, batch, &m);
 	SPI_finish();
 	return (Datum) 0;

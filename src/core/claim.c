@@ -304,9 +304,13 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
-	if (runs != NULL)
-		DurableRequireSingleServer("a claim that names the versions it runs");
-	if (ready_work)
+	/*
+	 * On Citus the record is on the node of the queue's workers, most often
+	 * another than the claim's: it is kept where the review of a
+	 * version_timeout needs it, or the worker says what it runs.
+	 */
+	if (ready_work && (!DurableDistributed() || runs != NULL ||
+					   settings.has_version_timeout))
 		DurableRecordWorker(queue, worker, runs, now);
 	if (settings.paused)
 		return 0;

@@ -242,6 +242,7 @@ typedef struct DurableQueueSettings
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
+extern void DurableQueueGetForDrop(const char *queue, DurableQueue *result);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 extern void DurableCreateQueue(const char *queue,
@@ -254,6 +255,8 @@ extern void DurableCheckQueuePartition(const char *queue,
 extern bool DurablePartitionPaused(const DurableQueue *queue, int32 partition);
 extern void DurableSetQueuePaused(const char *queue, int32 partition,
 								  bool paused);
+
+/* ---- drop.c ---- */
 extern void DurableDropQueue(const char *queue, bool cascade);
 
 /* ---- enqueue.c ---- */

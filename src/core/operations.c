@@ -244,8 +244,8 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 	int64	   *ids;
 
 	DurableQueueGetShared(queue, &settings);
-	if (partition >= 0 || reason != NULL)
-		DurableRequireSingleServer("a replay of one partition or one reason");
+	if (partition >= 0)
+		DurableCheckQueuePartition(queue, &settings, partition);
 	args[1] = CStringGetTextDatum(queue);
 	args[3] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
 	nulls[3] = reason ? ' ' : 'n';
@@ -259,7 +259,6 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 		{
 			Datum		only = Int32GetDatum(partition);
 
-			DurableCheckQueuePartition(queue, &settings, partition);
 			partitions = construct_array(&only, 1, INT4OID, sizeof(int32),
 										 true, TYPALIGN_INT);
 		}
@@ -277,9 +276,12 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 		 */
 		for (int p = 0; p < settings.partitions && n < (uint64) batch; p++)
 		{
+			int32		here = DurableQueuePartition(&settings, p);
 			uint64		found;
 
-			args[0] = Int32GetDatum(DurableQueuePartition(&settings, p));
+			if (partition >= 0 && here != partition)
+				continue;
+			args[0] = Int32GetDatum(here);
 			args[2] = Int32GetDatum(batch - (int32) n);
 			found = DurableExecute(&dead_letters_one, args, nulls, SPI_OK_SELECT, 0);
 			for (uint64 i = 0; i < found; i++)

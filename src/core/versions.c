@@ -61,8 +61,10 @@ static DurableStatement worker_seen = {
  * DurableRecordWorker
  *		Record a claim of worker in queue, saying it runs runs (NULL: it did
  *		not say), unless this backend recorded the same less than
- *		WORKER_RECORD_INTERVAL ago.  Not on Citus yet, where no claim names
- *		versions and no queue has a version_timeout.
+ *		WORKER_RECORD_INTERVAL ago.  On Citus durable.workers_seen is
+ *		distributed by queue: a claim records on its queue's node, which
+ *		makes it commit in two phases when that is another node (claim.c
+ *		records there only what the review of a version_timeout reads).
  */
 void
 DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
@@ -75,8 +77,6 @@ DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	uint8		key[PG_SHA256_DIGEST_LENGTH];
 
-	if (DurableDistributed())
-		return;
 	if (seen_workers == NULL || hash_get_num_entries(seen_workers) >= SEEN_WORKERS_MAX)
 	{
 		HASHCTL		ctl = {0};
@@ -542,8 +542,8 @@ review_unrunnable(void *arg)
  * DurableReviewUnrunnable
  *		The tick's review of the tasks no worker runs: each queue with a
  *		version_timeout a part of its own ("versions: <queue>"), at most
- *		batch tasks in all.  Not on Citus yet, where claims are not
- *		recorded.
+ *		batch tasks in all.  On Citus, the coordinator's: each statement
+ *		runs on the node of the queue's workers or of one partition.
  */
 uint64
 DurableReviewUnrunnable(TimestampTz now, int batch,
@@ -553,7 +553,7 @@ DurableReviewUnrunnable(TimestampTz now, int batch,
 	char	  **queues;
 	uint64		moved = 0;
 
-	if (DurableDistributed())
+	if (DurableCitusWorker())
 		return 0;
 	nqueues = DurableExecute(&versioned_queues, NULL, NULL, SPI_OK_SELECT, 0);
 	queues = palloc(sizeof(char *) * Max(nqueues, 1));

@@ -120,22 +120,6 @@ DurableDistributed(void)
 }
 
 /*
- * DurableRequireSingleServer
- *		Refuse what does not run on Citus yet: the calls whose statements
- *		read or change the tasks of many partitions at once (an event's
- *		awaits, a parent and its children, a concurrency key's count).
- */
-void
-DurableRequireSingleServer(const char *what)
-{
-	if (DurableDistributed())
-		ereport(ERROR,
-				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("%s is not supported on a Citus cluster yet", what),
-				errdetail("It reads or changes tasks of several partitions in one statement."));
-}
-
-/*
  * DurableNodeId
  *		The node bits of the ids this backend makes.  On a single server,
  *		durable.node_id; on Citus, this node's group, which the cluster

@@ -104,7 +104,6 @@ extern char *DurableColumnText(uint64 row, int col);
 extern int	durable_node_id;
 extern bool DurableDistributed(void);
 extern bool DurableCitusWorker(void);
-extern void DurableRequireSingleServer(const char *what);
 extern int32 DurableNodeId(void);
 
 /* ---- counters.c: what durable did, per queue, in shared memory ---- */

@@ -154,40 +154,45 @@ SELECT durable_drop_queue('short');
 SELECT count(*) AS left_of_short FROM durable.tasks WHERE queue_name = 'short';
 SELECT count(*) AS events_left FROM durable.events WHERE task_id = :t3;
 
--- 0.6.0's calls that read or change tasks of several partitions in one
--- statement are refused (0A000) and change nothing; the calls beside them
--- run.  (terse: the message; then the SQLSTATE)
+-- 0.6.0's and 0.7.0's calls that 0.7.0 refused on a cluster (0A000) run:
+-- pausing one partition, claims that name their versions (their workers
+-- recorded, distributed by queue), a version_timeout, ending a lease,
+-- migrating, quarantining, replaying one partition or one reason
 SELECT durable_create_queue('v6', partitions => 2);
-SELECT durable_enqueue('v6', '{"n": 1}') AS t4 \gset
-\set VERBOSITY terse
+SELECT durable_enqueue('v6', '{"n": 1}', workflow_version => '1') AS t4 \gset
 SELECT durable_create_queue('v6b', version_timeout => '1 hour');
-\echo :SQLSTATE
 SELECT durable_alter_queue('v6', version_timeout => '1 hour');
-\echo :SQLSTATE
-SELECT count(*) FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}');
-\echo :SQLSTATE
-SELECT durable_pause('v6', partition => 1);
-\echo :SQLSTATE
-SELECT durable_resume('v6', partition => 1);
-\echo :SQLSTATE
-SELECT durable_quarantine(:t4, 'suspicious');
-\echo :SQLSTATE
-SELECT * FROM durable_migrate(:t4, '{"workflow": "1"}', '{"workflow": "2"}', 'ops', '{"ticket": 6}');
-\echo :SQLSTATE
-SELECT * FROM durable_migrate('v6', '{"workflow": "1"}', '{"workflow": "2"}', 'ops', '{"ticket": 6}');
-\echo :SQLSTATE
-SELECT * FROM durable_replay_dead_letters('v6', 10, partition => 0);
-\echo :SQLSTATE
-SELECT * FROM durable_replay_dead_letters('v6', 10, reason => 'suspicious');
-\echo :SQLSTATE
--- and 0.7.0's ending of a lease by an operator
+SELECT version_timeout FROM durable.queues WHERE queue_name IN ('v6', 'v6b');
+SELECT partition_base AS v6_base, (:t4 & 32767) - partition_base AS t4_index
+FROM durable.queues WHERE queue_name = 'v6' \gset
+SELECT durable_pause('v6', partition => (:t4 & 32767)::int);
+SELECT count(*) AS claimed_while_paused FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}');
+SELECT paused_partitions = ARRAY[(:t4 & 32767)::int] AS paused_its_partition
+FROM durable.queues WHERE queue_name = 'v6';
+SELECT durable_resume('v6', partition => (:t4 & 32767)::int);
+SELECT count(*) AS claimed_by_other_code FROM durable_claim('v6', 'w6b', versions => '{"workflow": "2"}');
+SELECT task_id = :t4 AS claimed_t4 FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}');
+SELECT worker, versions FROM durable.workers WHERE queue_name = 'v6' ORDER BY worker;
 SELECT durable_expire_lease(:t4, 'hung');
-\echo :SQLSTATE
-\set VERBOSITY default
-SELECT count(*) AS v6b_queues FROM durable.queues WHERE queue_name = 'v6b';
-SELECT version_timeout, paused, paused_partitions FROM durable.queues WHERE queue_name = 'v6';
+SELECT state, versions FROM durable.tasks WHERE task_id = :t4;
+SELECT state, to_versions, action
+FROM durable_migrate(:t4, '{"workflow": "1"}', '{"workflow": "2"}', 'ops', '{"ticket": 6}');
+SELECT task_id = :t4 AS is_t4, to_versions, action
+FROM durable_migrate('v6', '{"workflow": "2"}', '{"workflow": "3"}', 'ops', '{"ticket": 7}');
+SELECT durable_quarantine(:t4, 'suspicious');
+SELECT count(*) AS replayed_elsewhere
+FROM durable_replay_dead_letters('v6', 10, partition => :v6_base + 1 - :t4_index);
+SELECT task_id = :t4 AS is_t4, action FROM durable_replay_dead_letters('v6', 10, reason => 'suspicious');
 SELECT state, fence, versions FROM durable.tasks WHERE task_id = :t4;
-SELECT count(*) AS workers_seen FROM durable.workers_seen WHERE queue_name = 'v6';
+-- a task no worker seen within its queue's version_timeout runs goes to
+-- review, by the coordinator's reconciler or durable_reconcile()
+SELECT durable_create_queue('v7', version_timeout => '1 second');
+SELECT durable_enqueue('v7', '{}', workflow_version => '9') AS t7 \gset
+SELECT count(*) AS claimed FROM durable_claim('v7', 'w7', versions => '{"workflow": "1"}');
+SELECT pg_sleep(2.5);
+SELECT count(*) AS claimed FROM durable_claim('v7', 'w7', versions => '{"workflow": "1"}');
+SELECT count(*) <= 1 AS at_most_one FROM durable_reconcile() WHERE action = 'version_unavailable';
+SELECT state, stop_code FROM durable.tasks WHERE task_id = :t7;
 -- a whole queue pauses and resumes, and a plain replay runs
 SELECT durable_pause('v6');
 SELECT count(*) AS claimed_while_paused FROM durable_claim('v6', 'w6');

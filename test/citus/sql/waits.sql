@@ -88,10 +88,10 @@ SELECT state FROM durable.tasks WHERE task_id = :t1;
 -- the children finish one by one, the last wakes the parent across nodes
 SELECT count(*) AS kids FROM durable.tasks WHERE parent_id = :t1 \gset
 SELECT count(durable_commit(c.task_id, c.fence, jsonb_build_object('kid', c.payload -> 'kid')))
-       AS committed
+       = :kids AS every_kid_committed
 FROM durable_claim('flows', 'w2', batch => 100) c;
 SELECT state, run_at <= now() AS claimable FROM durable.tasks WHERE task_id = :t1;
-SELECT count(*) AS marked FROM durable.tasks t, jsonb_each(t.waits) w
+SELECT count(*) = :kids AS every_kid_marked FROM durable.tasks t, jsonb_each(t.waits) w
 WHERE t.task_id = :t1 AND w.value ->> 'kind' = 'spawn' AND w.value ? 'child_finished';
 SELECT kind, detail ->> 'wait' AS wait FROM durable.events WHERE task_id = :t1 AND kind = 'woken'
 ORDER BY seq;

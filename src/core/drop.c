@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * drop.c
+ *	  Dropping a queue with everything of it: its finished tasks, their
+ *	  steps and events, its events and their awaits, the workers it has
+ *	  seen, and, with cascade, its schedules (durable_drop_queue in
+ *	  api/queues.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+/* what of a queue's ($1, in its partitions $2) goes with it, by table */
+#define QUEUE_TASKS(table) \
+	" USING " table " t WHERE x.partition_key = t.partition_key" \
+	" AND x.task_id = t.task_id AND t.partition_key = ANY ($2)" \
+	" AND t.queue_name = $1"
+
+enum
+{
+	SCHEDULE_NAME,
+	SCHEDULE_NCOLUMNS
+};
+
+static const DurableColumn schedule_columns[SCHEDULE_NCOLUMNS] = {
+	[SCHEDULE_NAME] = {"schedule_name", TEXTOID},
+};
+
+static DurableStatement queue_schedules = {
+	.name = "queue_schedules",
+	.sql = "SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
+	" ORDER BY schedule_name",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(schedule_columns),
+};
+
+/*
+ * The schedules in the rows of queue_schedules, one a line, as
+ * PostgreSQL's DROP lists dependent objects: the first hundred, then how
+ * many more.
+ */
+#define MAX_REPORTED_SCHEDULES 100
+
+static char *
+schedule_list_text(const char *queue, uint64 n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (uint64 r = 0; r < n && r < MAX_REPORTED_SCHEDULES; r++)
+		appendStringInfo(&buf, "%sschedule \"%s\" targets queue \"%s\"",
+						 r > 0 ? "\n" : "", DurableColumnText(r, SCHEDULE_NAME), queue);
+	if (n > MAX_REPORTED_SCHEDULES)
+		appendStringInfo(&buf, "\nand %llu other schedules",
+						 (unsigned long long) (n - MAX_REPORTED_SCHEDULES));
+	return buf.data;
+}
+
+/*
+ * The parts of the tick that are the queue's (tick.c): its retry tokens,
+ * its versions and its schedules, named from the n rows of queue_schedules, as a
+ * text[] datum.
+ */
+static Datum
+queue_tick_parts(const char *queue, uint64 n)
+{
+	Datum	   *names = palloc(sizeof(Datum) * (n + 2));
+
+	names[0] = CStringGetTextDatum(psprintf("retry tokens: %s", queue));
+	names[1] = CStringGetTextDatum(psprintf("versions: %s", queue));
+	for (uint64 r = 0; r < n; r++)
+		names[r + 2] = CStringGetTextDatum(psprintf("schedule: %s",
+													DurableColumnText(r, SCHEDULE_NAME)));
+	return PointerGetDatum(construct_array(names, (int) n + 2, TEXTOID, -1,
+										   false, TYPALIGN_INT));
+}
+
+/* the unfinished tasks of a queue */
+enum
+{
+	UNFINISHED_COUNT,
+	UNFINISHED_NCOLUMNS
+};
+
+static const DurableColumn unfinished_columns[UNFINISHED_NCOLUMNS] = {
+	[UNFINISHED_COUNT] = {"unfinished", INT8OID},
+};
+
+static DurableStatement queue_unfinished = {
+	.name = "queue_unfinished",
+	.sql = "SELECT pg_catalog.count(*) AS unfinished FROM durable.live_tasks"
+	" WHERE partition_key = ANY ($2)"
+	" AND queue_name = $1"
+	" AND state NOT IN ('completed', 'failed', 'cancelled')",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+	DURABLE_COLUMNS(unfinished_columns),
+};
+
+static DurableStatement queue_drop = {
+	.name = "queue_drop",
+	.sql = "WITH l AS (DELETE FROM durable.live_tasks"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1"
+	"  RETURNING partition_key, task_id),"
+	" h AS (DELETE FROM durable.task_history"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1"
+	"  RETURNING partition_key, task_id),"
+	" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
+	" e AS (DELETE FROM durable.event_log e USING t"
+	"  WHERE e.partition_key = t.partition_key"
+	"  AND e.task_id = t.task_id),"
+	" s AS (DELETE FROM durable.live_steps s USING l t"
+	"  WHERE s.partition_key = t.partition_key"
+	"  AND s.task_id = t.task_id),"
+	" sh AS (DELETE FROM durable.step_history s USING h t"
+	"  WHERE s.partition_key = t.partition_key"
+	"  AND s.task_id = t.task_id),"
+	" k AS (DELETE FROM durable.task_keys"
+	"  WHERE partition_key = ANY ($2)"
+	"  AND queue_name = $1)"
+	" DELETE FROM durable.queues WHERE queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+	.nsplit = 5,
+	.split = {
+	{"WITH a AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+		" b AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"WITH a AS (DELETE FROM durable.live_steps x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
+		" b AS (DELETE FROM durable.step_history x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1 RETURNING 1),"
+		" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($2)"
+		"  AND queue_name = $1 RETURNING 1)"
+		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+	DURABLE_SPLIT_NO_INPUT, false},
+	{"DELETE FROM durable.queues WHERE queue_name = $1", DURABLE_SPLIT_NO_INPUT, false},
+	},
+};
+
+static DurableStatement queue_drop_events = {
+	.name = "queue_drop_events",
+	.sql = "WITH w AS (DELETE FROM durable.event_waits"
+	"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+	" DELETE FROM durable.emitted_events"
+	" WHERE partition_key = ANY ($2) AND queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+};
+
+static DurableStatement queue_drop_workers = {
+	.name = "queue_drop_workers",
+	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $1)"
+	" DELETE FROM durable.workers_seen WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	/* on Citus the workers seen are distributed, the log is the node's */
+	.nsplit = 2,
+	.split = {
+		{"DELETE FROM durable.queue_log WHERE queue_name = $1",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.workers_seen WHERE queue_name = $1",
+		DURABLE_SPLIT_NO_INPUT, false},
+	},
+};
+
+static DurableStatement tick_failures_forget = {
+	.name = "tick_failures_forget",
+	.sql = "DELETE FROM durable.tick_failures WHERE part = ANY ($1)",
+	.nargs = 1,
+	.argtypes = {TEXTARRAYOID},
+};
+
+static DurableStatement queue_drop_schedules = {
+	.name = "queue_drop_schedules",
+	.sql = "DELETE FROM durable.schedules WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/*
+ * DurableDropQueue
+ *		Drop a queue, with its schedules when cascade (durable_drop_queue).
+ *
+ * Locks the queue's row FOR UPDATE, which waits for the enqueues and
+ * replays under way in the queue and keeps new ones out (they lock the row
+ * FOR KEY SHARE), and nothing else: other queues go on, and of two drops of
+ * one queue the second waits and then finds no queue.  Then the queue goes
+ * with its finished tasks, their steps and events, and the events emitted
+ * into it (durable_emit) with the awaits of them.  Raises 55006 while any
+ * of its tasks is unfinished.
+ *
+ * A schedule left behind would fire into any later queue of the same name,
+ * perhaps one restricted to other roles: while schedules target the queue
+ * the drop is refused (2BP01, naming them), unless cascade is true, which
+ * removes them in the same transaction.  durable_schedule locks the queue's
+ * row FOR KEY SHARE too, so no schedule comes to target the queue while the
+ * drop holds it.
+ */
+void
+DurableDropQueue(const char *queue, bool cascade)
+{
+	DurableQueue settings;
+	Datum		args[2];
+	int64		unfinished;
+	uint64		schedules;
+	char	   *schedule_names = NULL;
+	Datum		parts;
+
+	/*
+	 * Under a transaction snapshot a task enqueued by a transaction that
+	 * committed while the drop waited for the queue's row would be
+	 * invisible to the check and to the delete, and stay behind.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("cannot drop queue \"%s\" under the %s isolation level",
+					   queue, XactIsoLevel == XACT_SERIALIZABLE ?
+					   "SERIALIZABLE" : "REPEATABLE READ"),
+				errhint("Drop queues in a READ COMMITTED transaction."));
+
+	/*
+	 * On Citus the drop locks the queue's row on every node and then
+	 * deletes on every shard, which Citus does in one transaction only over
+	 * one connection per node.  An enqueue there takes no lock of the row
+	 * on every node (DurableQueueGetShared): one racing the drop fails on
+	 * the foreign key from durable.live_tasks instead (23503), on whichever
+	 * side comes second, and no task is left without its queue.
+	 */
+	if (DurableDistributed())
+		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+	DurableQueueGetForDrop(queue, &settings);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+	DurableExecute(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
+	unfinished = DurableColumnInt64(0, UNFINISHED_COUNT);
+	if (unfinished > 0)
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_IN_USE),
+				errmsg("cannot drop queue \"%s\" because it has unfinished tasks",
+					   queue),
+				errdetail_plural("%lld task is not completed, failed or cancelled.",
+								 "%lld tasks are not completed, failed or cancelled.",
+								 unfinished, (long long) unfinished),
+				errhint("Cancel them with durable_cancel() or let them finish."));
+	schedules = DurableExecute(&queue_schedules, args, NULL, SPI_OK_SELECT, 0);
+	if (schedules > 0)
+		schedule_names = schedule_list_text(queue, schedules);
+	parts = queue_tick_parts(queue, schedules);
+	if (schedules > 0 && !cascade)
+		ereport(ERROR,
+				errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				errmsg("cannot drop queue \"%s\" because schedules target it",
+					   queue),
+				errdetail("%s", schedule_names),
+				errhint("Use durable_drop_queue(..., cascade => true) to drop the schedules too, or durable_unschedule() them first."));
+	DurableExecute(&queue_drop, args, NULL, SPI_OK_DELETE, 0);
+	/*
+	 * Its events go too, and the awaits of them that tasks of other queues
+	 * registered: a new queue of that name starts with none, and its
+	 * emits wake nobody who awaited the old one's.
+	 */
+	DurableExecute(&queue_drop_events, args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop_workers, args, NULL, SPI_OK_DELETE, 0);
+	/* what the tick failed to do for the queue is not shown any more */
+	DurableExecute(&tick_failures_forget, &parts, NULL, SPI_OK_DELETE, 0);
+	if (schedules > 0)
+	{
+		DurableExecute(&queue_drop_schedules, args, NULL, SPI_OK_DELETE, 0);
+		ereport(NOTICE,
+				errmsg_plural("drop cascades to %llu schedule",
+							  "drop cascades to %llu schedules",
+							  schedules, (unsigned long long) schedules),
+				errdetail("%s", schedule_names));
+	}
+}
+
