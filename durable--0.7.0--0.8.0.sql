@@ -16,7 +16,9 @@
 -- worker runs (a queue's version_timeout) reads one node per queue.
 -- durable_enable_citus() distributes it from now on; a cluster already
 -- distributed gets it here, on the coordinator (Citus runs this script on
--- every node).
+-- every node).  An emit there locks its queue's row through a foreign key,
+-- as an enqueue does, so that an emit and a drop of its queue that race
+-- answer as on one server, and no event outlives its queue.
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
 RETURNS void
@@ -91,9 +93,12 @@ BEGIN
     END LOOP;
     EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''queue_name'', colocate_with => ''none'', shard_count => $2)'
         USING 'durable.workers_seen', shard_count;
-    -- Enqueues lock their queue's row through this key, on the node of the
-    -- task's shard only (DurableQueueGetShared locks it everywhere else).
+    -- Enqueues and emits lock their queue's row through these keys, on
+    -- the node of the row's shard only (DurableQueueGetShared locks it
+    -- everywhere else).
     ALTER TABLE durable.live_tasks ADD CONSTRAINT live_tasks_queue_name_fkey
+        FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+    ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
 END
 $$;
@@ -106,6 +111,8 @@ BEGIN
            AND pg_catalog.citus_is_coordinator() THEN
             PERFORM pg_catalog.create_distributed_table('durable.workers_seen', 'queue_name',
                                                         colocate_with => 'none');
+            ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
+                FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
         END IF;
     END IF;
 END

@@ -243,6 +243,7 @@ typedef struct DurableQueueSettings
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern void DurableQueueGetForDrop(const char *queue, DurableQueue *result);
+extern void DurableReportNoQueue(const char *queue);
 extern int32 DurableQueuePartition(const DurableQueue *queue, int index);
 extern ArrayType *DurableQueuePartitionArray(const DurableQueue *queue);
 extern void DurableCreateQueue(const char *queue,
@@ -258,6 +259,9 @@ extern void DurableSetQueuePaused(const char *queue, int32 partition,
 
 /* ---- drop.c ---- */
 extern void DurableDropQueue(const char *queue, bool cascade);
+extern uint64 DurableExecuteInQueue(DurableStatement *stmt, Datum *values,
+									const char *nulls, int expected,
+									const char *queue);
 
 /* ---- enqueue.c ---- */
 /* the channel on which durable announces ready work; the payload is the queue */

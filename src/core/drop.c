@@ -15,6 +15,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+/* how often a drop on Citus looks again after a racer came first */
+#define DROP_ATTEMPTS 5
+
 /* what of a queue's ($1, in its partitions $2) goes with it, by table */
 #define QUEUE_TASKS(table) \
 	" USING " table " t WHERE x.partition_key = t.partition_key" \
@@ -192,6 +195,90 @@ static DurableStatement queue_drop_schedules = {
 };
 
 /*
+ * DurableExecuteInQueue
+ *		DurableExecute for a statement that adds a row of queue (a task, an
+ *		event).  On Citus such a row locks its queue's row only through its
+ *		foreign key to durable.queues, on its own node
+ *		(DurableQueueGetShared): one that comes while a drop of the queue
+ *		is under way waits for the drop there, and fails with 23503 once
+ *		the drop has committed.  That is reported as one server reports it:
+ *		no such queue (42704).  The error ends the transaction.
+ */
+uint64
+DurableExecuteInQueue(DurableStatement *stmt, Datum *values, const char *nulls,
+					  int expected, const char *queue)
+{
+	MemoryContext context = CurrentMemoryContext;
+	volatile uint64 n = 0;
+
+	if (!DurableDistributed())
+		return DurableExecute(stmt, values, nulls, expected, 0);
+	PG_TRY();
+	{
+		n = DurableExecute(stmt, values, nulls, expected, 0);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_FOREIGN_KEY_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		DurableReportNoQueue(queue);
+	}
+	PG_END_TRY();
+	return n;
+}
+
+/* 55006 while the queue ($1 of args) has unfinished tasks */
+static void
+check_unfinished(const char *queue, Datum *args)
+{
+	int64		unfinished;
+
+	DurableExecute(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
+	unfinished = DurableColumnInt64(0, UNFINISHED_COUNT);
+	if (unfinished > 0)
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_IN_USE),
+				errmsg("cannot drop queue \"%s\" because it has unfinished tasks",
+					   queue),
+				errdetail_plural("%lld task is not completed, failed or cancelled.",
+								 "%lld tasks are not completed, failed or cancelled.",
+								 unfinished, (long long) unfinished),
+				errhint("Cancel them with durable_cancel() or let them finish."));
+}
+
+/* what a drop removes of its queue, the queue's row last */
+typedef struct DropWork
+{
+	const char *queue;
+	Datum	   *args;
+	bool		again;			/* after a racer came first: look again */
+} DropWork;
+
+static uint64
+drop_rows(void *arg)
+{
+	DropWork   *work = (DropWork *) arg;
+
+	if (work->again)
+		check_unfinished(work->queue, work->args);
+
+	/*
+	 * Its events go too, and the awaits of them that tasks of other queues
+	 * registered: a new queue of that name starts with none, and its emits
+	 * wake nobody who awaited the old one's.  Before the queue's row, which
+	 * on Citus they reference.
+	 */
+	DurableExecute(&queue_drop_events, work->args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop, work->args, NULL, SPI_OK_DELETE, 0);
+	return 0;
+}
+
+/*
  * DurableDropQueue
  *		Drop a queue, with its schedules when cascade (durable_drop_queue).
  *
@@ -215,7 +302,7 @@ DurableDropQueue(const char *queue, bool cascade)
 {
 	DurableQueue settings;
 	Datum		args[2];
-	int64		unfinished;
+	DropWork	work;
 	uint64		schedules;
 	char	   *schedule_names = NULL;
 	Datum		parts;
@@ -234,12 +321,13 @@ DurableDropQueue(const char *queue, bool cascade)
 				errhint("Drop queues in a READ COMMITTED transaction."));
 
 	/*
-	 * On Citus the drop locks the queue's row on every node and then
-	 * deletes on every shard, which Citus does in one transaction only over
-	 * one connection per node.  An enqueue there takes no lock of the row
-	 * on every node (DurableQueueGetShared): one racing the drop fails on
-	 * the foreign key from durable.live_tasks instead (23503), on whichever
-	 * side comes second, and no task is left without its queue.
+	 * On Citus the drop deletes on every shard, which Citus does in one
+	 * transaction only over one connection per node.  Its lock of the
+	 * queue's row does not reach the nodes where an enqueue or an emit
+	 * holds the row through its foreign key (DurableQueueGetShared): the
+	 * two meet at the drop's delete of the row, or at the other's foreign
+	 * key, whichever comes second (below, and DurableExecuteInQueue), and
+	 * no task or event is left without its queue.
 	 */
 	if (DurableDistributed())
 		(void) set_config_option("citus.multi_shard_modify_mode", "sequential",
@@ -248,17 +336,7 @@ DurableDropQueue(const char *queue, bool cascade)
 	DurableQueueGetForDrop(queue, &settings);
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-	DurableExecute(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
-	unfinished = DurableColumnInt64(0, UNFINISHED_COUNT);
-	if (unfinished > 0)
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_IN_USE),
-				errmsg("cannot drop queue \"%s\" because it has unfinished tasks",
-					   queue),
-				errdetail_plural("%lld task is not completed, failed or cancelled.",
-								 "%lld tasks are not completed, failed or cancelled.",
-								 unfinished, (long long) unfinished),
-				errhint("Cancel them with durable_cancel() or let them finish."));
+	check_unfinished(queue, args);
 	schedules = DurableExecute(&queue_schedules, args, NULL, SPI_OK_SELECT, 0);
 	if (schedules > 0)
 		schedule_names = schedule_list_text(queue, schedules);
@@ -270,13 +348,33 @@ DurableDropQueue(const char *queue, bool cascade)
 					   queue),
 				errdetail("%s", schedule_names),
 				errhint("Use durable_drop_queue(..., cascade => true) to drop the schedules too, or durable_unschedule() them first."));
-	DurableExecute(&queue_drop, args, NULL, SPI_OK_DELETE, 0);
-	/*
-	 * Its events go too, and the awaits of them that tasks of other queues
-	 * registered: a new queue of that name starts with none, and its
-	 * emits wake nobody who awaited the old one's.
-	 */
-	DurableExecute(&queue_drop_events, args, NULL, SPI_OK_DELETE, 0);
+	work.queue = queue;
+	work.args = args;
+	work.again = false;
+	if (!DurableDistributed())
+		(void) drop_rows(&work);
+	else
+	{
+		/*
+		 * An enqueue or an emit that came before the drop locked the queue's
+		 * row on its own node only, through its foreign key: the drop's
+		 * delete of the row waits for it there, and fails with 23503 once
+		 * it has committed.  Then its task or event is visible, and the
+		 * drop looks again, as one server's drop does after waiting for the
+		 * row: a task refuses the drop, an event goes with it.
+		 */
+		for (int attempt = 1;; attempt++)
+		{
+			ErrorData  *error = NULL;
+
+			if (DurableTry(drop_rows, &work, NULL, &error))
+				break;
+			if (error->sqlerrcode != ERRCODE_FOREIGN_KEY_VIOLATION ||
+				attempt == DROP_ATTEMPTS)
+				ReThrowError(error);
+			work.again = true;
+		}
+	}
 	DurableExecute(&queue_drop_workers, args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
 	DurableExecute(&tick_failures_forget, &parts, NULL, SPI_OK_DELETE, 0);

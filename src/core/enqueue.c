@@ -289,8 +289,8 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	nulls[16] = req->concurrency_key ? ' ' : 'n';
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
-	if (DurableExecute(key ? &enqueue_keyed : &enqueue, args, nulls,
-					   SPI_OK_INSERT_RETURNING, 0) == 1)
+	if (DurableExecuteInQueue(key ? &enqueue_keyed : &enqueue, args, nulls,
+							  SPI_OK_INSERT_RETURNING, req->queue) == 1)
 	{
 		task_id = DurableColumnInt64(0, ENQUEUED_TASK_ID);
 		if (settings->notify && run_at <= now)

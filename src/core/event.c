@@ -165,8 +165,8 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 	args[5] = TimestampTzGetDatum(now);
 	args[6] = CStringGetTextDatum(DurableCallerName());
 
-	first = DurableExecute(&event_emit, args, nulls,
-						   SPI_OK_INSERT_RETURNING, 0) == 1;
+	first = DurableExecuteInQueue(&event_emit, args, nulls,
+								  SPI_OK_INSERT_RETURNING, queue) == 1;
 	if (first)
 	{
 		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
@@ -344,7 +344,7 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 		place[3] = TimestampTzGetDatum(now);
 
 		/* the event's row exists and is ours to hold before we look */
-		DurableExecute(&event_place, place, NULL, SPI_OK_INSERT, 0);
+		DurableExecuteInQueue(&event_place, place, NULL, SPI_OK_INSERT, queue);
 		if (DurableExecute(&event_lock, values, NULL, SPI_OK_SELECT, 1) == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);

@@ -84,8 +84,8 @@ static DurableStatement queue_get_for_drop = {
 	DURABLE_COLUMNS(queue_columns),
 };
 
-static void
-report_no_queue(const char *queue)
+void
+DurableReportNoQueue(const char *queue)
 {
 	ereport(ERROR,
 			errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -102,7 +102,7 @@ read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 	Datum		d;
 
 	if (DurableExecute(stmt, &arg, NULL, SPI_OK_SELECT, 1) == 0)
-		report_no_queue(queue);
+		DurableReportNoQueue(queue);
 
 	result->partition_base = DurableColumnInt32(0, QUEUE_PARTITION_BASE);
 	result->partitions = DurableColumnInt32(0, QUEUE_PARTITIONS);
@@ -355,7 +355,7 @@ DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 	bind_interval(args, nulls, 15, settings->version_timeout);
 	args[16] = BoolGetDatum(settings->clear_version_timeout);
 	if (DurableExecute(&queue_alter, args, nulls, SPI_OK_UPDATE, 0) == 0)
-		report_no_queue(queue);
+		DurableReportNoQueue(queue);
 }
 
 static DurableStatement queue_set_paused = {
@@ -408,7 +408,7 @@ DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 	if (partition < 0)
 	{
 		if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
-			report_no_queue(queue);
+			DurableReportNoQueue(queue);
 		nulls[2] = 'n';
 	}
 	else
