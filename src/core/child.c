@@ -7,8 +7,9 @@
  * 'spawn', with the child's id), so that a replay returns the same child,
  * and the child records its parent (parent_id).  A join waits until the
  * children it names have finished: the last of them to finish wakes the
- * parent (DurableWakeParent, which every finish calls, from move.c).  A
- * cancelled parent's unfinished children are cancelled with it (move.c).
+ * parent (DurableWakeParent in wake.c, which every finish calls from
+ * move.c).  A cancelled parent's unfinished children are cancelled with
+ * it (move.c).
  *
  * A child's finish marks its spawn in the parent's row (child_finished),
  * and a join reads the marks: both sides take the parent's row, so a join
@@ -473,130 +474,4 @@ DurableJoin(int64 task_id, int64 fence, const char *name, ArrayType *names,
 	}
 	*report_out = report;
 	return status;
-}
-
-/* a child has finished: its spawn in its parent's row says so */
-static DurableStatement parent_mark = {
-	.name = "parent_mark",
-	.sql = "WITH s AS (SELECT w.key FROM durable.live_tasks t,"
-	"  pg_catalog.jsonb_each(t.waits) w"
-	"  WHERE t.partition_key = $1 AND t.task_id = $2"
-	"  AND w.value ->> 'kind' = 'spawn' AND (w.value ->> 'task_id')::int8 = $3)"
-	" UPDATE durable.live_tasks t SET waits = pg_catalog.jsonb_set(t.waits,"
-	"  ARRAY[s.key], (t.waits -> s.key) || '{\"child_finished\": true}')"
-	" FROM s WHERE t.partition_key = $1 AND t.task_id = $2",
-	.nargs = 3,
-	.argtypes = {INT4OID, INT8OID, INT8OID},
-};
-
-/*
- * the joins a task waits in, each with the children it names that have
- * no mark (unfinished, or finished before 0.8.0, which marked nothing)
- */
-enum
-{
-	JOIN_NAME,
-	JOIN_UNMARKED,
-	JOIN_NCOLUMNS
-};
-static const DurableColumn join_columns[JOIN_NCOLUMNS] = {
-	[JOIN_NAME] = {"name", TEXTOID},
-	[JOIN_UNMARKED] = {"unmarked", INT8ARRAYOID},
-};
-static DurableStatement parent_joins = {
-	.name = "parent_joins",
-	.sql = "SELECT j.key AS name, ARRAY(SELECT (s.value ->> 'task_id')::int8"
-	"  FROM pg_catalog.jsonb_each(t.waits) s"
-	"  WHERE s.value ->> 'kind' = 'spawn' AND NOT s.value ? 'child_finished'"
-	"  AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
-	"   OR j.value -> 'args' -> 'children' ? s.key)) AS unmarked"
-	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
-	" WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
-	" AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
-	DURABLE_COLUMNS(join_columns),
-};
-
-static DurableStatement child_live = {
-	.name = "child_live",
-	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
-};
-
-/* whether none of the children a join names without a mark is live */
-static bool
-unmarked_finished(ArrayType *unmarked)
-{
-	Datum	   *ids;
-	int			n;
-
-	deconstruct_array(unmarked, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-					  TYPALIGN_DOUBLE, &ids, NULL, &n);
-	for (int i = 0; i < n; i++)
-	{
-		Datum		key[2];
-
-		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
-		key[1] = ids[i];
-		if (DurableExecute(&child_live, key, NULL, SPI_OK_SELECT, 1) > 0)
-			return false;
-	}
-	return true;
-}
-
-/*
- * DurableWakeParent
- *		A child has finished: mark it so in its parent's row, and wake the
- *		parent if it waits in a join whose children have now all finished.
- *
- *		The mark is an update of the parent's row, whatever its state.  A
- *		parent that is registering its join holds that row, so this waits
- *		for the join to commit and then sees it; a join that comes later
- *		waits for this transaction and then sees the mark.  The joins are
- *		read in a statement of its own, with a snapshot taken after the row
- *		was had.  (An update rather than a lock, so that a transaction under
- *		REPEATABLE READ whose snapshot missed a concurrent change fails to
- *		serialize instead of missing it.)
- */
-void
-DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
-{
-	Datum		args[3];
-	uint64		n;
-	char	  **names;
-	ArrayType **unmarked;
-
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
-	args[1] = Int64GetDatum(parent_id);
-	args[2] = Int64GetDatum(child_id);
-	if (DurableExecute(&parent_mark, args, NULL, SPI_OK_UPDATE, 0) == 0)
-		return;
-	n = DurableExecute(&parent_joins, args, NULL, SPI_OK_SELECT, 0);
-	names = palloc(sizeof(char *) * Max(n, 1));
-	unmarked = palloc(sizeof(ArrayType *) * Max(n, 1));
-	for (uint64 r = 0; r < n; r++)
-	{
-		bool		isnull;
-
-		names[r] = DurableColumnText(r, JOIN_NAME);
-		unmarked[r] = DatumGetArrayTypePCopy(DurableColumnDatum(r, JOIN_UNMARKED,
-																&isnull));
-	}
-	for (uint64 r = 0; r < n; r++)
-	{
-		DurableDetail nothing;
-		DurableDetail detail;
-
-		if (!unmarked_finished(unmarked[r]))
-			continue;
-		/* the join's entry stays as it is: its replay reads the children */
-		DurableDetailInit(&nothing);
-		DurableDetailInit(&detail);
-		DurableDetailText(&detail, "wait", names[r]);
-		DurableDetailInt(&detail, "child", child_id);
-		(void) DurableWakeWait(parent_id, names[r], DurableDetailFinish(&nothing),
-							   DurableDetailFinish(&detail), now);
-	}
 }

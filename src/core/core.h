@@ -157,8 +157,6 @@ extern void DurableWaitResolve(DurableTask *task, const char *name,
 extern void DurableWaitPark(DurableTask *task, const char *name,
 							const char *kind, TimestampTz until,
 							TimestampTz now);
-extern bool DurableWakeWait(int64 task_id, const char *name, Jsonb *ending,
-							Jsonb *detail, TimestampTz now);
 extern const char *DurableSleep(int64 task_id, int64 fence, const char *name,
 								TimestampTz until, const Interval *duration,
 								TimestampTz now);
@@ -171,6 +169,10 @@ extern int64 DurableSpawn(int64 fence, const char *name,
 extern const char *DurableJoin(int64 task_id, int64 fence, const char *name,
 							   ArrayType *names, const Interval *timeout,
 							   TimestampTz now, Jsonb **report);
+
+/* ---- wake.c: waking a waiting task ---- */
+extern bool DurableWakeWait(int64 task_id, const char *name, Jsonb *ending,
+							Jsonb *detail, TimestampTz now);
 extern void DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now);
 
 /* ---- event.c: events that tasks await ---- */

@@ -25,7 +25,6 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
@@ -224,107 +223,6 @@ DurableWaitResolve(DurableTask *task, const char *name, const char *status,
 	DurableDetailText(&detail, "status", status);
 	task->version = DurableAppendEvent(task, now, "wait_ended", NULL,
 									   DurableDetailFinish(&detail), NULL, 0);
-}
-
-/* the queue of a task woken, and whether it announces ready work */
-enum
-{
-	WOKEN_QUEUE,
-	WOKEN_NOTIFY,
-	WOKEN_NCOLUMNS
-};
-static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
-	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
-	[WOKEN_NOTIFY] = {"notify", BOOLOID},
-};
-
-/*
- * One task's wait, still waiting and not past its deadline, ends now ($4:
- * what its entry gains); a waiting task is ready at once.  The deadline is
- * compared in a query of its own: Citus refuses a cast from text to time,
- * which depends on settings, in an UPDATE.  On Citus, one statement per
- * table, each on the task's shard.
- */
-#define WAKE_WAITING \
-	"SELECT partition_key, task_id FROM durable.live_tasks" \
-	" WHERE partition_key = $1 AND task_id = $2" \
-	" AND waits -> $3 ->> 'status' = 'waiting'" \
-	" AND (waits -> $3 ->> 'until' IS NULL OR " WAIT_UNTIL("waits -> $3") " > $5)" \
-	" FOR UPDATE"
-#define WAKE_SET \
-	" SET waits = pg_catalog.jsonb_set(t.waits, ARRAY[$3], (t.waits -> $3) || $4)," \
-	" run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END," \
-	" version = t.version + 1"
-#define WAKE_QUEUE(queue) \
-	"SELECT " queue "::text AS queue_name, q.notify IS TRUE AS notify" \
-	" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = " queue
-
-static DurableStatement wait_wake = {
-	.name = "wait_wake",
-	.sql = "WITH c AS (" WAKE_WAITING "),"
-	" u AS (UPDATE durable.live_tasks t" WAKE_SET
-	"  FROM c WHERE t.partition_key = c.partition_key AND t.task_id = c.task_id"
-	"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
-	"  t.queue_name),"
-	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-	"  fence, at, kind, actor, detail, role)"
-	"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
-	"  $7, $6 FROM u)"
-	" SELECT u.queue_name, q.notify IS TRUE AS notify FROM u" QUEUE_OF_U,
-	.nargs = 7, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID,
-	TIMESTAMPTZOID, TEXTOID, JSONBOID},
-	DURABLE_COLUMNS(woken_columns),
-	.nsplit = 4,
-	.split = {
-		{WAKE_WAITING, DURABLE_SPLIT_NO_INPUT, true},
-		/* $8, $9: partition_key, task_id */
-		{"UPDATE durable.live_tasks t" WAKE_SET
-			" WHERE t.partition_key = $8 AND t.task_id = $9"
-			" RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
-			" t.queue_name",
-		0, true},
-		/* $8..$13: partition_key, task_id, version, state, fence, queue_name */
-		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
-			" fence, at, kind, actor, detail, role)"
-			" VALUES ($8, $9, $10, $11, $12, $5, 'woken', $6, $7, $6)"
-			" RETURNING $13::text AS queue_name",
-		1, true},
-		/* $8: queue_name */
-		{WAKE_QUEUE("$8"), 2, true},
-	},
-};
-
-/*
- * DurableWakeWait
- *		What a task's wait of that name waits for has come (an event, the
- *		last child of a join): unless the wait has ended or is past its
- *		deadline, its entry gains ending (DurableWaitEnding's, or an empty
- *		object for a join, whose replay reads the children itself), a
- *		waiting task becomes ready now, the event says why (detail), and the
- *		task's queue is told at commit, as an enqueue of ready work does.
- *		True when it woke the task.
- */
-bool
-DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
-				TimestampTz now)
-{
-	Datum		args[7];
-	const char *queue;
-
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = CStringGetTextDatum(name);
-	args[3] = JsonbPGetDatum(ending);
-	args[4] = TimestampTzGetDatum(now);
-	args[5] = CStringGetTextDatum(DurableCallerName());
-	args[6] = JsonbPGetDatum(detail);
-	if (DurableExecute(&wait_wake, args, NULL, SPI_OK_SELECT, 1) == 0)
-		return false;
-	queue = DurableColumnText(0, WOKEN_QUEUE);
-	if (DurableColumnBool(0, WOKEN_NOTIFY))
-		Async_Notify(DURABLE_READY_CHANNEL, queue);
-	DurableCount(queue, DURABLE_COUNT_WAKEUPS, 1);
-	return true;
 }
 
 /*

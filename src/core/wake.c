@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.c
+ *	  Waking a waiting task: the wait an event or the last child of a join
+ *	  ends (an emit in event.c, a finish in move.c).
+ *
+ * A task waits on one thing at a time, in the row of its waits (wait.c).
+ * What it waits for comes from another task's transaction, on another
+ * partition, on a Citus cluster perhaps on another node: each statement
+ * here goes to the one partition it names.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "core/sql.h"
+
+/* the queue of a task woken, and whether it announces ready work */
+enum
+{
+	WOKEN_QUEUE,
+	WOKEN_NOTIFY,
+	WOKEN_NCOLUMNS
+};
+static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
+	[WOKEN_QUEUE] = {"queue_name", TEXTOID},
+	[WOKEN_NOTIFY] = {"notify", BOOLOID},
+};
+
+/*
+ * One task's wait, still waiting and not past its deadline, ends now ($4:
+ * what its entry gains); a waiting task is ready at once.  The deadline is
+ * compared in a query of its own: Citus refuses a cast from text to time,
+ * which depends on settings, in an UPDATE.  On Citus, one statement per
+ * table, each on the task's shard.
+ */
+#define WAKE_WAITING \
+	"SELECT partition_key, task_id FROM durable.live_tasks" \
+	" WHERE partition_key = $1 AND task_id = $2" \
+	" AND waits -> $3 ->> 'status' = 'waiting'" \
+	" AND (waits -> $3 ->> 'until' IS NULL OR " WAIT_UNTIL("waits -> $3") " > $5)" \
+	" FOR UPDATE"
+#define WAKE_SET \
+	" SET waits = pg_catalog.jsonb_set(t.waits, ARRAY[$3], (t.waits -> $3) || $4)," \
+	" run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END," \
+	" version = t.version + 1"
+#define WAKE_QUEUE(queue) \
+	"SELECT " queue "::text AS queue_name, q.notify IS TRUE AS notify" \
+	" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = " queue
+
+static DurableStatement wait_wake = {
+	.name = "wait_wake",
+	.sql = "WITH c AS (" WAKE_WAITING "),"
+	" u AS (UPDATE durable.live_tasks t" WAKE_SET
+	"  FROM c WHERE t.partition_key = c.partition_key AND t.task_id = c.task_id"
+	"  RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+	"  t.queue_name),"
+	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+	"  fence, at, kind, actor, detail, role)"
+	"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
+	"  $7, $6 FROM u)"
+	" SELECT u.queue_name, q.notify IS TRUE AS notify FROM u" QUEUE_OF_U,
+	.nargs = 7, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID,
+	TIMESTAMPTZOID, TEXTOID, JSONBOID},
+	DURABLE_COLUMNS(woken_columns),
+	.nsplit = 4,
+	.split = {
+		{WAKE_WAITING, DURABLE_SPLIT_NO_INPUT, true},
+		/* $8, $9: partition_key, task_id */
+		{"UPDATE durable.live_tasks t" WAKE_SET
+			" WHERE t.partition_key = $8 AND t.task_id = $9"
+			" RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
+			" t.queue_name",
+		0, true},
+		/* $8..$13: partition_key, task_id, version, state, fence, queue_name */
+		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
+			" fence, at, kind, actor, detail, role)"
+			" VALUES ($8, $9, $10, $11, $12, $5, 'woken', $6, $7, $6)"
+			" RETURNING $13::text AS queue_name",
+		1, true},
+		/* $8: queue_name */
+		{WAKE_QUEUE("$8"), 2, true},
+	},
+};
+
+/*
+ * DurableWakeWait
+ *		What a task's wait of that name waits for has come (an event, the
+ *		last child of a join): unless the wait has ended or is past its
+ *		deadline, its entry gains ending (DurableWaitEnding's, or an empty
+ *		object for a join, whose replay reads the children itself), a
+ *		waiting task becomes ready now, the event says why (detail), and the
+ *		task's queue is told at commit, as an enqueue of ready work does.
+ *		True when it woke the task.
+ */
+bool
+DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
+				TimestampTz now)
+{
+	Datum		args[7];
+	const char *queue;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[1] = Int64GetDatum(task_id);
+	args[2] = CStringGetTextDatum(name);
+	args[3] = JsonbPGetDatum(ending);
+	args[4] = TimestampTzGetDatum(now);
+	args[5] = CStringGetTextDatum(DurableCallerName());
+	args[6] = JsonbPGetDatum(detail);
+	if (DurableExecute(&wait_wake, args, NULL, SPI_OK_SELECT, 1) == 0)
+		return false;
+	queue = DurableColumnText(0, WOKEN_QUEUE);
+	if (DurableColumnBool(0, WOKEN_NOTIFY))
+		Async_Notify(DURABLE_READY_CHANNEL, queue);
+	DurableCount(queue, DURABLE_COUNT_WAKEUPS, 1);
+	return true;
+}
+
+/* a child has finished: its spawn in its parent's row says so */
+static DurableStatement parent_mark = {
+	.name = "parent_mark",
+	.sql = "WITH s AS (SELECT w.key FROM durable.live_tasks t,"
+	"  pg_catalog.jsonb_each(t.waits) w"
+	"  WHERE t.partition_key = $1 AND t.task_id = $2"
+	"  AND w.value ->> 'kind' = 'spawn' AND (w.value ->> 'task_id')::int8 = $3)"
+	" UPDATE durable.live_tasks t SET waits = pg_catalog.jsonb_set(t.waits,"
+	"  ARRAY[s.key], (t.waits -> s.key) || '{\"child_finished\": true}')"
+	" FROM s WHERE t.partition_key = $1 AND t.task_id = $2",
+	.nargs = 3,
+	.argtypes = {INT4OID, INT8OID, INT8OID},
+};
+
+/*
+ * the joins a task waits in, each with the children it names that have
+ * no mark (unfinished, or finished before 0.8.0, which marked nothing)
+ */
+enum
+{
+	JOIN_NAME,
+	JOIN_UNMARKED,
+	JOIN_NCOLUMNS
+};
+static const DurableColumn join_columns[JOIN_NCOLUMNS] = {
+	[JOIN_NAME] = {"name", TEXTOID},
+	[JOIN_UNMARKED] = {"unmarked", INT8ARRAYOID},
+};
+static DurableStatement parent_joins = {
+	.name = "parent_joins",
+	.sql = "SELECT j.key AS name, ARRAY(SELECT (s.value ->> 'task_id')::int8"
+	"  FROM pg_catalog.jsonb_each(t.waits) s"
+	"  WHERE s.value ->> 'kind' = 'spawn' AND NOT s.value ? 'child_finished'"
+	"  AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
+	"   OR j.value -> 'args' -> 'children' ? s.key)) AS unmarked"
+	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
+	" WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
+	" AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+	DURABLE_COLUMNS(join_columns),
+};
+
+static DurableStatement child_live = {
+	.name = "child_live",
+	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
+	.nargs = 2,
+	.argtypes = {INT4OID, INT8OID},
+};
+
+/* whether none of the children a join names without a mark is live */
+static bool
+unmarked_finished(ArrayType *unmarked)
+{
+	Datum	   *ids;
+	int			n;
+
+	deconstruct_array(unmarked, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &ids, NULL, &n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		key[2];
+
+		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
+		key[1] = ids[i];
+		if (DurableExecute(&child_live, key, NULL, SPI_OK_SELECT, 1) > 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * DurableWakeParent
+ *		A child has finished: mark it so in its parent's row, and wake the
+ *		parent if it waits in a join whose children have now all finished.
+ *
+ *		The mark is an update of the parent's row, whatever its state.  A
+ *		parent that is registering its join holds that row, so this waits
+ *		for the join to commit and then sees it; a join that comes later
+ *		waits for this transaction and then sees the mark.  The joins are
+ *		read in a statement of its own, with a snapshot taken after the row
+ *		was had.  (An update rather than a lock, so that a transaction under
+ *		REPEATABLE READ whose snapshot missed a concurrent change fails to
+ *		serialize instead of missing it.)
+ */
+void
+DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
+{
+	Datum		args[3];
+	uint64		n;
+	char	  **names;
+	ArrayType **unmarked;
+
+	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	args[1] = Int64GetDatum(parent_id);
+	args[2] = Int64GetDatum(child_id);
+	if (DurableExecute(&parent_mark, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		return;
+	n = DurableExecute(&parent_joins, args, NULL, SPI_OK_SELECT, 0);
+	names = palloc(sizeof(char *) * Max(n, 1));
+	unmarked = palloc(sizeof(ArrayType *) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		isnull;
+
+		names[r] = DurableColumnText(r, JOIN_NAME);
+		unmarked[r] = DatumGetArrayTypePCopy(DurableColumnDatum(r, JOIN_UNMARKED,
+																&isnull));
+	}
+	for (uint64 r = 0; r < n; r++)
+	{
+		DurableDetail nothing;
+		DurableDetail detail;
+
+		if (!unmarked_finished(unmarked[r]))
+			continue;
+		/* the join's entry stays as it is: its replay reads the children */
+		DurableDetailInit(&nothing);
+		DurableDetailInit(&detail);
+		DurableDetailText(&detail, "wait", names[r]);
+		DurableDetailInt(&detail, "child", child_id);
+		(void) DurableWakeWait(parent_id, names[r], DurableDetailFinish(&nothing),
+							   DurableDetailFinish(&detail), now);
+	}
+}
