@@ -124,6 +124,7 @@ extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
 								  Interval *lease, int n, int64 *task_ids,
 								  TimestampTz *until, bool *held);
+
 extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
 
 /* ---- commit.c: a task's commit, failure or cancellation ---- */
@@ -563,5 +564,21 @@ extern TimestampTz DurableScheduleSet(const char *name, const char *text,
 extern bool DurableUnschedule(const char *name);
 extern uint64 DurableRunSchedules(TimestampTz now, int batch,
 								  DurableSettledCallback callback, void *arg);
+
+/* ---- sharded.c: the hot calls on Citus, one node at a time ---- */
+typedef struct DurableNodeWalk
+{
+	int32	   *partitions;		/* in the order a claim looks at them */
+	DurablePlacement *places;	/* theirs */
+	Bitmapset  *reached;		/* the groups read in this claim */
+} DurableNodeWalk;
+
+extern int32 *DurableClaimOrder(const DurableQueue *settings, uint32 turn,
+								DurableNodeWalk *walk);
+extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args,
+							  bool *ready, bool *expired);
+extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
+										 Interval *lease, int n, int64 *task_ids,
+										 TimestampTz *until, bool *held);
 
 #endif							/* DURABLE_CORE_H */
