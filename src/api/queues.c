@@ -185,6 +185,9 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 	SPI_connect();
 	check_version_timeout(&settings);
 	DurableAlterQueue(queue, &settings);
+	/* set again later, the partitions' buckets start full, as the queue's */
+	if (settings.clear_retry_capacity)
+		DurableForgetRetryBuckets(queue);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -213,6 +216,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableDropQueue(queue, cascade);
+	DurableForgetRetryBuckets(queue);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -194,6 +194,7 @@ extern const char *DurableAwait(int64 task_id, int64 fence, const char *name,
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
 extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_id,
 								 int32 attempt, int64 retry_after);
+extern void DurableForgetRetryBuckets(const char *queue);
 extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
 										 TimestampTz now);
 extern void DurableBeginRetryTokens(void);

@@ -126,3 +126,25 @@ RESET log_min_messages;
 -- what is left: both queues done
 SELECT queue_name, state, count(*) FROM durable.tasks
 WHERE queue_name IN ('hot', 'hot2') GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- a retry takes its token on its task's node: the queue's bucket is split
+-- over its partitions (durable.retry_buckets, colocated), and the queue's
+-- row, a reference table on every node, is only read
+SELECT durable_create_queue('hot3', partitions => 4, retry_capacity => 8,
+                            retry_refill_rate => 0.004);
+SELECT durable_enqueue('hot3', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('hot3', 'c3') \gset
+SET log_min_messages = notice;
+SET citus.log_remote_commands = on;
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+SELECT :remote_commands AS before \gset
+SELECT durable_fail(:t, :f, 'transient', '{}') AS action;
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+SET citus.log_remote_commands = off;
+RESET log_min_messages;
+SELECT partition_key = (:t & 32767) AS tasks_partition, tokens
+FROM durable.retry_buckets WHERE queue_name = 'hot3';
+SELECT retry_tokens FROM durable.queues WHERE queue_name = 'hot3';
+SELECT durable_alter_queue('hot3', clear => ARRAY['retry_capacity']);
+SELECT count(*) AS buckets_left FROM durable.retry_buckets WHERE queue_name = 'hot3';
