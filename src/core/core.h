@@ -284,6 +284,8 @@ typedef struct DurableEnqueueRequest
 	Jsonb	   *metadata;
 	const char *concurrency_key;	/* or NULL */
 	int64		parent_id;		/* 0: none */
+	bool		has_partition;	/* partition chosen by the caller */
+	int32		partition;
 } DurableEnqueueRequest;
 
 extern void DurableCheckKey(const char *key, const char *what);

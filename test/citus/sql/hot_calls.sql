@@ -71,6 +71,18 @@ SELECT count(*) AS claimed_elsewhere FROM durable_claim('hot', 'w1', batch => 1)
 SELECT :remote_commands - :before > 0 AS sent_elsewhere;
 SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
 
+-- a batch enqueue writes this node's tasks first (their ids are made in
+-- that order), then the other node's
+SELECT :remote_commands AS before \gset
+CREATE TEMP TABLE batch AS
+SELECT unnest(durable_enqueue_batch('hot', array_fill('{}'::jsonb, ARRAY[16]))) AS task_id;
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) FILTER (WHERE here) AS here, count(*) FILTER (WHERE NOT here) AS elsewhere,
+       max(task_id >> 23) FILTER (WHERE here) < min(task_id >> 23) FILTER (WHERE NOT here)
+         AS this_nodes_first
+FROM (SELECT task_id, :node_of (task_id & 32767)::int)) = 1 AS here FROM batch) b;
+SELECT count(*) - :two_phase_before AS nodes_prepared FROM :my_two_phase;
+
 -- ---- the coordinator's session: every shard is elsewhere ----
 \c postgres - 127.0.0.1 :coordinator
 SET client_min_messages = warning;
