@@ -104,7 +104,8 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 
 	if (DurableNodeDown(group))
 		return false;
-	if (group == DurableLocalGroup() || bms_is_member(group, walk->reached))
+	if (group < 0 || group == DurableLocalGroup() ||
+		bms_is_member(group, walk->reached))
 		DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
 	else if (DurableTry(run_probe, args, NULL, &error))
 		walk->reached = bms_add_member(walk->reached, group);
