@@ -28,11 +28,14 @@ COMMENT ON TABLE durable.retry_buckets IS 'each queue partition''s share of its 
 SELECT pg_catalog.pg_extension_config_dump('durable.retry_buckets', '');
 REVOKE ALL ON durable.retry_buckets FROM PUBLIC;
 
--- durable_enable_citus() distributes it with the tasks' tables
+-- durable_enable_citus() distributes it with the tasks' tables (its
+-- settings pinned as 0.5.0 pinned every function's)
 CREATE OR REPLACE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
 AS $$
 DECLARE
     rel text;
