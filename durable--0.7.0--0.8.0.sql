@@ -9,21 +9,45 @@
 --
 
 --
+-- Retry tokens per (queue, partition) (budget.c).  A queue's retry-token
+-- bucket is split evenly over its partitions: each holds retry_capacity /
+-- partitions tokens and refills retry_refill_rate / partitions a second,
+-- so that on Citus a retry takes its token on its task's node only (the
+-- queue's row is a reference table, written on every node).  A queue of
+-- one partition on one server keeps its bucket in its row, as before; a
+-- bucket here is made, full, when its partition first retries.
+--
+CREATE TABLE durable.retry_buckets (
+    partition_key int NOT NULL,
+    queue_name    text NOT NULL,
+    tokens        float8 NOT NULL,
+    tokens_at     timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, queue_name)
+);
+COMMENT ON TABLE durable.retry_buckets IS 'each queue partition''s share of its queue''s retry-token bucket';
+SELECT pg_catalog.pg_extension_config_dump('durable.retry_buckets', '');
+REVOKE ALL ON durable.retry_buckets FROM PUBLIC;
+
+--
 -- The workers each queue has seen, and the versions they run, on a
 -- cluster: durable.workers_seen is distributed by queue, so that a claim
 -- records its worker on the node of its queue's row there (at most once a
 -- second per backend), and the coordinator's review of the tasks no
--- worker runs (a queue's version_timeout) reads one node per queue.
--- durable_enable_citus() distributes it from now on; a cluster already
--- distributed gets it here, on the coordinator (Citus runs this script on
--- every node).  An emit there locks its queue's row through a foreign key,
--- as an enqueue does, so that an emit and a drop of its queue that race
--- answer as on one server, and no event outlives its queue.
+-- worker runs (a queue's version_timeout) reads one node per queue.  An
+-- emit there locks its queue's row through a foreign key, as an enqueue
+-- does, so that an emit and a drop of its queue that race answer as on one
+-- server, and no event outlives its queue.
+--
+-- durable_enable_citus() distributes both tables from now on (its
+-- settings pinned as 0.5.0 pinned every function's); a cluster already
+-- distributed gets them below.
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
 AS $$
 DECLARE
     rel text;
@@ -87,7 +111,8 @@ BEGIN
     FOREACH rel IN ARRAY ARRAY['durable.live_steps', 'durable.task_keys', 'durable.task_history',
                                'durable.step_history', 'durable.event_log', 'durable.inbox',
                                'durable.outbox', 'durable.idempotency_keys',
-                               'durable.emitted_events', 'durable.event_waits'] LOOP
+                               'durable.emitted_events', 'durable.event_waits',
+                               'durable.retry_buckets'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
@@ -102,18 +127,25 @@ BEGIN
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
 END
 $$;
+COMMENT ON FUNCTION @extschema@.durable_enable_citus(int) IS 'distribute durable''s tables by partition_key on a Citus cluster (once, on the coordinator)';
+REVOKE ALL ON FUNCTION @extschema@.durable_enable_citus(int) FROM PUBLIC;
 
+-- and an installation distributed before 0.8.0 distributes them now (on
+-- the coordinator; Citus runs this script on the workers too)
 DO $$
 BEGIN
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
-                   WHERE logicalrelid OPERATOR(pg_catalog.=) 'durable.live_tasks'::pg_catalog.regclass)
-           AND pg_catalog.citus_is_coordinator() THEN
-            PERFORM pg_catalog.create_distributed_table('durable.workers_seen', 'queue_name',
-                                                        colocate_with => 'none');
-            ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
-                FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
-        END IF;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
+       AND pg_catalog.citus_is_coordinator() THEN
+        PERFORM pg_catalog.create_distributed_table('durable.retry_buckets', 'partition_key',
+                                                    colocate_with => 'durable.live_tasks');
+        PERFORM pg_catalog.create_distributed_table('durable.workers_seen', 'queue_name',
+                                                    colocate_with => 'none');
+        ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
+            FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
     END IF;
 END
 $$;

@@ -175,6 +175,9 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableAlterQueue(queue, &settings);
+	/* set again later, the partitions' buckets start full, as the queue's */
+	if (settings.clear_retry_capacity)
+		DurableForgetRetryBuckets(queue);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -203,6 +206,7 @@ durable_drop_queue(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableDropQueue(queue, cascade);
+	DurableForgetRetryBuckets(queue);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -10,9 +10,14 @@
  * Tokens taken ahead of time leave the bucket below zero, so a storm of
  * failures is spread over the refill rate instead of waking up together.
  *
- * Locking: the bucket lives in the queue's row, which taking a token locks
- * FOR NO KEY UPDATE, and a row lock lasts until the end of the transaction
- * whatever the statement that took it.  So what matters is where in a
+ * A queue's bucket is split over its partitions (see take_tokens): a
+ * queue of one partition on one server keeps it in its row, the others in
+ * durable.retry_buckets, a row per partition, which on Citus is on the
+ * node of the partition's tasks.
+ *
+ * Locking: the bucket lives in a row, which taking a token locks (and the
+ * queue's row too, on one server), and a row lock lasts until the end of
+ * the transaction whatever the statement that took it.  So what matters is where in a
  * transaction the bucket is taken: as late as possible.  durable_fail takes
  * it as its last act (a worker then commits; enqueues and claims do not
  * conflict with it).  The reconciler's tick used to take it at its first
@@ -47,6 +52,7 @@ enum
 	TOKENS_RATE,
 	TOKENS_LEVEL,
 	TOKENS_AT,
+	TOKENS_PARTITIONS,
 	TOKENS_NCOLUMNS
 };
 
@@ -55,16 +61,60 @@ static const DurableColumn tokens_columns[TOKENS_NCOLUMNS] = {
 	[TOKENS_RATE] = {"retry_refill_rate", FLOAT8OID},
 	[TOKENS_LEVEL] = {"retry_tokens", FLOAT8OID},
 	[TOKENS_AT] = {"retry_tokens_at", TIMESTAMPTZOID},
+	[TOKENS_PARTITIONS] = {"partitions", INT4OID},
 };
+
+#define QUEUE_TOKENS \
+	"SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at," \
+	" partitions FROM durable.queues WHERE queue_name = $1"
 
 static DurableStatement queue_tokens_lock = {
 	.name = "queue_tokens_lock",
-	.sql = "SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at"
-	" FROM durable.queues WHERE queue_name = $1"
-	" FOR NO KEY UPDATE",
+	.sql = QUEUE_TOKENS " FOR NO KEY UPDATE",
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 	DURABLE_COLUMNS(tokens_columns),
+};
+
+/* on Citus the queue's row is on every node: read, not locked */
+static DurableStatement queue_tokens_read = {
+	.name = "queue_tokens_read",
+	.sql = QUEUE_TOKENS,
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(tokens_columns),
+};
+
+/* a partition's bucket, locked; made full ($3 at $4) on first use */
+enum
+{
+	BUCKET_TOKENS,
+	BUCKET_AT,
+	BUCKET_NCOLUMNS
+};
+
+static const DurableColumn bucket_columns[BUCKET_NCOLUMNS] = {
+	[BUCKET_TOKENS] = {"tokens", FLOAT8OID},
+	[BUCKET_AT] = {"tokens_at", TIMESTAMPTZOID},
+};
+
+static DurableStatement bucket_lock = {
+	.name = "retry_bucket_lock",
+	.sql = "INSERT INTO durable.retry_buckets AS b"
+	" (partition_key, queue_name, tokens, tokens_at) VALUES ($1, $2, $3, $4)"
+	" ON CONFLICT (partition_key, queue_name) DO UPDATE SET tokens = b.tokens"
+	" RETURNING b.tokens, b.tokens_at",
+	.nargs = 4,
+	.argtypes = {INT4OID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(bucket_columns),
+};
+
+static DurableStatement bucket_set = {
+	.name = "retry_bucket_set",
+	.sql = "UPDATE durable.retry_buckets SET tokens = $3, tokens_at = $4"
+	" WHERE partition_key = $1 AND queue_name = $2",
+	.nargs = 4,
+	.argtypes = {INT4OID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
 };
 
 static DurableStatement queue_tokens_set = {
@@ -83,6 +133,26 @@ static DurableStatement task_defer = {
 	.nargs = 3,
 	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID},
 };
+
+static DurableStatement buckets_forget = {
+	.name = "retry_buckets_forget",
+	.sql = "DELETE FROM durable.retry_buckets WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/*
+ * DurableForgetRetryBuckets
+ *		Remove the partitions' buckets of a queue dropped, or whose bucket
+ *		was removed.
+ */
+void
+DurableForgetRetryBuckets(const char *queue)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+
+	DurableExecute(&buckets_forget, &arg, NULL, SPI_OK_DELETE, 0);
+}
 
 /*
  * DurableRetryWaitFor
@@ -114,24 +184,35 @@ DurableRetryWait(const DurableTask *task, int64 retry_after)
 
 /*
  * take_tokens
- *		Take n tokens from a queue's bucket, one after the other, and set
- *		times[i] to when the i-th is (or will be) there: now, or the time the
- *		bucket refills to it.  Returns false, taking nothing, when the queue
- *		has no bucket (any more).  task_ids name the retries in errors.
+ *		Take n tokens from the bucket of a queue's partition, one after the
+ *		other, and set times[i] to when the i-th is (or will be) there: now,
+ *		or the time the bucket refills to it.  Returns false, taking
+ *		nothing, when the queue has no bucket (any more).  task_ids name the
+ *		retries in errors.
+ *
+ *		A queue's bucket is split evenly over its partitions: each holds
+ *		retry_capacity / partitions tokens and refills retry_refill_rate /
+ *		partitions a second, in durable.retry_buckets, so that on Citus a
+ *		retry writes its task's node only.  A queue of one partition on one
+ *		server keeps its bucket in its row, as it always did.  The queue's
+ *		row is locked on one server (an alteration waits), read on Citus.
  */
 static bool
-take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
-			TimestampTz *times)
+take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
+			const int64 *task_ids, TimestampTz *times)
 {
-	Datum		args[3];
+	Datum		args[4];
 	bool		isnull;
 	double		capacity;
 	double		rate;
 	double		tokens;
 	TimestampTz at;
+	int32		partitions;
+	bool		split;
 
 	args[0] = CStringGetTextDatum(queue);
-	if (DurableExecute(&queue_tokens_lock, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (DurableExecute(DurableDistributed() ? &queue_tokens_read : &queue_tokens_lock,
+					   args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
 	capacity = DatumGetInt32(DurableColumnDatum(0, TOKENS_CAPACITY, &isnull));
@@ -140,6 +221,20 @@ take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
 	rate = DatumGetFloat8(DurableColumnDatum(0, TOKENS_RATE, &isnull));
 	tokens = DatumGetFloat8(DurableColumnDatum(0, TOKENS_LEVEL, &isnull));
 	at = DatumGetTimestampTz(DurableColumnDatum(0, TOKENS_AT, &isnull));
+	partitions = DurableColumnInt32(0, TOKENS_PARTITIONS);
+	split = partitions > 1 || DurableDistributed();
+	if (split)
+	{
+		capacity /= partitions;
+		rate /= partitions;
+		args[0] = Int32GetDatum(partition);
+		args[1] = CStringGetTextDatum(queue);
+		args[2] = Float8GetDatum(capacity);
+		args[3] = TimestampTzGetDatum(now);
+		DurableExecute(&bucket_lock, args, NULL, SPI_OK_INSERT_RETURNING, 0);
+		tokens = DatumGetFloat8(DurableColumnDatum(0, BUCKET_TOKENS, &isnull));
+		at = DatumGetTimestampTz(DurableColumnDatum(0, BUCKET_AT, &isnull));
+	}
 
 	/* transaction start times of concurrent retries need not be in order */
 	if (now > at)
@@ -173,6 +268,13 @@ take_tokens(const char *queue, TimestampTz now, int n, const int64 *task_ids,
 		tokens -= 1.0;
 	}
 
+	if (split)
+	{
+		args[2] = Float8GetDatum(tokens);
+		args[3] = TimestampTzGetDatum(at);
+		DurableExecute(&bucket_set, args, NULL, SPI_OK_UPDATE, 0);
+		return true;
+	}
 	args[1] = Float8GetDatum(tokens);
 	args[2] = TimestampTzGetDatum(at);
 	DurableExecute(&queue_tokens_set, args, NULL, SPI_OK_UPDATE, 0);
@@ -190,7 +292,8 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 	TimestampTz available;
 
 	if (!task->retry_limited ||
-		!take_tokens(task->queue, now, 1, &task->task_id, &available))
+		!take_tokens(task->queue, DURABLE_TASK_PARTITION(task->task_id), now, 1,
+					 &task->task_id, &available))
 		return now;
 	return available;
 }
@@ -305,8 +408,31 @@ take_queue_tokens(void *arg)
 	TimestampTz *times = palloc(sizeof(TimestampTz) * q->n);
 	uint64		deferred = 0;
 
-	if (!take_tokens(q->queue, q->now, q->n, q->task_ids, times))
-		return 0;
+	bool	   *taken = palloc0(sizeof(bool) * q->n);
+	int64	   *ids = palloc(sizeof(int64) * q->n);
+	int		   *positions = palloc(sizeof(int) * q->n);
+	TimestampTz *partition_times = palloc(sizeof(TimestampTz) * q->n);
+
+	/* partition by partition, each in the order its retries were scheduled */
+	for (int first = 0; first < q->n; first++)
+	{
+		int32		partition = DURABLE_TASK_PARTITION(q->task_ids[first]);
+		int			m = 0;
+
+		if (taken[first])
+			continue;
+		for (int i = first; i < q->n; i++)
+			if (!taken[i] && DURABLE_TASK_PARTITION(q->task_ids[i]) == partition)
+			{
+				taken[i] = true;
+				positions[m] = i;
+				ids[m++] = q->task_ids[i];
+			}
+		if (!take_tokens(q->queue, partition, q->now, m, ids, partition_times))
+			return 0;
+		for (int k = 0; k < m; k++)
+			times[positions[k]] = partition_times[k];
+	}
 	for (int i = 0; i < q->n; i++)
 	{
 		DurableTask task = {0};

@@ -20,6 +20,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "core/sql.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -200,31 +201,6 @@ static DurableStatement claim_limited_here = {
 	DURABLE_COLUMNS(claimed_columns),
 };
 
-/* whether a partition has work, and whether it has expired leases */
-enum
-{
-	PROBE_READY,
-	PROBE_EXPIRED,
-	PROBE_NCOLUMNS
-};
-
-static const DurableColumn probe_columns[PROBE_NCOLUMNS] = {
-	[PROBE_READY] = {"ready", BOOLOID},
-	[PROBE_EXPIRED] = {"expired", BOOLOID},
-};
-
-static DurableStatement claim_probe = {
-	.name = "claim_probe",
-	.sql = "SELECT EXISTS (SELECT FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND queue_name = $2"
-	"  AND state IN ('ready', 'waiting') AND run_at <= $3) AS ready,"
-	" EXISTS (SELECT FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3) AS expired",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
-	DURABLE_COLUMNS(probe_columns),
-};
-
 /* what a claim of steps awaiting a look-up returns */
 enum
 {
@@ -285,7 +261,9 @@ static DurableStatement reconcile_claim = {
  *		queue does not let work.  A partition with too little ready work
  *		first has its expired leases settled, so that they are never handed
  *		out without going through the recovery table.  In a queue with a
- *		concurrency limit, claim_limited stands in for claim.
+ *		concurrency limit, claim_limited stands in for claim.  On Citus
+ *		the partitions of this node go first, a node that cannot be reached
+ *		is skipped (sharded.c).
  *		Returns how many.
  */
 int
@@ -301,6 +279,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	bool		ready_work = kind == DURABLE_CLAIM_READY;
 	DurableStatement *stmt = ready_work ? &claim : &reconcile_claim;
 	Jsonb	   *pin = runs ? DurableVersionsRuns(runs) : NULL;
+	int32	   *order = NULL;
+	DurableNodeWalk walk;
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
@@ -335,10 +315,16 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	args[9] = JsonbPGetDatum(pin);
 	nulls[9] = nulls[8];
 
+	/* on Citus, this node's partitions first, then node by node */
+	if (ready_work && DurableDistributed())
+		order = DurableClaimOrder(&settings, next_claim_partition++ + (uint32) MyProcPid,
+								  &walk);
+
 	for (int i = 0; i < settings.partitions && claimed < batch; i++)
 	{
-		int32		partition = DurableQueuePartition(&settings,
-													  (int) (next_claim_partition++ % (uint32) settings.partitions));
+		int32		partition = order ? order[i] :
+			DurableQueuePartition(&settings,
+								  (int) (next_claim_partition++ % (uint32) settings.partitions));
 		int			wanted = batch - claimed;
 		uint64		n;
 
@@ -353,13 +339,16 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		 * On Citus a statement that locks rows makes its node a participant
 		 * of the transaction even where it takes none, and two participants
 		 * commit in two phases: a partition is first read, and locked only
-		 * when it has work.
+		 * when it has work.  A node that is down is left out: the first
+		 * read there is the one that finds out.
 		 */
-		if (ready_work && DurableDistributed())
+		if (order)
 		{
-			DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
-			expired = DurableColumnBool(0, PROBE_EXPIRED);
-			if (!DurableColumnBool(0, PROBE_READY))
+			bool		ready;
+
+			if (!DurableClaimProbe(&walk, i, args, &ready, &expired))
+				continue;
+			if (!ready)
 			{
 				if (expired)
 					DurableReconcilePartition(partition, now, wanted, NULL, NULL);
@@ -522,6 +511,12 @@ DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 	char	  **queues;
 	bool	   *restricted;
 
+	/* on Citus, shard by shard: this statement would run on every shard */
+	if (DurableDistributed())
+	{
+		DurableHeartbeatBatchSharded(ids, fences, lease, n, task_ids, until, held);
+		return;
+	}
 	args[0] = PointerGetDatum(ids);
 	args[1] = PointerGetDatum(fences);
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());

@@ -95,6 +95,9 @@ commit_each(ArrayType *ids, ArrayType *fences, ArrayType *results)
 	Datum	   *result_values = NULL;
 	bool	   *result_nulls = NULL;
 	int64	   *sorted;
+	int32	   *keys;
+	int		   *order;
+	int		   *bounds;
 	int			n;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
@@ -115,9 +118,18 @@ commit_each(ArrayType *ids, ArrayType *fences, ArrayType *results)
 					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("a task appears more than once in task_ids"));
 
+	/* node by node, this node's first: one connection per node at a time */
+	keys = palloc(sizeof(int32) * Max(n, 1));
+	order = palloc(sizeof(int) * (n + 1));
+	bounds = palloc(sizeof(int) * (n + 1));
 	for (int i = 0; i < n; i++)
+		keys[i] = DURABLE_TASK_PARTITION(DatumGetInt64(id_values[i]));
+	(void) DurableGroupByShard(keys, n, order, bounds);
+
+	for (int k = 0; k < n; k++)
 	{
 		DurableMove move = {0};
+		int			i = order[k];
 
 		move.fence = DatumGetInt64(fence_values[i]);
 		move.result = result_values && !result_nulls[i] ?

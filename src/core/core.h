@@ -113,6 +113,7 @@ extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
 								  Interval *lease, int n, int64 *task_ids,
 								  TimestampTz *until, bool *held);
+
 extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
 
 /* ---- commit.c: a task's commit, failure or cancellation ---- */
@@ -187,6 +188,7 @@ extern const char *DurableAwait(int64 task_id, int64 fence, const char *name,
 extern int64 DurableRetryWait(const DurableTask *task, int64 retry_after);
 extern int64 DurableRetryWaitFor(const DurableTask *task, const char *activity_id,
 								 int32 attempt, int64 retry_after);
+extern void DurableForgetRetryBuckets(const char *queue);
 extern TimestampTz DurableTakeRetryToken(const DurableTask *task,
 										 TimestampTz now);
 extern void DurableBeginRetryTokens(void);
@@ -283,6 +285,8 @@ typedef struct DurableEnqueueRequest
 	Jsonb	   *metadata;
 	const char *concurrency_key;	/* or NULL */
 	int64		parent_id;		/* 0: none */
+	bool		has_partition;	/* partition chosen by the caller */
+	int32		partition;
 } DurableEnqueueRequest;
 
 extern void DurableCheckKey(const char *key, const char *what);
@@ -564,5 +568,21 @@ extern TimestampTz DurableScheduleSet(const char *name, const char *text,
 extern bool DurableUnschedule(const char *name);
 extern uint64 DurableRunSchedules(TimestampTz now, int batch,
 								  DurableSettledCallback callback, void *arg);
+
+/* ---- sharded.c: the hot calls on Citus, one node at a time ---- */
+typedef struct DurableNodeWalk
+{
+	int32	   *partitions;		/* in the order a claim looks at them */
+	DurablePlacement *places;	/* theirs */
+	Bitmapset  *reached;		/* the groups read in this claim */
+} DurableNodeWalk;
+
+extern int32 *DurableClaimOrder(const DurableQueue *settings, uint32 turn,
+								DurableNodeWalk *walk);
+extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args,
+							  bool *ready, bool *expired);
+extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
+										 Interval *lease, int n, int64 *task_ids,
+										 TimestampTz *until, bool *held);
 
 #endif							/* DURABLE_CORE_H */

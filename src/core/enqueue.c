@@ -253,7 +253,8 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		DurableCheckKey(key, "idempotency key");
 		request_hash = DurableJsonbHash(req->payload);
 	}
-	partition = task_partition(settings, key, req->concurrency_key);
+	partition = req->has_partition ? req->partition :
+		task_partition(settings, key, req->concurrency_key);
 	key_partition = key ? DurableQueueKeyPartition(settings, key) : partition;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -512,17 +513,35 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	if (DurableDistributed())
 	{
-		/* on Citus, task by task, each on its own shard */
+		/*
+		 * On Citus, task by task, each on its own shard, node by node and
+		 * this node's first; the partitions chosen in the given order.
+		 */
+		int32	   *keys_of = palloc(sizeof(int32) * Max(n, 1));
+		int		   *order = palloc(sizeof(int) * (n + 1));
+		int		   *bounds = palloc(sizeof(int) * (n + 1));
+
 		for (int i = 0; i < n; i++)
 		{
-			DurableEnqueueRequest one = *req;
-
 			check_batch_element(i, payloads, payload_nulls);
+			keys_of[i] = task_partition(&settings, keys && !key_nulls[i] ?
+										TextDatumGetCString(keys[i]) : NULL,
+										ckeys && !ckey_nulls[i] ?
+										TextDatumGetCString(ckeys[i]) : NULL);
+		}
+		(void) DurableGroupByShard(keys_of, n, order, bounds);
+		for (int k = 0; k < n; k++)
+		{
+			DurableEnqueueRequest one = *req;
+			int			i = order[k];
+
 			one.payload = DatumGetJsonbP(payloads[i]);
 			one.idempotency_key = keys && !key_nulls[i] ?
 				TextDatumGetCString(keys[i]) : NULL;
 			one.concurrency_key = ckeys && !ckey_nulls[i] ?
 				TextDatumGetCString(ckeys[i]) : NULL;
+			one.has_partition = true;
+			one.partition = keys_of[i];
 			result[i] = DurableEnqueue(&one, &settings, now);
 		}
 		return;

@@ -265,6 +265,45 @@ static DurableStatement outbox_ack = {
 };
 
 /*
+ * ack_by_shard
+ *		outbox_ack on Citus, once per shard of the messages (with args[1]
+ *		and args[2] bound): over many shards it would be a multi-shard
+ *		update, which Citus commits in two phases even on one node.
+ *		Returns how many were acknowledged.
+ */
+static uint64
+ack_by_shard(Datum *elems, Datum *partitions, int n, Datum *args)
+{
+	int32	   *keys = palloc(sizeof(int32) * n);
+	int		   *order = palloc(sizeof(int) * (n + 1));
+	int		   *bounds = palloc(sizeof(int) * (n + 1));
+	Datum	   *run_ids = palloc(sizeof(Datum) * n);
+	Datum	   *run_partitions = palloc(sizeof(Datum) * n);
+	uint64		acked = 0;
+	int			runs;
+
+	for (int i = 0; i < n; i++)
+		keys[i] = DatumGetInt32(partitions[i]);
+	runs = DurableGroupByShard(keys, n, order, bounds);
+	for (int r = 0; r < runs; r++)
+	{
+		int			len = bounds[r + 1] - bounds[r];
+
+		for (int i = 0; i < len; i++)
+		{
+			run_ids[i] = elems[order[bounds[r] + i]];
+			run_partitions[i] = partitions[order[bounds[r] + i]];
+		}
+		args[0] = PointerGetDatum(construct_array(run_ids, len, INT8OID,
+												  sizeof(int64), true, TYPALIGN_DOUBLE));
+		args[3] = PointerGetDatum(construct_array(run_partitions, len, INT4OID,
+												  sizeof(int32), true, TYPALIGN_INT));
+		acked += DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
+	}
+	return acked;
+}
+
+/*
  * DurableOutboxAck
  *		Mark the messages of ids (nelems of them, none NULL, sorted here in
  *		place) published; returns how many.  All of them must still be held
@@ -295,13 +334,18 @@ DurableOutboxAck(Datum *elems, int nelems, int64 fence)
 	for (int i = 0; i < nelems; i++)
 		partitions[i] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(elems[i])));
 
-	args[0] = PointerGetDatum(construct_array(elems, nelems, INT8OID,
-											  sizeof(int64), true, TYPALIGN_DOUBLE));
 	args[1] = Int64GetDatum(fence);
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(construct_array(partitions, nelems, INT4OID,
-											  sizeof(int32), true, TYPALIGN_INT));
-	acked = DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
+	if (DurableDistributed())
+		acked = ack_by_shard(elems, partitions, nelems, args);
+	else
+	{
+		args[0] = PointerGetDatum(construct_array(elems, nelems, INT8OID,
+												  sizeof(int64), true, TYPALIGN_DOUBLE));
+		args[3] = PointerGetDatum(construct_array(partitions, nelems, INT4OID,
+												  sizeof(int32), true, TYPALIGN_INT));
+		acked = DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
+	}
 	if (acked != (uint64) nelems)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),

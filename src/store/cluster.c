@@ -161,3 +161,13 @@ DurableCitusWorker(void)
 	return durable_citus_group > 0;
 }
 
+
+/*
+ * DurableLocalGroup
+ *		This node's Citus group (the coordinator's is 0), -1 off Citus.
+ */
+int32
+DurableLocalGroup(void)
+{
+	return DurableDistributed() ? durable_citus_group : -1;
+}

@@ -105,6 +105,23 @@ extern int	durable_node_id;
 extern bool DurableDistributed(void);
 extern bool DurableCitusWorker(void);
 extern int32 DurableNodeId(void);
+extern int32 DurableLocalGroup(void);
+
+/* ---- placement.c: on Citus, where a partition's rows are ---- */
+typedef struct DurablePlacement
+{
+	int64		shard;			/* of durable.live_tasks (and its colocated) */
+	int32		group;			/* the node's Citus group */
+} DurablePlacement;
+
+extern void DurablePlacePartitions(const int32 *partitions, int n,
+								   DurablePlacement *places);
+extern void DurableNodeOrder(int32 *partitions, DurablePlacement *places,
+							 int n, uint32 turn);
+extern int	DurableGroupByShard(const int32 *partitions, int n, int *order,
+								int *bounds);
+extern bool DurableNodeDown(int32 group);
+extern void DurableNodeFailed(int32 group);
 
 /* ---- counters.c: what durable did, per queue, in shared memory ---- */
 typedef enum DurableCounter

@@ -1,0 +1,51 @@
+--
+-- A queue's retry-token bucket is split evenly over its partitions: each
+-- holds retry_capacity / partitions tokens and refills retry_refill_rate /
+-- partitions a second (durable.retry_buckets), as on Citus, where a retry
+-- then takes its token on its task's node only.  A queue of one partition
+-- keeps its bucket in its row (retry_tokens_tick.sql).
+--
+SELECT durable_create_queue('split', partitions => 2, retry_base => 1, retry_cap => 1,
+                            retry_capacity => 2, retry_refill_rate => 0.002);
+-- four tasks, two in each partition (enqueues take the partitions in turn)
+SELECT count(durable_enqueue('split', jsonb_build_object('n', i))) FROM generate_series(1, 4) i;
+SELECT partition_key, count(*) FROM durable.tasks WHERE queue_name = 'split'
+GROUP BY 1 HAVING count(*) <> 2;
+CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('split', 'w', batch => 4);
+-- each fails once: a partition's first retry has its token (one each), the
+-- second waits for its partition's refill, 1000 s at 0.001 a second
+SELECT count(durable_fail(task_id, fence, 'transient', '{}')) AS failed
+FROM (SELECT * FROM held ORDER BY task_id) h;
+SELECT rank() OVER (PARTITION BY t.partition_key ORDER BY t.task_id) AS nth_in_partition,
+       e.detail ? 'deferred_until' AS deferred,
+       round(extract(epoch FROM t.run_at - now()) / 1000) AS kiloseconds_ahead
+FROM durable.tasks t
+JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+ AND e.kind = 'retry_scheduled'
+WHERE t.queue_name = 'split' ORDER BY 1, 2;
+-- a bucket per partition; the queue's own is not taken from
+SELECT count(*) AS buckets, min(tokens) AS tokens, max(tokens) AS tokens_max
+FROM durable.retry_buckets WHERE queue_name = 'split';
+SELECT retry_tokens FROM durable.queues WHERE queue_name = 'split';
+-- within a reconciler tick, the owed tokens are taken partition by partition
+SELECT durable_enqueue('split', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('split', 'w2') WHERE task_id = :t \gset
+UPDATE durable.live_tasks SET lease_until = now() - interval '1 second' WHERE task_id = :t;
+SELECT action FROM durable_reconcile();
+SELECT e.detail ? 'deferred_until' OR t.run_at > now() + interval '100 seconds' AS deferred
+FROM durable.tasks t
+JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+ AND e.kind = 'retry_deferred'
+WHERE t.task_id = :t;
+-- the bucket removed, and set again, starts full; a dropped queue leaves none
+SELECT durable_alter_queue('split', clear => ARRAY['retry_capacity']);
+SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split';
+SELECT durable_alter_queue('split', retry_capacity => 2);
+SELECT durable_enqueue('split', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('split', 'w3') WHERE task_id = :t \gset
+SELECT durable_fail(:t, :f, 'transient', '{}');
+SELECT tokens FROM durable.retry_buckets WHERE queue_name = 'split';
+SELECT count(*) AS cancelled FROM durable.tasks t, LATERAL durable_cancel(t.task_id, 'done')
+WHERE t.queue_name = 'split' AND t.state <> 'completed';
+SELECT durable_drop_queue('split');
+SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split';

@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ *
+ * sharded.c
+ *	  The hot calls on Citus, one node at a time: the order in which a
+ *	  claim looks at a queue's partitions, its first look at each, and a
+ *	  worker's batch heartbeat, one statement per shard.
+ *
+ * A claim looks at the partitions of the node it runs on first, then node
+ * by node (store/placement.c), and reads a partition before it locks rows
+ * there (claim.c says why).  The first read on another node runs in a
+ * subtransaction: when the connection to the node fails, the node is left
+ * alone for a moment and the claim goes on with the others.  Citus sends
+ * the savepoint to the nodes the transaction has reached, so only the
+ * first read of a node is wrapped.
+ *
+ * The single-server statement (claim.c's heartbeat_batch) joins the batch
+ * to durable.live_tasks by an expression of the task id, which Citus
+ * cannot route: it runs on every shard and commits in two phases on every
+ * node.  Here the batch's tasks are grouped by shard (store/placement.c),
+ * this node's first, and each group renewed by a statement that names its
+ * partitions, so that Citus routes it to that shard alone.  Tasks of one
+ * node are renewed over one connection and commit in one phase; tasks of
+ * a node this backend runs on need no remote command at all.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "core/sql.h"
+#include "nodes/bitmapset.h"
+#include "utils/array.h"
+#include "utils/timestamp.h"
+
+/* whether a partition has work, and whether it has expired leases */
+enum
+{
+	PROBE_READY,
+	PROBE_EXPIRED,
+	PROBE_NCOLUMNS
+};
+
+static const DurableColumn probe_columns[PROBE_NCOLUMNS] = {
+	[PROBE_READY] = {"ready", BOOLOID},
+	[PROBE_EXPIRED] = {"expired", BOOLOID},
+};
+
+static DurableStatement claim_probe = {
+	.name = "claim_probe",
+	.sql = "SELECT EXISTS (SELECT FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND queue_name = $2"
+	"  AND state IN ('ready', 'waiting') AND run_at <= $3) AS ready,"
+	" EXISTS (SELECT FROM durable.live_tasks"
+	"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3) AS expired",
+	.nargs = 3,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(probe_columns),
+};
+
+/*
+ * DurableClaimOrder
+ *		A queue's partitions in the order a claim looks at them, into walk:
+ *		this node's first, then node by node, each node's from the turn-th
+ *		on (a start that differs between backends and claims, so that new
+ *		sessions on a node without shards spread over the nodes).
+ */
+int32 *
+DurableClaimOrder(const DurableQueue *settings, uint32 turn, DurableNodeWalk *walk)
+{
+	int			n = settings->partitions;
+
+	walk->partitions = palloc(sizeof(int32) * n);
+	walk->places = palloc(sizeof(DurablePlacement) * n);
+	walk->reached = NULL;
+	for (int k = 0; k < n; k++)
+		walk->partitions[k] = DurableQueuePartition(settings,
+													(int) ((turn + k) % (uint32) n));
+	DurablePlacePartitions(walk->partitions, n, walk->places);
+	DurableNodeOrder(walk->partitions, walk->places, n, turn);
+	return walk->partitions;
+}
+
+static uint64
+run_probe(void *args)
+{
+	return DurableExecute(&claim_probe, (Datum *) args, NULL, SPI_OK_SELECT, 0);
+}
+
+/*
+ * DurableClaimProbe
+ *		Read whether the i-th partition of a claim's walk has ready work
+ *		and expired leases (args as the claim's: partition, queue, now).
+ *		Returns false, reading nothing, for a node that is down: one that
+ *		failed a moment ago, or whose connection fails now (class 08; any
+ *		other error is raised).
+ */
+bool
+DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
+				  bool *expired)
+{
+	int32		group = walk->places[i].group;
+	ErrorData  *error;
+
+	if (DurableNodeDown(group))
+		return false;
+	if (group < 0 || group == DurableLocalGroup() ||
+		bms_is_member(group, walk->reached))
+		DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
+	else if (DurableTry(run_probe, args, NULL, &error))
+		walk->reached = bms_add_member(walk->reached, group);
+	else
+	{
+		if (ERRCODE_TO_CATEGORY(error->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)
+			ReThrowError(error);
+		ereport(DEBUG1,
+				errmsg("durable claims leave node group %d alone for a moment: %s",
+					   group, error->message));
+		DurableNodeFailed(group);
+		FreeErrorData(error);
+		return false;
+	}
+	*ready = DurableColumnBool(0, PROBE_READY);
+	*expired = DurableColumnBool(0, PROBE_EXPIRED);
+	return true;
+}
+
+enum
+{
+	SHARD_RENEWED_TASK_ID,
+	SHARD_RENEWED_FENCE,
+	SHARD_RENEWED_QUEUE,
+	SHARD_RENEWED_RESTRICTED,
+	SHARD_RENEWED_LEASE_UNTIL,
+	SHARD_RENEWED_NCOLUMNS
+};
+
+static const DurableColumn shard_renewed_columns[SHARD_RENEWED_NCOLUMNS] = {
+	[SHARD_RENEWED_TASK_ID] = {"task_id", INT8OID},
+	[SHARD_RENEWED_FENCE] = {"fence", INT8OID},
+	[SHARD_RENEWED_QUEUE] = {"queue_name", TEXTOID},
+	[SHARD_RENEWED_RESTRICTED] = {"restricted", BOOLOID},
+	[SHARD_RENEWED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+};
+
+/* (ids, fences, now, lease, the partitions of one shard) */
+static DurableStatement heartbeat_shard = {
+	.name = "heartbeat_shard",
+	.sql = "UPDATE durable.live_tasks t SET"
+	"  lease = COALESCE($4, t.lease),"
+	"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
+	"  heartbeat_at = $3"
+	" FROM durable.queues q"
+	" WHERE t.partition_key = ANY ($5)"
+	" AND (t.task_id, t.fence) IN (SELECT * FROM ROWS FROM"
+	"  (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[])))"
+	" AND t.state = 'running' AND q.queue_name = t.queue_name"
+	" RETURNING t.task_id, t.fence, t.queue_name, q.restricted, t.lease_until",
+	.nargs = 5,
+	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID, INT4ARRAYOID},
+	DURABLE_COLUMNS(shard_renewed_columns),
+};
+
+/* an int8 or int4 array of the values at positions order[from .. to - 1] */
+static ArrayType *
+run_array(const Datum *values, const int *order, int from, int to, Oid type)
+{
+	Datum	   *run = palloc(sizeof(Datum) * Max(to - from, 1));
+
+	for (int i = from; i < to; i++)
+		run[i - from] = values[order[i]];
+	if (type == INT8OID)
+		return construct_array(run, to - from, INT8OID, sizeof(int64), true,
+							   TYPALIGN_DOUBLE);
+	return construct_array(run, to - from, INT4OID, sizeof(int32), true,
+						   TYPALIGN_INT);
+}
+
+/*
+ * DurableHeartbeatBatchSharded
+ *		DurableHeartbeatBatch on Citus, as that function says, shard by
+ *		shard.
+ */
+void
+DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
+							 int n, int64 *task_ids, TimestampTz *until,
+							 bool *held)
+{
+	Datum	   *id_values;
+	Datum	   *fence_values;
+	Datum	   *partitions = palloc(sizeof(Datum) * n);
+	int32	   *keys = palloc(sizeof(int32) * n);
+	int		   *order = palloc(sizeof(int) * (n + 1));
+	int		   *bounds = palloc(sizeof(int) * (n + 1));
+	char	  **queues = palloc0(sizeof(char *) * n);
+	bool	   *restricted = palloc0(sizeof(bool) * n);
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	int			nids;
+	int			runs;
+
+	deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+					  &id_values, NULL, &nids);
+	deconstruct_array(fences, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+					  &fence_values, NULL, &nids);
+	for (int i = 0; i < n; i++)
+	{
+		task_ids[i] = DatumGetInt64(id_values[i]);
+		held[i] = false;
+		until[i] = 0;
+		keys[i] = DURABLE_TASK_PARTITION(task_ids[i]);
+		partitions[i] = Int32GetDatum(keys[i]);
+	}
+	runs = DurableGroupByShard(keys, n, order, bounds);
+
+	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[3] = PointerGetDatum(lease);
+	nulls[3] = lease ? ' ' : 'n';
+	for (int r = 0; r < runs; r++)
+	{
+		int			from = bounds[r];
+		int			to = bounds[r + 1];
+		uint64		rows;
+
+		args[0] = PointerGetDatum(run_array(id_values, order, from, to, INT8OID));
+		args[1] = PointerGetDatum(run_array(fence_values, order, from, to, INT8OID));
+		args[4] = PointerGetDatum(run_array(partitions, order, from, to, INT4OID));
+		rows = DurableExecute(&heartbeat_shard, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
+		for (uint64 row = 0; row < rows; row++)
+		{
+			int64		task_id = DurableColumnInt64(row, SHARD_RENEWED_TASK_ID);
+			int64		fence = DurableColumnInt64(row, SHARD_RENEWED_FENCE);
+			bool		isnull;
+			Datum		lease_until = DurableColumnDatum(row, SHARD_RENEWED_LEASE_UNTIL,
+														 &isnull);
+
+			/* every position of the run that names this task and fence */
+			for (int i = from; i < to; i++)
+			{
+				int			p = order[i];
+
+				if (task_ids[p] != task_id || DatumGetInt64(fence_values[p]) != fence)
+					continue;
+				held[p] = true;
+				until[p] = DatumGetTimestampTz(lease_until);
+				queues[p] = DurableColumnText(row, SHARD_RENEWED_QUEUE);
+				restricted[p] = DurableColumnBool(row, SHARD_RENEWED_RESTRICTED);
+			}
+		}
+	}
+	DurableCheckQueuesAccess(queues, restricted, n, DURABLE_PRIV_WORK);
+}

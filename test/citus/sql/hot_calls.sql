@@ -1,0 +1,162 @@
+--
+-- The hot calls go to one node at a time (tools/citus; citus.sql has
+-- distributed durable): what each sends to other nodes, and whether it
+-- commits in two phases, from a worker's session and from the
+-- coordinator's.
+--
+-- Citus logs each command it sends to another node (NOTICE "issuing ...",
+-- citus.log_remote_commands); here into the server's log, whose file is
+-- the data directory's name with ".log" (as tools/citus starts the nodes),
+-- counted for this backend.  Commands a node runs on its own shards are
+-- not sent anywhere.  Two-phase commits are counted as in citus.sql.
+--
+SET client_min_messages = warning;
+\set VERBOSITY terse
+\set remote_commands '(SELECT count(*) FROM pg_catalog.regexp_split_to_table(pg_catalog.pg_read_file(pg_catalog.current_setting(''data_directory'') || ''.log''), E''\\n'') l WHERE l ~ (''\\['' || pg_catalog.pg_backend_pid() || ''\\] .*NOTICE:  issuing ''))'
+\set my_two_phase '(SELECT FROM pg_dist_transaction WHERE gid ~ (''^citus_[0-9]+_'' || pg_backend_pid() || ''_'')) t'
+
+-- a queue with partitions on both workers (the coordinator holds no shards)
+SELECT durable_create_queue('hot', partitions => 8, lease => '5 minutes');
+SELECT count(durable_enqueue('hot', jsonb_build_object('n', i))) AS enqueued
+FROM generate_series(1, 80) i;
+-- (the node of a partition, from Citus's metadata)
+\set node_of '(SELECT groupid FROM pg_dist_placement WHERE shardid = get_shard_id_for_distribution_column(''durable.live_tasks'', '
+CREATE TEMP TABLE hot_partitions AS
+SELECT DISTINCT partition_key FROM durable.tasks WHERE queue_name = 'hot';
+SELECT :node_of partition_key)) AS groupid, count(*) > 0 AS has_partitions
+FROM hot_partitions GROUP BY 1 ORDER BY 1;
+SELECT nodeport AS worker1 FROM pg_dist_node WHERE groupid = 1 \gset
+SELECT nodeport AS coordinator FROM pg_dist_node WHERE groupid = 0 \gset
+SELECT durable_outbox_emit('hot-topic', jsonb_build_object('n', i), 'key-' || i) IS NOT NULL AS emitted
+FROM generate_series(1, 1) i;
+
+-- ---- a worker's session: its own node's partitions, nothing sent ----
+\c postgres - 127.0.0.1 :worker1
+SET client_min_messages = warning;
+SET log_min_messages = notice;
+SET citus.log_remote_commands = on;
+\set VERBOSITY terse
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+-- a claim of one task, where this node has ready work
+SELECT :remote_commands AS before \gset
+CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('hot', 'w1');
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) AS claimed, bool_and(:node_of (task_id & 32767)::int)) = 1) AS on_this_node
+FROM held;
+-- a batch as large as the node's ready work: the node's partitions first
+CREATE TEMP TABLE ready AS
+SELECT partition_key, count(*) AS n FROM durable.tasks
+WHERE queue_name = 'hot' AND state = 'ready' GROUP BY 1;
+SELECT sum(n) AS local_ready FROM ready WHERE :node_of partition_key)) = 1 \gset
+SELECT :remote_commands AS before \gset
+INSERT INTO held SELECT task_id, fence FROM durable_claim('hot', 'w1', batch => :local_ready);
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) - 1 = :local_ready AS claimed_all_local,
+       bool_and(:node_of (task_id & 32767)::int)) = 1) AS on_this_node
+FROM held;
+-- the worker loop's heartbeat and a batch commit of this node's tasks
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS renewed, count(lease_until) AS held
+FROM durable_heartbeat_batch((SELECT array_agg(task_id) FROM held),
+                             (SELECT array_agg(fence) FROM held));
+SELECT :remote_commands - :before AS remote_commands;
+SELECT :remote_commands AS before \gset
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence)) AS committed FROM held;
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+-- with no ready work left on this node, a claim reads the other node's
+-- partitions and takes there
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS claimed_elsewhere FROM durable_claim('hot', 'w1', batch => 1);
+SELECT :remote_commands - :before > 0 AS sent_elsewhere;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+
+-- a batch enqueue writes this node's tasks first (their ids are made in
+-- that order), then the other node's
+SELECT :remote_commands AS before \gset
+CREATE TEMP TABLE batch AS
+SELECT unnest(durable_enqueue_batch('hot', array_fill('{}'::jsonb, ARRAY[16]))) AS task_id;
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) FILTER (WHERE here) AS here, count(*) FILTER (WHERE NOT here) AS elsewhere,
+       max(task_id >> 23) FILTER (WHERE here) < min(task_id >> 23) FILTER (WHERE NOT here)
+         AS this_nodes_first
+FROM (SELECT task_id, :node_of (task_id & 32767)::int)) = 1 AS here FROM batch) b;
+SELECT count(*) - :two_phase_before AS nodes_prepared FROM :my_two_phase;
+
+-- ---- the coordinator's session: every shard is elsewhere ----
+\c postgres - 127.0.0.1 :coordinator
+SET client_min_messages = warning;
+\set VERBOSITY terse
+SELECT durable_create_queue('hot2', partitions => 8, lease => '5 minutes');
+SELECT count(durable_enqueue('hot2', jsonb_build_object('n', i))) AS enqueued
+FROM generate_series(1, 80) i;
+SET log_min_messages = notice;
+SET citus.log_remote_commands = on;
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+-- a claim reads a partition, finds work, and takes it: one node
+SELECT :remote_commands AS before \gset
+CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('hot2', 'c1', batch => 4);
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) AS claimed, count(DISTINCT partition_key) AS partitions
+FROM durable.tasks WHERE task_id IN (SELECT task_id FROM held);
+-- the heartbeat of those four: one statement, to their node
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS renewed, count(lease_until) AS held
+FROM durable_heartbeat_batch((SELECT array_agg(task_id) FROM held),
+                             (SELECT array_agg(fence) FROM held));
+SELECT :remote_commands - :before AS remote_commands;
+-- and their commit, task by task on that node
+SELECT :remote_commands AS before \gset
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence)) AS committed FROM held;
+SELECT :remote_commands - :before AS remote_commands;
+-- an outbox message acknowledged: one statement
+SELECT message_id, fence AS message_fence FROM durable_outbox_claim('pub', batch => 1) \gset
+SELECT :remote_commands AS before \gset
+SELECT durable_outbox_ack(ARRAY[:message_id]::bigint[], :message_fence) AS acked;
+SELECT :remote_commands - :before AS remote_commands;
+-- none of it in two phases
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+
+-- tasks of both workers: one statement per shard, one commit in two phases
+TRUNCATE held;
+INSERT INTO held
+SELECT task_id, fence FROM durable_claim('hot2', 'c2', batch => 80);
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+SELECT count(DISTINCT get_shard_id_for_distribution_column('durable.live_tasks', (task_id & 32767)::int)) AS shards
+FROM held \gset
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS renewed, count(lease_until) AS held
+FROM durable_heartbeat_batch((SELECT array_agg(task_id) FROM held),
+                             (SELECT array_agg(fence) FROM held));
+-- (beside: BEGIN, PREPARE TRANSACTION and COMMIT PREPARED on each node)
+SELECT :remote_commands - :before - :shards AS remote_commands_beside_one_per_shard;
+SELECT count(*) - :two_phase_before AS nodes_prepared FROM :my_two_phase;
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence)) AS committed FROM held;
+SET citus.log_remote_commands = off;
+RESET log_min_messages;
+
+-- what is left: both queues done
+SELECT queue_name, state, count(*) FROM durable.tasks
+WHERE queue_name IN ('hot', 'hot2') GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- a retry takes its token on its task's node: the queue's bucket is split
+-- over its partitions (durable.retry_buckets, colocated), and the queue's
+-- row, a reference table on every node, is only read
+SELECT durable_create_queue('hot3', partitions => 4, retry_capacity => 8,
+                            retry_refill_rate => 0.004);
+SELECT durable_enqueue('hot3', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('hot3', 'c3') \gset
+SET log_min_messages = notice;
+SET citus.log_remote_commands = on;
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+SELECT :remote_commands AS before \gset
+SELECT durable_fail(:t, :f, 'transient', '{}') AS action;
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+SET citus.log_remote_commands = off;
+RESET log_min_messages;
+SELECT partition_key = (:t & 32767) AS tasks_partition, tokens
+FROM durable.retry_buckets WHERE queue_name = 'hot3';
+SELECT retry_tokens FROM durable.queues WHERE queue_name = 'hot3';
+SELECT durable_alter_queue('hot3', clear => ARRAY['retry_capacity']);
+SELECT count(*) AS buckets_left FROM durable.retry_buckets WHERE queue_name = 'hot3';
