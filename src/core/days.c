@@ -19,6 +19,10 @@
  * the first day.  Nothing is made by CREATE EXTENSION, so that a restore,
  * whose dump makes the days it had, never clashes with days made for it.
  *
+ * On Citus the days are distributed partitions, made ahead and dropped by
+ * the coordinator alone (its reconciler, a durable_reconcile() there, or
+ * the worker a writer there starts); writers on the workers never ask.
+ *
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
@@ -123,9 +127,11 @@ read_days(void)
  *		When today itself is missing (a new installation, or one that no
  *		writer touched for days), the writer waits for the worker, a few
  *		milliseconds once, so that what it writes goes to its day: a day
- *		with rows in the default partition is never made.  Not on Citus,
- *		whose reconcilers make the days of every node, nor in a background
- *		worker (the reconciler makes them itself), nor on a standby.
+ *		with rows in the default partition is never made.  Not on a Citus
+ *		worker, where the days are DDL that only the coordinator may run (a
+ *		day the coordinator attaches is attached on every shard; the worker
+ *		would fail), nor in a background worker (the reconciler makes them
+ *		itself), nor on a standby.
  */
 void
 DurableEnsureHistoryDays(TimestampTz now)
@@ -133,7 +139,7 @@ DurableEnsureHistoryDays(TimestampTz now)
 	if (now + USECS_PER_DAY < days_until || now < days_next_check)
 		return;
 	days_next_check = now + DAYS_RETRY_USECS;
-	if (MyBackendType != B_BACKEND || RecoveryInProgress() || DurableDistributed())
+	if (MyBackendType != B_BACKEND || RecoveryInProgress() || DurableCitusWorker())
 		return;
 	read_days();
 	if (now + USECS_PER_DAY < days_until)

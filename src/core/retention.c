@@ -17,12 +17,25 @@
 #include "core/core.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 /* retention of finished tasks, and of inbox and outbox entries, in seconds */
 int			durable_retention = 7 * 24 * 3600;
 int			durable_inbox_retention = 7 * 24 * 3600;
+
+/*
+ * On Citus, how often the coordinator's reconciler removes history when
+ * the last time left nothing over: each time reads the default partitions
+ * and the keys of every shard, tens of milliseconds of the whole cluster's
+ * CPU.  The ticks in between make the coming days only, which reads the
+ * coordinator's catalog.
+ */
+#define CITUS_HISTORY_USECS (60 * USECS_PER_SEC)
+
+/* when this process's reconciler maintains history next, on Citus */
+static TimestampTz citus_history_next = 0;
 
 /* what a part of retention works on */
 typedef struct RetentionWork
@@ -33,6 +46,7 @@ typedef struct RetentionWork
 	int			batch;
 	DurableSettledCallback callback;
 	void	   *arg;
+	bool		days_only;		/* history: make the coming days, remove nothing */
 } RetentionWork;
 
 /* subtract seconds from a time, for retention cutoffs */
@@ -90,7 +104,7 @@ maintain_history(void *arg)
 
 	args[0] = TimestampTzGetDatum(work->now);
 	args[1] = Int32GetDatum(durable_retention);
-	nulls[1] = durable_retention >= 0 ? ' ' : 'n';
+	nulls[1] = durable_retention >= 0 && !work->days_only ? ' ' : 'n';
 	args[2] = Int32GetDatum(work->batch);
 	rows = DurableExecute(&maintain_history_stmt, args, nulls, SPI_OK_SELECT, 0);
 	for (uint64 row = 0; row < rows; row++)
@@ -237,12 +251,17 @@ static const RetainedTable retained_tables[] = {
  *		batch each of events, inbox entries, outbox messages and expired
  *		request keys.  Returns the largest count removed.
  *
- *		On Citus, the coordinator removes events, expired inbox entries,
- *		outbox messages and request keys by statements on every shard.
- *		History is not maintained there yet: its days are made by DDL, which only the
- *		coordinator may run, and its retention locks rows in statements on
- *		many shards, which Citus refuses.  Finished tasks stay in the default
- *		partitions.
+ *		On Citus, the coordinator does it all, and a worker's reconciler
+ *		none of it: history's days are made and dropped by DDL, which only
+ *		the coordinator may run (a day attached or dropped there is
+ *		attached or dropped on every shard), and maintain_history deletes
+ *		the default partitions' rows and the keys of tasks gone a shard at
+ *		a time, since Citus refuses a statement that locks rows on many
+ *		shards.  Events, expired inbox entries, outbox messages and request
+ *		keys go by one statement on every shard each.  The reconciler
+ *		removes history there once a minute, or at every tick while
+ *		batches come back full, and makes the coming days at every tick;
+ *		durable_reconcile() does both at every call.
  */
 uint64
 DurableApplyRetention(TimestampTz now, int batch,
@@ -251,14 +270,17 @@ DurableApplyRetention(TimestampTz now, int batch,
 	bool		everywhere = DurableDistributed();
 	TimestampTz inbox_cutoff = durable_inbox_retention >= 0 ?
 		seconds_before(now, durable_inbox_retention) : DT_NOBEGIN;
-	RetentionWork work = {NULL, 0, now, batch, callback, arg};
+	RetentionWork work = {NULL, 0, now, batch, callback, arg, false};
 	uint64		removed = 0;
 	uint64		n;
 
 	if (DurableCitusWorker())
 		return 0;
-	if (!everywhere)
-		(void) DurableRunPart("history", maintain_history, &work, &removed);
+	work.days_only = everywhere && MyBackendType == B_BG_WORKER && now < citus_history_next;
+	(void) DurableRunPart("history", maintain_history, &work, &removed);
+	/* a full batch: more is waiting, go on at the next tick */
+	if (!work.days_only)
+		citus_history_next = removed >= (uint64) batch ? now : now + CITUS_HISTORY_USECS;
 
 	/* the events awaited or emitted before retention's horizon */
 	if (durable_retention >= 0)
