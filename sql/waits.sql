@@ -286,5 +286,15 @@ SELECT durable_enqueue_batch('both', ARRAY['{"n": 4}']::jsonb[], ARRAY['order-3'
 \set VERBOSITY default
 SELECT count(*) AS tasks, count(DISTINCT partition_key) AS partitions
 FROM durable.live_tasks WHERE queue_name = 'both';
+-- retention keeps the binding of a live task's key, however old, though
+-- the task lives in another partition than the binding
+SELECT now() - interval '400 days' AS long_ago \gset
+UPDATE durable.task_keys SET created_at = :'long_ago'
+WHERE queue_name = 'both' AND idempotency_key = 'order-1';
+SELECT count(*) AS failed_parts
+FROM durable.maintain_history(now(), interval '365 days', 1000) WHERE action = 'failed';
+SELECT count(*) AS still_bound FROM durable.task_keys
+WHERE queue_name = 'both' AND idempotency_key = 'order-1';
+SELECT durable_enqueue('both', '{"n": 1}', idempotency_key => 'order-1') = :b1 AS same_task_still;
 SELECT durable_create_queue('bad', concurrency_limit => 0);
 SELECT durable_enqueue('sync', '{}', concurrency_key => '');
