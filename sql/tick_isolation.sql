@@ -165,3 +165,23 @@ RESET ROLE;
 SELECT durable_cancel(:tf, 'the queue goes');
 SELECT durable_drop_queue('iso_deep');
 SELECT * FROM pg_temp.failing();
+
+-- a queue whose progress timeout reaches past the timestamp range: the
+-- statement that finds the partitions with work fails, so every partition
+-- is looked at on its own, as without it; that queue's partition fails
+-- its stuck alarms, and the other queue's expired lease is settled
+SELECT durable_create_queue('iso_far', lease => '1 hour', progress_timeout => '1 minute');
+SELECT durable_enqueue('iso_far', '{}') AS th \gset
+SELECT fence AS fh FROM durable_claim('iso_far', 'w') \gset
+SELECT durable_enqueue('iso_b', '{}') IS NOT NULL AS enqueued;
+SELECT task_id AS ti, fence AS fi FROM durable_claim('iso_b', 'w') \gset
+UPDATE durable.queues SET progress_timeout = interval '100000000 days' WHERE queue_name = 'iso_far';
+UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :ti;
+SELECT task_id = :ti AS is_ti, action FROM durable_reconcile() WHERE task_id IN (:th, :ti);
+SELECT * FROM pg_temp.failing();
+-- mended, both parts run again and leave durable.status
+UPDATE durable.queues SET progress_timeout = interval '1 hour' WHERE queue_name = 'iso_far';
+SELECT count(*) AS settled FROM durable_reconcile() WHERE task_id IN (:th, :ti);
+SELECT * FROM pg_temp.failing();
+SELECT durable_cancel(:th, 'done');
+SELECT durable_drop_queue('iso_far');

@@ -26,11 +26,11 @@ int			durable_retention = 7 * 24 * 3600;
 int			durable_inbox_retention = 7 * 24 * 3600;
 
 /*
- * On Citus, how often the coordinator's reconciler removes history when
- * the last time left nothing over: each time reads the default partitions
- * and the keys of every shard, tens of milliseconds of the whole cluster's
- * CPU.  The ticks in between make the coming days only, which reads the
- * coordinator's catalog.
+ * On Citus, how often the coordinator's reconciler removes history, events,
+ * inbox entries, outbox messages and request keys when the last time left
+ * nothing over: each time is a statement on every shard of each table,
+ * tens of milliseconds of the whole cluster's CPU.  The ticks in between
+ * make the coming days only, which reads the coordinator's catalog.
  */
 #define CITUS_HISTORY_USECS (60 * USECS_PER_SEC)
 
@@ -259,7 +259,7 @@ static const RetainedTable retained_tables[] = {
  *		a time, since Citus refuses a statement that locks rows on many
  *		shards.  Events, expired inbox entries, outbox messages and request
  *		keys go by one statement on every shard each.  The reconciler
- *		removes history there once a minute, or at every tick while
+ *		removes rows there once a minute, or at every tick while history's
  *		batches come back full, and makes the coming days at every tick;
  *		durable_reconcile() does both at every call.
  */
@@ -278,9 +278,10 @@ DurableApplyRetention(TimestampTz now, int batch,
 		return 0;
 	work.days_only = everywhere && MyBackendType == B_BG_WORKER && now < citus_history_next;
 	(void) DurableRunPart("history", maintain_history, &work, &removed);
+	if (work.days_only)
+		return removed;
 	/* a full batch: more is waiting, go on at the next tick */
-	if (!work.days_only)
-		citus_history_next = removed >= (uint64) batch ? now : now + CITUS_HISTORY_USECS;
+	citus_history_next = removed >= (uint64) batch ? now : now + CITUS_HISTORY_USECS;
 
 	/* the events awaited or emitted before retention's horizon */
 	if (durable_retention >= 0)

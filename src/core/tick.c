@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
+#include "core/sql.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -96,37 +97,136 @@ static DurableStatement partitions_all = {
 	DURABLE_COLUMNS(partition_columns),
 };
 
-/* on Citus: those of the partitions whose shards this node holds */
-static DurableStatement partitions_local = {
-	.name = "partitions_local",
-	.sql = "SELECT p FROM (SELECT DISTINCT (q.partition_base + i)"
-	"  % " CppAsString2(DURABLE_PARTITION_SPACE)
-	"  FROM durable.queues q, pg_catalog.generate_series(0, q.partitions - 1) i) x(p)"
-	" WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
-	"  WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column("
-	"   'durable.live_tasks'::pg_catalog.regclass, x.p)"
-	"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
-	.nargs = 0,
+/*
+ * Of the partitions in $1, those with a running task whose lease expired
+ * or whose progress stopped: what the per-partition statements below look
+ * for, in one statement rather than two per partition.  On Citus it is one
+ * task per shard, where two per partition would each be planned again.
+ */
+static DurableStatement partitions_due = {
+	.name = "partitions_due",
+	.sql = "SELECT DISTINCT t.partition_key AS p"
+	" FROM durable.live_tasks t"
+	" JOIN durable.queues q ON q.queue_name = t.queue_name"
+	" WHERE t.partition_key = ANY ($1) AND t.state = 'running'"
+	" AND (t.lease_until < $2"
+	"  OR (q.progress_timeout IS NOT NULL"
+	"   AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
+	"   AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)))",
+	.nargs = 2,
+	.argtypes = {INT4ARRAYOID, TIMESTAMPTZOID},
 	DURABLE_COLUMNS(partition_columns),
 };
 
-/* the partitions in use, in a palloc'd array */
+/* the first count partitions of the last statement's, into partitions */
+static uint64
+read_partitions(int32 *partitions, uint64 count)
+{
+	for (uint64 i = 0; i < count; i++)
+		partitions[i] = DurableColumnInt32(i, PARTITION_KEY);
+	return count;
+}
+
+/*
+ * The partitions in use, in a palloc'd array.  On Citus, each node's
+ * reconciler works on the shards it holds; a call of durable_reconcile()
+ * works on all of them, wherever it runs.
+ */
 static int32 *
 partitions_in_use(uint64 *count)
 {
-	int32	   *partitions;
+	uint64		rows = DurableExecute(&partitions_all, NULL, NULL, SPI_OK_SELECT, 0);
+	int32	   *partitions = palloc(sizeof(int32) * Max(rows, 1));
 
-	/*
-	 * On Citus, each node's reconciler works on the shards it holds; a call
-	 * of durable_reconcile() works on all of them, wherever it runs.
-	 */
-	*count = DurableExecute(DurableDistributed() && MyBackendType == B_BG_WORKER ?
-							&partitions_local : &partitions_all,
-							NULL, NULL, SPI_OK_SELECT, 0);
-	partitions = palloc(sizeof(int32) * Max(*count, 1));
-	for (uint64 i = 0; i < *count; i++)
-		partitions[i] = DurableColumnInt32(i, PARTITION_KEY);
+	*count = read_partitions(partitions, rows);
+	if (DurableDistributed() && MyBackendType == B_BG_WORKER && *count > 0)
+	{
+		DurablePlacement *places = palloc(sizeof(DurablePlacement) * *count);
+		int32		local = DurableLocalGroup();
+		uint64		kept = 0;
+
+		DurablePlacePartitions(partitions, (int) *count, places);
+		for (uint64 i = 0; i < *count; i++)
+			if (places[i].group == local)
+				partitions[kept++] = partitions[i];
+		*count = kept;
+		pfree(places);
+	}
 	return partitions;
+}
+
+/* what the part that narrows the partitions to those with work works on */
+typedef struct DueWork
+{
+	int32	   *partitions;
+	uint64		count;
+	TimestampTz now;
+} DueWork;
+
+static uint64
+narrow_to_due(void *arg)
+{
+	DueWork    *work = (DueWork *) arg;
+	Datum		args[2];
+	Datum	   *keys = palloc(sizeof(Datum) * Max(work->count, 1));
+
+	for (uint64 i = 0; i < work->count; i++)
+		keys[i] = Int32GetDatum(work->partitions[i]);
+	args[0] = PointerGetDatum(construct_array(keys, (int) work->count, INT4OID,
+											  sizeof(int32), true, TYPALIGN_INT));
+	args[1] = TimestampTzGetDatum(work->now);
+	work->count = read_partitions(work->partitions,
+								  DurableExecute(&partitions_due, args, NULL,
+												 SPI_OK_SELECT, 0));
+	pfree(keys);
+	return work->count;
+}
+
+static bool
+partition_listed(const int32 *partitions, uint64 count, int32 partition)
+{
+	for (uint64 i = 0; i < count; i++)
+		if (partitions[i] == partition)
+			return true;
+	return false;
+}
+
+/*
+ * partitions_with_work
+ *		Narrow the partitions to those where leases expired or progress
+ *		stopped, and those whose parts were failing, so that a part mended
+ *		runs again and leaves durable.status.  If that fails, it is shown as
+ *		a part of its own and every partition is looked at, as without it.
+ */
+static void
+partitions_with_work(int32 *partitions, uint64 *count, TimestampTz now)
+{
+	DueWork		work = {palloc(sizeof(int32) * Max(*count, 1)), *count, now};
+	uint64		n;
+	uint64		nfailing;
+	char	  **failing;
+
+	memcpy(work.partitions, partitions, sizeof(int32) * *count);
+	if (*count == 0 ||
+		!DurableRunPart("partitions with expired leases or stopped progress",
+						narrow_to_due, &work, &n))
+	{
+		pfree(work.partitions);
+		return;
+	}
+	failing = DurableFailingParts("partition ", &nfailing);
+	for (uint64 i = 0; i < nfailing; i++)
+	{
+		int32		partition;
+
+		if (sscanf(failing[i], "partition %d:", &partition) == 1 &&
+			partition_listed(partitions, *count, partition) &&
+			!partition_listed(work.partitions, n, partition))
+			work.partitions[n++] = partition;
+	}
+	memcpy(partitions, work.partitions, sizeof(int32) * n);
+	*count = n;
+	pfree(work.partitions);
 }
 
 /*
@@ -150,6 +250,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 
 	DurablePartsBegin(now);
 	partitions = partitions_in_use(&npartitions);
+	partitions_with_work(partitions, &npartitions, now);
 
 	/*
 	 * Retries owe their tokens until the end of the tick, so that the
