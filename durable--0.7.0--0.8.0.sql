@@ -489,3 +489,93 @@ END
 $$;
 COMMENT ON FUNCTION durable.maintain_history(timestamptz, interval, int) IS
   'make the coming days of history and remove those older than retention, each day a part of its own: returns what was removed, ''failed'' rows for the parts that could not be done (part, error_code, error_message), or ''busy'' when another maintainer is at work; on Citus, on the coordinator only';
+
+--
+-- Metrics aggregated where the rows are.  Each queue's figures are summed
+-- per queue first and only then joined to its row in durable.queues: on
+-- Citus a reference table outer-joined to a distributed one pulls every
+-- row of the distributed side to the coordinator, while an aggregate per
+-- queue runs on each shard and sends a row per queue.  On one server the
+-- answers are the same.
+--
+CREATE OR REPLACE VIEW durable.queue_gauges AS
+SELECT q.queue_name, q.paused, q.paused_partitions,
+       coalesce(g.ready, 0) AS ready,
+       coalesce(g.running, 0) AS running,
+       coalesce(g.waiting, 0) AS waiting,
+       coalesce(g.needs_review, 0) AS needs_review,
+       coalesce(g.scheduled, 0) AS scheduled,
+       coalesce(EXTRACT(EPOCH FROM now() - g.oldest_ready), 0)::float8 AS oldest_ready_age_seconds,
+       coalesce(EXTRACT(EPOCH FROM now() - g.oldest_heartbeat), 0)::float8 AS oldest_heartbeat_age_seconds
+FROM durable.queues q
+LEFT JOIN (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now()) AS ready,
+           count(*) FILTER (WHERE t.state = 'running') AS running,
+           count(*) FILTER (WHERE t.state = 'waiting' AND t.run_at > now()) AS waiting,
+           count(*) FILTER (WHERE t.state = 'needs_review') AS needs_review,
+           count(*) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at > now()
+                              AND t.run_at < 'infinity') AS scheduled,
+           min(t.run_at) FILTER (WHERE t.state IN ('ready', 'waiting') AND t.run_at <= now())
+               AS oldest_ready,
+           min(t.heartbeat_at) FILTER (WHERE t.state = 'running') AS oldest_heartbeat
+    FROM durable.live_tasks t
+    GROUP BY t.queue_name) g ON g.queue_name = q.queue_name;
+
+CREATE OR REPLACE VIEW durable.metrics AS
+WITH per_task AS (
+    SELECT t.queue_name, t.partition_key, t.task_id, t.state,
+           count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
+           bool_or(e.state = 'needs_review') AS escalated
+    FROM durable.tasks t
+    JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+    GROUP BY t.queue_name, t.partition_key, t.task_id, t.state
+), per_queue AS MATERIALIZED (
+    SELECT p.queue_name,
+           count(*) AS tasks,
+           count(*) FILTER (WHERE p.first_expiry IS NOT NULL) AS recoveries,
+           avg((p.state = 'completed')::int) FILTER (WHERE p.first_expiry IS NOT NULL) AS recovered,
+           avg(p.completed_at - p.first_expiry)
+               FILTER (WHERE p.first_expiry IS NOT NULL AND p.completed_at IS NOT NULL) AS recovery_time,
+           avg(p.escalated::int) AS escalated,
+           avg(p.claims) AS claims
+    FROM per_task p
+    GROUP BY p.queue_name
+), effects AS MATERIALIZED (
+    SELECT t.queue_name, count(*) AS duplicate_side_effects
+    FROM (SELECT e.partition_key, e.task_id, e.step
+          FROM durable.events e
+          WHERE e.kind = 'receipt_recorded' AND e.detail->>'effect_id' IS NOT NULL
+          GROUP BY e.partition_key, e.task_id, e.step
+          HAVING count(DISTINCT e.detail->>'effect_id') > 1) d
+    JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), outcomes AS MATERIALIZED (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE s.state = 'unknown'
+                              OR (s.state = 'started' AND t.state <> 'running')) AS ambiguous,
+           count(*) AS steps
+    FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), lag AS MATERIALIZED (
+    SELECT t.queue_name, min(t.lease_until) AS oldest_expired
+    FROM durable.live_tasks t WHERE t.state = 'running' AND t.lease_until < now()
+    GROUP BY t.queue_name
+)
+SELECT q.queue_name,
+       coalesce(p.tasks, 0) AS tasks,
+       coalesce(f.duplicate_side_effects, 0) AS duplicate_side_effects,
+       coalesce(p.recoveries, 0) AS recoveries,
+       round(p.recovered, 3) AS recovery_success_rate,
+       p.recovery_time AS mean_recovery_time,
+       round(o.ambiguous::numeric / nullif(o.steps, 0), 3) AS ambiguous_outcome_rate,
+       round(p.escalated, 3) AS human_escalation_rate,
+       round(p.claims, 3) AS claims_per_task,
+       coalesce(now() - l.oldest_expired, '0') AS reconciliation_lag
+FROM durable.queues q
+LEFT JOIN per_queue p ON p.queue_name = q.queue_name
+LEFT JOIN effects f ON f.queue_name = q.queue_name
+LEFT JOIN outcomes o ON o.queue_name = q.queue_name
+LEFT JOIN lag l ON l.queue_name = q.queue_name;

@@ -220,4 +220,94 @@ SELECT success, result FROM run_command_on_workers($$SELECT count(*) FROM durabl
 SELECT queue_name, ready, running, completed, failed FROM durable.queue_stats
 WHERE queue_name = 'jobs';
 SELECT queue_name, tasks FROM durable.metrics WHERE queue_name = 'jobs';
+-- metrics and gauges are summed on each shard and send a row per queue
+-- to the coordinator, never a row per task: each subplan of their plans
+-- is an aggregate (the temporary function and view are this node's only,
+-- as Citus warns)
+SET client_min_messages = error;
+CREATE FUNCTION pg_temp.subplans_of_rows(view text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+    after_subplan boolean := false;
+    n bigint := 0;
+BEGIN
+    FOR line IN EXECUTE format('EXPLAIN (COSTS OFF) SELECT * FROM %s', view) LOOP
+        IF after_subplan AND line !~ 'Aggregate' THEN
+            n := n + 1;
+        END IF;
+        after_subplan := line ~ 'Distributed Subplan';
+    END LOOP;
+    RETURN n;
+END
+$$;
+SELECT v AS view, pg_temp.subplans_of_rows(v) AS subplans_of_rows
+FROM unnest(ARRAY['durable.metrics', 'durable.queue_gauges']) v;
+-- and they answer as the definition that joins a row per task (0.7.0's)
+CREATE TEMP VIEW metrics_by_task AS
+WITH per_task AS (
+    SELECT t.queue_name, t.partition_key, t.task_id, t.state,
+           count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
+           bool_or(e.state = 'needs_review') AS escalated
+    FROM durable.tasks t
+    JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id
+    GROUP BY t.queue_name, t.partition_key, t.task_id, t.state
+), effects AS (
+    SELECT t.queue_name, count(*) AS duplicate_side_effects
+    FROM (SELECT e.partition_key, e.task_id, e.step
+          FROM durable.events e
+          WHERE e.kind = 'receipt_recorded' AND e.detail->>'effect_id' IS NOT NULL
+          GROUP BY e.partition_key, e.task_id, e.step
+          HAVING count(DISTINCT e.detail->>'effect_id') > 1) d
+    JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), outcomes AS (
+    SELECT t.queue_name,
+           count(*) FILTER (WHERE s.state = 'unknown'
+                              OR (s.state = 'started' AND t.state <> 'running')) AS ambiguous,
+           count(*) AS steps
+    FROM durable.steps s JOIN durable.tasks t USING (partition_key, task_id)
+    GROUP BY t.queue_name
+), lag AS (
+    SELECT t.queue_name, now() - min(t.lease_until) AS reconciliation_lag
+    FROM durable.live_tasks t WHERE t.state = 'running' AND t.lease_until < now()
+    GROUP BY t.queue_name
+)
+SELECT q.queue_name,
+       count(p.task_id) AS tasks,
+       coalesce(max(f.duplicate_side_effects), 0) AS duplicate_side_effects,
+       count(p.task_id) FILTER (WHERE p.first_expiry IS NOT NULL) AS recoveries,
+       round(avg((p.state = 'completed')::int) FILTER (WHERE p.first_expiry IS NOT NULL), 3) AS recovery_success_rate,
+       avg(p.completed_at - p.first_expiry) FILTER (WHERE p.first_expiry IS NOT NULL AND p.completed_at IS NOT NULL) AS mean_recovery_time,
+       round(max(o.ambiguous)::numeric / nullif(max(o.steps), 0), 3) AS ambiguous_outcome_rate,
+       round(avg(p.escalated::int), 3) AS human_escalation_rate,
+       round(avg(p.claims), 3) AS claims_per_task,
+       coalesce(max(l.reconciliation_lag), '0') AS reconciliation_lag
+FROM durable.queues q
+LEFT JOIN per_task p ON p.queue_name = q.queue_name
+LEFT JOIN effects f ON f.queue_name = q.queue_name
+LEFT JOIN outcomes o ON o.queue_name = q.queue_name
+LEFT JOIN lag l ON l.queue_name = q.queue_name
+GROUP BY q.queue_name;
+SET client_min_messages = warning;
+SELECT count(*) AS differing FROM (
+    (SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+            mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
+     FROM durable.metrics
+     EXCEPT ALL
+     SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+            mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
+     FROM metrics_by_task)
+    UNION ALL
+    (SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+            mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
+     FROM metrics_by_task
+     EXCEPT ALL
+     SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+            mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
+     FROM durable.metrics)) d;
+SELECT count(*) > 1 AS queues, sum(tasks) > 0 AS tasks, sum(recoveries) > 0 AS recoveries
+FROM durable.metrics;
 SELECT count(*) AS problems FROM durable_verify();
