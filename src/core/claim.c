@@ -149,19 +149,28 @@ static DurableStatement claim = {
  * The claim of one task, the usual case: the same rows and the same
  * result as claim with a limit of 1, in a statement whose plan is the
  * UPDATE alone (no common table expression to scan and sort), which is
- * cheaper to start on every call.  Not on Citus, which plans the locking
- * subquery apart from the UPDATE, and commits the two in two phases.
+ * cheaper to start on every call.  On Citus it runs as its split: the
+ * task locked, then taken, by two statements of one table each, planned
+ * once per partition (store/plan.c).
  */
+#define CLAIMED_RETURNING \
+	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload," \
+	"  t.checkpoint, t.versions, t.run_at"
+
 static DurableStatement claim_one = {
 	.name = "claim_one",
 	.sql = CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
-	READY_TO_CLAIM ")"
-	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload,"
-	"  t.checkpoint, t.versions, t.run_at",
+	READY_TO_CLAIM ")" CLAIMED_RETURNING,
 	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
+	.nsplit = 2,
+	.split = {
+		{READY_TO_CLAIM, DURABLE_SPLIT_NO_INPUT, true, true},
+		{CLAIM_UPDATE "  WHERE t.partition_key = $1 AND t.task_id = $*"
+		CLAIMED_RETURNING, 0, true, true},
+	},
 };
 
 /* a claim in a queue with a concurrency limit, the key counted where */
@@ -355,7 +364,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 				continue;
 			}
 		}
-		if (stmt == &claim && wanted == 1 && !DurableDistributed())
+		if (stmt == &claim && wanted == 1)
 			n = DurableExecute(&claim_one, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
 		else
 			n = DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0);

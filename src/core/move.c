@@ -182,7 +182,7 @@ static DurableStatement transition = {
 	{"UPDATE durable.live_tasks SET" MOVE_SET MOVE_WHERE
 		" RETURNING partition_key, task_id, version, fence, state, owner,"
 		" queue_name, claimed_at, claim_seq, claim_kind, claim_role",
-	DURABLE_SPLIT_NO_INPUT, true},
+	DURABLE_SPLIT_NO_INPUT, true, true},
 	{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
 		" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
 		" lease_kind, lease_actor, lease_role)"
@@ -217,13 +217,13 @@ static DurableStatement finish = {
 	/* the task's row in history, as finish makes it */
 	{"DELETE FROM durable.live_tasks" MOVE_WHERE
 		" RETURNING " FINISHED_TASK_ROW,
-	DURABLE_SPLIT_NO_INPUT, true},
+	DURABLE_SPLIT_NO_INPUT, true, true},
 	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
 		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
 	0, true},
 	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING " STEP_TABLE_COLUMNS,
-	DURABLE_SPLIT_NO_INPUT, false},
+	DURABLE_SPLIT_NO_INPUT, false, true},
 	{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		" VALUES ($*, $11)",
 	2, false},

@@ -33,7 +33,13 @@
 #include "utils/array.h"
 #include "utils/timestamp.h"
 
-/* whether a partition has work, and whether it has expired leases */
+/*
+ * Whether a partition has work, and whether it has expired leases.  On
+ * this node, each is a query of one table by its partition_key, planned
+ * once per partition (store/plan.c), and the second runs only when the
+ * first finds nothing.  On another node both are one statement, one
+ * round trip, planned by Citus for its values on every call.
+ */
 enum
 {
 	PROBE_READY,
@@ -46,6 +52,9 @@ static const DurableColumn probe_columns[PROBE_NCOLUMNS] = {
 	[PROBE_EXPIRED] = {"expired", BOOLOID},
 };
 
+static const DurableColumn found_columns[1] = {{"found", BOOLOID}};
+
+/* (partition, queue, now) */
 static DurableStatement claim_probe = {
 	.name = "claim_probe",
 	.sql = "SELECT EXISTS (SELECT FROM durable.live_tasks"
@@ -56,6 +65,30 @@ static DurableStatement claim_probe = {
 	.nargs = 3,
 	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
 	DURABLE_COLUMNS(probe_columns),
+};
+
+/* (partition, queue, now) */
+static DurableStatement probe_here_ready = {
+	.name = "probe_here_ready",
+	.sql = "SELECT true AS found FROM durable.live_tasks"
+	" WHERE partition_key = $1 AND queue_name = $2"
+	" AND state IN ('ready', 'waiting') AND run_at <= $3 LIMIT 1",
+	.nargs = 3,
+	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(found_columns),
+	.by_partition = true,
+};
+
+/* (partition, now) */
+static DurableStatement probe_here_expired = {
+	.name = "probe_here_expired",
+	.sql = "SELECT true AS found FROM durable.live_tasks"
+	" WHERE partition_key = $1 AND state = 'running' AND lease_until < $2"
+	" LIMIT 1",
+	.nargs = 2,
+	.argtypes = {INT4OID, TIMESTAMPTZOID},
+	DURABLE_COLUMNS(found_columns),
+	.by_partition = true,
 };
 
 /*
@@ -89,11 +122,12 @@ run_probe(void *args)
 
 /*
  * DurableClaimProbe
- *		Read whether the i-th partition of a claim's walk has ready work
- *		and expired leases (args as the claim's: partition, queue, now).
- *		Returns false, reading nothing, for a node that is down: one that
- *		failed a moment ago, or whose connection fails now (class 08; any
- *		other error is raised).
+ *		Read whether the i-th partition of a claim's walk has ready work,
+ *		and whether it has expired leases (args as the claim's: partition,
+ *		queue, now; on this node, expired leases are looked for only where
+ *		there is no ready work).  Returns false, reading nothing, for a node
+ *		that is down: one that failed a moment ago, or whose connection
+ *		fails now (class 08; any other error is raised).
  */
 bool
 DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
@@ -104,8 +138,17 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 
 	if (DurableNodeDown(group))
 		return false;
-	if (group < 0 || group == DurableLocalGroup() ||
-		bms_is_member(group, walk->reached))
+	if (group < 0 || group == DurableLocalGroup())
+	{
+		Datum		expired_args[2] = {args[0], args[2]};
+
+		*ready = DurableExecute(&probe_here_ready, args, NULL, SPI_OK_SELECT, 0) > 0;
+		*expired = !*ready &&
+			DurableExecute(&probe_here_expired, expired_args, NULL,
+						   SPI_OK_SELECT, 0) > 0;
+		return true;
+	}
+	if (bms_is_member(group, walk->reached))
 		DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
 	else if (DurableTry(run_probe, args, NULL, &error))
 		walk->reached = bms_add_member(walk->reached, group);

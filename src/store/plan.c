@@ -25,6 +25,16 @@
  * table, each routed by its partition_key to the task's shard, so that a
  * call on a task of one node is a one-phase commit on that node.
  *
+ * Citus prunes a statement whose partition_key is a parameter on every
+ * call, and where the shard is on this node writes the shard's statement
+ * out, parses and plans it every time (Citus 13 keeps that plan in a kept
+ * plan, but never finds it there again, so such plans are made for one
+ * call only: a kept one would grow by a plan per call).  With the key
+ * written into its text, Citus routes a statement once, when it is
+ * planned, and keeps the local shard's plan in the statement's plan: a
+ * statement of one table by its partition_key (by_partition) is planned
+ * per partition there, and its calls plan nothing.
+ *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
@@ -32,7 +42,9 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/datetime.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/timestamp.h"
 
@@ -47,6 +59,28 @@ static bool prepared_distributed = false;
 
 /* the statement whose result SPI_tuptable holds, for the accessors' checks */
 static const DurableStatement *last_executed = NULL;
+
+/*
+ * The kept plans of by_partition statements on Citus, one per statement,
+ * step and partition; at most PARTITION_PLANS_MAX of them in a backend,
+ * all forgotten when one more would be kept.
+ */
+#define PARTITION_PLANS_MAX 1024
+
+typedef struct PartitionPlanKey
+{
+	const DurableStatement *stmt;
+	int			step;			/* of its split, or -1 */
+	int32		partition;
+} PartitionPlanKey;
+
+typedef struct PartitionPlanEntry
+{
+	PartitionPlanKey key;
+	SPIPlanPtr	plan;
+} PartitionPlanEntry;
+
+static HTAB *partition_plans = NULL;
 
 /*
  * highest_parameter
@@ -180,6 +214,23 @@ remember(DurableStatement *stmt)
 }
 
 /*
+ * prepare_kept
+ *		Prepare the text of a statement or of step k of its split (-1 for
+ *		the statement), check its result when it is the statement's, and
+ *		keep the plan.
+ */
+static SPIPlanPtr
+prepare_kept(DurableStatement *stmt, int k, const char *sql, int nargs,
+			 Oid *argtypes, int options)
+{
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes, options);
+
+	if (plan != NULL && (k < 0 || k == stmt->nsplit - 1))
+		check_columns(stmt, plan);
+	return keep(plan, stmt, k);
+}
+
+/*
  * statement_plan
  *		The kept plan of a statement, prepared and checked on its first use.
  *
@@ -188,52 +239,43 @@ remember(DurableStatement *stmt)
  * generic plans use the right indexes whatever the values.  Citus,
  * though, routes a statement to its shard by the values of its
  * parameters, and has no generic plan for most of them: on distributed
- * tables each call plans for its values (Citus's fast path keeps that
- * cheap for the single-table ones).
+ * tables each call plans for its values, unless the statement is planned
+ * per partition.
  */
 static SPIPlanPtr
 statement_plan(DurableStatement *stmt)
 {
-	SPIPlanPtr	plan;
-
 	if (stmt->plan != NULL)
 		return stmt->plan;
 	check_parameters(stmt, -1, stmt->nargs);
-	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
+	stmt->plan = prepare_kept(stmt, -1, stmt->sql, stmt->nargs, stmt->argtypes,
 							  prepared_distributed ? CURSOR_OPT_CUSTOM_PLAN :
 							  CURSOR_OPT_GENERIC_PLAN);
-	if (plan != NULL)
-		check_columns(stmt, plan);
-	stmt->plan = keep(plan, stmt, -1);
 	remember(stmt);
 	return stmt->plan;
 }
 
 /*
- * split_plan
- *		The kept plan of step k of a statement's split, prepared on its first
- *		use, when the columns of its input are known.  The last step's
- *		result is checked as the statement's would be.
+ * step_text
+ *		The text of step k of a statement's split, with "$*", the columns
+ *		of its input, numbered after the statement's parameters; and the
+ *		types of all its parameters into argtypes (SPLIT_MAX_ARGS of them).
  */
-static SPIPlanPtr
-split_plan(DurableStatement *stmt, int k, TupleDesc input)
+static char *
+step_text(DurableStatement *stmt, int k, TupleDesc input, Oid *argtypes)
 {
 	const char *sql = stmt->split[k].sql;
-	Oid			argtypes[SPLIT_MAX_ARGS];
 	int			ninput = input ? input->natts : 0;
 	StringInfoData buf;
 	const char *star;
-	SPIPlanPtr	plan;
 
-	if (stmt->split_plans[k] != NULL)
-		return stmt->split_plans[k];
 	if (stmt->nargs + ninput > SPLIT_MAX_ARGS)
 		elog(ERROR, "step %d of \"%s\" has too many parameters", k, stmt->name);
 	memcpy(argtypes, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 	for (int c = 0; c < ninput; c++)
 		argtypes[stmt->nargs + c] = SPI_gettypeid(input, c + 1);
+	check_parameters(stmt, k, stmt->nargs + ninput);
 
-	/* "$*": the input's columns, numbered after the statement's parameters */
 	initStringInfo(&buf);
 	star = strstr(sql, "$*");
 	if (star != NULL)
@@ -245,16 +287,139 @@ split_plan(DurableStatement *stmt, int k, TupleDesc input)
 	}
 	else
 		appendStringInfoString(&buf, sql);
+	return buf.data;
+}
 
-	check_parameters(stmt, k, stmt->nargs + ninput);
-	plan = SPI_prepare_cursor(buf.data, stmt->nargs + ninput, argtypes,
-							  CURSOR_OPT_CUSTOM_PLAN);
-	if (plan != NULL && k == stmt->nsplit - 1)
-		check_columns(stmt, plan);
-	stmt->split_plans[k] = keep(plan, stmt, k);
+/*
+ * split_plan
+ *		The kept plan of step k of a statement's split, prepared on its first
+ *		use, when the columns of its input are known.  The last step's
+ *		result is checked as the statement's would be.
+ */
+static SPIPlanPtr
+split_plan(DurableStatement *stmt, int k, TupleDesc input)
+{
+	Oid			argtypes[SPLIT_MAX_ARGS];
+	char	   *sql;
+
+	if (stmt->split_plans[k] != NULL)
+		return stmt->split_plans[k];
+	sql = step_text(stmt, k, input, argtypes);
+	stmt->split_plans[k] = prepare_kept(stmt, k, sql,
+										stmt->nargs + (input ? input->natts : 0),
+										argtypes, CURSOR_OPT_CUSTOM_PLAN);
 	remember(stmt);
-	pfree(buf.data);
+	pfree(sql);
 	return stmt->split_plans[k];
+}
+
+/* a statement's text with the partition written for each "$1" */
+static char *
+with_partition(const char *sql, int32 partition)
+{
+	StringInfoData buf;
+	char		quote = '\0';
+
+	if (partition < 0)
+		elog(ERROR, "partition %d is out of range", partition);
+	initStringInfo(&buf);
+	for (const char *p = sql; *p; p++)
+	{
+		if (quote != '\0')
+		{
+			if (*p == quote)
+				quote = '\0';
+		}
+		else if (*p == '\'' || *p == '"')
+			quote = *p;
+		else if (p[0] == '$' && p[1] == '1' && !isdigit((unsigned char) p[2]))
+		{
+			appendStringInfo(&buf, "%d", partition);
+			p++;
+			continue;
+		}
+		appendStringInfoChar(&buf, *p);
+	}
+	return buf.data;
+}
+
+/* free the kept plans of by_partition statements */
+static void
+forget_partition_plans(void)
+{
+	HASH_SEQ_STATUS status;
+	PartitionPlanEntry *entry;
+
+	if (partition_plans == NULL)
+		return;
+	hash_seq_init(&status, partition_plans);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		SPI_freeplan(entry->plan);
+	hash_destroy(partition_plans);
+	partition_plans = NULL;
+}
+
+/*
+ * partition_plan
+ *		The kept plan of a by_partition statement (k = -1), or of step k of
+ *		its split, for one partition, prepared on its first use there.  The
+ *		plan is generic: the partition routes it, and Citus keeps the plan
+ *		of a shard on this node in it.
+ */
+static SPIPlanPtr
+partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
+{
+	PartitionPlanKey key;
+	PartitionPlanEntry *entry;
+	Oid			argtypes[SPLIT_MAX_ARGS];
+	char	   *text;
+	char	   *sql;
+	SPIPlanPtr	plan;
+
+	memset(&key, 0, sizeof(key));
+	key.stmt = stmt;
+	key.step = k;
+	key.partition = partition;
+	if (partition_plans != NULL &&
+		(entry = hash_search(partition_plans, &key, HASH_FIND, NULL)) != NULL)
+		return entry->plan;
+
+	if (k < 0)
+	{
+		check_parameters(stmt, -1, stmt->nargs);
+		memcpy(argtypes, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+		text = pstrdup(stmt->sql);
+	}
+	else
+		text = step_text(stmt, k, input, argtypes);
+
+	/* Citus prunes an INSERT on every call, and would keep a plan per call */
+	if (pg_strncasecmp(text, "INSERT", 6) == 0)
+		elog(ERROR, "statement \"%s\" inserts and cannot be planned per partition",
+			 stmt->name);
+	sql = with_partition(text, partition);
+	plan = prepare_kept(stmt, k, sql,
+						stmt->nargs + (k >= 0 && input ? input->natts : 0),
+						argtypes, CURSOR_OPT_GENERIC_PLAN);
+	pfree(text);
+	pfree(sql);
+
+	if (partition_plans != NULL &&
+		hash_get_num_entries(partition_plans) >= PARTITION_PLANS_MAX)
+		forget_partition_plans();
+	if (partition_plans == NULL)
+	{
+		HASHCTL		ctl = {0};
+
+		ctl.keysize = sizeof(PartitionPlanKey);
+		ctl.entrysize = sizeof(PartitionPlanEntry);
+		ctl.hcxt = TopMemoryContext;
+		partition_plans = hash_create("durable partition plans", 256, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(partition_plans, &key, HASH_ENTER, NULL);
+	entry->plan = plan;
+	return plan;
 }
 
 /* DurableExecute for a statement that runs as its split */
@@ -277,7 +442,10 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 		const DurableSplitStep *step = &stmt->split[k];
 		SPITupleTable *input = step->input == DURABLE_SPLIT_NO_INPUT ? NULL : results[step->input];
 		uint64		rows = input ? last_rows[step->input] : 1;
-		SPIPlanPtr	plan = split_plan(stmt, k, input ? input->tupdesc : NULL);
+		TupleDesc	input_desc = input ? input->tupdesc : NULL;
+		SPIPlanPtr	plan = step->by_partition ?
+			partition_plan(stmt, k, DatumGetInt32(values[0]), input_desc) :
+			split_plan(stmt, k, input_desc);
 		uint64		found = 0;
 
 		for (uint64 r = 0; r < rows; r++)
@@ -335,6 +503,7 @@ forget_plans(void)
 		stmt = next;
 	}
 	prepared_statements = NULL;
+	forget_partition_plans();
 }
 
 /*
@@ -360,7 +529,10 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 	last_executed = stmt;
 	if (stmt->nsplit > 0 && distributed)
 		return execute_split(stmt, values, nulls, expected);
-	rc = SPI_execute_plan(statement_plan(stmt), values, nulls, false, tcount);
+	rc = SPI_execute_plan(distributed && stmt->by_partition ?
+						  partition_plan(stmt, -1, DatumGetInt32(values[0]), NULL) :
+						  statement_plan(stmt),
+						  values, nulls, false, tcount);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));

@@ -68,6 +68,7 @@ typedef struct DurableSplitStep
 	const char *sql;
 	int			input;			/* an earlier step, or DURABLE_SPLIT_NO_INPUT */
 	bool		required;
+	bool		by_partition;	/* see DurableStatement */
 } DurableSplitStep;
 
 typedef struct DurableStatement
@@ -80,6 +81,13 @@ typedef struct DurableStatement
 	int			ncolumns;
 	int			nsplit;			/* steps of its split, or 0 */
 	DurableSplitStep split[DURABLE_MAX_SPLIT_STEPS];
+
+	/*
+	 * A SELECT, UPDATE or DELETE of one distributed table whose
+	 * partition_key is $1 (an int4, never NULL): on Citus it is planned
+	 * per partition (plan.c).
+	 */
+	bool		by_partition;
 
 	/* kept by the plan cache, per backend */
 	SPIPlanPtr	plan;
