@@ -17,6 +17,12 @@
  * in the idempotency key's: the binding is found by the key alone, and
  * the task by its id, whose suffix carries its partition.
  *
+ * On Citus "the next in turn" is the next of the queue's partitions on the
+ * node the call runs on, when it has any: the enqueue then sends no remote
+ * command, and a claim on the same node, which looks at its own node's
+ * partitions first, finds the task there.  Tasks enqueued where the queue
+ * has no shard go round the whole queue.
+ *
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
@@ -85,21 +91,54 @@ key_partition_index(const char *key, int partitions)
 }
 
 /*
+ * The next in turn of the queue's partitions on this node, or -1 when the
+ * queue has none here.
+ */
+static int32
+next_local_partition(const DurableQueue *settings, uint32 turn)
+{
+	int			n = settings->partitions;
+	int32	   *partitions = palloc(sizeof(int32) * n);
+	DurablePlacement *places = palloc(sizeof(DurablePlacement) * n);
+	int32		local = DurableLocalGroup();
+	int			nlocal = 0;
+	int32		chosen = -1;
+
+	for (int k = 0; k < n; k++)
+		partitions[k] = DurableQueuePartition(settings, k);
+	DurablePlacePartitions(partitions, n, places);
+	for (int k = 0; k < n; k++)
+		if (places[k].group == local)
+			partitions[nlocal++] = partitions[k];
+	if (nlocal > 0)
+		chosen = partitions[turn % (uint32) nlocal];
+	pfree(partitions);
+	pfree(places);
+	return chosen;
+}
+
+/*
  * The partition of a new task: its concurrency key's, else its idempotency
- * key's, else the next in turn.
+ * key's, else the next in turn (on Citus, of this node's).
  */
 static int32
 task_partition(const DurableQueue *settings, const char *key,
 			   const char *concurrency_key)
 {
+	uint32		turn;
+	int32		local;
+
 	if (concurrency_key != NULL)
 		key = concurrency_key;
 	if (key != NULL)
 		return DurableQueueKeyPartition(settings, key);
 	if (next_partition_index == 0)
 		next_partition_index = (uint32) MyProcPid;
-	return DurableQueuePartition(settings,
-								 (int) (next_partition_index++ % (uint32) settings->partitions));
+	turn = next_partition_index++;
+	if (DurableDistributed() &&
+		(local = next_local_partition(settings, turn)) >= 0)
+		return local;
+	return DurableQueuePartition(settings, (int) (turn % (uint32) settings->partitions));
 }
 
 /*

@@ -71,17 +71,43 @@ SELECT count(*) AS claimed_elsewhere FROM durable_claim('hot', 'w1', batch => 1)
 SELECT :remote_commands - :before > 0 AS sent_elsewhere;
 SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
 
--- a batch enqueue writes this node's tasks first (their ids are made in
--- that order), then the other node's
+-- tasks without a key, one or a batch, go to this node's partitions:
+-- nothing sent, and a claim here finds them here
 SELECT :remote_commands AS before \gset
 CREATE TEMP TABLE batch AS
 SELECT unnest(durable_enqueue_batch('hot', array_fill('{}'::jsonb, ARRAY[16]))) AS task_id;
+INSERT INTO batch SELECT durable_enqueue('hot', '{}') FROM generate_series(1, 4);
 SELECT :remote_commands - :before AS remote_commands;
 SELECT count(*) FILTER (WHERE here) AS here, count(*) FILTER (WHERE NOT here) AS elsewhere,
-       max(task_id >> 23) FILTER (WHERE here) < min(task_id >> 23) FILTER (WHERE NOT here)
-         AS this_nodes_first
+       count(DISTINCT task_id & 32767) AS partitions
 FROM (SELECT task_id, :node_of (task_id & 32767)::int)) = 1 AS here FROM batch) b;
-SELECT count(*) - :two_phase_before AS nodes_prepared FROM :my_two_phase;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+SELECT :remote_commands AS before \gset
+CREATE TEMP TABLE local_claims AS
+SELECT task_id, fence FROM durable_claim('hot', 'w1', batch => 20);
+SELECT :remote_commands - :before AS remote_commands;
+SELECT count(*) AS claimed, count(*) FILTER (WHERE task_id IN (SELECT task_id FROM batch))
+         AS those_enqueued
+FROM local_claims;
+SELECT durable_commit_batch(array_agg(task_id), array_agg(fence)) AS committed
+FROM local_claims;
+
+-- a backend's memory does not grow with its calls: their plans are kept
+-- once per partition (Citus would keep one more plan per call of a kept
+-- plan whose partition_key is a parameter).  Not while Citus logs the
+-- commands it runs: it writes each one out into the plan it runs.
+SET citus.log_remote_commands = off;
+\set cycles 'DO $$ DECLARE c record; BEGIN FOR i IN 1..200 LOOP PERFORM durable_enqueue(''hot'', ''{}''); SELECT task_id, fence INTO STRICT c FROM durable_claim(''hot'', ''w1''); PERFORM durable_commit(c.task_id, c.fence, ''{}''); COMMIT; END LOOP; END $$'
+:cycles;
+SELECT sum(total_bytes) AS memory_before FROM pg_backend_memory_contexts \gset
+:cycles;
+:cycles;
+:cycles;
+:cycles;
+:cycles;
+SELECT sum(total_bytes) - :memory_before < 1024 * 1024 AS memory_steady
+FROM pg_backend_memory_contexts;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
 
 -- ---- the coordinator's session: every shard is elsewhere ----
 \c postgres - 127.0.0.1 :coordinator
@@ -138,6 +164,13 @@ RESET log_min_messages;
 -- what is left: both queues done
 SELECT queue_name, state, count(*) FROM durable.tasks
 WHERE queue_name IN ('hot', 'hot2') GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- a batch enqueued here, where the queue has no partition, goes round
+-- the queue: both workers change, in two phases
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+SELECT count(DISTINCT :node_of (task_id & 32767)::int))) AS nodes
+FROM unnest(durable_enqueue_batch('hot2', array_fill('{}'::jsonb, ARRAY[16]))) AS task_id;
+SELECT count(*) - :two_phase_before AS nodes_prepared FROM :my_two_phase;
 
 -- a retry takes its token on its task's node: the queue's bucket is split
 -- over its partitions (durable.retry_buckets, colocated), and the queue's
