@@ -107,6 +107,19 @@ SELECT sum(total_bytes) AS memory_before FROM pg_backend_memory_contexts \gset
 :cycles;
 SELECT sum(total_bytes) - :memory_before < 1024 * 1024 AS memory_steady
 FROM pg_backend_memory_contexts;
+-- and those calls plan only what Citus cannot route when it is planned
+-- (the read of the queue's row; a commit's insert into history and its
+-- read of the queue's row): Citus logs each statement it plans at DEBUG2
+\set plannings '(SELECT count(*) FROM pg_catalog.regexp_split_to_table(pg_catalog.pg_read_file(pg_catalog.current_setting(''data_directory'') || ''.log''), E''\\n'') l WHERE l ~ (''\\['' || pg_catalog.pg_backend_pid() || ''\\] .*DEBUG:  (Creating router plan|Distributed planning for a fast-path router query)''))'
+SELECT durable_enqueue('hot', '{}') IS NOT NULL AS enqueued;
+SET log_min_messages = debug2;
+SELECT :plannings AS before \gset
+SELECT task_id, fence FROM durable_claim('hot', 'w1') \gset
+SELECT :plannings - :before AS claim_plannings;
+SELECT :plannings AS before \gset
+SELECT durable_commit(:task_id, :fence, '{}');
+SELECT :plannings - :before AS commit_plannings;
+SET log_min_messages = notice;
 SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
 
 -- ---- the coordinator's session: every shard is elsewhere ----
