@@ -206,8 +206,8 @@ static DurableStatement enqueue = {
 		" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
 		" $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
 		" RETURNING partition_key, task_id, version, fence",
-	DURABLE_SPLIT_NO_INPUT, true},
-	{ENQUEUE_EVENT_SPLIT, 0, true},
+	DURABLE_SPLIT_NO_INPUT, true, true},
+	{ENQUEUE_EVENT_SPLIT, 0, true, true},
 	},
 };
 

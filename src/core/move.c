@@ -191,8 +191,8 @@ static DurableStatement transition = {
 		" " ENDS_LEASE_PARAM("$26") ", " ENDS_LEASE_PARAM("$28") ","
 		" " ENDS_LEASE_PARAM("$24") ", " ENDS_LEASE_PARAM("$29") ")"
 		" RETURNING seq, $25::text, $24::text",
-	0, true},
-	{MOVED_QUEUE("$19", "$20", "$21"), 1, true},
+	0, true, true},
+	{MOVED_QUEUE("$19", "$20", "$21"), 1, true, true},
 	},
 };
 
@@ -220,18 +220,18 @@ static DurableStatement finish = {
 	DURABLE_SPLIT_NO_INPUT, true, true},
 	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
 		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
-	0, true},
+	0, true, true},
 	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING " STEP_TABLE_COLUMNS,
 	DURABLE_SPLIT_NO_INPUT, false, true},
 	{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
 		" VALUES ($*, $11)",
-	2, false},
+	2, false, true},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
 		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits,"
 		" $24::pg_catalog.timestamptz AS claimed_at"
 		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
-	1, true},
+	1, true, true},
 	},
 };
 

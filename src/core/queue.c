@@ -64,6 +64,7 @@ static DurableStatement queue_get = {
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 	DURABLE_COLUMNS(queue_columns),
+	.reads_reference = true,
 };
 
 static DurableStatement queue_get_share = {

@@ -29,11 +29,12 @@
  * call, and where the shard is on this node writes the shard's statement
  * out, parses and plans it every time (Citus 13 keeps that plan in a kept
  * plan, but never finds it there again, so such plans are made for one
- * call only: a kept one would grow by a plan per call).  With the key
- * written into its text, Citus routes a statement once, when it is
- * planned, and keeps the local shard's plan in the statement's plan: a
- * statement of one table by its partition_key (by_partition) is planned
- * per partition there, and its calls plan nothing.
+ * call only: a kept one would grow by a plan per call).  A statement of
+ * one partition (by_partition) is planned per partition instead: where
+ * the partition's shards are on this node it names them and runs in them
+ * as on one server (shard.c); elsewhere, with the key written into its
+ * text, Citus routes it once, when it is planned.  A read of reference
+ * tables only (reads_reference) reads their shards on this node.
  *
  *-------------------------------------------------------------------------
  */
@@ -72,12 +73,14 @@ typedef struct PartitionPlanKey
 	const DurableStatement *stmt;
 	int			step;			/* of its split, or -1 */
 	int32		partition;
+	int64		shard;			/* its shard here (shard.c), or 0: via Citus */
 } PartitionPlanKey;
 
 typedef struct PartitionPlanEntry
 {
 	PartitionPlanKey key;
 	SPIPlanPtr	plan;
+	bool		writes_shard;	/* writes the shard here */
 } PartitionPlanEntry;
 
 static HTAB *partition_plans = NULL;
@@ -362,9 +365,13 @@ forget_partition_plans(void)
 /*
  * partition_plan
  *		The kept plan of a by_partition statement (k = -1), or of step k of
- *		its split, for one partition, prepared on its first use there.  The
- *		plan is generic: the partition routes it, and Citus keeps the plan
- *		of a shard on this node in it.
+ *		its split, for one partition, prepared on its first use there.
+ *
+ * Where the partition's shards are on this node the plan names them and
+ * runs as on one server (shard.c).  Elsewhere the plan is generic, with the
+ * partition in its text, and Citus routes it once; but an INSERT Citus
+ * prunes on every call whatever its plan, and would keep a plan per call
+ * in a kept one: it is planned per call.
  */
 static SPIPlanPtr
 partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
@@ -372,17 +379,27 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
 	PartitionPlanKey key;
 	PartitionPlanEntry *entry;
 	Oid			argtypes[SPLIT_MAX_ARGS];
+	const char *source_text = k < 0 ? stmt->sql : stmt->split[k].sql;
 	char	   *text;
 	char	   *sql;
 	SPIPlanPtr	plan;
+	int64		shard = DurableEnterLocalShard(partition);
+
+	if (shard == 0 && pg_strncasecmp(source_text, "INSERT", 6) == 0)
+		return k < 0 ? statement_plan(stmt) : split_plan(stmt, k, input);
 
 	memset(&key, 0, sizeof(key));
 	key.stmt = stmt;
 	key.step = k;
 	key.partition = partition;
+	key.shard = shard;
 	if (partition_plans != NULL &&
 		(entry = hash_search(partition_plans, &key, HASH_FIND, NULL)) != NULL)
+	{
+		if (entry->writes_shard)
+			DurableLocalShardWrote();
 		return entry->plan;
+	}
 
 	if (k < 0)
 	{
@@ -392,12 +409,8 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
 	}
 	else
 		text = step_text(stmt, k, input, argtypes);
-
-	/* Citus prunes an INSERT on every call, and would keep a plan per call */
-	if (pg_strncasecmp(text, "INSERT", 6) == 0)
-		elog(ERROR, "statement \"%s\" inserts and cannot be planned per partition",
-			 stmt->name);
-	sql = with_partition(text, partition);
+	sql = shard != 0 ? DurableLocalShardText(text, partition) :
+		with_partition(text, partition);
 	plan = prepare_kept(stmt, k, sql,
 						stmt->nargs + (k >= 0 && input ? input->natts : 0),
 						argtypes, CURSOR_OPT_GENERIC_PLAN);
@@ -419,7 +432,36 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
 	}
 	entry = hash_search(partition_plans, &key, HASH_ENTER, NULL);
 	entry->plan = plan;
+	entry->writes_shard = shard != 0 &&
+		DurableLocalPlanWrites(stmt->name, plan, partition);
+	if (entry->writes_shard)
+		DurableLocalShardWrote();
 	return plan;
+}
+
+/*
+ * reference_plan
+ *		The kept plan of a reads_reference statement on Citus, reading the
+ *		shards here of the reference tables it names.
+ */
+static SPIPlanPtr
+reference_plan(DurableStatement *stmt)
+{
+	char	   *sql;
+
+	if (stmt->local_plan != NULL)
+		return stmt->local_plan;
+	check_parameters(stmt, -1, stmt->nargs);
+	sql = DurableLocalShardText(stmt->sql, DURABLE_REFERENCE_PARTITION);
+	stmt->local_plan = prepare_kept(stmt, -1, sql, stmt->nargs, stmt->argtypes,
+									CURSOR_OPT_GENERIC_PLAN);
+	if (DurableLocalPlanWrites(stmt->name, stmt->local_plan,
+							   DURABLE_REFERENCE_PARTITION))
+		elog(ERROR, "statement \"%s\" reads reference tables only, but writes",
+			 stmt->name);
+	remember(stmt);
+	pfree(sql);
+	return stmt->local_plan;
 }
 
 /* DurableExecute for a statement that runs as its split */
@@ -493,6 +535,9 @@ forget_plans(void)
 		if (stmt->plan != NULL)
 			SPI_freeplan(stmt->plan);
 		stmt->plan = NULL;
+		if (stmt->local_plan != NULL)
+			SPI_freeplan(stmt->local_plan);
+		stmt->local_plan = NULL;
 		for (int k = 0; k < DURABLE_MAX_SPLIT_STEPS; k++)
 		{
 			if (stmt->split_plans[k] != NULL)
@@ -520,6 +565,7 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 {
 	int			rc;
 	bool		distributed = DurableDistributed();
+	SPIPlanPtr	plan;
 
 	if (distributed != prepared_distributed)
 	{
@@ -529,10 +575,13 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 	last_executed = stmt;
 	if (stmt->nsplit > 0 && distributed)
 		return execute_split(stmt, values, nulls, expected);
-	rc = SPI_execute_plan(distributed && stmt->by_partition ?
-						  partition_plan(stmt, -1, DatumGetInt32(values[0]), NULL) :
-						  statement_plan(stmt),
-						  values, nulls, false, tcount);
+	if (distributed && stmt->by_partition)
+		plan = partition_plan(stmt, -1, DatumGetInt32(values[0]), NULL);
+	else if (distributed && stmt->reads_reference && DurableEnterLocalReference())
+		plan = reference_plan(stmt);
+	else
+		plan = statement_plan(stmt);
+	rc = SPI_execute_plan(plan, values, nulls, false, tcount);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));

@@ -83,14 +83,22 @@ typedef struct DurableStatement
 	DurableSplitStep split[DURABLE_MAX_SPLIT_STEPS];
 
 	/*
-	 * A SELECT, UPDATE or DELETE of one distributed table whose
-	 * partition_key is $1 (an int4, never NULL): on Citus it is planned
-	 * per partition (plan.c).
+	 * A statement that reads and writes only rows of partition $1 (an int4,
+	 * never NULL) of distributed tables, and may read reference tables: on
+	 * Citus it is planned per partition, and runs in the partition's shards
+	 * where they are on this node (plan.c, shard.c).
 	 */
 	bool		by_partition;
 
+	/*
+	 * A SELECT of reference tables only: on Citus it reads their shards on
+	 * this node, where they are (plan.c, shard.c).
+	 */
+	bool		reads_reference;
+
 	/* kept by the plan cache, per backend */
 	SPIPlanPtr	plan;
+	SPIPlanPtr	local_plan;		/* of reads_reference, on Citus */
 	SPIPlanPtr	split_plans[DURABLE_MAX_SPLIT_STEPS];
 	struct DurableStatement *next_prepared;
 } DurableStatement;
@@ -130,6 +138,17 @@ extern int	DurableGroupByShard(const int32 *partitions, int n, int *order,
 								int *bounds);
 extern bool DurableNodeDown(int32 group);
 extern void DurableNodeFailed(int32 group);
+
+/* ---- shard.c: on Citus, a partition's shards on this node ---- */
+/* the partition whose shard names name the reference tables' shards */
+#define DURABLE_REFERENCE_PARTITION 0
+
+extern int64 DurableEnterLocalShard(int32 partition);
+extern bool DurableEnterLocalReference(void);
+extern void DurableLocalShardWrote(void);
+extern char *DurableLocalShardText(const char *sql, int32 partition);
+extern bool DurableLocalPlanWrites(const char *name, SPIPlanPtr plan,
+								   int32 partition);
 
 /* ---- counters.c: what durable did, per queue, in shared memory ---- */
 typedef enum DurableCounter

@@ -107,12 +107,14 @@ SELECT sum(total_bytes) AS memory_before FROM pg_backend_memory_contexts \gset
 :cycles;
 SELECT sum(total_bytes) - :memory_before < 1024 * 1024 AS memory_steady
 FROM pg_backend_memory_contexts;
--- and those calls plan only what Citus cannot route when it is planned
--- (the read of the queue's row; a commit's insert into history and its
--- read of the queue's row): Citus logs each statement it plans at DEBUG2
+-- and those calls plan nothing in Citus: on this node they run in the
+-- partition's shards, with plans kept as on one server (store/shard.c).
+-- Citus logs each statement it plans at DEBUG2
 \set plannings '(SELECT count(*) FROM pg_catalog.regexp_split_to_table(pg_catalog.pg_read_file(pg_catalog.current_setting(''data_directory'') || ''.log''), E''\\n'') l WHERE l ~ (''\\['' || pg_catalog.pg_backend_pid() || ''\\] .*DEBUG:  (Creating router plan|Distributed planning for a fast-path router query)''))'
-SELECT durable_enqueue('hot', '{}') IS NOT NULL AS enqueued;
 SET log_min_messages = debug2;
+SELECT :plannings AS before \gset
+SELECT durable_enqueue('hot', '{}') IS NOT NULL AS enqueued;
+SELECT :plannings - :before AS enqueue_plannings;
 SELECT :plannings AS before \gset
 SELECT task_id, fence FROM durable_claim('hot', 'w1') \gset
 SELECT :plannings - :before AS claim_plannings;
@@ -121,6 +123,51 @@ SELECT durable_commit(:task_id, :fence, '{}');
 SELECT :plannings - :before AS commit_plannings;
 SET log_min_messages = notice;
 SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+
+-- what a call writes in a shard here, Citus's statements of the same
+-- transaction see, and roll back with it
+BEGIN;
+SELECT durable_enqueue('hot', '{"in": "transaction"}') AS t \gset
+SELECT count(*) AS seen FROM durable.tasks WHERE task_id = :t;
+SELECT count(*) AS seen_by_key FROM durable.live_tasks WHERE payload = '{"in": "transaction"}';
+ROLLBACK;
+SELECT count(*) AS rolled_back FROM durable.tasks WHERE task_id = :t;
+-- a transaction that has reached this node over a connection (Citus then
+-- never runs its statements here) leaves the call's statements to Citus,
+-- whose later statements over that connection see what it wrote
+BEGIN;
+SET LOCAL citus.enable_local_execution = off;
+SELECT count(*) >= 0 AS read_over_connections FROM durable.live_tasks;
+SET LOCAL citus.enable_local_execution = on;
+SELECT durable_enqueue('hot', '{"in": "connected"}') AS t \gset
+SELECT count(*) AS seen FROM durable.live_tasks WHERE payload = '{"in": "connected"}';
+ROLLBACK;
+SELECT count(*) AS rolled_back FROM durable.tasks WHERE task_id = :t;
+-- a write here and a write on the other node commit together, in two
+-- phases, as Citus's own writes here would
+SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
+SELECT partition_base AS base, partitions FROM durable.queues WHERE queue_name = 'hot' \gset
+SELECT array_agg(p) AS there_partitions
+FROM (SELECT (:base + i) % 32768 AS p FROM generate_series(0, :partitions - 1) i) x
+WHERE :node_of p)) = 2 \gset
+SELECT task_id AS there FROM durable.tasks
+WHERE queue_name = 'hot' AND state = 'ready'
+  AND partition_key = ANY (:'there_partitions') LIMIT 1 \gset
+BEGIN;
+SELECT durable_enqueue('hot', '{"with": "elsewhere"}') IS NOT NULL AS enqueued_here;
+SELECT durable_cancel(:there, 'with a write here') IS NULL AS cancelled_there;
+COMMIT;
+SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+SELECT (SELECT state FROM durable.tasks WHERE task_id = :there) AS there,
+       (SELECT count(*) FROM durable.tasks WHERE payload = '{"with": "elsewhere"}') AS here;
+-- every row a call wrote in a shard is in the shard of its partition_key
+SELECT table_name, sum(misplaced) AS misplaced
+FROM (VALUES ('durable.live_tasks'), ('durable.event_log'), ('durable.task_history'),
+             ('durable.live_steps'), ('durable.step_history')) t(table_name),
+LATERAL (SELECT result::bigint AS misplaced FROM run_command_on_shards(t.table_name,
+  format($$SELECT count(*) FROM %%1$s x WHERE pg_catalog.get_shard_id_for_distribution_column(%L, x.partition_key)
+           <> pg_catalog.substring('%%1$s', '_([0-9]+)$')::bigint$$, t.table_name))) r
+GROUP BY 1 ORDER BY 1;
 
 -- ---- the coordinator's session: every shard is elsewhere ----
 \c postgres - 127.0.0.1 :coordinator
