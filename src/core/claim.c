@@ -149,9 +149,10 @@ static DurableStatement claim = {
  * The claim of one task, the usual case: the same rows and the same
  * result as claim with a limit of 1, in a statement whose plan is the
  * UPDATE alone (no common table expression to scan and sort), which is
- * cheaper to start on every call.  On Citus it runs as its split: the
- * task locked, then taken, by two statements of one table each, planned
- * once per partition (store/plan.c).
+ * cheaper to start on every call.  On Citus it runs so in a shard on the
+ * calling node, and elsewhere as its split: the task locked, then taken,
+ * by two statements of one table each, planned once per partition
+ * (store/plan.c).
  */
 #define CLAIMED_RETURNING \
 	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload," \
@@ -165,6 +166,7 @@ static DurableStatement claim_one = {
 	.nargs = CLAIM_NARGS,
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
+	.by_partition = true,
 	.nsplit = 2,
 	.split = {
 		{READY_TO_CLAIM, DURABLE_SPLIT_NO_INPUT, true, true},

@@ -198,6 +198,7 @@ static DurableStatement enqueue = {
 	.nargs = 17,
 	.argtypes = ENQUEUE_ARGTYPES,
 	DURABLE_COLUMNS(enqueued_columns),
+	.by_partition = true,
 	.nsplit = 2,
 	.split = {
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"

@@ -175,6 +175,7 @@ static DurableStatement transition = {
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(moved_columns),
+	.by_partition = true,
 	.nsplit = 3,
 	.split = {
 	/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
@@ -212,6 +213,7 @@ static DurableStatement finish = {
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
+	.by_partition = true,
 	.nsplit = 5,
 	.split = {
 	/* the task's row in history, as finish makes it */

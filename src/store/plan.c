@@ -365,7 +365,8 @@ forget_partition_plans(void)
 /*
  * partition_plan
  *		The kept plan of a by_partition statement (k = -1), or of step k of
- *		its split, for one partition, prepared on its first use there.
+ *		its split, for one partition, prepared on its first use there; shard
+ *		is the partition's shard here (DurableEnterLocalShard), or 0.
  *
  * Where the partition's shards are on this node the plan names them and
  * runs as on one server (shard.c).  Elsewhere the plan is generic, with the
@@ -374,7 +375,8 @@ forget_partition_plans(void)
  * in a kept one: it is planned per call.
  */
 static SPIPlanPtr
-partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
+partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
+			   TupleDesc input)
 {
 	PartitionPlanKey key;
 	PartitionPlanEntry *entry;
@@ -383,7 +385,6 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, TupleDesc input)
 	char	   *text;
 	char	   *sql;
 	SPIPlanPtr	plan;
-	int64		shard = DurableEnterLocalShard(partition);
 
 	if (shard == 0 && pg_strncasecmp(source_text, "INSERT", 6) == 0)
 		return k < 0 ? statement_plan(stmt) : split_plan(stmt, k, input);
@@ -486,7 +487,9 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 		uint64		rows = input ? last_rows[step->input] : 1;
 		TupleDesc	input_desc = input ? input->tupdesc : NULL;
 		SPIPlanPtr	plan = step->by_partition ?
-			partition_plan(stmt, k, DatumGetInt32(values[0]), input_desc) :
+			partition_plan(stmt, k, DatumGetInt32(values[0]),
+						   DurableEnterLocalShard(DatumGetInt32(values[0])),
+						   input_desc) :
 			split_plan(stmt, k, input_desc);
 		uint64		found = 0;
 
@@ -557,7 +560,8 @@ forget_plans(void)
  *		returned what the caller expects.  nulls follows SPI's convention
  *		(' ' not null, 'n' null) and may be NULL when no value is null.
  *		Returns SPI_processed.  On distributed tables a statement that has
- *		a split runs as its split.
+ *		a split runs as its split, unless it is of one partition whose
+ *		shards are here.
  */
 uint64
 DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
@@ -573,10 +577,18 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 		prepared_distributed = distributed;
 	}
 	last_executed = stmt;
-	if (stmt->nsplit > 0 && distributed)
-		return execute_split(stmt, values, nulls, expected);
 	if (distributed && stmt->by_partition)
-		plan = partition_plan(stmt, -1, DatumGetInt32(values[0]), NULL);
+	{
+		int32		partition = DatumGetInt32(values[0]);
+		int64		shard = DurableEnterLocalShard(partition);
+
+		/* in a shard here a statement runs whole, as on one server */
+		if (shard == 0 && stmt->nsplit > 0)
+			return execute_split(stmt, values, nulls, expected);
+		plan = partition_plan(stmt, -1, partition, shard, NULL);
+	}
+	else if (distributed && stmt->nsplit > 0)
+		return execute_split(stmt, values, nulls, expected);
 	else if (distributed && stmt->reads_reference && DurableEnterLocalReference())
 		plan = reference_plan(stmt);
 	else

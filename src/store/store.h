@@ -85,8 +85,9 @@ typedef struct DurableStatement
 	/*
 	 * A statement that reads and writes only rows of partition $1 (an int4,
 	 * never NULL) of distributed tables, and may read reference tables: on
-	 * Citus it is planned per partition, and runs in the partition's shards
-	 * where they are on this node (plan.c, shard.c).
+	 * Citus it runs whole in the partition's shards where they are on this
+	 * node (shard.c); elsewhere it is planned per partition, or runs as its
+	 * split, whose steps say the same of themselves (plan.c).
 	 */
 	bool		by_partition;
 
