@@ -41,6 +41,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/snapmgr.h"
 
 /* Citus's LocalExecutionStatus */
 #define CITUS_LOCAL_EXECUTION_REQUIRED 0
@@ -200,11 +201,18 @@ shards_of(int32 partition)
 	if (entry != NULL)
 		return entry;
 
+	/*
+	 * Read the placements as they are now, as Citus's own catalog lookups
+	 * do, not as the statement's snapshot saw them before a move that
+	 * DurableEnterLocalShard waited for committed.
+	 */
 	args[0] = Int32GetDatum(partition);
 	args[1] = Int32GetDatum(DurableLocalGroup());
+	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute_with_args(partition_shard_names, 2, argtypes, args, NULL,
 							  true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the shards of partition %d", partition);
+	PopActiveSnapshot();
 
 	/* reading the catalogs may have invalidated the table */
 	if (partition_shards == NULL)
