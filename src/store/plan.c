@@ -3,7 +3,7 @@
  * plan.c
  *	  The plan cache: every statement durable runs, prepared once per
  *	  backend on its first use, checked against its declaration, kept, and
- *	  executed; and typed access to the columns of its result.
+ *	  executed.  result.c reads the columns of its result.
  *
  * Statements name every relation and function with its schema, take values
  * only as $n parameters, and never call a volatile function inside an
@@ -41,13 +41,9 @@
 #include "store/store.h"
 
 #include "catalog/pg_type.h"
-#include "miscadmin.h"
-#include "utils/datetime.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
-#include "utils/timestamp.h"
 
 /* the most parameters of a split's step: the statement's and its input's */
 #define SPLIT_MAX_ARGS (DURABLE_MAX_ARGS + 64)
@@ -58,7 +54,7 @@ static DurableStatement *prepared_statements = NULL;
 /* whether the kept plans were prepared for distributed tables */
 static bool prepared_distributed = false;
 
-/* the statement whose result SPI_tuptable holds, for the accessors' checks */
+/* the statement whose result SPI_tuptable holds, for result.c's checks */
 static const DurableStatement *last_executed = NULL;
 
 /*
@@ -601,114 +597,12 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 }
 
 /*
- * Accessors for column col (counted from 0, by the declaration's
- * constants) of a row of the result of the last statement executed.  Null
- * handling is explicit: only DurableColumnDatum, DurableColumnText and
- * DurableColumnIsNull accept a NULL.
+ * DurableLastExecuted
+ *		The statement DurableExecute ran last, whose result SPI_tuptable
+ *		holds (for the column accessors of result.c).
  */
-static inline void
-check_column(int col, Oid type)
+const DurableStatement *
+DurableLastExecuted(void)
 {
-	Assert(last_executed != NULL && SPI_tuptable != NULL);
-	Assert(col < last_executed->ncolumns);
-	Assert(type == InvalidOid || last_executed->columns[col].type == type);
-	(void) col;
-	(void) type;
-}
-
-Datum
-DurableColumnDatum(uint64 row, int col, bool *isnull)
-{
-	check_column(col, InvalidOid);
-	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-						 col + 1, isnull);
-}
-
-bool
-DurableColumnIsNull(uint64 row, int col)
-{
-	bool		isnull;
-
-	(void) DurableColumnDatum(row, col, &isnull);
-	return isnull;
-}
-
-/* a column's value, which must not be NULL */
-static Datum
-column_value(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		d = DurableColumnDatum(row, col, &isnull);
-
-	if (isnull)
-		elog(ERROR, "unexpected null in column %d of \"%s\"",
-			 col + 1, last_executed->name);
-	return d;
-}
-
-/* an int8 or int4 column */
-int64
-DurableColumnInt64(uint64 row, int col)
-{
-	Datum		d = column_value(row, col);
-
-	return SPI_gettypeid(SPI_tuptable->tupdesc, col + 1) == INT8OID ?
-		DatumGetInt64(d) : (int64) DatumGetInt32(d);
-}
-
-int32
-DurableColumnInt32(uint64 row, int col)
-{
-	check_column(col, INT4OID);
-	return DatumGetInt32(column_value(row, col));
-}
-
-bool
-DurableColumnBool(uint64 row, int col)
-{
-	check_column(col, BOOLOID);
-	return DatumGetBool(column_value(row, col));
-}
-
-/*
- * A column as text (NULL for NULL), valid until SPI_finish.  An interval
- * or a time is written in one style whatever the session's IntervalStyle,
- * DateStyle and TimeZone (an interval as IntervalStyle postgres writes it,
- * a time as JSON does, in UTC): what durable keeps of it is one text.
- */
-char *
-DurableColumnText(uint64 row, int col)
-{
-	bool		isnull;
-	Datum		value = DurableColumnDatum(row, col, &isnull);
-	char		buf[MAXDATELEN + 1];
-
-	if (isnull)
-		return NULL;
-	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col + 1))
-	{
-		case INTERVALOID:
-			{
-				Interval   *span = DatumGetIntervalP(value);
-				struct pg_itm itm;
-
-#ifdef INTERVAL_NOT_FINITE
-				/* "infinity" and "-infinity" (PostgreSQL 17) have one style */
-				if (INTERVAL_NOT_FINITE(span))
-					break;
-#endif
-				interval2itm(*span, &itm);
-				EncodeInterval(&itm, INTSTYLE_POSTGRES, buf);
-				return pstrdup(buf);
-			}
-		case TIMESTAMPTZOID:
-			{
-				int			utc = 0;
-
-				return pstrdup(JsonEncodeDateTime(buf, value, TIMESTAMPTZOID, &utc));
-			}
-		default:
-			break;
-	}
-	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col + 1);
+	return last_executed;
 }

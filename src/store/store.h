@@ -110,6 +110,9 @@ typedef struct DurableStatement
 /* ---- plan.c ---- */
 extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
 							 const char *nulls, int expected, long tcount);
+extern const DurableStatement *DurableLastExecuted(void);
+
+/* ---- result.c ---- */
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
 extern bool DurableColumnIsNull(uint64 row, int col);
 extern int64 DurableColumnInt64(uint64 row, int col);
