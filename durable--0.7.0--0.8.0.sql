@@ -29,6 +29,21 @@ SELECT pg_catalog.pg_extension_config_dump('durable.retry_buckets', '');
 REVOKE ALL ON durable.retry_buckets FROM PUBLIC;
 
 --
+-- On Citus, a statement of one partition called on a node that does not
+-- hold the partition's shards runs on the node that does, as one call of
+-- this function that Citus delegates there by its first argument
+-- (src/store/delegate.c).  Not part of the API: only the owner calls it,
+-- from within durable's functions.
+--
+CREATE FUNCTION durable.execute_in_partition(partition int, statement text,
+                                             args bytea[], expected int)
+RETURNS SETOF record
+LANGUAGE C STRICT VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'durable_execute_in_partition';
+REVOKE ALL ON FUNCTION durable.execute_in_partition(int, text, bytea[], int) FROM PUBLIC;
+
+--
 -- The workers each queue has seen, and the versions they run, on a
 -- cluster: durable.workers_seen is distributed by queue, so that a claim
 -- records its worker on the node of its queue's row there (at most once a
@@ -38,9 +53,9 @@ REVOKE ALL ON durable.retry_buckets FROM PUBLIC;
 -- does, so that an emit and a drop of its queue that race answer as on one
 -- server, and no event outlives its queue.
 --
--- durable_enable_citus() distributes both tables from now on (its
--- settings pinned as 0.5.0 pinned every function's); a cluster already
--- distributed gets them below.
+-- durable_enable_citus() distributes both tables and the function above
+-- from now on (its settings pinned as 0.5.0 pinned every function's); a
+-- cluster already distributed gets them below.
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
 RETURNS void
@@ -125,6 +140,9 @@ BEGIN
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
     ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+    PERFORM pg_catalog.create_distributed_function(
+        'durable.execute_in_partition(int, text, bytea[], int)', '$1',
+        colocate_with => 'durable.live_tasks', force_delegation => true);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.durable_enable_citus(int) IS 'distribute durable''s tables by partition_key on a Citus cluster (once, on the coordinator)';
@@ -146,6 +164,9 @@ BEGIN
                                                     colocate_with => 'none');
         ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
             FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+        PERFORM pg_catalog.create_distributed_function(
+            'durable.execute_in_partition(int, text, bytea[], int)', '$1',
+            colocate_with => 'durable.live_tasks', force_delegation => true);
     END IF;
 END
 $$;

@@ -158,7 +158,7 @@ static DurableStatement claim = {
 	" RETURNING t.task_id, t.fence, t.lease_until, t.attempt, t.payload," \
 	"  t.checkpoint, t.versions, t.run_at"
 
-static DurableStatement claim_one = {
+DurableStatement DurableClaimOneStatement = {
 	.name = "claim_one",
 	.sql = CLAIM_UPDATE
 	"  WHERE t.partition_key = $1 AND t.task_id = ("
@@ -167,6 +167,7 @@ static DurableStatement claim_one = {
 	.argtypes = CLAIM_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 	.by_partition = true,
+	.delegated = true,
 	.nsplit = 2,
 	.split = {
 		{READY_TO_CLAIM, DURABLE_SPLIT_NO_INPUT, true, true},
@@ -367,7 +368,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			}
 		}
 		if (stmt == &claim && wanted == 1)
-			n = DurableExecute(&claim_one, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
+			n = DurableExecute(&DurableClaimOneStatement, args, nulls,
+							   SPI_OK_UPDATE_RETURNING, 0);
 		else
 			n = DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0);
 		for (uint64 row = 0; row < n; row++)

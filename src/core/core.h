@@ -585,4 +585,13 @@ extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
 										 Interval *lease, int n, int64 *task_ids,
 										 TimestampTz *until, bool *held);
 
+/* ---- delegated.c: on Citus, the statements run for another node ---- */
+extern DurableStatement DurableEnqueueStatement;	/* enqueue.c */
+extern DurableStatement DurableClaimOneStatement;	/* claim.c */
+extern DurableStatement DurableTransitionStatement; /* move.c */
+extern DurableStatement DurableFinishStatement; /* move.c */
+extern void DurableRunDelegated(const char *name, int32 partition,
+								ArrayType *sent, int expected,
+								Tuplestorestate *store, TupleDesc desc);
+
 #endif							/* DURABLE_CORE_H */

@@ -29,9 +29,12 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "catalog/namespace.h"
 #include "commands/async.h"
+#include "commands/sequence.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* the event of an enqueue: the versions it pinned the task to, if any */
@@ -183,14 +186,13 @@ static const DurableColumn enqueued_columns[ENQUEUED_NCOLUMNS] = {
 	[ENQUEUED_TASK_ID] = {"task_id", INT8OID},
 };
 
-static DurableStatement enqueue = {
+DurableStatement DurableEnqueueStatement = {
 	.name = "enqueue",
 	.sql = "WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions)"
-	"  VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-	"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
+	"  VALUES ($1, $2,"
 	"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
 	"  $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
 	"  RETURNING partition_key, task_id, version, fence)"
@@ -199,11 +201,11 @@ static DurableStatement enqueue = {
 	.argtypes = ENQUEUE_ARGTYPES,
 	DURABLE_COLUMNS(enqueued_columns),
 	.by_partition = true,
+	.delegated = true,
 	.nsplit = 2,
 	.split = {
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-		" VALUES ($1, pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2,"
+		" VALUES ($1, $2,"
 		" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
 		" $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
 		" RETURNING partition_key, task_id, version, fence",
@@ -215,7 +217,7 @@ static DurableStatement enqueue = {
 /*
  * A key is bound in durable.task_keys, where it outlives the task's run.
  * $1 is the key's partition, where the binding goes; the task's own is in
- * the suffix of its id, $2 (task_partition).
+ * the suffix of its id, $2 (task_partition), minted by mint_task_id.
  */
 #define TASK_PARTITION_OF_SUFFIX \
 	"($2 & " CppAsString2(DURABLE_PARTITION_MASK) ")::pg_catalog.int4"
@@ -224,9 +226,7 @@ static DurableStatement enqueue_keyed = {
 	.name = "enqueue_keyed",
 	.sql = "WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
 	"  idempotency_key, task_id, request_hash, created_at)"
-	"  VALUES ($1, $9, $10,"
-	"  pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-	"  << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+	"  VALUES ($1, $9, $10, $2, $11, $7)"
 	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 	"  RETURNING task_id),"
 	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
@@ -246,9 +246,7 @@ static DurableStatement enqueue_keyed = {
 	.split = {
 	{"INSERT INTO durable.task_keys (partition_key, queue_name,"
 		" idempotency_key, task_id, request_hash, created_at)"
-		" VALUES ($1, $9, $10,"
-		" pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-		" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $11, $7)"
+		" VALUES ($1, $9, $10, $2, $11, $7)"
 		" ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 		" RETURNING task_id",
 	DURABLE_SPLIT_NO_INPUT, true},
@@ -262,6 +260,23 @@ static DurableStatement enqueue_keyed = {
 	{ENQUEUE_EVENT_SPLIT, 1, true},
 	},
 };
+
+/*
+ * A new task's id: this node's next of durable.task_seq over the suffix of
+ * its partition and of this node, minted where the call is, also when the
+ * row goes to another node (delegate.c), so that ids stay unique.
+ */
+static int64
+mint_task_id(int32 partition)
+{
+	Oid			seq = get_relname_relid("task_seq",
+										get_namespace_oid("durable", false));
+
+	if (!OidIsValid(seq))
+		elog(ERROR, "sequence durable.task_seq does not exist");
+	return nextval_internal(seq, true) << DURABLE_ID_SHIFT |
+		DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId());
+}
 
 /* the parameters of enqueue and enqueue_keyed */
 #define ENQUEUE_NARGS 17
@@ -299,7 +314,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(key_partition);
-	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
+	args[1] = Int64GetDatum(mint_task_id(partition));
 	args[2] = CStringGetTextDatum(req->class);
 	args[3] = Int32GetDatum(req->priority);
 	args[4] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
@@ -330,8 +345,9 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	nulls[16] = req->concurrency_key ? ' ' : 'n';
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
-	if (DurableExecuteInQueue(key ? &enqueue_keyed : &enqueue, args, nulls,
-							  SPI_OK_INSERT_RETURNING, req->queue) == 1)
+	if (DurableExecuteInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
+							  args, nulls, SPI_OK_INSERT_RETURNING,
+							  req->queue) == 1)
 	{
 		task_id = DurableColumnInt64(0, ENQUEUED_TASK_ID);
 		if (settings->notify && run_at <= now)

@@ -146,7 +146,7 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 	[FINISHED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
 };
 
-static DurableStatement transition = {
+DurableStatement DurableTransitionStatement = {
 	.name = "transition",
 	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
 	"  state = $5::durable.task_state,"
@@ -176,6 +176,7 @@ static DurableStatement transition = {
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(moved_columns),
 	.by_partition = true,
+	.delegated = true,
 	.nsplit = 3,
 	.split = {
 	/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
@@ -197,7 +198,7 @@ static DurableStatement transition = {
 	},
 };
 
-static DurableStatement finish = {
+DurableStatement DurableFinishStatement = {
 	.name = "finish",
 	.sql = "WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
@@ -214,6 +215,7 @@ static DurableStatement finish = {
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
 	.by_partition = true,
+	.delegated = true,
 	.nsplit = 5,
 	.split = {
 	/* the task's row in history, as finish makes it */
@@ -332,12 +334,12 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	if (DurableTaskIsTerminal(move->to_state))
 	{
 		DurableEnsureHistoryDays(now);
-		stmt = &finish;
+		stmt = &DurableFinishStatement;
 	}
 	else if (DurableTaskIsTerminal(move->from_state))
 		stmt = &revive;
 	else
-		stmt = &transition;
+		stmt = &DurableTransitionStatement;
 	if (DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0) != 1)
 		return false;
 	/* the queue, owner and restriction are columns 1 to 3 of each */
@@ -345,7 +347,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
 					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
 					 "a move's columns");
-	count_move(move, stmt == &finish, now);
+	count_move(move, stmt == &DurableFinishStatement, now);
 	if (moved != NULL)
 	{
 		moved->queue = DurableColumnText(0, MOVED_QUEUE);
@@ -353,7 +355,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		moved->restricted = !DurableColumnIsNull(0, MOVED_RESTRICTED) &&
 			DurableColumnBool(0, MOVED_RESTRICTED);
 	}
-	if (stmt == &finish)
+	if (stmt == &DurableFinishStatement)
 		finished(task->task_id, move, now);
 	return true;
 }

@@ -32,15 +32,18 @@
  * call only: a kept one would grow by a plan per call).  A statement of
  * one partition (by_partition) is planned per partition instead: where
  * the partition's shards are on this node it names them and runs in them
- * as on one server (shard.c); elsewhere, with the key written into its
- * text, Citus routes it once, when it is planned.  A read of reference
- * tables only (reads_reference) reads their shards on this node.
+ * as on one server (shard.c); elsewhere a delegated one runs on the
+ * partition's node, as one call there (delegate.c), and any other, with
+ * the key written into its text, Citus routes once, when it is planned.
+ * A read of reference tables only (reads_reference) reads their shards on
+ * this node.
  *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
 
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -537,6 +540,9 @@ forget_plans(void)
 		if (stmt->local_plan != NULL)
 			SPI_freeplan(stmt->local_plan);
 		stmt->local_plan = NULL;
+		if (stmt->delegated_plan != NULL)
+			SPI_freeplan(stmt->delegated_plan);
+		stmt->delegated_plan = NULL;
 		for (int k = 0; k < DURABLE_MAX_SPLIT_STEPS; k++)
 		{
 			if (stmt->split_plans[k] != NULL)
@@ -548,20 +554,45 @@ forget_plans(void)
 	}
 	prepared_statements = NULL;
 	forget_partition_plans();
+	DurableDelegationForget();
 }
 
 /*
- * DurableExecute
- *		Run a statement with the given parameters and check that SPI
- *		returned what the caller expects.  nulls follows SPI's convention
- *		(' ' not null, 'n' null) and may be NULL when no value is null.
- *		Returns SPI_processed.  On distributed tables a statement that has
- *		a split runs as its split, unless it is of one partition whose
- *		shards are here.
+ * execute_delegated
+ *		Run a by_partition statement on the node of its partition's shards,
+ *		as one call there (delegate.c), its result as the statement's.
  */
-uint64
-DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
-			   int expected, long tcount)
+static uint64
+execute_delegated(DurableStatement *stmt, Datum *values, const char *nulls,
+				  int expected)
+{
+	Oid			argtypes[4] = {INT4OID, TEXTOID, BYTEAARRAYOID, INT4OID};
+	Datum		args[4];
+	int			rc;
+
+	if (stmt->delegated_plan == NULL)
+	{
+		char	   *sql = DurableDelegatedCall(stmt);
+
+		stmt->delegated_plan = prepare_kept(stmt, -1, sql, 4, argtypes, 0);
+		remember(stmt);
+		pfree(sql);
+	}
+	args[0] = values[0];
+	args[1] = CStringGetTextDatum(stmt->name);
+	args[2] = DurableDelegatedValues(stmt, values, nulls);
+	args[3] = Int32GetDatum(expected);
+	rc = SPI_execute_plan(stmt->delegated_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "unexpected SPI result for \"%s\" on its partition's node: %s",
+			 stmt->name, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* DurableExecute; elsewhere says whether it may run on another node */
+static uint64
+execute(DurableStatement *stmt, Datum *values, const char *nulls,
+		int expected, long tcount, bool elsewhere)
 {
 	int			rc;
 	bool		distributed = DurableDistributed();
@@ -578,6 +609,8 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 		int32		partition = DatumGetInt32(values[0]);
 		int64		shard = DurableEnterLocalShard(partition);
 
+		if (shard == 0 && elsewhere && tcount == 0 && DurableDelegable(stmt))
+			return execute_delegated(stmt, values, nulls, expected);
 		/* in a shard here a statement runs whole, as on one server */
 		if (shard == 0 && stmt->nsplit > 0)
 			return execute_split(stmt, values, nulls, expected);
@@ -594,6 +627,35 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));
 	return SPI_processed;
+}
+
+/*
+ * DurableExecute
+ *		Run a statement with the given parameters and check that SPI
+ *		returned what the caller expects.  nulls follows SPI's convention
+ *		(' ' not null, 'n' null) and may be NULL when no value is null.
+ *		Returns SPI_processed.  On distributed tables a statement of one
+ *		partition whose shards are not here runs on their node when it is
+ *		delegated, else as its split if it has one, unless its shards are
+ *		here; any other statement with a split runs as its split.
+ */
+uint64
+DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
+			   int expected, long tcount)
+{
+	return execute(stmt, values, nulls, expected, tcount, true);
+}
+
+/*
+ * DurableExecuteHere
+ *		DurableExecute for a statement another node sent (delegate.c): it
+ *		runs from this node, never sent on again.
+ */
+uint64
+DurableExecuteHere(DurableStatement *stmt, Datum *values, const char *nulls,
+				   int expected)
+{
+	return execute(stmt, values, nulls, expected, 0, false);
 }
 
 /*

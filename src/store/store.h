@@ -43,6 +43,7 @@
 #include "pure/pure.h"
 
 #include "executor/spi.h"
+#include "utils/array.h"
 
 #define DURABLE_MAX_ARGS 20
 #define DURABLE_MAX_SPLIT_STEPS 5
@@ -97,9 +98,17 @@ typedef struct DurableStatement
 	 */
 	bool		reads_reference;
 
+	/*
+	 * A by_partition statement with a result that, on Citus, called on a
+	 * node without the partition's shards, runs on the node that has them
+	 * as one call (delegate.c); core/delegated.c lists every such one.
+	 */
+	bool		delegated;
+
 	/* kept by the plan cache, per backend */
 	SPIPlanPtr	plan;
 	SPIPlanPtr	local_plan;		/* of reads_reference, on Citus */
+	SPIPlanPtr	delegated_plan; /* of the call that runs it elsewhere */
 	SPIPlanPtr	split_plans[DURABLE_MAX_SPLIT_STEPS];
 	struct DurableStatement *next_prepared;
 } DurableStatement;
@@ -110,7 +119,19 @@ typedef struct DurableStatement
 /* ---- plan.c ---- */
 extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
 							 const char *nulls, int expected, long tcount);
+extern uint64 DurableExecuteHere(DurableStatement *stmt, Datum *values,
+								 const char *nulls, int expected);
 extern const DurableStatement *DurableLastExecuted(void);
+
+/* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
+extern bool DurableDelegationReady(void);
+extern void DurableDelegationForget(void);
+extern bool DurableDelegable(const DurableStatement *stmt);
+extern char *DurableDelegatedCall(const DurableStatement *stmt);
+extern Datum DurableDelegatedValues(const DurableStatement *stmt, Datum *values,
+									const char *nulls);
+extern void DurableReceiveValues(const DurableStatement *stmt, ArrayType *array,
+								 Datum *values, char *nulls);
 
 /* ---- result.c ---- */
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);

@@ -200,8 +200,37 @@ SELECT message_id, fence AS message_fence FROM durable_outbox_claim('pub', batch
 SELECT :remote_commands AS before \gset
 SELECT durable_outbox_ack(ARRAY[:message_id]::bigint[], :message_fence) AS acked;
 SELECT :remote_commands - :before AS remote_commands;
+-- one task enqueued, claimed and committed: each call's statement runs
+-- on the task's node as one call there (store/delegate.c): BEGIN, the
+-- call, COMMIT; a claim first reads the partition
+\set delegated_calls '(SELECT count(*) FROM pg_catalog.regexp_split_to_table(pg_catalog.pg_read_file(pg_catalog.current_setting(''data_directory'') || ''.log''), E''\\n'') l WHERE l ~ (''\\['' || pg_catalog.pg_backend_pid() || ''\\] .*NOTICE:  issuing .*durable\\.execute_in_partition''))'
+SELECT :remote_commands AS before, :delegated_calls AS calls_before \gset
+SELECT durable_enqueue('hot2', '{"one": 1}') AS t \gset
+SELECT :remote_commands - :before AS remote_commands, :delegated_calls - :calls_before AS calls;
+SELECT :remote_commands AS before, :delegated_calls AS calls_before \gset
+SELECT task_id, fence FROM durable_claim('hot2', 'c1') \gset
+SELECT :remote_commands - :before AS remote_commands, :delegated_calls - :calls_before AS calls;
+SELECT :remote_commands AS before, :delegated_calls AS calls_before \gset
+SELECT durable_commit(:task_id, :fence, '{}');
+SELECT :remote_commands - :before AS remote_commands, :delegated_calls - :calls_before AS calls;
 -- none of it in two phases
 SELECT count(*) - :two_phase_before AS two_phase_commits FROM :my_two_phase;
+
+-- a task's id is minted where it is enqueued, with that node's sequence
+-- and group, also when its row is written on another node: a key's task
+-- (whose statement Citus sends) and a task without one (run on its node)
+-- never meet on an id, with every node's sequence at the same value
+SELECT durable_create_queue('hot4', partitions => 1);
+SELECT setval('durable.task_seq', 5000000) IS NOT NULL AS coordinator_at;
+SELECT bool_and(success) AS workers_at
+FROM run_command_on_workers($$SELECT setval('durable.task_seq', 5000000)$$);
+CREATE TEMP TABLE minted AS
+SELECT durable_enqueue('hot4', '{}', idempotency_key => 'k' || i) AS keyed,
+       durable_enqueue('hot4', '{}') AS unkeyed
+FROM generate_series(1, 20) i;
+SELECT count(DISTINCT id) AS distinct_ids, count(*) FILTER (WHERE (id >> 15) & 255 = 0) AS of_this_group
+FROM (SELECT keyed AS id FROM minted UNION ALL SELECT unkeyed FROM minted) x;
+SELECT count(*) AS tasks FROM durable.tasks WHERE queue_name = 'hot4';
 
 -- tasks of both workers: one statement per shard, one commit in two phases
 TRUNCATE held;
