@@ -38,7 +38,8 @@
  * this node, each is a query of one table by its partition_key, planned
  * once per partition (store/plan.c), and the second runs only when the
  * first finds nothing.  On another node both are one statement, one
- * round trip, planned by Citus for its values on every call.
+ * round trip, a read that leaves the node out of the transaction's writes,
+ * planned once per partition with the partition in its text (plan.c).
  */
 enum
 {
@@ -65,6 +66,7 @@ static DurableStatement claim_probe = {
 	.nargs = 3,
 	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
 	DURABLE_COLUMNS(probe_columns),
+	.by_partition = true,
 };
 
 /* (partition, queue, now) */
