@@ -232,7 +232,16 @@ BEGIN
     END IF;
     -- One maintainer at a time: another one at work now (a second
     -- reconciler, durable_reconcile() from pg_cron) does this tick's work,
-    -- and would otherwise make the same day or drop the same one.
+    -- and would otherwise make the same day or drop the same one.  The
+    -- maintainers meet first on this node: on Citus a lock of the table
+    -- is taken on every node, and one refused elsewhere is also relayed
+    -- as a WARNING.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(
+            'durable.history_horizon'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.int8) THEN
+        action := 'busy';
+        RETURN NEXT;
+        RETURN;
+    END IF;
     BEGIN
         LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE NOWAIT;
     EXCEPTION WHEN lock_not_available THEN

@@ -6,7 +6,8 @@
 -- only once no task kept was created before its end.
 --
 -- durable.maintain_history is called with explicit times, in a transaction
--- that first waits for the history lock, so that the coordinator's
+-- that first waits for the history lock (the maintainers' advisory lock on
+-- this node, then the table's on every node), so that the coordinator's
 -- reconciler (durable.retention of 7 days, the real time) cannot answer
 -- 'busy' meanwhile.  The days used lie from 6 to 1 days back: the
 -- reconciler neither makes those nor drops them, nor drains rows of them.
@@ -60,6 +61,7 @@ WHERE queue_name = 'hist';
 
 -- three days in the past, made on demand (the coordinator may)
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT count(*) AS failed
 FROM durable.maintain_history(:'today'::timestamptz - interval '3 days' + interval '12 hours', NULL, 0);
@@ -107,6 +109,7 @@ WITH c AS MATERIALIZED (SELECT partition_key, count(*) AS n FROM durable.task_hi
 -- statement of its own, with their steps, events and keys; no day goes
 -- (cutoff four days ago)
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT action, count(*) FROM durable.maintain_history(:'today'::timestamptz + interval '12 hours',
                                                      interval '4 days 12 hours', 5)
@@ -121,6 +124,7 @@ SELECT count(*) AS steps_left_in_default FROM durable.step_history_default s JOI
 SELECT count(*) AS keys_left FROM durable.task_keys WHERE queue_name = 'hist';
 SELECT count(*) AS tasks_with_events FROM (SELECT DISTINCT task_id FROM durable.event_log e JOIN hist USING (partition_key, task_id)) x;
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT action, count(*) FROM durable.maintain_history(:'today'::timestamptz + interval '12 hours',
                                                      interval '4 days 12 hours', 100)
@@ -140,6 +144,7 @@ SELECT count(*) AS problems FROM durable_verify();
 UPDATE durable.task_history SET created_at = :'today'::timestamptz - interval '3 days' + interval '6 hours'
 WHERE queue_name = 'hist' AND (payload->>'n')::int = 24;
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT regexp_replace(action, '[0-9]{8}', 'YYYYMMDD') AS action, count(*)
 FROM durable.maintain_history(:'today'::timestamptz + interval '12 hours', interval '2 days 12 hours', 100)
@@ -165,6 +170,7 @@ SELECT count(*) AS problems FROM durable_verify();
 UPDATE durable.task_history SET created_at = finished_at
 WHERE queue_name = 'hist' AND (payload->>'n')::int = 24;
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT count(*) AS removed
 FROM durable.maintain_history(:'today'::timestamptz + interval '12 hours 5 minutes', interval '2 days 12 hours', 100);
@@ -208,6 +214,7 @@ WHERE h.queue_name = 'hist' AND (h.payload->>'n')::int = 23
 SELECT count(*) AS in_default FROM durable.task_history_default WHERE queue_name = 'hist';
 SET durable.retention = '1d';
 BEGIN;
+SELECT 1 AS locked FROM pg_advisory_xact_lock('durable.history_horizon'::regclass::oid::int8);
 LOCK TABLE durable.history_horizon IN EXCLUSIVE MODE;
 SELECT count(*) > 0 AS removed FROM durable_reconcile(1000) WHERE action = 'removed';
 COMMIT;
