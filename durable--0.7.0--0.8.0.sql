@@ -38,7 +38,7 @@ REVOKE ALL ON durable.retry_buckets FROM PUBLIC;
 CREATE FUNCTION durable.execute_in_partition(partition int, statement text,
                                              args bytea[], expected int)
 RETURNS SETOF record
-LANGUAGE C STRICT VOLATILE
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'durable_execute_in_partition';
 REVOKE ALL ON FUNCTION durable.execute_in_partition(int, text, bytea[], int) FROM PUBLIC;
