@@ -20,5 +20,5 @@ from .errors import Failed, InTransaction, StepCallFailed
 from .task import Outcome, Task
 from .worker import Worker
 
-__version__ = "0.8.0"
+__version__ = "0.9.0"
 __all__ = ["Failed", "InTransaction", "Outcome", "StepCallFailed", "Task", "Worker"]
