@@ -125,6 +125,7 @@ say(const char *fmt,...)
 }
 
 static void sleep_ms(long ms);
+static const char *api_sql(const char *sql);
 
 /* does a --*-at specification name this point (and class)? */
 static bool
@@ -168,7 +169,9 @@ point(const char *where, const char *class)
 		fflush(NULL);
 		for (int i = 0; i < 30; i++)
 		{
-			PQclear(PQexecParams(held_conn, "SELECT durable_heartbeat($1, $2)",
+			PQclear(PQexecParams(held_conn,
+								 api_sql("SELECT @api.durable_heartbeat($1::pg_catalog.int8,"
+										 " $2::pg_catalog.int8)"),
 								 2, NULL, beat, NULL, NULL, 0));
 			sleep_ms(100);
 		}
@@ -185,6 +188,56 @@ sleep_ms(long ms)
 }
 
 /*
+ * What the worker sends resolves only to pg_catalog and durable's objects,
+ * whatever the role's search_path and whatever a database owner put in
+ * public (an overload such as public.&(bigint, integer) wins over
+ * pg_catalog's even when pg_catalog comes first): durable's API functions
+ * are called in the schema the extension is installed in, looked up once
+ * (@api in a statement's text), with every argument cast to its
+ * parameter's type; built-in functions as pg_catalog.f, operators as
+ * OPERATOR(pg_catalog.x), casts to pg_catalog's types.
+ */
+static char api_schema[2 * 64 + 3];
+
+static bool
+look_up_api(PGconn *conn)
+{
+	PGresult   *r = PQexec(conn,
+						   "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
+						   " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+						   " WHERE e.extname OPERATOR(pg_catalog.=) 'durable'");
+	bool		ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+
+	if (ok)
+		snprintf(api_schema, sizeof(api_schema), "%s", PQgetvalue(r, 0, 0));
+	else
+		say("durable is not installed in this database: %s", PQresultErrorMessage(r));
+	PQclear(r);
+	return ok;
+}
+
+/* sql with the API's schema in place of @api (a static buffer) */
+static const char *
+api_sql(const char *sql)
+{
+	static char buf[4096];
+	size_t		n = 0;
+
+	for (const char *p = sql; *p && n < sizeof(buf) - 1;)
+	{
+		if (strncmp(p, "@api.", 5) == 0)
+		{
+			n += snprintf(buf + n, sizeof(buf) - n, "%s.", api_schema);
+			p += 5;
+		}
+		else
+			buf[n++] = *p++;
+	}
+	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = '\0';
+	return buf;
+}
+
+/*
  * Run a parameterized statement; on success *res holds the result (the
  * caller clears it).  Classifies failures by SQLSTATE.
  */
@@ -192,7 +245,7 @@ static Outcome
 run(PGconn *conn, PGresult **res, const char *sql, int nparams,
 	const char *const *params)
 {
-	PGresult   *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	PGresult   *r = PQexecParams(conn, api_sql(sql), nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType status = PQresultStatus(r);
 	const char *state;
 
@@ -300,8 +353,8 @@ run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
 		char		evidence[128];
 
 		o = run(conn, &res,
-				"SELECT state, version, idempotency_key FROM durable_step($1, $2, $3, $4,"
-				" jsonb_build_object('step', $3::text))", 4, plan);
+				"SELECT state, version, idempotency_key FROM @api.durable_step($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, $4::pg_catalog.text,"
+				" pg_catalog.jsonb_build_object('step', $3::pg_catalog.text))", 4, plan);
 		if (o != OK)
 			return o;
 		snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
@@ -325,7 +378,8 @@ run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
 		{
 			const char *start[4] = {task, fence, step, version};
 
-			o = run(conn, &res, "SELECT durable_step_start($1, $2, $3, $4)", 4, start);
+			o = run(conn, &res, "SELECT @api.durable_step_start($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, $4::pg_catalog.int4)",
+					4, start);
 			if (o == CONFLICT)
 				continue;
 			if (o != OK)
@@ -345,7 +399,8 @@ run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
 			const char *receipt[5] = {task, fence, step, effect, evidence};
 
 			o = run(conn, NULL,
-					"SELECT durable_record_receipt($1, $2, $3, 'succeeded', $4, $5)",
+					"SELECT @api.durable_record_receipt($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text,"
+					" 'succeeded'::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.jsonb)",
 					5, receipt);
 			if (o != OK)
 				return o;
@@ -357,7 +412,8 @@ run_step(PGconn *conn, PGconn *svc, const char *task, const char *fence,
 			const char *commit[5] = {task, fence, evidence, step, version};
 
 			o = run(conn, NULL,
-					"SELECT durable_commit($1, $2, $3, step => $4, expected_version => $5)",
+					"SELECT @api.durable_commit($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.jsonb,"
+					" step => $4::pg_catalog.text, expected_version => $5::pg_catalog.int4)",
 					5, commit);
 			if (o == CONFLICT)
 				continue;
@@ -397,8 +453,9 @@ run_wait(PGconn *conn, const char *task, const char *fence, const char *name,
 			snprintf(child, sizeof(child), "%s-%d", name, i);
 			spawn[4] = child;
 			o = run(conn, NULL,
-					"SELECT durable_spawn($1, $2, $3, $4,"
-					" jsonb_build_object('steps', jsonb_build_array(jsonb_build_array($5::text, 'idempotent'))))",
+					"SELECT @api.durable_spawn($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, $4::pg_catalog.text,"
+					" pg_catalog.jsonb_build_object('steps', pg_catalog.jsonb_build_array("
+					"pg_catalog.jsonb_build_array($5::pg_catalog.text, 'idempotent'::pg_catalog.text))))",
 					5, spawn);
 			if (o != OK)
 				return o;
@@ -409,21 +466,22 @@ run_wait(PGconn *conn, const char *task, const char *fence, const char *name,
 	{
 		const char *params[4] = {task, fence, name, arg};
 
-		o = run(conn, &res, "SELECT durable_sleep($1, $2, $3, duration => $4::interval)",
+		o = run(conn, &res, "SELECT @api.durable_sleep($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, duration => $4::pg_catalog.interval)",
 				4, params);
 	}
 	else if (strcmp(kind, "await") == 0)
 	{
 		const char *params[5] = {task, fence, name, arg, arg2};
 
-		o = run(conn, &res, "SELECT status FROM durable_await($1, $2, $3, $4, $5::interval)",
+		o = run(conn, &res,
+				"SELECT status FROM @api.durable_await($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.interval)",
 				5, params);
 	}
 	else
 	{
 		const char *params[3] = {task, fence, name};
 
-		o = run(conn, &res, "SELECT status FROM durable_join($1, $2, $3)", 3, params);
+		o = run(conn, &res, "SELECT status FROM @api.durable_join($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text)", 3, params);
 	}
 	if (o != OK)
 		return o;
@@ -459,7 +517,7 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 	*claimed = false;
 	point("before_claim", NULL);
 	o = run(conn, &res,
-			"SELECT task_id, fence, payload FROM durable_claim($1, $2, $3::interval)",
+			"SELECT task_id, fence, payload FROM @api.durable_claim($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval)",
 			3, claim);
 	if (o != OK)
 		return o;
@@ -475,7 +533,9 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 		const char *payload[1] = {PQgetvalue(res, 0, 2)};
 
 		o = run(conn, &steps,
-				"SELECT s->>0, s->>1, s->>2, s->>3 FROM jsonb_array_elements($1::jsonb->'steps') s",
+				"SELECT s OPERATOR(pg_catalog.->>) 0, s OPERATOR(pg_catalog.->>) 1,"
+				" s OPERATOR(pg_catalog.->>) 2, s OPERATOR(pg_catalog.->>) 3"
+				" FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'steps') s",
 				1, payload);
 	}
 	PQclear(res);
@@ -506,7 +566,7 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 		{
 			const char *beat[3] = {hb[0], hb[1], progress};
 
-			o = run(conn, NULL, "SELECT durable_heartbeat($1, $2, $3)", 3, beat);
+			o = run(conn, NULL, "SELECT @api.durable_heartbeat($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text)", 3, beat);
 		}
 		if (o != OK)
 			break;
@@ -519,7 +579,8 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 
 		point("before_commit", NULL);
 		o = run(conn, NULL,
-				"SELECT durable_commit($1, $2, jsonb_build_object('by', current_setting('application_name')))",
+				"SELECT @api.durable_commit($1::pg_catalog.int8, $2::pg_catalog.int8, pg_catalog.jsonb_build_object('by',"
+				" pg_catalog.current_setting('application_name')))",
 				2, commit);
 		if (o == OK)
 		{
@@ -557,7 +618,7 @@ reconcile_one(PGconn *conn, PGconn *svc, bool *claimed)
 	*claimed = false;
 	o = run(conn, &res,
 			"SELECT task_id, fence, step, idempotency_key"
-			" FROM durable_claim_reconcile($1, $2, $3::interval)", 3, claim);
+			" FROM @api.durable_claim_reconcile($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval)", 3, claim);
 	if (o != OK)
 		return o;
 	if (PQntuples(res) == 0)
@@ -575,7 +636,8 @@ reconcile_one(PGconn *conn, PGconn *svc, bool *claimed)
 
 		snprintf(evidence, sizeof(evidence), "{\"lookup\": \"%s\"}",
 				 found ? effect : "none");
-		o = run(conn, NULL, "SELECT durable_record_receipt($1, $2, $3, $4, $5, $6)",
+		o = run(conn, NULL,
+				"SELECT @api.durable_record_receipt($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text, $4::pg_catalog.text, $5::pg_catalog.text, $6::pg_catalog.jsonb)",
 				6, receipt);
 		if (o == OK)
 			stats.reconciled++;
@@ -664,7 +726,7 @@ main(int argc, char **argv)
 
 	conn = connect_to(opt.db);
 	svc = connect_to(opt.service);
-	if (conn == NULL || svc == NULL)
+	if (conn == NULL || svc == NULL || !look_up_api(conn))
 		return 2;
 	snprintf(appname, sizeof(appname), "SET application_name = '%s'", opt.name);
 	PQclear(PQexec(conn, appname));

@@ -2,6 +2,18 @@
 // statement the console runs.  Statements are constants: values are always
 // bound parameters.  The one identifier in them, the schema the extension's
 // API functions live in, is read from pg_extension and quoted once.
+//
+// Nothing in them may resolve to anything but pg_catalog and durable's
+// objects, whatever the role's search_path and whatever a database owner
+// created in public (an exact-match overload such as public.&(bigint,
+// integer) wins over pg_catalog's even when pg_catalog comes first): every
+// connection starts with search_path = pg_catalog, pg_temp, and besides
+// every function is schema-qualified (pg_catalog.count, the API's schema),
+// every operator written OPERATOR(pg_catalog.x) and every cast to a
+// pg_catalog type.  OPERATOR(...) binds like any other operator (tighter
+// than comparisons, looser than + and -): its operands are parenthesized.
+// The test: console/test/browser.test.mjs, under a search_path full of
+// shadowing code (test/t/data/hostile_path.sql).
 
 import crypto from 'node:crypto';
 import pg from 'pg';
@@ -56,30 +68,35 @@ export const RELATIONS = {
 const CAPS_SQL = `
 WITH r AS (
   SELECT key, kind, target,
-         CASE WHEN kind = 'function' THEN to_regprocedure(target)::oid
+         CASE WHEN kind OPERATOR(pg_catalog.=) 'function'
+              THEN pg_catalog.to_regprocedure(target)::pg_catalog.oid
               ELSE (SELECT c.oid FROM pg_catalog.pg_class c
-                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                    WHERE n.nspname = split_part(split_part(target, ':', 1), '.', 1)
-                      AND c.relname = split_part(split_part(target, ':', 1), '.', 2)) END AS oid,
-         has_schema_privilege('durable', 'USAGE') AS schema_usage
-  FROM unnest($1::text[], $2::text[], $3::text[]) AS u(key, kind, target)
+                    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+                    WHERE n.nspname OPERATOR(pg_catalog.=)
+                            pg_catalog.split_part(pg_catalog.split_part(target, ':', 1), '.', 1)
+                      AND c.relname OPERATOR(pg_catalog.=)
+                            pg_catalog.split_part(pg_catalog.split_part(target, ':', 1), '.', 2)) END AS oid,
+         pg_catalog.has_schema_privilege('durable', 'USAGE') AS schema_usage
+  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]),
+                  pg_catalog.unnest($3::pg_catalog.text[])) AS u(key, kind, target)
 )
 SELECT key,
        oid IS NOT NULL AS present,
        CASE WHEN oid IS NULL THEN false
-            WHEN kind = 'function' THEN has_function_privilege(oid, 'EXECUTE')
+            WHEN kind OPERATOR(pg_catalog.=) 'function' THEN pg_catalog.has_function_privilege(oid, 'EXECUTE')
             WHEN NOT schema_usage THEN false
-            WHEN kind = 'column' THEN has_column_privilege(oid, split_part(target, ':', 2), 'SELECT')
-            ELSE has_table_privilege(oid, 'SELECT') END AS allowed
+            WHEN kind OPERATOR(pg_catalog.=) 'column'
+              THEN pg_catalog.has_column_privilege(oid, pg_catalog.split_part(target, ':', 2), 'SELECT')
+            ELSE pg_catalog.has_table_privilege(oid, 'SELECT') END AS allowed
 FROM r`;
 
 export const EXT_SQL = `
 SELECT n.nspname AS schema, e.extversion AS version,
        r.rolsuper AS superuser, current_user AS role
 FROM pg_catalog.pg_extension e
-JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
 CROSS JOIN pg_catalog.pg_roles r
-WHERE e.extname = 'durable' AND r.rolname = current_user`;
+WHERE e.extname OPERATOR(pg_catalog.=) 'durable' AND r.rolname OPERATOR(pg_catalog.=) current_user`;
 
 function poolKey(user, password) {
   return crypto.createHash('sha256').update(`${user}\0${password}`).digest('hex');
@@ -115,7 +132,8 @@ export class Pools {
       max: this.maxPerPool,
       idleTimeoutMillis: 30000,
       application_name: 'durable console',
-      options: '-c TimeZone=UTC -c statement_timeout=10000',
+      // search_path first of all (see the top of this file)
+      options: '-c search_path=pg_catalog,pg_temp -c TimeZone=UTC -c statement_timeout=10000',
     };
     const pool = new pg.Pool(config);
     pool.on('error', () => {}); // an idle client's lost connection: the next query reconnects
@@ -221,6 +239,9 @@ export async function capabilities(pool, schema) {
 // by its primary key (partition_key, task_id, finished_at) per partition of
 // the queue, or the failed-task index (partition_key, queue_name,
 // finished_at); never a count over history, never an OFFSET.
+// the partition of task $1: its id's low 15 bits
+const PARTITION_OF_1 = '($1::pg_catalog.int8 OPERATOR(pg_catalog.&) 32767)::pg_catalog.int4';
+
 export function statements(api) {
   const s = {
     // per queue, from the unfinished tasks only: cheap whatever history is kept
@@ -228,16 +249,19 @@ export function statements(api) {
                     oldest_ready_age_seconds AS oldest_due_s, oldest_heartbeat_age_seconds AS oldest_heartbeat_s
              FROM durable.queue_gauges ORDER BY queue_name`,
     liveAlarms: `SELECT t.queue_name,
-                        count(*) FILTER (WHERE t.lease_until < now()) AS expired_leases,
-                        count(*) FILTER (WHERE q.progress_timeout IS NOT NULL
-                                           AND t.progress_at < now() - q.progress_timeout) AS stuck
-                 FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
-                 WHERE t.state = 'running'
+                        pg_catalog.count(*) FILTER (WHERE t.lease_until OPERATOR(pg_catalog.<) pg_catalog.now())
+                          AS expired_leases,
+                        pg_catalog.count(*) FILTER (WHERE q.progress_timeout IS NOT NULL
+                                           AND t.progress_at OPERATOR(pg_catalog.<)
+                                                 (pg_catalog.now() OPERATOR(pg_catalog.-) q.progress_timeout))
+                          AS stuck
+                 FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) t.queue_name
+                 WHERE t.state OPERATOR(pg_catalog.=) 'running'
                  GROUP BY t.queue_name`,
     // counts history: only for a durable without queue_gauges
     queueStats: `SELECT queue_name, paused, ready, waiting, running, needs_review, completed, failed,
-                        cancelled, extract(epoch FROM oldest_due_age)::float8 AS oldest_due_s,
-                        extract(epoch FROM oldest_heartbeat_age)::float8 AS oldest_heartbeat_s,
+                        cancelled, EXTRACT(epoch FROM oldest_due_age)::pg_catalog.float8 AS oldest_due_s,
+                        EXTRACT(epoch FROM oldest_heartbeat_age)::pg_catalog.float8 AS oldest_heartbeat_s,
                         expired_leases, stuck, paused_partitions
                  FROM durable.queue_stats ORDER BY queue_name`,
     counters: `SELECT * FROM durable.queue_counters ORDER BY queue_name`,
@@ -255,17 +279,19 @@ export function statements(api) {
                         failing_parts, failing_since, failures FROM durable.status`,
     queue: `SELECT q.queue_name, q.partitions, q.paused, q.paused_partitions, q.lease, q.max_attempts,
                    q.version_timeout, q.concurrency_limit, q.restricted,
-                   ARRAY(SELECT (q.partition_base + i) % 32768
-                         FROM generate_series(0, q.partitions - 1) i ORDER BY 1) AS partition_keys
-            FROM durable.queues q WHERE q.queue_name = $1`,
+                   ARRAY(SELECT (q.partition_base OPERATOR(pg_catalog.+) i) OPERATOR(pg_catalog.%) 32768
+                         FROM pg_catalog.generate_series(0, q.partitions OPERATOR(pg_catalog.-) 1) i
+                         ORDER BY 1) AS partition_keys
+            FROM durable.queues q WHERE q.queue_name OPERATOR(pg_catalog.=) $1`,
     // live tasks of a queue in one state, newest id first, after a cursor
     liveTasks: `SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts, t.priority,
                        t.run_at, t.created_at, t.lease_until, t.owner, t.stop_code, t.parent_id, t.versions
                 FROM durable.live_tasks t
-                WHERE t.queue_name = $1 AND t.state::text = ANY ($2::text[])
-                  AND t.partition_key = ANY ($3::int[])
-                  AND ($4::int IS NULL OR t.partition_key = $4)
-                  AND ($5::bigint IS NULL OR t.task_id < $5)
+                WHERE t.queue_name OPERATOR(pg_catalog.=) $1
+                  AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
+                  AND t.partition_key OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int4[])
+                  AND ($4::pg_catalog.int4 IS NULL OR t.partition_key OPERATOR(pg_catalog.=) $4)
+                  AND ($5::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $5)
                 ORDER BY t.task_id DESC LIMIT $6`,
     // finished tasks: per partition of the queue, the primary key backwards.
     // A state may be rare (or absent) in a queue's history, and nothing but
@@ -276,100 +302,121 @@ export function statements(api) {
     // the tasks of the state at or above the highest of these floors, where
     // every partition's window is whole, so that paging on from it skips
     // nothing.
-    historyFloor: `SELECT max(f.floor) AS floor
-                   FROM unnest($1::int[]) AS k(partition_key),
+    historyFloor: `SELECT pg_catalog.max(f.floor) AS floor
+                   FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
                    LATERAL (SELECT t.task_id AS floor FROM durable.task_history t
-                            WHERE t.partition_key = k.partition_key
-                              AND ($2::bigint IS NULL OR t.task_id < $2)
-                            ORDER BY t.task_id DESC OFFSET $3::int - 1 LIMIT 1) f`,
-    historyTasks: `SELECT h.* FROM unnest($3::int[]) AS k(partition_key),
+                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                              AND ($2::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $2)
+                            ORDER BY t.task_id DESC
+                            OFFSET ($3::pg_catalog.int4 OPERATOR(pg_catalog.-) 1) LIMIT 1) f`,
+    historyTasks: `SELECT h.* FROM pg_catalog.unnest($3::pg_catalog.int4[]) AS k(partition_key),
                    LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                                    t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
                                    t.parent_id, t.versions
                             FROM durable.task_history t
-                            WHERE t.partition_key = k.partition_key AND t.queue_name = $1
-                              AND t.state::text = ANY ($2::text[])
-                              AND ($4::int IS NULL OR t.partition_key = $4)
-                              AND ($5::bigint IS NULL OR t.task_id < $5)
-                              AND ($7::bigint IS NULL OR t.task_id >= $7)
+                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                              AND t.queue_name OPERATOR(pg_catalog.=) $1
+                              AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
+                              AND ($4::pg_catalog.int4 IS NULL OR t.partition_key OPERATOR(pg_catalog.=) $4)
+                              AND ($5::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $5)
+                              AND ($7::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.>=) $7)
                             ORDER BY t.task_id DESC LIMIT $6) h
                    ORDER BY h.task_id DESC LIMIT $6`,
-    deadLetters: `SELECT d.* FROM unnest($2::int[]) AS k(partition_key),
+    deadLetters: `SELECT d.* FROM pg_catalog.unnest($2::pg_catalog.int4[]) AS k(partition_key),
                   LATERAL (SELECT t.task_id, t.partition_key, t.stop_code,
-                                  CASE WHEN t.stop_code = 'quarantined' THEN t.last_error ->> 'reason'
+                                  CASE WHEN t.stop_code OPERATOR(pg_catalog.=) 'quarantined'
+                                       THEN t.last_error OPERATOR(pg_catalog.->>) 'reason'
                                        ELSE t.stop_code END AS reason,
-                                  t.finished_at AS failed_at, t.finished_at::text AS failed_at_text, t.attempt, jsonb_pretty(t.last_error) AS last_error,
+                                  t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
+                                  t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error,
                                   t.versions
                            FROM durable.task_history t
-                           WHERE t.partition_key = k.partition_key AND t.queue_name = $1
-                             AND t.state = 'failed'
-                             AND ($3::timestamptz IS NULL OR (t.finished_at, t.task_id) < ($3, $4::bigint))
+                           WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                             AND t.queue_name OPERATOR(pg_catalog.=) $1
+                             AND t.state OPERATOR(pg_catalog.=) 'failed'
+                             AND ($3::pg_catalog.timestamptz IS NULL
+                                  OR (t.finished_at, t.task_id) OPERATOR(pg_catalog.<) ($3, $4::pg_catalog.int8))
                            ORDER BY t.finished_at DESC, t.task_id DESC LIMIT $5) d
                   ORDER BY d.failed_at DESC, d.task_id DESC LIMIT $5`,
     deadLetterReplayable: `SELECT d.task_id, d.replayable FROM durable.dead_letters d
-                           WHERE d.partition_key = ANY ($1::int[]) AND d.task_id = ANY ($2::bigint[])`,
+                           WHERE d.partition_key OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int4[])
+                             AND d.task_id OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.int8[])`,
     task: `SELECT t.task_id, t.partition_key, t.queue_name, t.state, t.class, t.priority, t.attempt,
                   t.max_attempts, t.version, t.fence, t.run_at, t.created_at, t.lease_until, t.heartbeat_at,
                   t.progress_at, t.finished_at, t.lease, t.deadline, t.owner, t.progress, t.stop_code,
                   t.idempotency_key, t.workflow_version, t.parent_id, t.concurrency_key, t.steps_in_doubt,
                   t.checkpoint_version,
-                  jsonb_pretty(t.payload) AS payload, jsonb_pretty(t.result) AS result,
-                  jsonb_pretty(t.last_error) AS last_error, jsonb_pretty(t.checkpoint) AS checkpoint,
-                  jsonb_pretty(t.metadata) AS metadata, jsonb_pretty(t.versions) AS versions_text,
+                  pg_catalog.jsonb_pretty(t.payload) AS payload, pg_catalog.jsonb_pretty(t.result) AS result,
+                  pg_catalog.jsonb_pretty(t.last_error) AS last_error,
+                  pg_catalog.jsonb_pretty(t.checkpoint) AS checkpoint,
+                  pg_catalog.jsonb_pretty(t.metadata) AS metadata,
+                  pg_catalog.jsonb_pretty(t.versions) AS versions_text,
                   t.versions, t.waits
            FROM durable.tasks t
-           WHERE t.partition_key = ($1::bigint & 32767)::int AND t.task_id = $1::bigint`,
+           WHERE t.partition_key OPERATOR(pg_catalog.=) ${PARTITION_OF_1}
+             AND t.task_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8`,
     events: `SELECT e.seq, e.at, e.kind, e.state, e.fence, e.actor, e.role, e.step,
-                    jsonb_pretty(e.detail) AS detail
+                    pg_catalog.jsonb_pretty(e.detail) AS detail
              FROM durable.events e
-             WHERE e.partition_key = ($1::bigint & 32767)::int AND e.task_id = $1::bigint
+             WHERE e.partition_key OPERATOR(pg_catalog.=) ${PARTITION_OF_1}
+               AND e.task_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8
              ORDER BY e.seq LIMIT 1000`,
     steps: `SELECT s.step, s.state, s.class, s.version, s.attempt, s.ordinal, s.updated_at,
                    s.idempotency_key, s.compensates, s.receipt, s.effect_id, s.error_class,
-                   jsonb_pretty(s.request) AS request, jsonb_pretty(s.result) AS result,
-                   jsonb_pretty(s.evidence) AS evidence, jsonb_pretty(s.error) AS error
+                   pg_catalog.jsonb_pretty(s.request) AS request, pg_catalog.jsonb_pretty(s.result) AS result,
+                   pg_catalog.jsonb_pretty(s.evidence) AS evidence, pg_catalog.jsonb_pretty(s.error) AS error
             FROM durable.steps s
-            WHERE s.partition_key = ($1::bigint & 32767)::int AND s.task_id = $1::bigint
+            WHERE s.partition_key OPERATOR(pg_catalog.=) ${PARTITION_OF_1}
+              AND s.task_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8
             ORDER BY s.ordinal`,
     // the children a task spawned, from its own events (indexed by task);
     // each child is then read by its id
-    spawned: `SELECT e.detail ->> 'child' AS name, e.detail ->> 'task_id' AS task_id
+    spawned: `SELECT e.detail OPERATOR(pg_catalog.->>) 'child' AS name,
+                     e.detail OPERATOR(pg_catalog.->>) 'task_id' AS task_id
               FROM durable.events e
-              WHERE e.partition_key = ($1::bigint & 32767)::int AND e.task_id = $1::bigint
-                AND e.kind = 'spawned'
+              WHERE e.partition_key OPERATOR(pg_catalog.=) ${PARTITION_OF_1}
+                AND e.task_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8
+                AND e.kind OPERATOR(pg_catalog.=) 'spawned'
               ORDER BY e.seq LIMIT 200`,
     taskBrief: `SELECT t.task_id, t.queue_name, t.state, t.parent_id
                 FROM durable.tasks t
-                WHERE t.partition_key = ($1::bigint & 32767)::int AND t.task_id = $1::bigint`,
+                WHERE t.partition_key OPERATOR(pg_catalog.=) ${PARTITION_OF_1}
+                  AND t.task_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8`,
     review: `SELECT r.task_id, r.queue_name, r.class, r.attempt, r.last_owner, r.step, r.step_class,
                     r.step_state, r.idempotency_key, r.receipt, r.since, r.reason, r.decided
              FROM durable.review_queue r
-             WHERE ($1::bigint IS NULL OR r.task_id > $1) AND ($2::text IS NULL OR r.queue_name = $2)
+             WHERE ($1::pg_catalog.int8 IS NULL OR r.task_id OPERATOR(pg_catalog.>) $1)
+               AND ($2::pg_catalog.text IS NULL OR r.queue_name OPERATOR(pg_catalog.=) $2)
              ORDER BY r.task_id, r.step LIMIT $3`,
     versionUnavailable: `SELECT t.task_id, t.queue_name, t.partition_key, t.versions, t.run_at
                          FROM durable.live_tasks t
-                         WHERE t.state = 'needs_review' AND t.stop_code = 'version_unavailable'
+                         WHERE t.state OPERATOR(pg_catalog.=) 'needs_review'
+                           AND t.stop_code OPERATOR(pg_catalog.=) 'version_unavailable'
                          ORDER BY t.task_id LIMIT 200`,
-    schedules: `SELECT schedule_name, cron, timezone, queue_name, jsonb_pretty(payload) AS payload, backfill,
+    schedules: `SELECT schedule_name, cron, timezone, queue_name, pg_catalog.jsonb_pretty(payload) AS payload, backfill,
                        next_run, last_run, last_task_id, created_at, last_error, last_error_at
                 FROM durable.schedule_list ORDER BY next_run, schedule_name LIMIT 500`,
     waits: `SELECT w.task_id, w.queue_name, w.wait_name, w.kind, w.since, w.until, w.event, w.event_queue,
-                   w.run_at, extract(epoch FROM now() - w.since)::float8 AS waited_s
+                   w.run_at, EXTRACT(epoch FROM (pg_catalog.now() OPERATOR(pg_catalog.-) w.since))::pg_catalog.float8
+                     AS waited_s
             FROM durable.waiting_tasks w
-            WHERE ($1::bigint IS NULL OR w.task_id > $1)
+            WHERE ($1::pg_catalog.int8 IS NULL OR w.task_id OPERATOR(pg_catalog.>) $1)
             ORDER BY w.task_id, w.wait_name LIMIT $2`,
     workers: `SELECT queue_name, worker, versions, role, first_claim_at, last_claim_at, version_timeout, alive
               FROM durable.workers ORDER BY queue_name, last_claim_at DESC LIMIT 500`,
-    package: `SELECT ${api}.durable_recovery_package($1::bigint) AS package,
-                     jsonb_pretty(${api}.durable_recovery_package($1::bigint)) AS text`,
-    resolve: `SELECT ${api}.durable_resolve($1::bigint, $2::text, $3::text, $4::jsonb, $5::text) AS state`,
-    pause: `SELECT ${api}.durable_pause($1::text, $2::int)`,
-    resume: `SELECT ${api}.durable_resume($1::text, $2::int)`,
-    quarantine: `SELECT ${api}.durable_quarantine($1::bigint, $2::text)`,
-    cancel: `SELECT ${api}.durable_cancel($1::bigint, $2::text)`,
-    replay: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::text, $2::int, $3::int, $4::text)`,
+    package: `SELECT ${api}.durable_recovery_package($1::pg_catalog.int8) AS package,
+                     pg_catalog.jsonb_pretty(${api}.durable_recovery_package($1::pg_catalog.int8)) AS text`,
+    resolve: `SELECT ${api}.durable_resolve($1::pg_catalog.int8, $2::pg_catalog.text, $3::pg_catalog.text,
+                                            $4::pg_catalog.jsonb, $5::pg_catalog.text) AS state`,
+    pause: `SELECT ${api}.durable_pause($1::pg_catalog.text, $2::pg_catalog.int4)`,
+    resume: `SELECT ${api}.durable_resume($1::pg_catalog.text, $2::pg_catalog.int4)`,
+    quarantine: `SELECT ${api}.durable_quarantine($1::pg_catalog.int8, $2::pg_catalog.text)`,
+    cancel: `SELECT ${api}.durable_cancel($1::pg_catalog.int8, $2::pg_catalog.text)`,
+    replay: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::pg_catalog.text, $2::pg_catalog.int4,
+                                                                           $3::pg_catalog.int4, $4::pg_catalog.text)`,
     migrate: `SELECT task_id, state, from_versions, to_versions, action
-              FROM ${api}.durable_migrate($1::bigint, $2::jsonb, $3::jsonb, $4::text, $5::jsonb, $6::boolean)`,
+              FROM ${api}.durable_migrate($1::pg_catalog.int8, $2::pg_catalog.jsonb, $3::pg_catalog.jsonb,
+                                          $4::pg_catalog.text, $5::pg_catalog.jsonb, $6::pg_catalog.bool)`,
     prometheus: `SELECT ${api}.durable_metrics_prometheus() AS text`,
   };
   return s;

@@ -351,3 +351,28 @@ describe('least privilege', () => {
     await s.close();
   });
 });
+
+// tools/console-test planted, in schema hostile (first in these roles'
+// search_path) and in public, a copy or an exact-match overload of every
+// operator, function and type a statement could name unqualified
+// (test/t/data/hostile_path.sql), each recording that it ran: no page,
+// action, scrape or sample of the console may have run one.
+describe('a hostile search_path', () => {
+  test("no page, action or sample ran code planted in the roles' search_path", async (t) => {
+    const [{ task_id: id }] = await sql("SELECT task_id FROM durable.live_tasks WHERE queue_name = 'audit' ORDER BY task_id LIMIT 1");
+    const sessions = [];
+    for (const who of [OPERATOR, MONITOR, WORKER]) {
+      const s = await login(who, t);
+      sessions.push(s);
+      const pages = who === WORKER ? ['/', '/review'] : ['/', '/queue/audit', '/queue/audit?state=completed',
+        '/queue/audit?state=failed', `/task/${id}`, '/review', '/waits', '/schedules', '/workers', '/reconciler', '/recovery'];
+      for (const p of pages) {
+        await s.goto(p);
+      }
+      if (who === OPERATOR) await s.page.goto(`${URL_}/metrics`);
+    }
+    const [{ report }] = await sql('SELECT hostile.report() AS report');
+    assert.match(report, /^0 shadowing/, report);
+    for (const s of sessions) await s.close();
+  });
+});

@@ -13,7 +13,7 @@
  * and they stay strings (a JavaScript number cannot hold them).
  */
 import type pg from 'pg';
-import { connect } from './session.js';
+import { apiSql, connect } from './session.js';
 
 export interface Held {
   fence: string;
@@ -101,7 +101,9 @@ export class Heartbeat {
       });
       const sentAt = Date.now();
       const { rows } = await this.client.query<{ task_id: string; lease_until: Date | null }>(
-        'SELECT task_id, lease_until FROM durable_heartbeat_batch($1::bigint[], $2::bigint[])',
+        await apiSql(this.client,
+          'SELECT task_id, lease_until'
+          + ' FROM @api.durable_heartbeat_batch($1::pg_catalog.int8[], $2::pg_catalog.int8[])'),
         [ids, fences]);
       // one row per task, in the order given; a task given up meanwhile is not lost
       rows.forEach((r, i) => {

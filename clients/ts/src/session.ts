@@ -4,6 +4,16 @@
  * transaction-mode pooler may hand each transaction another server session.
  * A statement or transaction that the server rolled back for a reason of
  * its own (40001, 40P01, 57014) runs again, a few times, with backoff.
+ *
+ * Nor does a statement depend on the session's search_path: each resolves
+ * only to pg_catalog and durable's objects, whatever the role's search_path
+ * and whatever a database owner put in public (an overload such as
+ * public.&(bigint, integer) wins over pg_catalog's even when pg_catalog
+ * comes first).  durable's API functions are called in the schema the
+ * extension is installed in (looked up once per connection; @api in a
+ * statement's text), with every argument cast to its parameter's type;
+ * built-in functions as pg_catalog.f, operators as OPERATOR(pg_catalog.x),
+ * casts to pg_catalog's types.
  */
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,6 +47,23 @@ export async function connect(connectionString: string, applicationName: string,
   return client;
 }
 
+const API_SCHEMA_SQL = `SELECT n.nspname FROM pg_catalog.pg_extension e
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+  WHERE e.extname OPERATOR(pg_catalog.=) 'durable'`;
+const apiSchemas = new WeakMap<Queryable, string>();
+
+/** sql with the schema of durable's API, quoted, in place of @api (looked up once per connection). */
+export async function apiSql(client: Queryable, sql: string): Promise<string> {
+  let schema = apiSchemas.get(client);
+  if (schema === undefined) {
+    const { rows } = await client.query<{ nspname: string }>(API_SCHEMA_SQL);
+    if (rows.length === 0) throw new Error('the extension durable is not installed in this database');
+    schema = pg.escapeIdentifier(rows[0].nspname);
+    apiSchemas.set(client, schema);
+  }
+  return sql.replaceAll('@api.', `${schema}.`);
+}
+
 /** Run fn (a statement, or a transaction) again while it fails with an error whose reaction is 'retry'. */
 export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => void,
   what: 'statement' | 'transaction' = 'statement'): Promise<T> {
@@ -54,7 +81,7 @@ export async function retrying<T>(fn: () => Promise<T>, log: (msg: string) => vo
 /** One row of a statement (its own transaction), retried as above. */
 export async function queryRow<R extends pg.QueryResultRow>(
   client: Queryable, sql: string, params: unknown[], log: (msg: string) => void): Promise<R> {
-  return retrying(async () => (await client.query<R>(sql, params)).rows[0], log);
+  return retrying(async () => (await client.query<R>(await apiSql(client, sql), params)).rows[0], log);
 }
 
 /** fn inside BEGIN ... COMMIT, the whole transaction retried as above. */

@@ -90,6 +90,9 @@ function isSignal(e: unknown): e is Error {
 
 const REREADS = 3;
 
+/** A task's call's first two arguments: its id and fence (see session.ts for the casts). */
+const TASK = '$1::pg_catalog.int8, $2::pg_catalog.int8';
+
 export class Task<Payload = any> {
   readonly id: string;
   readonly fence: string;
@@ -146,8 +149,9 @@ export class Task<Payload = any> {
   async sleep(name: string, durationOrUntil: string | Date): Promise<void>;
   async sleep(name: string, when: string | Date): Promise<void> {
     const row = await this.wait<{ status: string }>('sleep', name, when instanceof Date
-      ? 'SELECT durable_sleep($1, $2, $3, until => $4::timestamptz) AS status'
-      : 'SELECT durable_sleep($1, $2, $3, duration => $4::interval) AS status', [when]);
+      ? `SELECT @api.durable_sleep(${TASK}, $3::pg_catalog.text, until => $4::pg_catalog.timestamptz) AS status`
+      : `SELECT @api.durable_sleep(${TASK}, $3::pg_catalog.text,
+          duration => $4::pg_catalog.interval) AS status`, [when]);
     if (row.status === 'sleeping') this.waiting('sleep', name);
   }
 
@@ -155,7 +159,8 @@ export class Task<Payload = any> {
   async await<T = unknown>(name: string, event: string, options: { timeout?: string; queue?: string } = {}):
   Promise<{ status: 'received'; payload: T } | { status: 'timed_out'; payload: null }> {
     const row = await this.wait<{ status: string; payload: T }>('await', name,
-      'SELECT status, payload FROM durable_await($1, $2, $3, $4, $5::interval, $6)',
+      `SELECT status, payload FROM @api.durable_await(${TASK}, $3::pg_catalog.text, $4::pg_catalog.text,
+          $5::pg_catalog.interval, $6::pg_catalog.text)`,
       [event, options.timeout ?? null, options.queue ?? null]);
     if (row.status === 'waiting') this.waiting('await', name);
     return row.status === 'received'
@@ -166,7 +171,8 @@ export class Task<Payload = any> {
   /** Enqueue a child task once per name: its task id. */
   async spawn(name: string, queue: string, payload: unknown = {}): Promise<string> {
     const row = await this.wait<{ id: string }>('spawn', name,
-      'SELECT durable_spawn($1, $2, $3, $4, $5::jsonb) AS id', [queue, JSON.stringify(payload)]);
+      `SELECT @api.durable_spawn(${TASK}, $3::pg_catalog.text, $4::pg_catalog.text,
+          $5::pg_catalog.jsonb) AS id`, [queue, JSON.stringify(payload)]);
     return row.id;
   }
 
@@ -174,7 +180,8 @@ export class Task<Payload = any> {
   async join(name: string, options: { children?: string[]; timeout?: string } = {}):
   Promise<{ status: 'done' | 'timed_out'; children: Child[] }> {
     const row = await this.wait<{ status: 'done' | 'timed_out' | 'waiting'; children: Child[] }>('join', name,
-      'SELECT status, children FROM durable_join($1, $2, $3, $4, $5::interval)',
+      `SELECT status, children FROM @api.durable_join(${TASK}, $3::pg_catalog.text, $4::pg_catalog.text[],
+          $5::pg_catalog.interval)`,
       [options.children ?? null, options.timeout ?? null]);
     if (row.status === 'waiting') this.waiting('join', name);
     return { status: row.status as 'done' | 'timed_out', children: row.children };
@@ -183,7 +190,8 @@ export class Task<Payload = any> {
   /** Record an event of the task's queue (or of `queue`): true the first time. */
   emit(event: string, payload: unknown = null, queue = this.ctx.queue): Promise<boolean> {
     return this.guarded(async () => (await queryRow<{ emitted: boolean }>(this.ctx.client,
-      'SELECT durable_emit($1, $2, $3::jsonb) AS emitted', [queue, event, JSON.stringify(payload)],
+      'SELECT @api.durable_emit($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.jsonb) AS emitted',
+      [queue, event, JSON.stringify(payload)],
       this.ctx.log)).emitted);
   }
 
@@ -237,7 +245,8 @@ export class Task<Payload = any> {
   private async tryStep<R>(name: string, cls: StepClass, request: unknown, call: (key: string) => Promise<R>,
     options: StepOptions<R>): Promise<R> {
     const planned = await this.call<{ state: string; version: number; idempotency_key: string; result: R }>(
-      'SELECT state, version, idempotency_key, result FROM durable_step($1, $2, $3, $4, $5)',
+      `SELECT state, version, idempotency_key, result FROM @api.durable_step(${TASK}, $3::pg_catalog.text,
+          $4::pg_catalog.text, $5::pg_catalog.jsonb)`,
       [name, cls, JSON.stringify(request)]);
     let { state, version } = planned;
     const key = planned.idempotency_key;
@@ -250,7 +259,8 @@ export class Task<Payload = any> {
       case 'planned':
         // "started" is committed before the call: a crash after the call
         // leaves a step that recovery knows may have taken effect
-        ({ v: version } = await this.call<{ v: number }>('SELECT durable_step_start($1, $2, $3, $4) AS v', [name, version]));
+        ({ v: version } = await this.call<{ v: number }>(
+          `SELECT @api.durable_step_start(${TASK}, $3::pg_catalog.text, $4::pg_catalog.int4) AS v`, [name, version]));
         break;
       case 'started':
       case 'unknown':
@@ -260,7 +270,8 @@ export class Task<Payload = any> {
         if (cls === 'queryable' && this.ctx.lookup) {
           found = ((await this.ctx.lookup(name, key, request)) ?? null) as R | null;
           if (found === null) { // it did not happen: planned again, run it
-            await this.call(`SELECT durable_record_receipt($1, $2, $3, 'not_executed', NULL, NULL)`, [name]);
+            await this.call(`SELECT @api.durable_record_receipt(${TASK}, $3::pg_catalog.text,
+                'not_executed'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.jsonb)`, [name]);
             return this.tryStep(name, cls, request, call, options);
           }
         } else if (cls === 'queryable' || cls === 'unsafe') { // nobody can know here: the recovery table decides
@@ -288,17 +299,19 @@ export class Task<Payload = any> {
       // succeeded receipt's evidence becomes the step's result, so it is
       // the result itself, on every path
       ({ state } = await this.call<{ state: string }>(
-        `SELECT durable_record_receipt($1, $2, $3, 'succeeded', $4, $5) AS state`,
+        `SELECT @api.durable_record_receipt(${TASK}, $3::pg_catalog.text, 'succeeded'::pg_catalog.text,
+            $4::pg_catalog.text, $5::pg_catalog.jsonb) AS state`,
         [name, options.effectId?.(result) ?? null, JSON.stringify(result ?? null)]));
       version += 1; // a receipt is a change of the step
       this.ctx.onPoint('after_receipt', cls);
     }
     if (state !== 'committed') { // a receipt for an unknown step commits it
-      await this.call('SELECT durable_commit($1, $2, $3, step => $4, expected_version => $5)',
+      await this.call(`SELECT @api.durable_commit(${TASK}, $3::pg_catalog.jsonb,
+          step => $4::pg_catalog.text, expected_version => $5::pg_catalog.int4)`,
         [JSON.stringify(result ?? null), name, version]);
     }
     this.ctx.stats.stepsRun++;
-    await this.call('SELECT durable_heartbeat($1, $2, $3)', [`${name} done`]);
+    await this.call(`SELECT @api.durable_heartbeat(${TASK}, $3::pg_catalog.text)`, [`${name} done`]);
     return result;
   }
 
@@ -312,11 +325,13 @@ export class Task<Payload = any> {
     const own = (e as { errorClass?: ErrorClass } | null)?.errorClass;
     const message = e instanceof Error ? e.message : String(e);
     if (own === undefined && (cls === 'queryable' || cls === 'unsafe')) {
-      await this.call('SELECT durable_step_unknown($1, $2, $3, $4, $5)', [name, version, message]);
+      await this.call(`SELECT @api.durable_step_unknown(${TASK}, $3::pg_catalog.text, $4::pg_catalog.int4,
+          $5::pg_catalog.text)`, [name, version, message]);
       return new LeaveToRecovery(`step ${name}: ${message}; its outcome is unknown`);
     }
     const { action } = await this.call<{ action: string }>(
-      'SELECT durable_fail($1, $2, $3, $4::jsonb, NULL, $5) AS action',
+      `SELECT @api.durable_fail(${TASK}, $3::pg_catalog.text, $4::pg_catalog.jsonb,
+          NULL::pg_catalog.interval, $5::pg_catalog.text) AS action`,
       [own ?? errorClassOf(e), JSON.stringify({ error: message }), name]);
     return new StepFailed(`step ${name}: ${message}; ${action}`);
   }

@@ -11,7 +11,7 @@ import {
   ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
 } from './errors.js';
 import { Heartbeat, Holdings } from './heartbeat.js';
-import { connect, queryRow, retrying, transaction } from './session.js';
+import { apiSql, connect, queryRow, retrying, transaction } from './session.js';
 import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } from './task.js';
 
 /** durable's NOTIFY channel (src/core/core.h, DURABLE_READY_CHANNEL). */
@@ -147,10 +147,12 @@ export class Worker {
       this.woken = false;
       // one short transaction; the lease's length as the claim computed it
       const claimedAt = Date.now();
-      const { rows: tasks } = await retrying(() => client.query<Claimed & { lease_ms: number }>(
-        `SELECT task_id, fence, attempt, payload, checkpoint,
-                (extract(epoch FROM lease_until - now()) * 1000)::float8 AS lease_ms
-         FROM durable_claim($1, $2, $3::interval, $4)`, [queue, name, this.lease, batch]), this.log);
+      const { rows: tasks } = await retrying(async () => client.query<Claimed & { lease_ms: number }>(
+        await apiSql(client, `SELECT task_id, fence, attempt, payload, checkpoint,
+                (EXTRACT(epoch FROM (lease_until OPERATOR(pg_catalog.-) pg_catalog.now()))
+                   OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8 AS lease_ms
+         FROM @api.durable_claim($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval,
+                                 $4::pg_catalog.int4)`), [queue, name, this.lease, batch]), this.log);
       if (tasks.length === 0 && !(await this.reconcile(client))) {
         if (idleExit >= 0 && Date.now() - idleSince > idleExit * 1000) return;
         await this.pause(this.pollMs);
@@ -181,7 +183,8 @@ export class Worker {
       this.options.onPoint?.('before_commit');
       await transaction(client, async (tx) => {
         for (const write of task.commitWrites) await write(tx);
-        await tx.query('SELECT durable_commit($1, $2, $3)', [task.id, task.fence, JSON.stringify(result ?? null)]);
+        await tx.query(await apiSql(tx, 'SELECT @api.durable_commit($1::pg_catalog.int8, $2::pg_catalog.int8,'
+          + ' $3::pg_catalog.jsonb)'), [task.id, task.fence, JSON.stringify(result ?? null)]);
       }, this.log);
       this.stats.completed++;
       this.options.onPoint?.('after_commit');
@@ -234,7 +237,8 @@ export class Worker {
       const errorClass = errorClassOf(e);
       try {
         const { action } = await queryRow<{ action: string }>(client,
-          'SELECT durable_fail($1, $2, $3, $4::jsonb) AS action',
+          'SELECT @api.durable_fail($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text,'
+          + ' $4::pg_catalog.jsonb) AS action',
           [task.id, task.fence, errorClass, JSON.stringify({ error: message })], this.log);
         this.stats.failed++;
         this.log(`task ${task.id} failed (${errorClass}): ${message}; ${action}`);
@@ -250,7 +254,9 @@ export class Worker {
   private async giveBack(client: pg.Client, reason: string): Promise<void> {
     for (const [id, { fence }] of [...this.holdings.held]) {
       try {
-        await queryRow(client, 'SELECT durable_release($1, $2, $3)', [id, fence, reason], this.log);
+        await queryRow(client,
+          'SELECT @api.durable_release($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text)',
+          [id, fence, reason], this.log);
         this.stats.released++;
         this.log(`gave task ${id} back (${reason})`);
       } catch (e) {
@@ -266,9 +272,10 @@ export class Worker {
   private async reconcile(client: pg.Client): Promise<boolean> {
     const { lookup } = this.options;
     if (!lookup) return false;
-    const { rows } = await retrying(() => client.query<{
+    const { rows } = await retrying(async () => client.query<{
       task_id: string; fence: string; step: string; idempotency_key: string; request: unknown;
-    }>('SELECT task_id, fence, step, idempotency_key, request FROM durable_claim_reconcile($1, $2, $3::interval)',
+    }>(await apiSql(client, 'SELECT task_id, fence, step, idempotency_key, request'
+      + ' FROM @api.durable_claim_reconcile($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval)'),
       [this.options.queue, this.options.name, this.lease]), this.log);
     for (const r of rows) {
       let found: unknown;
@@ -282,7 +289,8 @@ export class Worker {
       try {
         // the operation's result is the evidence, which a succeeded receipt
         // makes the step's result: the shape the call would have returned
-        await queryRow(client, 'SELECT durable_record_receipt($1, $2, $3, $4, NULL, $5)',
+        await queryRow(client, 'SELECT @api.durable_record_receipt($1::pg_catalog.int8, $2::pg_catalog.int8,'
+          + ' $3::pg_catalog.text, $4::pg_catalog.text, NULL::pg_catalog.text, $5::pg_catalog.jsonb)',
           [r.task_id, r.fence, r.step, found === null ? 'not_executed' : 'succeeded',
             found === null ? null : JSON.stringify(found)], this.log);
         this.stats.lookedUp++;

@@ -103,8 +103,9 @@ class Heartbeat(threading.Thread):
             try:
                 conn = conn or connect(self.dsn, pooled=self.pooled,
                                        application_name=self.application_name, **self.timeouts())
-                rows = execute(conn, "SELECT task_id, lease_until FROM durable_heartbeat_batch("
-                                     "%s::bigint[], %s::bigint[])", (ids, fences)).fetchall()
+                rows = execute(conn, "SELECT task_id, lease_until FROM @api.durable_heartbeat_batch("
+                                     "%s::pg_catalog.int8[], %s::pg_catalog.int8[])",
+                               (ids, fences)).fetchall()
             except psycopg.Error as e:
                 if conn is not None and connection_lost(conn):
                     log.warning("heartbeat: %s; reconnecting", describe(e))

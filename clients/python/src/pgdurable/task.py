@@ -28,6 +28,11 @@ SPAWN_OPTIONS = {"run_at": "run_at", "priority": "priority", "cls": "class",
                  "max_attempts": "max_attempts", "deadline": "deadline",
                  "workflow_version": "workflow_version", "metadata": "metadata",
                  "concurrency_key": "concurrency_key"}
+# the type of each of durable_spawn's options, to cast to
+SPAWN_TYPES = {"run_at": "pg_catalog.timestamptz", "priority": "pg_catalog.int4", "class": "pg_catalog.text",
+               "max_attempts": "pg_catalog.int4", "deadline": "pg_catalog.interval",
+               "workflow_version": "pg_catalog.text", "metadata": "pg_catalog.jsonb",
+               "concurrency_key": "pg_catalog.text"}
 
 
 class Outcome(NamedTuple):
@@ -98,14 +103,16 @@ class Task:
 
     def complete(self, result: Any = None) -> None:
         crash_point("before_commit")
-        self.call("SELECT durable_commit(%s, %s, %s::jsonb)", self.id, self.fence, _json(result))
+        self.call("SELECT @api.durable_commit(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                  "%s::pg_catalog.jsonb)", self.id, self.fence, _json(result))
         if self._in_transaction():
             self._commit_pending = True  # done once the block commits
         else:
             self.completed = True
 
     def progress(self, progress: str) -> None:
-        self.call("SELECT durable_heartbeat(%s, %s, %s)", self.id, self.fence, progress)
+        self.call("SELECT @api.durable_heartbeat(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                  "%s::pg_catalog.text)", self.id, self.fence, progress)
 
     # ---- steps ----
 
@@ -137,7 +144,9 @@ class Task:
 
     def _step(self, name, cls, call, request, target, effect_id):
         state, version, key, result = self.call(
-            "SELECT state, version, idempotency_key, result FROM durable_step(%s, %s, %s, %s, %s::jsonb, %s)",
+            "SELECT state, version, idempotency_key, result"
+            " FROM @api.durable_step(%s::pg_catalog.int8, %s::pg_catalog.int8, %s::pg_catalog.text, "
+            "%s::pg_catalog.text, %s::pg_catalog.jsonb, %s::pg_catalog.text)",
             self.id, self.fence, name, cls, _json(request), target)
         if state in ("committed", "compensated"):
             self.worker.count("steps_skipped")
@@ -146,7 +155,8 @@ class Task:
         if state == "planned":
             # "started" commits before the call: a crash after the call then
             # leaves a step that recovery knows may have taken effect
-            (version,) = self.call("SELECT durable_step_start(%s, %s, %s, %s)",
+            (version,) = self.call("SELECT @api.durable_step_start(%s::pg_catalog.int8, "
+                                   "%s::pg_catalog.int8, %s::pg_catalog.text, %s::pg_catalog.int4)",
                                    self.id, self.fence, name, version)
         elif state not in ("started", "unknown"):  # failed: by recovery, or an operator
             raise errors.Failed(f"step {name} is {state}", "permanent")
@@ -155,8 +165,9 @@ class Task:
         elif cls == "queryable":
             found = self.worker.look_up(name, key)
             if found is None:  # it did not happen: planned again, run it
-                self.call("SELECT durable_record_receipt(%s, %s, %s, 'not_executed', NULL,"
-                          " '{\"lookup\": null}')", self.id, self.fence, name)
+                self.call("SELECT @api.durable_record_receipt(%s::pg_catalog.int8, %s::pg_catalog.int8,"
+                          " %s::pg_catalog.text, 'not_executed'::pg_catalog.text, NULL::pg_catalog.text,"
+                          " '{\"lookup\": null}'::pg_catalog.jsonb)", self.id, self.fence, name)
                 return self._step(name, cls, call, request, target, effect_id)
         elif cls == "unsafe":
             raise LeftToRecovery(f"step {name} is {state} and unsafe to resend")
@@ -175,12 +186,16 @@ class Task:
             # the step instead of resending it or asking a person; a
             # succeeded receipt's evidence becomes the step's result, so it
             # is the result itself, on every path
-            (state,) = self.call("SELECT durable_record_receipt(%s, %s, %s, 'succeeded', %s, %s::jsonb)",
+            (state,) = self.call("SELECT @api.durable_record_receipt(%s::pg_catalog.int8, "
+                                 "%s::pg_catalog.int8, %s::pg_catalog.text,"
+                                 " 'succeeded'::pg_catalog.text, %s::pg_catalog.text, %s::pg_catalog.jsonb)",
                                  self.id, self.fence, name, effect, _json(result))
             version += 1  # a receipt is a change of the step
             crash_point("after_receipt", cls)
         if state != "committed":  # a receipt for an unknown step commits it
-            self.call("SELECT durable_commit(%s, %s, %s::jsonb, step => %s, expected_version => %s)",
+            self.call("SELECT @api.durable_commit(%s::pg_catalog.int8, %s::pg_catalog.int8,"
+                      " %s::pg_catalog.jsonb, step => %s::pg_catalog.text,"
+                      " expected_version => %s::pg_catalog.int4)",
                       self.id, self.fence, _json(result), name, version)
         self.worker.count("steps_run")
         self.progress(f"{name} done")
@@ -195,7 +210,8 @@ class Task:
         reconcile handler's look-up, an unsafe one goes to a person."""
         error_class = getattr(e, "error_class", None)
         if error_class is None and cls == "queryable":
-            self.call("SELECT durable_step_unknown(%s, %s, %s, %s, %s)",
+            self.call("SELECT @api.durable_step_unknown(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                      "%s::pg_catalog.text, %s::pg_catalog.int4, %s::pg_catalog.text)",
                       self.id, self.fence, name, version, f"{type(e).__name__}: {e}")
             return LeftToRecovery(f"step {name}: {type(e).__name__}: {e}; its outcome is unknown,"
                                   " for the reconcile handler to look up")
@@ -211,22 +227,29 @@ class Task:
         '1 day') or until a time."""
         if (duration is None) == (until is None):
             raise ValueError("give a duration or a time to sleep until")
-        sql = ("SELECT durable_sleep(%s, %s, %s, until => %s::timestamptz)" if until is not None else
-               "SELECT durable_sleep(%s, %s, %s, duration => %s::interval)")
+        sql = ("SELECT @api.durable_sleep(%s::pg_catalog.int8, %s::pg_catalog.int8, %s::pg_catalog.text, "
+               "until => %s::pg_catalog.timestamptz)"
+               if until is not None else
+               "SELECT @api.durable_sleep(%s::pg_catalog.int8, %s::pg_catalog.int8, %s::pg_catalog.text, "
+               "duration => %s::pg_catalog.interval)")
         self._wait(name, "sleep", sql, self.id, self.fence, name,
                    until if until is not None else _interval(duration))
 
     def await_event(self, name: str, event: str, timeout=None, queue: str | None = None) -> Outcome:
         """The event's ('received', payload), or ('timed_out', None)."""
         return self._wait(name, "await",
-                          "SELECT status, payload FROM durable_await(%s, %s, %s, %s, %s::interval, %s)",
+                          "SELECT status, payload FROM @api.durable_await(%s::pg_catalog.int8, "
+                          "%s::pg_catalog.int8, %s::pg_catalog.text, %s::pg_catalog.text, "
+                          "%s::pg_catalog.interval, %s::pg_catalog.text)",
                           self.id, self.fence, name, event, _interval(timeout), queue)
 
     def join(self, name: str, children: list[str] | None = None, timeout=None) -> Outcome:
         """('done', children) once every child named (all, by default) has
         finished, or ('timed_out', children as they were)."""
         return self._wait(name, "join",
-                          "SELECT status, children FROM durable_join(%s, %s, %s, %s::text[], %s::interval)",
+                          "SELECT status, children"
+                          " FROM @api.durable_join(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                          "%s::pg_catalog.text, %s::pg_catalog.text[], %s::pg_catalog.interval)",
                           self.id, self.fence, name, children, _interval(timeout))
 
     def spawn(self, name: str, queue: str, payload: Any = None, **options) -> int:
@@ -235,8 +258,9 @@ class Task:
         inside task.transaction(): InTransaction."""
         self._refuse_in_transaction(f"spawn {name}")
         names = [SPAWN_OPTIONS[option] for option in options]  # KeyError: not an option
-        extra = "".join(f", {option} => %s" for option in names)
-        (child,) = self.call(f"SELECT durable_spawn(%s, %s, %s, %s, %s{extra})",
+        extra = "".join(f", {option} => %s::{SPAWN_TYPES[option]}" for option in names)
+        (child,) = self.call(f"SELECT @api.durable_spawn(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                             f"%s::pg_catalog.text, %s::pg_catalog.text, %s::pg_catalog.jsonb{extra})",
                              self.id, self.fence, name, queue,
                              Jsonb(payload if payload is not None else {}),
                              *[Jsonb(v) if o == "metadata" else v for o, v in zip(names, options.values())])
@@ -248,7 +272,8 @@ class Task:
         ends the lease nor starts a step), so inside task.transaction() the
         event commits with the application's writes, or neither does.  To
         wait for an event, use await_event, outside the transaction."""
-        (first,) = self.call("SELECT durable_emit(%s, %s, %s::jsonb)",
+        (first,) = self.call("SELECT @api.durable_emit(%s::pg_catalog.text, %s::pg_catalog.text, "
+                             "%s::pg_catalog.jsonb)",
                              queue or self.worker.queue, event, _json(payload))
         return first
 

@@ -119,8 +119,10 @@ class Worker:
         idle_since = time.monotonic()
         while not self.stopping.is_set():
             rows = execute(conn, "SELECT task_id, fence, attempt, payload, checkpoint,"
-                                 " extract(epoch FROM lease_until - now())::float8"
-                                 " FROM durable_claim(%s, %s, %s::interval, %s)",
+                                 " EXTRACT(epoch FROM (lease_until OPERATOR(pg_catalog.-) pg_catalog.now()))"
+                                 "::pg_catalog.float8"
+                                 " FROM @api.durable_claim(%s::pg_catalog.text, %s::pg_catalog.text, "
+                                 "%s::pg_catalog.interval, %s::pg_catalog.int4)",
                            (self.queue, self.name, self.lease, self.batch)).fetchall()
             if not rows and not self._reconcile(conn):
                 if self.idle_exit is not None and time.monotonic() - idle_since > self.idle_exit:
@@ -180,7 +182,9 @@ class Worker:
         retry_after = getattr(e, "retry_after", None)
         error = {"error": type(getattr(e, "cause", e)).__name__, "message": str(e)}
         try:
-            (action,) = task.call("SELECT durable_fail(%s, %s, %s, %s, %s::interval, %s)",
+            (action,) = task.call("SELECT @api.durable_fail(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                                  "%s::pg_catalog.text, %s::pg_catalog.jsonb, %s::pg_catalog.interval, "
+                                  "%s::pg_catalog.text)",
                                   task.id, task.fence, error_class, Jsonb(error),
                                   None if retry_after is None else timedelta(seconds=retry_after),
                                   getattr(e, "step", None))
@@ -208,7 +212,8 @@ class Worker:
         if self.lookup is None:
             return False
         rows = execute(conn, "SELECT task_id, fence, step, idempotency_key"
-                             " FROM durable_claim_reconcile(%s, %s, %s::interval)",
+                             " FROM @api.durable_claim_reconcile(%s::pg_catalog.text, %s::pg_catalog.text, "
+                             "%s::pg_catalog.interval)",
                        (self.queue, self.name, self.lease)).fetchall()
         for task_id, fence, step, key in rows:
             try:
@@ -220,7 +225,9 @@ class Worker:
             # a succeeded receipt's evidence becomes the step's result: it is
             # what the call would have returned, as on the step's own path
             try:
-                execute(conn, "SELECT durable_record_receipt(%s, %s, %s, %s, NULL, %s)",
+                execute(conn, "SELECT @api.durable_record_receipt(%s::pg_catalog.int8, "
+                              "%s::pg_catalog.int8, %s::pg_catalog.text, %s::pg_catalog.text, "
+                              "NULL::pg_catalog.text, %s::pg_catalog.jsonb)",
                         (task_id, fence, step, "not_executed" if found is None else "succeeded",
                          Jsonb({"lookup": None} if found is None else found)))
             except psycopg.Error as e:
@@ -235,7 +242,8 @@ class Worker:
         """Release every task still held: ready again now, its attempt unused."""
         for task_id, fence in self.heartbeat.holding():
             try:
-                execute(conn, "SELECT durable_release(%s, %s, %s)", (task_id, fence, reason))
+                execute(conn, "SELECT @api.durable_release(%s::pg_catalog.int8, %s::pg_catalog.int8, "
+                              "%s::pg_catalog.text)", (task_id, fence, reason))
                 self.count("released")
                 log.info("gave task %s back (%s)", task_id, reason)
             except psycopg.Error as e:
