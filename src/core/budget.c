@@ -76,6 +76,15 @@ static DurableStatement queue_tokens_lock = {
 	DURABLE_COLUMNS(tokens_columns),
 };
 
+/* the tick's: a queue's row another transaction holds is not waited for */
+static DurableStatement queue_tokens_lock_nowait = {
+	.name = "queue_tokens_lock_nowait",
+	.sql = QUEUE_TOKENS " FOR NO KEY UPDATE NOWAIT",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(tokens_columns),
+};
+
 /* on Citus the queue's row is on every node: read, not locked */
 static DurableStatement queue_tokens_read = {
 	.name = "queue_tokens_read",
@@ -195,11 +204,15 @@ DurableRetryWait(const DurableTask *task, int64 retry_after)
  *		partitions a second, in durable.retry_buckets, so that on Citus a
  *		retry writes its task's node only.  A queue of one partition on one
  *		server keeps its bucket in its row, as it always did.  The queue's
- *		row is locked on one server (an alteration waits), read on Citus.
+ *		row is locked on one server (an alteration waits), read on Citus;
+ *		with nowait (the tick), a row another transaction holds (a
+ *		durable_fail not yet committed) fails with 55P03 instead of being
+ *		waited for.  Every taker locks the queue's row before the bucket's,
+ *		so on one server the bucket is then free too.
  */
 static bool
 take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
-			const int64 *task_ids, TimestampTz *times)
+			const int64 *task_ids, TimestampTz *times, bool nowait)
 {
 	Datum		args[4];
 	bool		isnull;
@@ -211,7 +224,8 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	bool		split;
 
 	args[0] = CStringGetTextDatum(queue);
-	if (DurableExecute(DurableDistributed() ? &queue_tokens_read : &queue_tokens_lock,
+	if (DurableExecute(DurableDistributed() ? &queue_tokens_read :
+					   nowait ? &queue_tokens_lock_nowait : &queue_tokens_lock,
 					   args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
@@ -293,7 +307,7 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 
 	if (!task->retry_limited ||
 		!take_tokens(task->queue, DURABLE_TASK_PARTITION(task->task_id), now, 1,
-					 &task->task_id, &available))
+					 &task->task_id, &available, false))
 		return now;
 	return available;
 }
@@ -413,6 +427,17 @@ take_queue_tokens(void *arg)
 	int		   *positions = palloc(sizeof(int) * q->n);
 	TimestampTz *partition_times = palloc(sizeof(TimestampTz) * q->n);
 
+	/* none owed: a part that was blocked sees whether the row is free now */
+	if (q->n == 0)
+	{
+		Datum		queue = CStringGetTextDatum(q->queue);
+
+		if (!DurableDistributed())
+			(void) DurableExecute(&queue_tokens_lock_nowait, &queue, NULL,
+								  SPI_OK_SELECT, 1);
+		return 0;
+	}
+
 	/* partition by partition, each in the order its retries were scheduled */
 	for (int first = 0; first < q->n; first++)
 	{
@@ -428,7 +453,8 @@ take_queue_tokens(void *arg)
 				positions[m] = i;
 				ids[m++] = q->task_ids[i];
 			}
-		if (!take_tokens(q->queue, partition, q->now, m, ids, partition_times))
+		if (!take_tokens(q->queue, partition, q->now, m, ids, partition_times,
+						 true))
 			return 0;
 		for (int k = 0; k < m; k++)
 			times[positions[k]] = partition_times[k];
@@ -461,20 +487,53 @@ take_queue_tokens(void *arg)
 }
 
 /*
+ * retry_failing_queues
+ *		Run again the queues' parts that were failing when the tick began
+ *		and that owed nothing in it (not among the parts in run), with no
+ *		token to take: one blocked by a transaction that held its row sees
+ *		whether the row is free now, and leaves durable.status if so.
+ */
+static void
+retry_failing_queues(TimestampTz now, List *run)
+{
+	uint64		nfailing;
+	char	  **failing = DurableFailingParts("retry tokens: ", &nfailing);
+
+	for (uint64 i = 0; i < nfailing; i++)
+	{
+		QueueTokens q = {failing[i] + strlen("retry tokens: "), NULL, NULL, 0, now};
+		ListCell   *lc;
+		bool		ran = false;
+
+		foreach(lc, run)
+			ran |= strcmp((const char *) lfirst(lc), failing[i]) == 0;
+		if (!ran)
+			(void) DurableRunPart(failing[i], take_queue_tokens, &q, NULL);
+	}
+}
+
+/*
  * DurableTakeOwedTokens
  *		Take the tokens the retries since DurableBeginRetryTokens owe, each
  *		queue a part of the tick of its own (part.c): a queue whose bucket
- *		cannot be brought up to date (a deficit past the timestamp range)
- *		is skipped and shown, and its retries start at their own delays.
+ *		cannot be brought up to date (a deficit past the timestamp range),
+ *		or whose bucket another transaction holds (a durable_fail not yet
+ *		committed: never waited for), is skipped and shown, and its
+ *		retries start at their own delays; the tick after, it looks again
+ *		whether the row is free, owing or not.
  */
 void
 DurableTakeOwedTokens(TimestampTz now)
 {
 	List	   *owed;
 	ListCell   *lc;
+	List	   *run = NIL;
 
 	if (!owing_tokens())
+	{
+		retry_failing_queues(now, NIL);
 		return;
+	}
 	owed = owed_tokens;
 	owed_tokens = NIL;
 	owed_lxid = InvalidLocalTransactionId;
@@ -506,12 +565,14 @@ DurableTakeOwedTokens(TimestampTz now)
 		}
 		part = psprintf("retry tokens: %s", q.queue);
 		(void) DurableRunPart(part, take_queue_tokens, &q, NULL);
+		run = lappend(run, part);
 		for (int i = 0; i < q.n; i++)
 			q.owed[i]->queue = NULL;
-		pfree(part);
 		pfree(q.owed);
 		pfree(q.task_ids);
 	}
+	retry_failing_queues(now, run);
+	list_free_deep(run);
 	list_free_deep(owed);
 }
 
