@@ -427,17 +427,6 @@ take_queue_tokens(void *arg)
 	int		   *positions = palloc(sizeof(int) * q->n);
 	TimestampTz *partition_times = palloc(sizeof(TimestampTz) * q->n);
 
-	/* none owed: a part that was blocked sees whether the row is free now */
-	if (q->n == 0)
-	{
-		Datum		queue = CStringGetTextDatum(q->queue);
-
-		if (!DurableDistributed())
-			(void) DurableExecute(&queue_tokens_lock_nowait, &queue, NULL,
-								  SPI_OK_SELECT, 1);
-		return 0;
-	}
-
 	/* partition by partition, each in the order its retries were scheduled */
 	for (int first = 0; first < q->n; first++)
 	{
@@ -487,53 +476,23 @@ take_queue_tokens(void *arg)
 }
 
 /*
- * retry_failing_queues
- *		Run again the queues' parts that were failing when the tick began
- *		and that owed nothing in it (not among the parts in run), with no
- *		token to take: one blocked by a transaction that held its row sees
- *		whether the row is free now, and leaves durable.status if so.
- */
-static void
-retry_failing_queues(TimestampTz now, List *run)
-{
-	uint64		nfailing;
-	char	  **failing = DurableFailingParts("retry tokens: ", &nfailing);
-
-	for (uint64 i = 0; i < nfailing; i++)
-	{
-		QueueTokens q = {failing[i] + strlen("retry tokens: "), NULL, NULL, 0, now};
-		ListCell   *lc;
-		bool		ran = false;
-
-		foreach(lc, run)
-			ran |= strcmp((const char *) lfirst(lc), failing[i]) == 0;
-		if (!ran)
-			(void) DurableRunPart(failing[i], take_queue_tokens, &q, NULL);
-	}
-}
-
-/*
  * DurableTakeOwedTokens
  *		Take the tokens the retries since DurableBeginRetryTokens owe, each
  *		queue a part of the tick of its own (part.c): a queue whose bucket
  *		cannot be brought up to date (a deficit past the timestamp range),
  *		or whose bucket another transaction holds (a durable_fail not yet
  *		committed: never waited for), is skipped and shown, and its
- *		retries start at their own delays; the tick after, it looks again
- *		whether the row is free, owing or not.
+ *		retries start at their own delays.  Like any failing part it runs
+ *		again at the next tick whose retries owe it tokens.
  */
 void
 DurableTakeOwedTokens(TimestampTz now)
 {
 	List	   *owed;
 	ListCell   *lc;
-	List	   *run = NIL;
 
 	if (!owing_tokens())
-	{
-		retry_failing_queues(now, NIL);
 		return;
-	}
 	owed = owed_tokens;
 	owed_tokens = NIL;
 	owed_lxid = InvalidLocalTransactionId;
@@ -565,14 +524,12 @@ DurableTakeOwedTokens(TimestampTz now)
 		}
 		part = psprintf("retry tokens: %s", q.queue);
 		(void) DurableRunPart(part, take_queue_tokens, &q, NULL);
-		run = lappend(run, part);
 		for (int i = 0; i < q.n; i++)
 			q.owed[i]->queue = NULL;
+		pfree(part);
 		pfree(q.owed);
 		pfree(q.task_ids);
 	}
-	retry_failing_queues(now, run);
-	list_free_deep(run);
 	list_free_deep(owed);
 }
 
