@@ -342,8 +342,9 @@ DurablePartBlocked(const ErrorData *edata)
  * DurableRunPart
  *		Run fn(arg) as the part of the tick named part, in a subtransaction
  *		of its own, its lock waits bounded (DurableTryPart): a failure is
- *		recorded and logged once (not raised), a success ends a failure.  Returns whether it succeeded, and sets
- *		*done to what fn returned (0 when it failed).
+ *		recorded and logged once (not raised), a success ends a failure.
+ *		Returns whether it succeeded, and sets *done to what fn returned (0
+ *		when it failed).
  */
 bool
 DurableRunPart(const char *part, DurablePartFunction fn, void *arg,

@@ -85,11 +85,11 @@ over_partitions(const int32 *partitions, uint64 npartitions, uint64 first,
 
 		for (uint64 i = 0; i < nround && done < (uint64) batch; i++)
 		{
-			PartitionWork work = {round[i], now,
-			Min(share, batch - (int) done), callback, arg};
+			PartitionWork work = {round[i], now, share, callback, arg};
 			char		part[64];
 			uint64		n;
 
+			work.batch = Min(share, batch - (int) done);
 			snprintf(part, sizeof(part), "partition %d: %s", round[i], what);
 			if (!DurableRunPart(part, fn, &work, &n))
 				continue;
