@@ -76,6 +76,15 @@ static DurableStatement queue_tokens_lock = {
 	DURABLE_COLUMNS(tokens_columns),
 };
 
+/* the tick's: a queue's row another transaction holds is not waited for */
+static DurableStatement queue_tokens_lock_nowait = {
+	.name = "queue_tokens_lock_nowait",
+	.sql = QUEUE_TOKENS " FOR NO KEY UPDATE NOWAIT",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(tokens_columns),
+};
+
 /* on Citus the queue's row is on every node: read, not locked */
 static DurableStatement queue_tokens_read = {
 	.name = "queue_tokens_read",
@@ -195,11 +204,15 @@ DurableRetryWait(const DurableTask *task, int64 retry_after)
  *		partitions a second, in durable.retry_buckets, so that on Citus a
  *		retry writes its task's node only.  A queue of one partition on one
  *		server keeps its bucket in its row, as it always did.  The queue's
- *		row is locked on one server (an alteration waits), read on Citus.
+ *		row is locked on one server (an alteration waits), read on Citus;
+ *		with nowait (the tick), a row another transaction holds (a
+ *		durable_fail not yet committed) fails with 55P03 instead of being
+ *		waited for.  Every taker locks the queue's row before the bucket's,
+ *		so on one server the bucket is then free too.
  */
 static bool
 take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
-			const int64 *task_ids, TimestampTz *times)
+			const int64 *task_ids, TimestampTz *times, bool nowait)
 {
 	Datum		args[4];
 	bool		isnull;
@@ -211,7 +224,8 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	bool		split;
 
 	args[0] = CStringGetTextDatum(queue);
-	if (DurableExecute(DurableDistributed() ? &queue_tokens_read : &queue_tokens_lock,
+	if (DurableExecute(DurableDistributed() ? &queue_tokens_read :
+					   nowait ? &queue_tokens_lock_nowait : &queue_tokens_lock,
 					   args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
@@ -293,7 +307,7 @@ DurableTakeRetryToken(const DurableTask *task, TimestampTz now)
 
 	if (!task->retry_limited ||
 		!take_tokens(task->queue, DURABLE_TASK_PARTITION(task->task_id), now, 1,
-					 &task->task_id, &available))
+					 &task->task_id, &available, false))
 		return now;
 	return available;
 }
@@ -428,7 +442,8 @@ take_queue_tokens(void *arg)
 				positions[m] = i;
 				ids[m++] = q->task_ids[i];
 			}
-		if (!take_tokens(q->queue, partition, q->now, m, ids, partition_times))
+		if (!take_tokens(q->queue, partition, q->now, m, ids, partition_times,
+						 true))
 			return 0;
 		for (int k = 0; k < m; k++)
 			times[positions[k]] = partition_times[k];
@@ -464,8 +479,11 @@ take_queue_tokens(void *arg)
  * DurableTakeOwedTokens
  *		Take the tokens the retries since DurableBeginRetryTokens owe, each
  *		queue a part of the tick of its own (part.c): a queue whose bucket
- *		cannot be brought up to date (a deficit past the timestamp range)
- *		is skipped and shown, and its retries start at their own delays.
+ *		cannot be brought up to date (a deficit past the timestamp range),
+ *		or whose bucket another transaction holds (a durable_fail not yet
+ *		committed: never waited for), is skipped and shown, and its
+ *		retries start at their own delays.  Like any failing part it runs
+ *		again at the next tick whose retries owe it tokens.
  */
 void
 DurableTakeOwedTokens(TimestampTz now)

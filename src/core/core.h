@@ -443,6 +443,9 @@ extern void DurablePartSucceeded(const char *part);
 extern bool DurablePartForget(const char *part);
 extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
 					   ErrorData **error);
+extern bool DurableTryPart(DurablePartFunction fn, void *arg, uint64 *done,
+						   ErrorData **error);
+extern bool DurablePartBlocked(const ErrorData *edata);
 extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
 						   uint64 *done);
 extern bool DurableNodeUnreachable(const ErrorData *edata);

@@ -20,6 +20,17 @@
  * (DurablePartsBegin), so that a part that succeeds costs nothing more
  * unless it was failing.
  *
+ * No part waits on a lock another session can hold for as long as it
+ * likes: a task's row, a queue's retry tokens after a durable_fail, an
+ * idempotency key an open transaction inserted.  Rows are taken SKIP
+ * LOCKED or NOWAIT where a statement can say so; every other wait of a
+ * part (a key's uncommitted duplicate in INSERT ... ON CONFLICT, a row a
+ * statement updates) is bounded by DURABLE_PART_LOCK_TIMEOUT, set for the
+ * part alone whatever the session's or the reconciler's lock_timeout.  A
+ * part blocked so fails with 55P03 like any failing part: said once,
+ * shown in durable.status as blocked by a lock, run again next tick; the
+ * tick and the lease recovery of every other partition go on and commit.
+ *
  * A subtransaction that writes takes a transaction id of its own, and a
  * backend keeps at most PGPROC_MAX_CACHED_SUBXIDS of them in shared memory
  * before every snapshot on the server has to look further: parts are
@@ -35,8 +46,15 @@
 #include "nodes/pg_list.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+
+/*
+ * The longest a part waits for a lock: as long as maintain_history waits
+ * for its tables, enough for a commit under way to finish.
+ */
+#define DURABLE_PART_LOCK_TIMEOUT "100ms"
 
 /* the parts failing in this transaction's tick (names in TopTransactionContext) */
 static List *failing_parts = NIL;
@@ -171,9 +189,13 @@ DurablePartFailed(const char *part, const ErrorData *edata)
 {
 	/* unpack_sql_state's buffer is the next report's too: copy it */
 	char	   *sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
+	char	   *message = edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE
+		? psprintf("blocked by a lock another transaction holds (%s)", edata->message)
+		: pstrdup(edata->message);
 
-	DurablePartFailedWith(part, sqlstate, edata->message,
+	DurablePartFailedWith(part, sqlstate, message,
 						  DurableNodeUnreachable(edata));
+	pfree(message);
 	pfree(sqlstate);
 }
 
@@ -265,12 +287,64 @@ DurableTry(DurablePartFunction fn, void *arg, uint64 *done, ErrorData **error)
 	return failure == NULL;
 }
 
+/* a part's function, run with its lock waits bounded */
+typedef struct BoundedPart
+{
+	DurablePartFunction fn;
+	void	   *arg;
+} BoundedPart;
+
+static uint64
+run_bounded(void *arg)
+{
+	BoundedPart *part = (BoundedPart *) arg;
+	int			nest = NewGUCNestLevel();
+	uint64		result;
+
+	/* over the reconciler's pinned lock_timeout, and any session's */
+	(void) set_config_option("lock_timeout", DURABLE_PART_LOCK_TIMEOUT,
+							 PGC_USERSET, PGC_S_OVERRIDE, GUC_ACTION_SAVE,
+							 true, 0, false);
+	result = part->fn(part->arg);
+	/* restored here when fn succeeds; its subtransaction's abort does if not */
+	AtEOXact_GUC(true, nest);
+	return result;
+}
+
+/*
+ * DurableTryPart
+ *		DurableTry for a part of the tick: every lock wait of fn(arg) is
+ *		bounded by DURABLE_PART_LOCK_TIMEOUT, and one that lasts longer
+ *		fails it with 55P03.
+ */
+bool
+DurableTryPart(DurablePartFunction fn, void *arg, uint64 *done,
+			   ErrorData **error)
+{
+	BoundedPart part = {fn, arg};
+
+	return DurableTry(run_bounded, &part, done, error);
+}
+
+/*
+ * DurablePartBlocked
+ *		Whether a part failed because another transaction held a lock it
+ *		needed: nothing is wrong with what it works on, and it runs again
+ *		as it was next tick.
+ */
+bool
+DurablePartBlocked(const ErrorData *edata)
+{
+	return edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
 /*
  * DurableRunPart
  *		Run fn(arg) as the part of the tick named part, in a subtransaction
- *		of its own: a failure is recorded and logged once (not raised), a
- *		success ends a failure.  Returns whether it succeeded, and sets
- *		*done to what fn returned (0 when it failed).
+ *		of its own, its lock waits bounded (DurableTryPart): a failure is
+ *		recorded and logged once (not raised), a success ends a failure.
+ *		Returns whether it succeeded, and sets *done to what fn returned (0
+ *		when it failed).
  */
 bool
 DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
@@ -278,7 +352,7 @@ DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
 {
 	ErrorData  *edata;
 
-	if (!DurableTry(fn, arg, done, &edata))
+	if (!DurableTryPart(fn, arg, done, &edata))
 	{
 		DurablePartFailed(part, edata);
 		FreeErrorData(edata);

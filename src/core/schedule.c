@@ -305,7 +305,10 @@ run_schedule(void *arg)
  *		lowered size limit, its queue paused for drop ...) is skipped: run
  *		again with it skipped, the schedule's occurrences before it are
  *		enqueued, its next run moves past it, and its last_error and
- *		durable.status say why.  Reports each task enqueued as 'scheduled'.
+ *		durable.status say why.  One blocked by a lock another transaction
+ *		holds (its occurrence's key inserted and not yet committed, its
+ *		schedule's row) is not skipped: the schedule stays due, is shown
+ *		in durable.status and runs again next tick.  Reports each task enqueued as 'scheduled'.
  *		Returns how many.
  */
 uint64
@@ -346,16 +349,23 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 		ErrorData  *again;
 		uint64		done;
 
-		if (DurableTry(run_schedule, &due[r], &done, &failure))
+		if (DurableTryPart(run_schedule, &due[r], &done, &failure))
 		{
 			DurablePartSucceeded(part);
 			enqueued += done;
 			continue;
 		}
+		if (DurablePartBlocked(failure))
+		{
+			/* its key or row held by an open transaction: again next tick */
+			DurablePartFailed(part, failure);
+			FreeErrorData(failure);
+			continue;
+		}
 		due[r].skip = due[r].attempting != 0 ? due[r].attempting : due[r].next_run;
 		due[r].error = psprintf("%s (SQLSTATE %s)", failure->message,
 								unpack_sql_state(failure->sqlerrcode));
-		if (DurableTry(run_schedule, &due[r], &done, &again))
+		if (DurableTryPart(run_schedule, &due[r], &done, &again))
 		{
 			enqueued += done;
 			DurablePartFailed(part, failure);

@@ -57,25 +57,49 @@ alarm_partition(void *arg)
 /*
  * over_partitions
  *		Run fn over the partitions, each its own part named after what,
- *		until batch rows are done.  Returns how many were.
+ *		until batch rows are done, the batch shared fairly: in each round
+ *		every partition still in it gets an equal share of what is left
+ *		(at least one row), and only those that used their whole share go
+ *		on to the next round.  So one queue's backlog of expired leases
+ *		takes what the others leave, and never delays another's lease by
+ *		a tick.  The partitions are served from the first-th on, which
+ *		moves on each tick: when there are more partitions than rows, each
+ *		has its turn.  Returns how many were done.
  */
 static uint64
-over_partitions(const int32 *partitions, uint64 npartitions, const char *what,
-				DurablePartFunction fn, TimestampTz now, int batch,
-				DurableSettledCallback callback, void *arg)
+over_partitions(const int32 *partitions, uint64 npartitions, uint64 first,
+				const char *what, DurablePartFunction fn, TimestampTz now,
+				int batch, DurableSettledCallback callback, void *arg)
 {
 	uint64		done = 0;
+	uint64		nround = npartitions;
+	int32	   *round = palloc(sizeof(int32) * Max(npartitions, 1));
 
-	for (uint64 i = 0; i < npartitions && done < (uint64) batch; i++)
+	for (uint64 i = 0; i < npartitions; i++)
+		round[i] = partitions[(i + first) % npartitions];
+	while (nround > 0 && done < (uint64) batch)
 	{
-		PartitionWork work = {partitions[i], now, batch - (int) done, callback, arg};
-		char		part[64];
-		uint64		n;
+		uint64		left = (uint64) batch - done;
+		int			share = (int) Max(left / nround, 1);
+		uint64		next = 0;
 
-		snprintf(part, sizeof(part), "partition %d: %s", partitions[i], what);
-		if (DurableRunPart(part, fn, &work, &n))
+		for (uint64 i = 0; i < nround && done < (uint64) batch; i++)
+		{
+			PartitionWork work = {round[i], now, share, callback, arg};
+			char		part[64];
+			uint64		n;
+
+			work.batch = Min(share, batch - (int) done);
+			snprintf(part, sizeof(part), "partition %d: %s", round[i], what);
+			if (!DurableRunPart(part, fn, &work, &n))
+				continue;
 			done += n;
+			if (n >= (uint64) work.batch)
+				round[next++] = round[i];	/* it may have more */
+		}
+		nround = next;
 	}
+	pfree(round);
 	return done;
 }
 
@@ -247,6 +271,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		removed;
 	uint64		reviewed;
 	uint64		scheduled = 0;
+	static uint64 ticks = 0;
 
 	DurablePartsBegin(now);
 	partitions = partitions_in_use(&npartitions);
@@ -257,10 +282,11 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	 * queues' buckets are locked from then to the commit only (budget.c).
 	 */
 	DurableBeginRetryTokens();
-	settled = over_partitions(partitions, npartitions, "expired leases",
+	settled = over_partitions(partitions, npartitions, ticks, "expired leases",
 							  settle_partition, now, batch, callback, arg);
-	alarms = over_partitions(partitions, npartitions, "stuck alarms",
+	alarms = over_partitions(partitions, npartitions, ticks, "stuck alarms",
 							 alarm_partition, now, batch, callback, arg);
+	ticks++;
 	reviewed = DurableReviewUnrunnable(now, batch, callback, arg);
 	removed = DurableApplyRetention(now, batch, callback, arg);
 	/* on Citus, the coordinator enqueues what the schedules owe */

@@ -23,6 +23,17 @@
 # review for versions no worker runs is judged against the claims the model
 # knows durable.workers_seen recorded (at most once a second a backend).
 #
+# Locks another transaction holds (issue 37): a holder, a tenant of its
+# own queue (qh, which the model does not follow), opens a transaction that
+# holds one of durable's locks -- qh's retry tokens after a durable_fail,
+# the key of the next occurrence of qh's schedule, a task's row, qh's
+# settings -- and keeps it open over the operations that follow, until a
+# later draw rolls it back.  Right after taking it, durable_reconcile()
+# must return (the tick never waits on such a lock) and every expired
+# lease of the model's queues that no transaction holds must be settled;
+# and a durable_reconcile() that waits for the statement timeout is a
+# violation, as a claim's is.
+#
 # Seeded: each sequence has a seed; a failure prints it and the shortest
 # sequence found that still shows the failure (prefixes and operations
 # dropped while it still fails the same way).  Environment:
@@ -120,6 +131,8 @@ sub connect_db
 }
 
 my @S;       # worker sessions
+my %HOLD;    # the holder's connection, and what its open transaction holds
+my $TICK;    # the connection that runs the tick while the holder holds
 my $OBS;     # the observer's connection
 my $M;       # the model
 my $PREV_OBS;    # when the last observation that read the tasks began
@@ -132,6 +145,8 @@ my %kinds_run;
 sub reconnect_all
 {
 	$OBS = connect_db();
+	%HOLD = ();
+	$TICK = undef;
 	for my $s (@S)
 	{
 		$s->{dbh} = connect_db();
@@ -214,6 +229,7 @@ my $RECORD_INTERVAL = 1;
 
 sub reset_state
 {
+	hold_release();
 	for my $s (@S)
 	{
 		if ($s->{txn}) { $s->{dbh}->rollback; $s->{txn} = undef }
@@ -260,6 +276,109 @@ sub reset_state
 	$PREV_OBS = time;
 	$OBS->do("SELECT durable_grant_queue('q2', 'model_app', 'all')") or die 'grant: ' . $OBS->errstr
 	  if $GRANTS;
+	# the holder's queue, with a retry budget and a schedule of its own
+	$OBS->do("SELECT durable_create_queue('qh', lease => '1 second', max_attempts => 1000000,
+	          retry_base => 1, retry_cap => 1, retry_capacity => 1, retry_refill_rate => 1)")
+	  or die 'create queue qh: ' . $OBS->errstr;
+	$OBS->do("SELECT durable_schedule('qh-minutely', '* * * * *', 'qh', '{}')")
+	  or die 'schedule: ' . $OBS->errstr;
+}
+
+#
+# The holder: a transaction of another tenant that holds one of durable's
+# locks, and the tick that must not wait for it.
+#
+sub hold_release
+{
+	return unless $HOLD{open};
+	local $SIG{__WARN__} = sub { };
+	$HOLD{dbh}->rollback if $HOLD{dbh};
+	my $held = $HOLD{open};
+	$HOLD{open} = undef;
+	return $held;
+}
+
+my @HOLDS = ('qh retry tokens after durable_fail', 'the key of qh-minutely\'s occurrence',
+	'a task row of qh', 'qh\'s row (durable_alter_queue)');
+
+sub hold_op
+{
+	my ($op) = @_;
+	my @r = @{ $op->{r} };
+	if ($HOLD{open})
+	{
+		my $held = hold_release();
+		my $desc = "holder ROLLBACK (it held $held)";
+		observe($desc);
+		return $desc;
+	}
+	$HOLD{dbh} = connect_db() unless $HOLD{dbh} && $HOLD{dbh}->ping;
+	$TICK = connect_db() unless $TICK && $TICK->ping;
+	my $h = $HOLD{dbh};
+	my $what = pick(\@HOLDS, $r[0]);
+	# a lease of qh that expires (committed): the tick settles it, and its
+	# retry owes qh's token
+	$h->do(q{SELECT durable_enqueue('qh', '{}')});
+	$h->do(q{SELECT count(*) FROM durable_claim('qh', 'crashed', lease => '1 millisecond')});
+	$OBS->do(q{UPDATE durable.schedules SET next_run = now() - interval '1 second'
+	           WHERE schedule_name = 'qh-minutely'}) if $what =~ /key/;
+	sleep 0.01;
+	my @stmts = $what =~ /tokens/ ? (q{SELECT durable_enqueue('qh', '{}')},
+		q{SELECT durable_fail(c.task_id, c.fence, 'transient') FROM durable_claim('qh', 'holder', lease => '1 hour') c})
+	  : $what =~ /key/ ? (q{SELECT durable_enqueue('qh', '{}', idempotency_key => 'schedule:qh-minutely:'
+		  || extract(epoch FROM date_trunc('minute', now()))::bigint)})
+	  : $what =~ /task row/ ? (q{SELECT durable_enqueue('qh', '{}')}, q{SELECT durable_heartbeat(c.task_id, c.fence)
+		  FROM durable_claim('qh', 'holder', lease => '1 hour') c})
+	  : (q{SELECT durable_alter_queue('qh', retry_refill_rate => 1)});
+	$h->begin_work;
+	my $ok = 1;
+	$ok &&= $h->do('SET LOCAL ROLE model_app') if $GRANTS && $what !~ /alter_queue/;
+	$ok &&= $h->do($_) for @stmts;
+	my $desc = "holder BEGIN, holds $what";
+	if (!$ok)
+	{
+		# e.g. the key taken already this minute: it holds nothing
+		$desc .= ' -> ' . ($h->state // '') . ' (holds nothing)';
+		$h->rollback;
+		observe($desc);
+		return $desc;
+	}
+	$HOLD{open} = $what;
+	# the tick must not wait, and must settle the other queues' expired
+	# leases that nobody holds
+	my $res = run_sql($TICK, q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS us,
+		count(c.task_id) AS n FROM (SELECT 1) x LEFT JOIN LATERAL durable_reconcile() c ON true GROUP BY 1});
+	if ($res->{err})
+	{
+		violation('hold', 'the tick waited for a lock another transaction holds',
+			"$desc; durable_reconcile() -> $res->{err} $res->{msg}") if $res->{err} eq '57014';
+		$TICK = connect_db() unless $TICK->ping;
+		$desc .= "; durable_reconcile() -> $res->{err}";
+		observe($desc);
+		return $desc;
+	}
+	$desc .= "; durable_reconcile() settled $res->{rows}[0]{n}";
+	$stats{holds}++;
+	# what the tick skipped for it, shown in durable.status
+	my ($blocked) = $OBS->selectrow_array(q{SELECT string_agg(part, ', ' ORDER BY part)
+		FROM durable.tick_failures WHERE sqlstate = '55P03'
+		AND last_failed_at >= 'epoch'::timestamptz + ?::float8 * interval '1 microsecond'},
+		undef, $res->{rows}[0]{us});
+	if ($blocked) { $stats{holds_blocking}++; $desc .= " (blocked: $blocked)" }
+	$OBS->begin_work;
+	my $left = $OBS->selectcol_arrayref(q{SELECT task_id FROM durable.live_tasks
+		WHERE queue_name <> 'qh' AND state = 'running'
+		AND lease_until < 'epoch'::timestamptz + ?::float8 * interval '1 microsecond'
+		FOR NO KEY UPDATE SKIP LOCKED}, undef, $res->{rows}[0]{us});
+	$OBS->rollback;
+	$OBS = connect_db() unless $OBS->ping;
+	my $busy = busy_tasks();
+	my @left = grep { !$busy->{$_} } @{ $left // [] };
+	violation('hold', 'an expired lease of another queue stayed unsettled',
+		"$desc; still running with an expired lease that no transaction holds: "
+		  . join(', ', map { T($_) } @left)) if @left;
+	observe($desc);
+	return $desc;
 }
 
 #
@@ -446,7 +565,7 @@ sub review_complaint
 sub read_tasks
 {
 	my ($dbh, $tid) = @_;
-	my $where = defined $tid ? "WHERE t.task_id = $tid" : '';
+	my $where = "WHERE t.queue_name <> 'qh'" . (defined $tid ? " AND t.task_id = $tid" : '');
 	# one statement, one snapshot: tasks and steps as one commit left them
 	my $r = run_sql($dbh, qq{
 		SELECT extract(epoch FROM now())::float8 AS now, t.task_id, t.state::text, t.fence, t.attempt,
@@ -735,7 +854,7 @@ my @KINDS = (
 	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ],
 	[ settings => 1.5 ], [ alter_queue => 0.7 ], [ reconciler_settings => 0.3 ],
 	[ database_settings => 0.2 ], [ deploy => 2 ], [ migrate => 2 ], [ migrate_queue => 1 ],
-	[ quarantine => 1.5 ]);
+	[ quarantine => 1.5 ], [ hold => 1.5 ]);
 
 # Settings a session, a role or a database owner may choose, none of which
 # may change what durable computes (DESIGN section 7).  extra_float_digits
@@ -831,6 +950,11 @@ sub execute
 	my $kind = $op->{kind};
 	my $tx = $s->{txn};
 	delete $op->{_seen};
+	if ($kind eq 'hold')
+	{
+		$op->{_kind} = $HOLD{open} ? 'hold_release' : 'hold';
+		return hold_op($op);
+	}
 
 	# a session inside a transaction: its task's operations, or the end
 	my %in_txn = map { $_ => 1 } qw(heartbeat step_plan step_start step_commit step_unknown
@@ -1465,8 +1589,11 @@ sub execute
 	}
 	elsif ($kind eq 'reconcile')
 	{
-		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.action
-		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_reconcile(?) c ON true';
+		# qh's tasks and its schedule's occurrences are not the model's
+		$sql = q{SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.action
+		        FROM (SELECT 1) x LEFT JOIN LATERAL (SELECT * FROM durable_reconcile(?) r
+		         WHERE r.action <> 'scheduled' AND NOT EXISTS (SELECT FROM durable.tasks h
+		          WHERE h.task_id = r.task_id AND h.queue_name = 'qh')) c ON true};
 		my $batch = 1 + $r[0] % 20;
 		@binds = ($batch);
 		$desc = "$sid durable_reconcile($batch)";
@@ -2481,6 +2608,11 @@ sub execute
 		{
 			violation($kind, 'a claim waited', "$desc waited for more than 3 s (statement timeout)");
 		}
+		if ($res->{err} eq '57014' && $kind eq 'reconcile')
+		{
+			violation($kind, 'the tick waited', "$desc waited for more than 3 s (statement timeout)"
+				  . ($HOLD{open} ? " while the holder holds $HOLD{open}" : ''));
+		}
 		if ($tx) { $s->{dbh}->rollback; $s->{txn} = undef }
 		session_lost($s) unless $s->{dbh}->ping;
 		$desc .= " -> $res->{err} (driver)";
@@ -2736,13 +2868,15 @@ diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f 
 	  . "  server restarts %d, statement timeouts %d, look-ups handed nothing while some waited %d\n"
 	  . "  versions: claims naming them %d (tasks pinned by a claim %d), deploys %d, reviews for versions no worker runs %d,\n"
 	  . "  migrations %d (in doubt: refused or left %d), quarantines %d (refused in doubt %d), quarantined tasks replayed %d\n"
+	  . "  locks held by another tenant %d (a part of the tick blocked by them %d)\n"
 	  . "  kinds: %s",
 	$stats{sequences}, $stats{ops}, $stats{skipped}, $elapsed, $SEED, $SEED + $seq - 1,
 	$stats{claims}, $stats{handed_out}, $stats{empty_claims_with_work}, $stats{decisions},
 	$stats{implicit}, $stats{stale_rejected}, $stats{kills}, $stats{crashes}, $stats{restarts},
 	$stats{timeouts}, $stats{empty_lookups_with_work} // 0,
 	map({ $stats{$_} // 0 } qw(claims_with_versions pinned_by_claim deploys version_reviews migrations
-		migrations_refused_in_doubt quarantines quarantines_refused_in_doubt replayed_quarantined)),
+		migrations_refused_in_doubt quarantines quarantines_refused_in_doubt replayed_quarantined
+		holds holds_blocking)),
 	join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
 
 ok($stats{ops} > 0, 'operations ran');
@@ -2753,6 +2887,9 @@ for my $sig (sort keys %found)
 }
 ok(!%found, 'every answer and every state was one the contract allows') if !%found;
 $_->{dbh}->disconnect for @S;
+hold_release();
+$HOLD{dbh}->disconnect if $HOLD{dbh};
+$TICK->disconnect if $TICK;
 $OBS->disconnect;
 $node->stop;
 done_testing();
