@@ -93,7 +93,6 @@ my $RESOLVE_STEP = $node->safe_psql('postgres', q{
 my $MSG_QUEUE = $node->safe_psql('postgres', q{
 	SELECT count(*) FROM pg_proc WHERE proname = 'durable_outbox_emit'
 	   AND 'queue' = ANY (proargnames)}) > 0;
-$node->safe_psql('postgres', "SELECT durable_create_queue('model_messages')") if $MSG_QUEUE;
 my $MQ = $MSG_QUEUE ? "'model_messages', " : '';
 my $MQN = $MSG_QUEUE ? "queue => 'model_messages', " : '';
 my $GRANTS = $node->safe_psql('postgres',
@@ -261,6 +260,9 @@ sub reset_state
 		($M->{queues}{$name}{partition_base}) = $OBS->selectrow_array(
 			'SELECT partition_base FROM durable.queues WHERE queue_name = ?', undef, $name);
 	}
+	# the queue of the outbox, inbox and request keys, outside the model's queues
+	$OBS->do("SELECT durable_create_queue('model_messages')") or die 'create queue: ' . $OBS->errstr
+	  if $MSG_QUEUE;
 	$M->{deployed} = { workflow => [qw(1 2)], model => ['m-1'] };
 	# the backends remember the claims they recorded in the last sequence,
 	# whose rows are gone now, and skip recording the same for a second
