@@ -8,3 +8,187 @@
 -- can do no longer stops recovery, leaks across applications or runs as
 -- someone else.
 --
+
+--
+-- Outbox messages, inbox entries and request keys belong to a queue, as
+-- events do since 0.5.0: their names are the queue's, unique within it, and
+-- a restricted queue's grants say who may use them (docs/security.md).
+-- Each name in use becomes a queue of its own name (created unrestricted,
+-- with durable_create_queue's defaults, where it does not exist), so that
+-- an application that passes its old topic, consumer or scope as the queue
+-- finds every row where it left it: unpublished messages, the message ids
+-- it has seen, its keys with their fences and responses.
+--
+INSERT INTO durable.queues (queue_name, partition_base, partitions, lease,
+                            max_attempts, retry_base, retry_cap, retry_refill_rate,
+                            retry_tokens, retry_tokens_at, notify, created_at)
+SELECT n.name,
+       ((pg_catalog.get_byte(h.digest, 0) OPERATOR(pg_catalog.<<) 8)
+        OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 1))
+       OPERATOR(pg_catalog.%) 32768,
+       1, '30 seconds', 3, 2, 60, 10, 0, pg_catalog.now(), false, pg_catalog.now()
+FROM (SELECT topic FROM durable.outbox
+      UNION SELECT consumer FROM durable.inbox
+      UNION SELECT scope FROM durable.idempotency_keys) n(name),
+LATERAL (SELECT pg_catalog.sha256(pg_catalog.convert_to(n.name, pg_catalog.getdatabaseencoding()))
+         AS digest) h
+ON CONFLICT (queue_name) DO NOTHING;
+
+-- a message keeps its partition: its id carries it, and an id a consumer
+-- has seen must stay the message's
+ALTER TABLE durable.outbox ADD COLUMN queue_name text COLLATE "C";
+UPDATE durable.outbox SET queue_name = topic;
+ALTER TABLE durable.outbox ALTER COLUMN queue_name SET NOT NULL;
+DROP INDEX durable.outbox_unpublished;
+CREATE INDEX outbox_unpublished ON durable.outbox (queue_name, message_id) WHERE published_at IS NULL;
+COMMENT ON COLUMN durable.outbox.queue_name IS 'the queue the message was emitted into; only its publishers claim and acknowledge it';
+COMMENT ON TABLE durable.outbox IS 'messages emitted into a queue in business transactions, published at least once by the queue''s fenced publishers';
+
+-- inbox entries and request keys move into their queue's partitions, to
+-- the one a hash of their two names picks (as an event's name does); the
+-- helper computes it as the library does (DurableQueuePairPartition) and
+-- goes at the end of the update
+CREATE FUNCTION durable.pair_partition(base int, partitions int, a text, b text)
+RETURNS int
+LANGUAGE sql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT ((base OPERATOR(pg_catalog.+)
+         (((pg_catalog.get_byte(h.digest, 0)::bigint OPERATOR(pg_catalog.<<) 24)
+           OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 1)::bigint OPERATOR(pg_catalog.<<) 16)
+           OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 2)::bigint OPERATOR(pg_catalog.<<) 8)
+           OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 3)::bigint)
+          OPERATOR(pg_catalog.%) partitions))
+        OPERATOR(pg_catalog.%) 32768)::int
+FROM (SELECT pg_catalog.sha256(pg_catalog.convert_to(
+          pg_catalog.octet_length(a) OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) a
+          OPERATOR(pg_catalog.||) pg_catalog.octet_length(b) OPERATOR(pg_catalog.||) ':'
+          OPERATOR(pg_catalog.||) b,
+          pg_catalog.getdatabaseencoding())) AS digest) h
+$$;
+ALTER TABLE durable.inbox ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.inbox DROP CONSTRAINT inbox_pkey;
+INSERT INTO durable.inbox (partition_key, queue_name, consumer, message_id, payload_hash, received_at)
+SELECT durable.pair_partition(q.partition_base, q.partitions, i.consumer, i.message_id),
+       q.queue_name, i.consumer, i.message_id, i.payload_hash, i.received_at
+FROM durable.inbox i
+JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) i.consumer
+WHERE i.queue_name IS NULL;
+DELETE FROM durable.inbox WHERE queue_name IS NULL;
+ALTER TABLE durable.inbox ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.inbox ADD PRIMARY KEY (partition_key, queue_name, consumer, message_id);
+COMMENT ON COLUMN durable.inbox.queue_name IS 'the queue of the consumer; partition_key is one of the queue''s partitions';
+COMMENT ON TABLE durable.inbox IS 'messages a consumer of a queue has received, for deduplication; the partition is the queue''s that a hash of consumer and message id picks';
+
+ALTER TABLE durable.idempotency_keys ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
+INSERT INTO durable.idempotency_keys (partition_key, queue_name, scope, key, request_hash, completed,
+                                      created_at, locked_until, expires_at, recovery_point,
+                                      response, fence)
+SELECT durable.pair_partition(q.partition_base, q.partitions, k.scope, k.key),
+       q.queue_name, k.scope, k.key, k.request_hash, k.completed, k.created_at, k.locked_until,
+       k.expires_at, k.recovery_point, k.response, k.fence
+FROM durable.idempotency_keys k
+JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) k.scope
+WHERE k.queue_name IS NULL;
+DELETE FROM durable.idempotency_keys WHERE queue_name IS NULL;
+ALTER TABLE durable.idempotency_keys ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.idempotency_keys ADD PRIMARY KEY (partition_key, queue_name, scope, key);
+COMMENT ON COLUMN durable.idempotency_keys.queue_name IS 'the queue of the key''s scope; partition_key is one of the queue''s partitions';
+COMMENT ON TABLE durable.idempotency_keys IS 'request-level idempotency keys of a queue (begin/advance/finish), bound to the hash of their request until they expire';
+DROP FUNCTION durable.pair_partition(int, int, text, text);
+
+-- the forms without a queue go: the library refuses them until now
+DROP FUNCTION @extschema@.durable_outbox_emit(text, jsonb, text);
+DROP FUNCTION @extschema@.durable_outbox_claim(text, int, interval);
+DROP FUNCTION @extschema@.durable_outbox_ack(bigint[], bigint);
+DROP FUNCTION @extschema@.durable_inbox_receive(text, text, jsonb);
+DROP FUNCTION @extschema@.durable_idempotent_begin(text, text, jsonb, interval);
+DROP FUNCTION @extschema@.durable_idempotent_advance(text, text, bigint, text, interval);
+DROP FUNCTION @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval);
+
+CREATE FUNCTION @extschema@.durable_outbox_emit(queue text, topic text, payload jsonb,
+                                                key text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_outbox_emit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_emit(text, text, jsonb, text) IS
+  'emit a message into a queue in the caller''s transaction; NOTIFY durable_outbox ''<queue>'' at commit; needs the queue''s enqueue grant where it is restricted';
+
+CREATE FUNCTION @extschema@.durable_outbox_claim(queue text, publisher text, batch int DEFAULT 100,
+                                                 lease interval DEFAULT '30 seconds')
+RETURNS TABLE (message_id bigint, fence bigint, topic text, key text, payload jsonb, attempt int)
+AS 'MODULE_PATHNAME', 'durable_outbox_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_claim(text, text, int, interval) IS
+  'lease a batch of a queue''s unpublished messages under one new fence; needs the queue''s work grant where it is restricted';
+
+CREATE FUNCTION @extschema@.durable_outbox_ack(queue text, message_ids bigint[], fence bigint)
+RETURNS int
+AS 'MODULE_PATHNAME', 'durable_outbox_ack'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_outbox_ack(text, bigint[], bigint) IS
+  'mark messages of a queue published while they are still held under the fence; needs the queue''s work grant where it is restricted';
+
+CREATE FUNCTION @extschema@.durable_inbox_receive(queue text, consumer text, message_id text,
+                                                  payload jsonb DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'durable_inbox_receive'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_inbox_receive(text, text, text, jsonb) IS
+  'true the first time a consumer of a queue receives a message, false for a duplicate; 55U03 for the same id with another payload; needs the queue''s work grant where it is restricted';
+
+CREATE FUNCTION @extschema@.durable_idempotent_begin(queue text, scope text, key text, request jsonb,
+                                                     lock interval DEFAULT '1 minute')
+RETURNS TABLE (status text, recovery_point text, fence bigint, response jsonb)
+AS 'MODULE_PATHNAME', 'durable_idempotent_begin'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+ROWS 1;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_begin(text, text, text, jsonb, interval) IS
+  'begin a request under an idempotency key of a queue: started (with the fence that owns it), in_progress or completed (with the stored response); needs the queue''s enqueue grant where it is restricted';
+
+CREATE FUNCTION @extschema@.durable_idempotent_advance(queue text, scope text, key text, fence bigint,
+                                                       recovery_point text,
+                                                       lock interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_advance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_advance(text, text, text, bigint, text, interval) IS
+  'record the recovery point a request of a queue has reached, under the fence that owns it';
+
+CREATE FUNCTION @extschema@.durable_idempotent_finish(queue text, scope text, key text, fence bigint,
+                                                      response jsonb,
+                                                      retention interval DEFAULT '24 hours')
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_idempotent_finish'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_idempotent_finish(text, text, text, bigint, jsonb, interval) IS
+  'store the response of a request of a queue under the fence that owns it; later begins get it back until the retention has passed';
+
+REVOKE EXECUTE ON FUNCTION
+    @extschema@.durable_outbox_emit(text, text, jsonb, text),
+    @extschema@.durable_outbox_claim(text, text, int, interval),
+    @extschema@.durable_outbox_ack(text, bigint[], bigint),
+    @extschema@.durable_inbox_receive(text, text, text, jsonb),
+    @extschema@.durable_idempotent_begin(text, text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, text, bigint, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, text, bigint, jsonb, interval)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_outbox_emit(text, text, jsonb, text),
+    @extschema@.durable_idempotent_begin(text, text, text, jsonb, interval),
+    @extschema@.durable_idempotent_advance(text, text, text, bigint, text, interval),
+    @extschema@.durable_idempotent_finish(text, text, text, bigint, jsonb, interval)
+TO durable_producer, durable_worker;
+GRANT EXECUTE ON FUNCTION
+    @extschema@.durable_outbox_claim(text, text, int, interval),
+    @extschema@.durable_outbox_ack(text, bigint[], bigint),
+    @extschema@.durable_inbox_receive(text, text, text, jsonb)
+TO durable_worker;

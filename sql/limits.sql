@@ -19,9 +19,9 @@ SELECT durable_step_unknown(:t, :f, 's', :v) AS v \gset
 SELECT durable_record_receipt(:t, :f, 's', 'succeeded', effect_id => :'big');
 SELECT durable_commit_batch(ARRAY[:t], ARRAY[:f], ARRAY[jsonb_build_object('r', :'big')]);
 SELECT durable_cancel(:t, :'big');
-SELECT durable_outbox_emit('limits', '{}', key => :'big');
-SELECT fence AS rf FROM durable_idempotent_begin('limits', 'k', '{}') \gset
-SELECT durable_idempotent_advance('limits', 'k', :rf, :'big');
+SELECT durable_outbox_emit('limits', 'limits', '{}', key => :'big');
+SELECT fence AS rf FROM durable_idempotent_begin('limits', 'limits', 'k', '{}') \gset
+SELECT durable_idempotent_advance('limits', 'limits', 'k', :rf, :'big');
 -- nothing of that was written
 SELECT state, workflow_version FROM durable.tasks WHERE task_id = :t;
 SELECT step, state, effect_id FROM durable.steps WHERE task_id = :t;

@@ -119,7 +119,8 @@ SELECT count(*) AS finished_live FROM durable.live_tasks WHERE finished_at IS NO
 UPDATE durable.task_history SET finished_at = finished_at - interval '8 days';
 UPDATE durable.step_history SET finished_at = finished_at - interval '8 days';
 SELECT count(*) = :finished AS all_outside_the_days FROM durable.task_history_default;
-SELECT durable_inbox_receive('c', 'old-message');
+SELECT durable_create_queue('ops');
+SELECT durable_inbox_receive('ops', 'c', 'old-message');
 SET durable.retention = 0;
 SET durable.inbox_retention = 0;
 SELECT count(*) = :finished AS removed_all_finished FROM durable_reconcile(10000) WHERE action = 'removed';

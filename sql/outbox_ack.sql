@@ -3,13 +3,14 @@
 -- (fences start from the clock; this file counts them from 100)
 --
 SELECT setval('durable.outbox_fence_seq', 100, false) AS fences_from_100 \gset
-SELECT durable_outbox_emit('acks', '{"n": 1}', key => 'k-1') AS a \gset
-SELECT durable_outbox_emit('acks', '{"n": 2}', key => 'k-2') AS b \gset
+SELECT durable_create_queue('acks', partitions => 8);
+SELECT durable_outbox_emit('acks', 'acks', '{"n": 1}', key => 'k-1') AS a \gset
+SELECT durable_outbox_emit('acks', 'acks', '{"n": 2}', key => 'k-2') AS b \gset
 SELECT (:a & 32767) <> (:b & 32767) AS two_partitions;
-SELECT max(fence) AS f FROM durable_outbox_claim('p') \gset
-SELECT durable_outbox_ack(ARRAY[:a, :a, :b], :f) AS acked;
+SELECT max(fence) AS f FROM durable_outbox_claim('acks', 'p') \gset
+SELECT durable_outbox_ack('acks', ARRAY[:a, :a, :b], :f) AS acked;
 SELECT count(*) AS unpublished FROM durable.outbox
 WHERE message_id IN (:a, :b) AND published_at IS NULL;
 -- listed twice under a fence that does not hold it: still 55U01
-SELECT durable_outbox_emit('acks', '{"n": 3}', key => 'k-3') AS c \gset
-SELECT durable_outbox_ack(ARRAY[:c, :c], :f);
+SELECT durable_outbox_emit('acks', 'acks', '{"n": 3}', key => 'k-3') AS c \gset
+SELECT durable_outbox_ack('acks', ARRAY[:c, :c], :f);

@@ -17,12 +17,10 @@ SELECT durable_request_hash('"x"') = sha256(convert_to('"x"', 'UTF8')) AS scalar
 SELECT encode(durable_request_hash('{"amount": 100, "currency": "EUR"}'), 'hex') AS hash;
 
 -- a hash that 0.1.0 stored, of the untrimmed text, still matches its request
--- (written as 0.1.0 wrote it, on the key's partition)
-INSERT INTO durable.inbox (partition_key, consumer, message_id, payload_hash, received_at)
-SELECT 0, 'legacy', 'm-1', sha256(convert_to('{"amount": 1.0}', 'UTF8')), now();
-UPDATE durable.inbox SET partition_key = p.k
-FROM (SELECT (get_byte(sha256(convert_to('6:legacy3:m-1', 'UTF8')), 0) << 8
-              | get_byte(sha256(convert_to('6:legacy3:m-1', 'UTF8')), 1)) % 32768 AS k) p
-WHERE consumer = 'legacy';
-SELECT durable_inbox_receive('legacy', 'm-1', '{"amount": 1.0}') AS first_again;
-SELECT durable_inbox_receive('legacy', 'm-1', '{"amount": 2}');
+-- (written as 0.1.0 wrote it, here in the partition of its queue)
+SELECT durable_create_queue('legacy');
+INSERT INTO durable.inbox (partition_key, queue_name, consumer, message_id, payload_hash, received_at)
+SELECT partition_base, 'legacy', 'legacy', 'm-1', sha256(convert_to('{"amount": 1.0}', 'UTF8')), now()
+FROM durable.queues WHERE queue_name = 'legacy';
+SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 1.0}') AS first_again;
+SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 2}');

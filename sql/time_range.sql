@@ -43,8 +43,9 @@ SELECT durable_create_queue('mixed', progress_timeout => '1 mon -29 days');
 SELECT durable_create_queue('mixed');
 SELECT durable_enqueue('mixed', '{}') AS tm \gset
 SELECT * FROM durable_claim('mixed', 'w', lease => '-10 mon 300 days 1 second');
-SELECT * FROM durable_idempotent_begin('s', 'mixed', '{}', lock => '-10 mon 300 days 1 second');
-SELECT * FROM durable_outbox_claim('p', lease => '1 mon -30 days 1 second');
+SELECT durable_create_queue('tr');
+SELECT * FROM durable_idempotent_begin('tr', 's', 'mixed', '{}', lock => '-10 mon 300 days 1 second');
+SELECT * FROM durable_outbox_claim('tr', 'p', lease => '1 mon -30 days 1 second');
 SELECT fence AS fm FROM durable_claim('mixed', 'w') \gset
 SELECT durable_heartbeat(:tm, :fm, lease => '-1 day 86401 seconds');
 -- a lease too long to count in microseconds is 22008, nothing written

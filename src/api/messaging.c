@@ -3,7 +3,8 @@
  * messaging.c
  *	  Inbox, outbox and request idempotency of the SQL API (README,
  *	  "Inbox, outbox, request idempotency").  Each checks its arguments and
- *	  calls the core (inbox.c, outbox.c, request.c).
+ *	  calls the core (inbox.c, outbox.c, request.c).  Every one names the
+ *	  queue its messages or keys belong to first (since 0.9.0).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,23 +20,48 @@
 #define DURABLE_MAX_MESSAGE_ID_LEN 255
 
 /*
- * durable_inbox_receive(consumer text, message_id text, payload jsonb = NULL)
+ * The declarations of 0.8.0 and before had no queue, and reach this library
+ * until ALTER EXTENSION durable UPDATE drops them.  They are refused with
+ * what to do rather than served: no queue they could go to is right (one
+ * for all would be the shared namespace again).
+ */
+static void
+refuse_queueless(FunctionCallInfo fcinfo, int nargs, const char *function)
+{
+	if (PG_NARGS() == nargs)
+		return;
+	ereport(ERROR,
+			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg("%s() without a queue is no longer supported", function),
+			errdetail("Outbox messages, inbox entries and request keys belong to a queue since durable 0.9.0; the installed SQL declaration of durable is older than its library."),
+			errhint("Run ALTER EXTENSION durable UPDATE, then name the queue first."));
+}
+
+/*
+ * durable_inbox_receive(queue text, consumer text, message_id text,
+ *						 payload jsonb = NULL)
  *		RETURNS boolean
  *
- * True the first time the consumer receives the message, false for a
- * duplicate delivery; 55U03 when the same id comes with another payload.
+ * True the first time the consumer of the queue receives the message,
+ * false for a duplicate delivery; 55U03 when the same id comes with
+ * another payload.  A restricted queue needs its work grant (42501).
  */
 PG_FUNCTION_INFO_V1(durable_inbox_receive);
 Datum
 durable_inbox_receive(PG_FUNCTION_ARGS)
 {
-	char	   *consumer = DurableNameArg(fcinfo, 0, "consumer name");
+	char	   *queue;
+	char	   *consumer;
 	char	   *message_id;
-	Jsonb	   *payload = DurableJsonbArg(fcinfo, 2, "payload");
+	Jsonb	   *payload;
 	bool		first;
 
-	DurableRequireArg(fcinfo, 1, "message_id");
-	message_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	refuse_queueless(fcinfo, 4, "durable_inbox_receive");
+	queue = DurableNameArg(fcinfo, 0, "queue name");
+	consumer = DurableNameArg(fcinfo, 1, "consumer name");
+	payload = DurableJsonbArg(fcinfo, 3, "payload");
+	DurableRequireArg(fcinfo, 2, "message_id");
+	message_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (message_id[0] == '\0' || strlen(message_id) > DURABLE_MAX_MESSAGE_ID_LEN)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -43,74 +69,90 @@ durable_inbox_receive(PG_FUNCTION_ARGS)
 					   DURABLE_MAX_MESSAGE_ID_LEN));
 
 	SPI_connect();
-	first = DurableInboxReceive(consumer, message_id, payload);
+	first = DurableInboxReceive(queue, consumer, message_id, payload);
 	SPI_finish();
 	PG_RETURN_BOOL(first);
 }
 
 /*
- * durable_outbox_emit(topic text, payload jsonb, key text = NULL)
+ * durable_outbox_emit(queue text, topic text, payload jsonb, key text = NULL)
  *		RETURNS bigint
  *
- * Adds a message in the caller's transaction; it exists, and publishers
- * hear of it, only if that transaction commits.  Messages of one key share
- * a partition.
+ * Adds a message to the queue in the caller's transaction; it exists, and
+ * publishers hear of it, only if that transaction commits.  Messages of
+ * one topic and key share a partition.  A restricted queue needs its
+ * enqueue grant (42501).
  */
 PG_FUNCTION_INFO_V1(durable_outbox_emit);
 Datum
 durable_outbox_emit(PG_FUNCTION_ARGS)
 {
-	char	   *topic = DurableNameArg(fcinfo, 0, "topic");
+	char	   *queue;
+	char	   *topic;
 	Jsonb	   *payload;
 	char	   *key = NULL;
 	int64		message_id;
 
-	DurableRequireArg(fcinfo, 1, "payload");
-	payload = DurableJsonbArg(fcinfo, 1, "payload");
-	if (!PG_ARGISNULL(2))
-		key = DurableTextArgCString(fcinfo, 2, "key");
+	refuse_queueless(fcinfo, 4, "durable_outbox_emit");
+	queue = DurableNameArg(fcinfo, 0, "queue name");
+	topic = DurableNameArg(fcinfo, 1, "topic");
+	DurableRequireArg(fcinfo, 2, "payload");
+	payload = DurableJsonbArg(fcinfo, 2, "payload");
+	if (!PG_ARGISNULL(3))
+		key = DurableTextArgCString(fcinfo, 3, "key");
 
 	SPI_connect();
-	message_id = DurableOutboxEmit(topic, key, payload);
+	message_id = DurableOutboxEmit(queue, topic, key, payload);
 	SPI_finish();
 	PG_RETURN_INT64(message_id);
 }
 
 /*
- * durable_outbox_claim(publisher text, batch int = 100,
+ * durable_outbox_claim(queue text, publisher text, batch int = 100,
  *						lease interval = '30 seconds')
  *		RETURNS TABLE(message_id bigint, fence bigint, topic text, key text,
  *					  payload jsonb, attempt int)
  *
- * Leases up to batch unpublished messages, oldest first, skipping those
- * another publisher holds, all under one new fence.
+ * Leases up to batch unpublished messages of the queue, oldest first,
+ * skipping those another publisher holds, all under one new fence.  A
+ * restricted queue needs its work grant (42501).
  */
 PG_FUNCTION_INFO_V1(durable_outbox_claim);
 Datum
 durable_outbox_claim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *publisher = DurableNameArg(fcinfo, 0, "publisher name");
-	int32		batch = DurableBatchArg(fcinfo, 1);
-	Interval   *lease = DurablePositiveIntervalArg(fcinfo, 2, "lease");
+	char	   *queue;
+	char	   *publisher;
+	int32		batch;
+	Interval   *lease;
 
+	refuse_queueless(fcinfo, 4, "durable_outbox_claim");
+	queue = DurableNameArg(fcinfo, 0, "queue name");
+	publisher = DurableNameArg(fcinfo, 1, "publisher name");
+	batch = DurableBatchArg(fcinfo, 2);
+	lease = DurablePositiveIntervalArg(fcinfo, 3, "lease");
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	DurableOutboxClaim(publisher, batch, lease, rsinfo->setResult);
+	DurableOutboxClaim(queue, publisher, batch, lease, rsinfo->setResult);
 	SPI_finish();
 	return (Datum) 0;
 }
 
 /*
- * durable_outbox_ack(message_ids bigint[], fence bigint) RETURNS int
+ * durable_outbox_ack(queue text, message_ids bigint[], fence bigint)
+ *		RETURNS int
  *
- * Marks the messages published; returns how many.  All of them must still
- * be held under fence: otherwise 55U01, and none is marked.
+ * Marks the messages of the queue published; returns how many.  All of
+ * them must still be held under fence: otherwise 55U01, and none is
+ * marked.  A restricted queue needs its work grant (42501), also for an
+ * empty array.
  */
 PG_FUNCTION_INFO_V1(durable_outbox_ack);
 Datum
 durable_outbox_ack(PG_FUNCTION_ARGS)
 {
+	char	   *queue;
 	ArrayType  *ids;
 	int64		fence;
 	Datum	   *elems;
@@ -118,13 +160,13 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 	int			nelems;
 	uint64		acked;
 
-	DurableRequireArg(fcinfo, 0, "message_ids");
-	ids = PG_GETARG_ARRAYTYPE_P(0);
-	fence = DurableFenceArg(fcinfo, 1);
+	refuse_queueless(fcinfo, 3, "durable_outbox_ack");
+	queue = DurableNameArg(fcinfo, 0, "queue name");
+	DurableRequireArg(fcinfo, 1, "message_ids");
+	ids = PG_GETARG_ARRAYTYPE_P(1);
+	fence = DurableFenceArg(fcinfo, 2);
 	deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
 					  &elems, &elnulls, &nelems);
-	if (nelems == 0)
-		PG_RETURN_INT32(0);
 	for (int i = 0; i < nelems; i++)
 		if (elnulls[i])
 			ereport(ERROR,
@@ -132,7 +174,7 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 					errmsg("message id %d of the array is null", i + 1));
 
 	SPI_connect();
-	acked = DurableOutboxAck(elems, nelems, fence);
+	acked = DurableOutboxAck(queue, elems, nelems, fence);
 	SPI_finish();
 	PG_RETURN_INT32((int32) acked);
 }
@@ -140,13 +182,15 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 /* the columns of durable_idempotent_begin's result */
 #define BEGIN_COLUMNS 4
 
-/* the scope and key of a request, checked */
+/* the queue, scope and key of a request, checked */
 static void
-request_key_args(FunctionCallInfo fcinfo, char **scope, char **key)
+request_key_args(FunctionCallInfo fcinfo, char **queue, char **scope,
+				 char **key)
 {
-	*scope = DurableNameArg(fcinfo, 0, "scope");
-	DurableRequireArg(fcinfo, 1, "key");
-	*key = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	*queue = DurableNameArg(fcinfo, 0, "queue name");
+	*scope = DurableNameArg(fcinfo, 1, "scope");
+	DurableRequireArg(fcinfo, 2, "key");
+	*key = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if ((*key)[0] == '\0' || strlen(*key) > 255)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -180,7 +224,7 @@ request_fence_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * durable_idempotent_begin(scope text, key text, request jsonb,
+ * durable_idempotent_begin(queue text, scope text, key text, request jsonb,
  *							lock interval = '1 minute')
  *		RETURNS TABLE(status text, recovery_point text, fence bigint,
  *					  response jsonb)
@@ -189,31 +233,34 @@ request_fence_arg(FunctionCallInfo fcinfo, int argno)
  * from recovery_point on ('started' for a new key); 'in_progress': another
  * handler owns it now; 'completed': the stored response is the answer.
  * fence is NULL unless 'started'.  Raises 55U03 when the key was used for
- * another request.
+ * another request.  A restricted queue needs its enqueue grant (42501).
  */
 PG_FUNCTION_INFO_V1(durable_idempotent_begin);
 Datum
 durable_idempotent_begin(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo;
+	char	   *queue;
 	char	   *scope;
 	char	   *key;
 	Jsonb	   *request;
-	Interval   *lock = DurablePositiveIntervalArg(fcinfo, 3, "lock");
+	Interval   *lock;
 	DurableRequestStatus status;
 	Datum		values[BEGIN_COLUMNS];
 	bool		nulls[BEGIN_COLUMNS];
 
-	request_key_args(fcinfo, &scope, &key);
-	DurableRequireArg(fcinfo, 2, "request");
-	request = DurableJsonbArg(fcinfo, 2, "request");
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	if (rsinfo->setDesc->natts != BEGIN_COLUMNS)
 		refuse_unfenced("durable_idempotent_begin");
+	refuse_queueless(fcinfo, 5, "durable_idempotent_begin");
+	request_key_args(fcinfo, &queue, &scope, &key);
+	DurableRequireArg(fcinfo, 3, "request");
+	request = DurableJsonbArg(fcinfo, 3, "request");
+	lock = DurablePositiveIntervalArg(fcinfo, 4, "lock");
 
 	SPI_connect();
-	DurableIdempotentBegin(scope, key, request, lock, &status);
+	DurableIdempotentBegin(queue, scope, key, request, lock, &status);
 	values[0] = CStringGetTextDatum(status.status);
 	values[1] = CStringGetTextDatum(status.recovery_point);
 	values[2] = Int64GetDatum(status.fence);
@@ -228,7 +275,7 @@ durable_idempotent_begin(PG_FUNCTION_ARGS)
 }
 
 /*
- * durable_idempotent_advance(scope text, key text, fence bigint,
+ * durable_idempotent_advance(queue text, scope text, key text, fence bigint,
  *							  recovery_point text, lock interval = NULL)
  *		RETURNS void
  *
@@ -240,29 +287,31 @@ PG_FUNCTION_INFO_V1(durable_idempotent_advance);
 Datum
 durable_idempotent_advance(PG_FUNCTION_ARGS)
 {
+	char	   *queue;
 	char	   *scope;
 	char	   *key;
 	int64		fence;
 	text	   *recovery_point;
 	Interval   *lock = NULL;
 
-	if (PG_NARGS() != 5)
+	if (PG_NARGS() == 4)
 		refuse_unfenced("durable_idempotent_advance");
-	request_key_args(fcinfo, &scope, &key);
-	fence = request_fence_arg(fcinfo, 2);
-	DurableRequireArg(fcinfo, 3, "recovery_point");
-	recovery_point = DurableTextArg(fcinfo, 3, "recovery_point");
-	if (!PG_ARGISNULL(4))
-		lock = DurablePositiveIntervalArg(fcinfo, 4, "lock");
+	refuse_queueless(fcinfo, 6, "durable_idempotent_advance");
+	request_key_args(fcinfo, &queue, &scope, &key);
+	fence = request_fence_arg(fcinfo, 3);
+	DurableRequireArg(fcinfo, 4, "recovery_point");
+	recovery_point = DurableTextArg(fcinfo, 4, "recovery_point");
+	if (!PG_ARGISNULL(5))
+		lock = DurablePositiveIntervalArg(fcinfo, 5, "lock");
 
 	SPI_connect();
-	DurableIdempotentAdvance(scope, key, fence, recovery_point, lock);
+	DurableIdempotentAdvance(queue, scope, key, fence, recovery_point, lock);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
 /*
- * durable_idempotent_finish(scope text, key text, fence bigint,
+ * durable_idempotent_finish(queue text, scope text, key text, fence bigint,
  *							 response jsonb, retention interval = '24 hours')
  *		RETURNS void
  *
@@ -274,22 +323,24 @@ PG_FUNCTION_INFO_V1(durable_idempotent_finish);
 Datum
 durable_idempotent_finish(PG_FUNCTION_ARGS)
 {
+	char	   *queue;
 	char	   *scope;
 	char	   *key;
 	int64		fence;
 	Jsonb	   *response;
 	Interval   *retention;
 
-	if (PG_NARGS() != 5)
+	if (PG_NARGS() == 4)
 		refuse_unfenced("durable_idempotent_finish");
-	request_key_args(fcinfo, &scope, &key);
-	fence = request_fence_arg(fcinfo, 2);
-	DurableRequireArg(fcinfo, 3, "response");
-	response = DurableJsonbArg(fcinfo, 3, "response");
-	retention = DurablePositiveIntervalArg(fcinfo, 4, "retention");
+	refuse_queueless(fcinfo, 6, "durable_idempotent_finish");
+	request_key_args(fcinfo, &queue, &scope, &key);
+	fence = request_fence_arg(fcinfo, 3);
+	DurableRequireArg(fcinfo, 4, "response");
+	response = DurableJsonbArg(fcinfo, 4, "response");
+	retention = DurablePositiveIntervalArg(fcinfo, 5, "retention");
 
 	SPI_connect();
-	DurableIdempotentFinish(scope, key, fence, response, retention);
+	DurableIdempotentFinish(queue, scope, key, fence, response, retention);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

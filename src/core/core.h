@@ -514,15 +514,19 @@ extern uint64 DurableReviewUnrunnable(TimestampTz now, int batch,
 									  void *arg);
 
 /* ---- inbox.c ---- */
-extern bool DurableInboxReceive(const char *consumer, const char *message_id,
-								Jsonb *payload);
+extern int32 DurableQueuePairPartition(const DurableQueue *queue,
+									   const char *a, const char *b);
+extern bool DurableInboxReceive(const char *queue, const char *consumer,
+								const char *message_id, Jsonb *payload);
 
 /* ---- outbox.c ---- */
-extern int64 DurableOutboxEmit(const char *topic, const char *key,
-							   Jsonb *payload);
-extern void DurableOutboxClaim(const char *publisher, int32 batch,
-							   Interval *lease, Tuplestorestate *store);
-extern uint64 DurableOutboxAck(Datum *ids, int nids, int64 fence);
+extern int64 DurableOutboxEmit(const char *queue, const char *topic,
+							   const char *key, Jsonb *payload);
+extern void DurableOutboxClaim(const char *queue, const char *publisher,
+							   int32 batch, Interval *lease,
+							   Tuplestorestate *store);
+extern uint64 DurableOutboxAck(const char *queue, Datum *ids, int nids,
+							   int64 fence);
 
 /* ---- request.c: request-level idempotency ---- */
 typedef struct DurableRequestStatus
@@ -534,15 +538,15 @@ typedef struct DurableRequestStatus
 	bool		response_null;
 } DurableRequestStatus;
 
-extern void DurableIdempotentBegin(const char *scope, const char *key,
-								   Jsonb *request, Interval *lock,
-								   DurableRequestStatus *out);
-extern void DurableIdempotentAdvance(const char *scope, const char *key,
-									 int64 fence, text *recovery_point,
-									 Interval *lock);
-extern void DurableIdempotentFinish(const char *scope, const char *key,
-									int64 fence, Jsonb *response,
-									Interval *retention);
+extern void DurableIdempotentBegin(const char *queue, const char *scope,
+								   const char *key, Jsonb *request,
+								   Interval *lock, DurableRequestStatus *out);
+extern void DurableIdempotentAdvance(const char *queue, const char *scope,
+									 const char *key, int64 fence,
+									 text *recovery_point, Interval *lock);
+extern void DurableIdempotentFinish(const char *queue, const char *scope,
+									const char *key, int64 fence,
+									Jsonb *response, Interval *retention);
 
 /* ---- retention.c ---- */
 extern uint64 DurableApplyRetention(TimestampTz now, int batch,

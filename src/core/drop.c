@@ -164,6 +164,31 @@ static DurableStatement queue_drop_events = {
 	.argtypes = {TEXTOID, INT4ARRAYOID},
 };
 
+/*
+ * Its outbox messages, inbox entries and request keys: an outbox message
+ * emitted before 0.9.0 kept the partition its id carries, so those are
+ * found by queue alone.
+ */
+static DurableStatement queue_drop_messages = {
+	.name = "queue_drop_messages",
+	.sql = "WITH o AS (DELETE FROM durable.outbox WHERE queue_name = $1),"
+	" i AS (DELETE FROM durable.inbox"
+	"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+	" DELETE FROM durable.idempotency_keys"
+	" WHERE partition_key = ANY ($2) AND queue_name = $1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4ARRAYOID},
+	.nsplit = 3,
+	.split = {
+		{"DELETE FROM durable.outbox WHERE queue_name = $1",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.inbox WHERE partition_key = ANY ($2) AND queue_name = $1",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.idempotency_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+		DURABLE_SPLIT_NO_INPUT, false},
+	},
+};
+
 static DurableStatement queue_drop_workers = {
 	.name = "queue_drop_workers",
 	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $1)"
@@ -274,6 +299,8 @@ drop_rows(void *arg)
 	 * on Citus they reference.
 	 */
 	DurableExecute(&queue_drop_events, work->args, NULL, SPI_OK_DELETE, 0);
+	/* so do its messages and keys: a new queue of that name starts afresh */
+	DurableExecute(&queue_drop_messages, work->args, NULL, SPI_OK_DELETE, 0);
 	DurableExecute(&queue_drop, work->args, NULL, SPI_OK_DELETE, 0);
 	return 0;
 }

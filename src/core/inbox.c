@@ -6,8 +6,13 @@
  * DurableInboxReceive() inserts the message id with ON CONFLICT DO
  * NOTHING: two deliveries of one message at once make the second wait for
  * the first transaction, so exactly one of them sees true, and the mark
- * commits or rolls back with the consumer's business writes.  The SQL entry
- * point is api/messaging.c's.
+ * commits or rolls back with the consumer's business writes.
+ *
+ * Message ids are unique per consumer of a queue: two applications that
+ * use the same id in their own queues never meet, and a restricted queue
+ * lets only the roles with its work grant receive (42501, before anything
+ * about the message is looked at).  The SQL entry point is
+ * api/messaging.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,13 +23,32 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/*
+ * DurableQueuePairPartition
+ *		The partition of the queue that a name made of two goes to (an
+ *		inbox's consumer and message id, and likewise a request's scope and
+ *		key, an outbox message's topic and key): DurableQueueKeyPartition of
+ *		their unambiguous encoding, the one DurableKeyPartition hashes.
+ */
+int32
+DurableQueuePairPartition(const DurableQueue *queue, const char *a,
+						  const char *b)
+{
+	char	   *pair = psprintf("%zu:%s%zu:%s", strlen(a), a, strlen(b), b);
+	int32		partition = DurableQueueKeyPartition(queue, pair);
+
+	pfree(pair);
+	return partition;
+}
+
 static DurableStatement inbox_insert = {
 	.name = "inbox_insert",
 	.sql = "INSERT INTO durable.inbox (partition_key, consumer, message_id,"
-	" payload_hash, received_at)"
-	" VALUES ($1, $2, $3, $4, $5)"
-	" ON CONFLICT (partition_key, consumer, message_id) DO NOTHING",
-	.nargs = 5, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID},
+	" payload_hash, received_at, queue_name)"
+	" VALUES ($1, $2, $3, $4, $5, $6)"
+	" ON CONFLICT (partition_key, queue_name, consumer, message_id) DO NOTHING",
+	.nargs = 6, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+	TEXTOID},
 };
 
 enum
@@ -38,40 +62,49 @@ static const DurableColumn inbox_columns[INBOX_NCOLUMNS] = {
 static DurableStatement inbox_get = {
 	.name = "inbox_get",
 	.sql = "SELECT payload_hash FROM durable.inbox"
-	" WHERE partition_key = $1 AND consumer = $2 AND message_id = $3",
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	" WHERE partition_key = $1 AND consumer = $2 AND message_id = $3"
+	" AND queue_name = $4",
+	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TEXTOID},
 	DURABLE_COLUMNS(inbox_columns),
 };
 
 /*
  * DurableInboxReceive
- *		True the first time the consumer receives the message, false for a
- *		duplicate delivery; 55U03 when the same id comes with another
- *		payload.
+ *		True the first time the consumer of the queue receives the message,
+ *		false for a duplicate delivery; 55U03 when the same id comes with
+ *		another payload.  42704 for an unknown queue, 42501 without its work
+ *		grant where it is restricted.
  */
 bool
-DurableInboxReceive(const char *consumer, const char *message_id,
-					Jsonb *payload)
+DurableInboxReceive(const char *queue, const char *consumer,
+					const char *message_id, Jsonb *payload)
 {
 	bytea	   *hash = payload ? DurableJsonbHash(payload) : NULL;
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	DurableQueue settings;
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		first;
 
-	args[0] = Int32GetDatum(DurableKeyPartition(consumer, message_id));
+	/* as an enqueue: the queue cannot be dropped under the new entry */
+	DurableQueueGetShared(queue, &settings);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
+
+	args[0] = Int32GetDatum(DurableQueuePairPartition(&settings, consumer, message_id));
 	args[1] = CStringGetTextDatum(consumer);
 	args[2] = CStringGetTextDatum(message_id);
 	args[3] = PointerGetDatum(hash);
 	nulls[3] = hash ? ' ' : 'n';
 	args[4] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[5] = CStringGetTextDatum(queue);
 
 	first = DurableExecute(&inbox_insert, args, nulls, SPI_OK_INSERT, 0) == 1;
 	if (!first)
 	{
+		Datum		get[4] = {args[0], args[1], args[2], args[5]};
 		bool		isnull;
 		Datum		d;
 
-		if (DurableExecute(&inbox_get, args, NULL, SPI_OK_SELECT, 1) == 0)
+		if (DurableExecute(&inbox_get, get, NULL, SPI_OK_SELECT, 1) == 0)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					errmsg("could not serialize access due to a concurrent delivery of message \"%s\"",

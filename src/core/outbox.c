@@ -8,8 +8,13 @@
  * an ack publishes them only while that fence is theirs.  A message whose
  * lease runs out unacknowledged is handed out again with a new fence, so a
  * slow publisher's late ack is rejected and the message is not lost.
- * Emits NOTIFY durable_outbox '<topic>' at commit to wake publishers.  The
- * SQL entry points are api/messaging.c's.
+ * Emits NOTIFY durable_outbox '<queue>' at commit to wake publishers.
+ *
+ * Messages belong to a queue: a publisher claims and acknowledges only the
+ * messages of the queue it names, and a restricted queue lets only the
+ * roles it grants emit into it (enqueue) and publish from it (work),
+ * checked before anything about its messages is looked at.  The SQL entry
+ * points are api/messaging.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,28 +40,37 @@ static const DurableColumn outbox_inserted_columns[OUTBOX_INSERTED_NCOLUMNS] = {
 static DurableStatement outbox_insert = {
 	.name = "outbox_insert",
 	.sql = "INSERT INTO durable.outbox (partition_key, message_id, created_at,"
-	" topic, key, payload)"
+	" topic, key, payload, queue_name)"
 	" VALUES ($1, pg_catalog.nextval('durable.outbox_seq'::pg_catalog.regclass)"
-	" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $3, $4, $5, $6)"
+	" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $3, $4, $5, $6, $7)"
 	" RETURNING message_id",
-	.nargs = 6, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID,
-	JSONBOID},
+	.nargs = 7, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID,
+	JSONBOID, TEXTOID},
 	DURABLE_COLUMNS(outbox_inserted_columns),
 };
 
 /*
  * DurableOutboxEmit
- *		Add a message in the caller's transaction (key may be NULL); it
- *		exists, and publishers hear of it, only if that transaction commits.
- *		Messages of one key share a partition.  Returns its id.
+ *		Add a message to a queue in the caller's transaction (key may be
+ *		NULL); it exists, and publishers hear of it, only if that
+ *		transaction commits.  Messages of one topic and key share one of the
+ *		queue's partitions.  Returns its id.  42704 for an unknown queue,
+ *		42501 without its enqueue grant where it is restricted.
  */
 int64
-DurableOutboxEmit(const char *topic, const char *key, Jsonb *payload)
+DurableOutboxEmit(const char *queue, const char *topic, const char *key,
+				  Jsonb *payload)
 {
-	int32		partition = DurableKeyPartition(topic, key ? key : "");
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	DurableQueue settings;
+	int32		partition;
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int64		message_id;
+
+	/* as an enqueue: the queue cannot be dropped under the new message */
+	DurableQueueGetShared(queue, &settings);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	partition = DurableQueuePairPartition(&settings, topic, key ? key : "");
 
 	args[0] = Int32GetDatum(partition);
 	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
@@ -65,9 +79,10 @@ DurableOutboxEmit(const char *topic, const char *key, Jsonb *payload)
 	args[4] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[4] = key ? ' ' : 'n';
 	args[5] = JsonbPGetDatum(payload);
+	args[6] = CStringGetTextDatum(queue);
 	DurableExecute(&outbox_insert, args, nulls, SPI_OK_INSERT_RETURNING, 0);
 	message_id = DurableColumnInt64(0, OUTBOX_INSERTED_ID);
-	Async_Notify(DURABLE_OUTBOX_CHANNEL, topic);
+	Async_Notify(DURABLE_OUTBOX_CHANNEL, queue);
 	return message_id;
 }
 
@@ -96,13 +111,13 @@ static DurableStatement outbox_claim = {
 	" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
 	" WHERE o.message_id = ANY (ARRAY("
 	"  SELECT message_id FROM durable.outbox"
-	"  WHERE published_at IS NULL"
+	"  WHERE queue_name = $6 AND published_at IS NULL"
 	"  AND (lease_until IS NULL OR lease_until < $1)"
 	"  ORDER BY message_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
 	" AND o.published_at IS NULL"
 	" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
-	.nargs = 5, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID,
-	INT8OID},
+	.nargs = 6, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID,
+	INT8OID, TEXTOID},
 	DURABLE_COLUMNS(outbox_columns),
 };
 
@@ -125,11 +140,11 @@ static const DurableColumn candidate_columns[CANDIDATE_NCOLUMNS] = {
 static DurableStatement outbox_candidates = {
 	.name = "outbox_candidates",
 	.sql = "SELECT partition_key, message_id FROM durable.outbox"
-	" WHERE published_at IS NULL"
+	" WHERE queue_name = $4 AND published_at IS NULL"
 	" AND (lease_until IS NULL OR lease_until < $1)"
 	" AND message_id > $3"
 	" ORDER BY message_id LIMIT $2",
-	.nargs = 3, .argtypes = {TIMESTAMPTZOID, INT4OID, INT8OID},
+	.nargs = 4, .argtypes = {TIMESTAMPTZOID, INT4OID, INT8OID, TEXTOID},
 	DURABLE_COLUMNS(candidate_columns),
 };
 
@@ -176,7 +191,8 @@ claim_each(Tuplestorestate *store, Datum *claim_args)
 	int32		batch = DatumGetInt32(claim_args[3]);
 	int32		claimed = 0;
 	Datum		args[6];
-	Datum		candidate_args[3] = {claim_args[0], claim_args[3], Int64GetDatum(0)};
+	Datum		candidate_args[4] = {claim_args[0], claim_args[3], Int64GetDatum(0),
+	claim_args[5]};
 	uint64		n;
 
 	memcpy(args, claim_args, sizeof(Datum) * 5);
@@ -212,20 +228,32 @@ claim_each(Tuplestorestate *store, Datum *claim_args)
 	} while (n > 0 && claimed < batch);
 }
 
+/* 42704 for an unknown queue, 42501 unless the caller may publish from it */
+static void
+check_publisher(const char *queue)
+{
+	DurableQueue settings;
+
+	DurableQueueGet(queue, &settings);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
+}
+
 /*
  * DurableOutboxClaim
- *		Lease up to batch unpublished messages, oldest first, skipping
- *		those another publisher holds, all under one new fence; their rows
- *		go into store, as durable_outbox_claim returns them.
+ *		Lease up to batch unpublished messages of a queue, oldest first,
+ *		skipping those another publisher holds, all under one new fence;
+ *		their rows go into store, as durable_outbox_claim returns them.
+ *		42501 without the queue's work grant where it is restricted.
  */
 void
-DurableOutboxClaim(const char *publisher, int32 batch, Interval *lease,
-				   Tuplestorestate *store)
+DurableOutboxClaim(const char *queue, const char *publisher, int32 batch,
+				   Interval *lease, Tuplestorestate *store)
 {
-	Datum		args[5];
+	Datum		args[6];
 	int64		fence;
 	uint64		n;
 
+	check_publisher(queue);
 	args[0] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[1] = CStringGetTextDatum(publisher);
 	args[2] = TimestampTzGetDatum(DurableTimePlus(DatumGetTimestampTz(args[0]), lease));
@@ -237,6 +265,7 @@ DurableOutboxClaim(const char *publisher, int32 batch, Interval *lease,
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
 	args[4] = Int64GetDatum(fence);
+	args[5] = CStringGetTextDatum(queue);
 	if (!DurableDistributed())
 	{
 		n = DurableExecute(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
@@ -260,8 +289,9 @@ static DurableStatement outbox_ack = {
 	.name = "outbox_ack",
 	.sql = "UPDATE durable.outbox SET published_at = $3, lease_until = NULL"
 	" WHERE partition_key = ANY ($4) AND message_id = ANY ($1)"
-	" AND fence = $2 AND published_at IS NULL",
-	.nargs = 4, .argtypes = {INT8ARRAYOID, INT8OID, TIMESTAMPTZOID, INT4ARRAYOID},
+	" AND fence = $2 AND published_at IS NULL AND queue_name = $5",
+	.nargs = 5, .argtypes = {INT8ARRAYOID, INT8OID, TIMESTAMPTZOID, INT4ARRAYOID,
+	TEXTOID},
 };
 
 /*
@@ -305,18 +335,21 @@ ack_by_shard(Datum *elems, Datum *partitions, int n, Datum *args)
 
 /*
  * DurableOutboxAck
- *		Mark the messages of ids (nelems of them, none NULL, sorted here in
- *		place) published; returns how many.  All of them must still be held
- *		under fence: otherwise 55U01, and none is marked.
+ *		Mark the messages of a queue of ids (nelems of them, none NULL,
+ *		sorted here in place) published; returns how many.  All of them must
+ *		still be held under fence in the queue: otherwise 55U01, and none is
+ *		marked.  42501 without the queue's work grant where it is
+ *		restricted, before anything about the messages is looked at.
  */
 uint64
-DurableOutboxAck(Datum *elems, int nelems, int64 fence)
+DurableOutboxAck(const char *queue, Datum *elems, int nelems, int64 fence)
 {
 	Datum	   *partitions;
-	Datum		args[4];
+	Datum		args[5];
 	uint64		acked;
 	int			ndistinct;
 
+	check_publisher(queue);
 	if (nelems == 0)
 		return 0;
 
@@ -336,6 +369,7 @@ DurableOutboxAck(Datum *elems, int nelems, int64 fence)
 
 	args[1] = Int64GetDatum(fence);
 	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[4] = CStringGetTextDatum(queue);
 	if (DurableDistributed())
 		acked = ack_by_shard(elems, partitions, nelems, args);
 	else
@@ -351,7 +385,7 @@ DurableOutboxAck(Datum *elems, int nelems, int64 fence)
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 				errmsg("fencing token %lld no longer holds every message acknowledged",
 					   (long long) fence),
-				errdetail("%llu of %d messages are held under this fence and unpublished.",
+				errdetail("%llu of %d messages are held in this queue under this fence and unpublished.",
 						  (unsigned long long) acked, nelems),
 				errhint("The lease ran out and the messages were handed out again; they will be published by their new holder."));
 	return acked;

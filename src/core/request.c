@@ -18,8 +18,14 @@
  * that was slow rather than dead, and was taken over, gets 55U01 and
  * writes nothing, so it cannot move the new owner's recovery point back or
  * finish the request with its own answer.  A fence that is still current is
- * accepted after its lock has run out, as long as nobody took over.  The
- * SQL entry points are api/messaging.c's.
+ * accepted after its lock has run out, as long as nobody took over.
+ *
+ * Keys belong to a queue: a scope's keys are unique within the queue, so
+ * two applications that use the same scope and key in their own queues
+ * never meet, and a restricted queue lets only the roles with its enqueue
+ * grant begin, advance or finish its requests (42501, before anything
+ * about the key is looked at).  The SQL entry points are
+ * api/messaging.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,18 +42,35 @@
 typedef struct RequestKey
 {
 	Datum		args[3];		/* partition, scope, key */
+	Datum		queue;			/* the last argument of every statement */
 	const char *scope;
 	const char *key;
 } RequestKey;
 
+/*
+ * request_key
+ *		The key of a request of a queue, in one of the queue's partitions.
+ *		42704 for an unknown queue, 42501 without its enqueue grant where it
+ *		is restricted.  A begin (shared) locks the queue's row as an enqueue
+ *		does, so that the queue cannot be dropped under a new key.
+ */
 static void
-request_key(const char *scope, const char *key, RequestKey *rk)
+request_key(const char *queue, const char *scope, const char *key,
+			bool shared, RequestKey *rk)
 {
+	DurableQueue settings;
+
+	if (shared)
+		DurableQueueGetShared(queue, &settings);
+	else
+		DurableQueueGet(queue, &settings);
+	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	rk->scope = scope;
 	rk->key = key;
-	rk->args[0] = Int32GetDatum(DurableKeyPartition(scope, key));
+	rk->args[0] = Int32GetDatum(DurableQueuePairPartition(&settings, scope, key));
 	rk->args[1] = CStringGetTextDatum(scope);
 	rk->args[2] = CStringGetTextDatum(key);
+	rk->queue = CStringGetTextDatum(queue);
 }
 
 enum
@@ -120,9 +143,9 @@ static DurableStatement idempotent_lock = {
 	.sql = "SELECT request_hash, completed, locked_until, expires_at,"
 	" recovery_point, response, fence"
 	" FROM durable.idempotency_keys"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $4"
 	" FOR NO KEY UPDATE",
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TEXTOID},
 	DURABLE_COLUMNS(key_columns),
 };
 
@@ -130,8 +153,9 @@ static DurableStatement idempotent_lock = {
 static void
 lock_key(const RequestKey *rk)
 {
-	if (DurableExecute(&idempotent_lock, (Datum *) rk->args, NULL,
-					   SPI_OK_SELECT, 1) == 0)
+	Datum		args[4] = {rk->args[0], rk->args[1], rk->args[2], rk->queue};
+
+	if (DurableExecute(&idempotent_lock, args, NULL, SPI_OK_SELECT, 1) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("idempotency key \"%s\" in scope \"%s\" does not exist",
@@ -143,11 +167,11 @@ static DurableStatement idempotent_insert = {
 	.name = "idempotent_insert",
 	.sql = "INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
 	" request_hash, created_at, locked_until, expires_at, recovery_point,"
-	" fence)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', COALESCE($8, 1))"
-	" ON CONFLICT (partition_key, scope, key) DO NOTHING",
-	.nargs = 8, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+	" fence, queue_name)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', COALESCE($8, 1), $9)"
+	" ON CONFLICT (partition_key, queue_name, scope, key) DO NOTHING",
+	.nargs = 9, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID},
 };
 
 /* restart and update return the key's fence */
@@ -165,10 +189,10 @@ static DurableStatement idempotent_restart = {
 	" created_at = $5, locked_until = $6, expires_at = $7,"
 	" recovery_point = 'started', response = NULL,"
 	" fence = COALESCE($8, fence + 1)"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $9"
 	" RETURNING fence",
-	.nargs = 8, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+	.nargs = 9, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID},
 	DURABLE_COLUMNS(key_fence_columns),
 };
 
@@ -180,10 +204,10 @@ static DurableStatement idempotent_update = {
 	" completed = $6, response = COALESCE($7, response),"
 	" expires_at = COALESCE($8, expires_at),"
 	" fence = COALESCE($10, fence + $9)"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3"
+	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $11"
 	" RETURNING fence",
-	.nargs = 10, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
-	BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID, INT8OID},
+	.nargs = 11, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
+	BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID, INT8OID, TEXTOID},
 	DURABLE_COLUMNS(key_fence_columns),
 };
 
@@ -209,23 +233,25 @@ set_status(DurableRequestStatus *out, const char *status, const char *point,
  *		the key was used for another request.
  */
 void
-DurableIdempotentBegin(const char *scope, const char *key, Jsonb *request,
-					   Interval *lock, DurableRequestStatus *out)
+DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
+					   Jsonb *request, Interval *lock,
+					   DurableRequestStatus *out)
 {
 	RequestKey	rk;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
 	bytea	   *hash = DurableJsonbHash(request);
-	Datum		args[8];
-	char		args_nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[9];
+	char		args_nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	Datum		response;
 	bool		response_null;
 	char	   *point;
 
-	request_key(scope, key, &rk);
+	request_key(queue, scope, key, true, &rk);
 	memcpy(args, rk.args, sizeof(rk.args));
 	args[3] = PointerGetDatum(hash);
+	args[8] = rk.queue;
 	args[4] = TimestampTzGetDatum(now);
 	args[5] = TimestampTzGetDatum(DurableTimePlus(now, lock));
 	args[6] = TimestampTzGetDatum(DurableTimePlus(now, &retention));
@@ -270,8 +296,8 @@ DurableIdempotentBegin(const char *scope, const char *key, Jsonb *request,
 		set_status(out, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
-		Datum		update[10];
-		char		nulls[10] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' ', ' '};
+		Datum		update[11];
+		char		nulls[11] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' ', ' ', ' '};
 
 		/*
 		 * The last owner's lock ran out: take over at its recovery point,
@@ -283,6 +309,7 @@ DurableIdempotentBegin(const char *scope, const char *key, Jsonb *request,
 		update[8] = Int64GetDatum(1);
 		update[9] = args[7];
 		nulls[9] = args_nulls[7];
+		update[10] = rk.queue;
 		DurableExecute(&idempotent_update, update, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
 		set_status(out, "started", point,
@@ -321,15 +348,16 @@ require_held(const RequestKey *rk, int64 fence)
  *		is not NULL.
  */
 void
-DurableIdempotentAdvance(const char *scope, const char *key, int64 fence,
-						 text *recovery_point, Interval *lock)
+DurableIdempotentAdvance(const char *queue, const char *scope, const char *key,
+						 int64 fence, text *recovery_point, Interval *lock)
 {
 	RequestKey	rk;
-	Datum		update[10];
-	char		nulls[10] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' ', 'n'};
+	Datum		update[11];
+	char		nulls[11] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' ', 'n', ' '};
 
-	request_key(scope, key, &rk);
+	request_key(queue, scope, key, false, &rk);
 	memcpy(update, rk.args, sizeof(rk.args));
+	update[10] = rk.queue;
 	update[4] = PointerGetDatum(recovery_point);
 	update[5] = BoolGetDatum(false);
 	update[8] = Int64GetDatum(0);
@@ -352,16 +380,17 @@ DurableIdempotentAdvance(const char *scope, const char *key, int64 fence,
  *		request gets it back, until retention has passed.
  */
 void
-DurableIdempotentFinish(const char *scope, const char *key, int64 fence,
-						Jsonb *response, Interval *retention)
+DurableIdempotentFinish(const char *queue, const char *scope, const char *key,
+						int64 fence, Jsonb *response, Interval *retention)
 {
 	RequestKey	rk;
-	Datum		update[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 'n'};
+	Datum		update[11];
+	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 'n', ' '};
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
-	request_key(scope, key, &rk);
+	request_key(queue, scope, key, false, &rk);
 	memcpy(update, rk.args, sizeof(rk.args));
+	update[10] = rk.queue;
 	update[3] = TimestampTzGetDatum(now);
 	update[4] = CStringGetTextDatum("finished");
 	update[5] = BoolGetDatum(true);

@@ -99,6 +99,13 @@ my $RESOLVE_STEP = $node->safe_psql('postgres', q{
 	   AND 'step' = ANY (proargnames)}) > 0;
 # queues restricted to roles (durable_grant_queue): q2 is granted to one
 # application's role; another worker role must get 42501 for anything on it
+# outbox messages, inbox entries and request keys belong to a queue since
+# issue 37: the model's live in one queue of their own
+my $MSG_QUEUE = $node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_proc WHERE proname = 'durable_outbox_emit'
+	   AND 'queue' = ANY (proargnames)}) > 0;
+my $MQ = $MSG_QUEUE ? "'model_messages', " : '';
+my $MQN = $MSG_QUEUE ? "queue => 'model_messages', " : '';
 my $GRANTS = $node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_proc WHERE proname = 'durable_grant_queue'") > 0;
 if ($GRANTS)
@@ -269,6 +276,9 @@ sub reset_state
 		($M->{queues}{$name}{partition_base}) = $OBS->selectrow_array(
 			'SELECT partition_base FROM durable.queues WHERE queue_name = ?', undef, $name);
 	}
+	# the queue of the outbox, inbox and request keys, outside the model's queues
+	$OBS->do("SELECT durable_create_queue('model_messages')") or die 'create queue: ' . $OBS->errstr
+	  if $MSG_QUEUE;
 	$M->{deployed} = { workflow => [qw(1 2)], model => ['m-1'] };
 	# the backends remember the claims they recorded in the last sequence,
 	# whose rows are gone now, and skip recording the same for a second
@@ -2271,7 +2281,7 @@ sub execute
 	}
 	elsif ($kind eq 'outbox_emit')
 	{
-		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_outbox_emit(?, ?::jsonb, ?) AS v';
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_outbox_emit(' . $MQ . '?, ?::jsonb, ?) AS v';
 		@binds = ('topic' . ($r[0] % 2), '{"n": ' . ($r[1] % 1000) . '}', 'k' . ($r[2] % 5));
 		$desc = "$sid outbox_emit";
 		@alts = sub {
@@ -2289,7 +2299,7 @@ sub execute
 		my $batch = 1 + $r[0] % 3;
 		my $lease = (3 + $r[1] % 12) / 10;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.message_id, c.fence, c.attempt
-		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_outbox_claim(?, ?, ?::interval) c ON true';
+		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_outbox_claim(' . $MQ . '?, ?, ?::interval) c ON true';
 		@binds = ("pub$s->{id}", $batch, interval($lease));
 		$desc = "$sid outbox_claim batch $batch lease $lease s";
 		@alts = sub {
@@ -2336,7 +2346,7 @@ sub execute
 		my @all = sort { $a <=> $b } keys %{ $M->{outbox} };
 		push @ids, pick(\@all, $r[2]) if $r[1] % 100 >= 90;    # one it may not hold
 		my %d = map { $_ => 1 } @ids;
-		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_outbox_ack(?::bigint[], ?) AS v';
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_outbox_ack(' . $MQ . '?::bigint[], ?) AS v';
 		@binds = ('{' . join(',', @ids) . '}', $h->{fence});
 		$desc = "$sid outbox_ack [" . join(',', @ids) . "] fence $h->{fence}";
 		@alts = sub {
@@ -2370,7 +2380,7 @@ sub execute
 			my $request = '{"r": ' . ($k && $r[1] % 100 < 90 ? $k->{request} : $r[1] % 2) . '}';
 			my $lock = (3 + $r[2] % 12) / 10;
 			$sql = 'SELECT extract(epoch FROM now())::float8 AS now, status, recovery_point, response::text AS response, fence
-			        FROM durable_idempotent_begin(?, ?, ?::jsonb, ?::interval)';
+			        FROM durable_idempotent_begin(' . $MQ . '?, ?, ?::jsonb, ?::interval)';
 			@binds = ('model', $key, $request, interval($lock));
 			$desc = "$sid idempotent_begin $key $request lock $lock s";
 			my ($rq) = $request =~ /(\d+)/;
@@ -2429,7 +2439,7 @@ sub execute
 			{
 				my $rp = 'rp' . ($r[3] % 3);
 				$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
-				        durable_idempotent_advance(scope => ?, key => ?, fence => ?, recovery_point => ?, lock => ?::interval)::text AS v';
+				        durable_idempotent_advance(' . $MQN . 'scope => ?, key => ?, fence => ?, recovery_point => ?, lock => ?::interval)::text AS v';
 				@binds = ('model', $key, $f, $rp, '1 second');
 				$desc = "$sid idempotent_advance $key fence $f $rp";
 				@alts = sub {
@@ -2446,7 +2456,7 @@ sub execute
 			{
 				my $response = '{"answer": ' . ($r[3] % 100) . '}';
 				$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
-				        durable_idempotent_finish(scope => ?, key => ?, fence => ?, response => ?::jsonb)::text AS v';
+				        durable_idempotent_finish(' . $MQN . 'scope => ?, key => ?, fence => ?, response => ?::jsonb)::text AS v';
 				@binds = ('model', $key, $f, $response);
 				$desc = "$sid idempotent_finish $key fence $f";
 				@alts = sub {
@@ -2465,7 +2475,7 @@ sub execute
 	{
 		my $id = 'm' . ($r[0] % 5);
 		my $payload = '{"m": "' . $id . '"' . ($r[1] % 100 < 10 ? ', "x": 1' : '') . '}';
-		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_inbox_receive(?, ?, ?::jsonb)::text AS v';
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, durable_inbox_receive(' . $MQ . '?, ?, ?::jsonb)::text AS v';
 		@binds = ('c1', $id, $payload);
 		$desc = "$sid inbox_receive $id $payload";
 		my $seen = $M->{inbox}{$id};

@@ -2,7 +2,8 @@
 # state, their steps and events, a queue; afterwards durable_verify() is
 # empty and the API works on the old rows.  Before the update the new
 # library says what is wrong instead of failing on missing columns.  From
-# 0.4.0, events and waits move into their queues.
+# 0.4.0, events and waits move into their queues; from 0.8.0, outbox
+# messages, inbox entries and request keys.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -204,6 +205,81 @@ is($node->safe_psql('ev', "SELECT status || ':' || payload FROM durable_await($t
 	'received:{"carrier": "dhl"}', 'an await after the update finds the event emitted before it');
 is($node->safe_psql('ev', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() is still empty');
+
+# From 0.8.0, with outbox messages, inbox entries and request keys of
+# every application in one namespace: from 0.9.0 on each name in use is a
+# queue of its own (created where missing), and its rows are found there.
+$node->safe_psql('postgres', 'CREATE DATABASE ns');
+$node->safe_psql('ns', "CREATE EXTENSION durable VERSION '0.8.0'");
+$node->safe_psql('ns', q{
+	INSERT INTO durable.queues (queue_name, partition_base, partitions, lease,
+		max_attempts, retry_base, retry_cap, retry_refill_rate, retry_tokens,
+		retry_tokens_at, notify, created_at)
+	VALUES ('http', 9, 4, '1 hour', 3, 1, 1, 10, 0, now(), false, now());
+	INSERT INTO durable.outbox (partition_key, message_id, fence, attempt, created_at,
+		lease_until, published_at, topic, key, payload)
+	VALUES (11, (1::bigint << 23) | 11, 0, 0, now(), NULL, NULL, 'invoices', 'inv-1', '{"n": 1}'),
+	       (12, (2::bigint << 23) | 12, 7, 1, now(), now() - interval '1 s', NULL, 'invoices', NULL, '{"n": 2}'),
+	       (13, (3::bigint << 23) | 13, 8, 1, now(), NULL, now(), 'shipments', NULL, '{"n": 3}');
+	INSERT INTO durable.inbox (partition_key, consumer, message_id, payload_hash, received_at)
+	VALUES (21, 'webhooks', 'evt-1', durable_request_hash('{"paid": 1}'), now()),
+	       (22, 'webhooks', 'evt-2', NULL, now());
+	INSERT INTO durable.idempotency_keys (partition_key, scope, key, request_hash, completed,
+		created_at, locked_until, expires_at, recovery_point, response, fence)
+	VALUES (31, 'http', 'req-1', durable_request_hash('{"amount": 1}'), true, now(), now(),
+	        now() + interval '1 day', 'finished', '{"status": 201}', 5),
+	       (32, 'payments', 'req-2', durable_request_hash('{"amount": 2}'), false, now(),
+	        now() + interval '1 hour', now() + interval '1 day', 'charged', NULL, 6);
+});
+my $ns_counts = q{SELECT (SELECT count(*) FROM durable.outbox) || '/' ||
+	(SELECT count(*) FROM durable.inbox) || '/' || (SELECT count(*) FROM durable.idempotency_keys)};
+my $ns_before = $node->safe_psql('ns', $ns_counts);
+
+# before the update the new library refuses the forms without a queue
+($rc, $out, $err) = $node->psql('ns', q{SELECT durable_inbox_receive('webhooks', 'evt-1')});
+isnt($rc, 0, 'the inbox receipt without a queue is refused before the update');
+like($err, qr/durable_inbox_receive\(\) without a queue is no longer supported/, 'and says why');
+like($err, qr/ALTER EXTENSION durable UPDATE/, 'and what to do');
+
+$node->safe_psql('ns', 'ALTER EXTENSION durable UPDATE');
+is($node->safe_psql('ns', $ns_counts), $ns_before, 'every message, entry and key is kept');
+is($node->safe_psql('ns', q{SELECT string_agg(queue_name || ':' || partitions || ':' || restricted, ',' ORDER BY queue_name)
+	FROM durable.queues}),
+	'http:4:false,invoices:1:false,payments:1:false,shipments:1:false,webhooks:1:false',
+	'each topic, consumer and scope is a queue, created unrestricted where missing');
+is($node->safe_psql('ns', q{SELECT count(*) FROM (
+	  SELECT queue_name, partition_key FROM durable.inbox
+	  UNION ALL SELECT queue_name, partition_key FROM durable.idempotency_keys) r
+	JOIN durable.queues q USING (queue_name)
+	WHERE (r.partition_key - q.partition_base + 32768) % 32768 >= q.partitions}),
+	'0', 'each inbox entry and key is in one of its queue\'s partitions');
+is($node->safe_psql('ns', q{SELECT string_agg(queue_name || ':' || message_id, ',' ORDER BY message_id)
+	FROM durable.outbox}),
+	'invoices:' . ((1 << 23) | 11) . ',invoices:' . ((2 << 23) | 12) . ',shipments:' . ((3 << 23) | 13),
+	'each outbox message is its topic\'s queue\'s, under the id it had');
+
+# the API finds them in the queue named as the old name
+is($node->safe_psql('ns', q{SELECT string_agg(payload::text, ',' ORDER BY message_id)
+	FROM durable_outbox_claim('invoices', 'p')}),
+	'{"n": 1},{"n": 2}', 'the unpublished messages are claimed from their queue');
+is($node->safe_psql('ns', q{SELECT durable_outbox_ack('invoices', array_agg(message_id), max(fence))
+	FROM durable.outbox WHERE queue_name = 'invoices'}),
+	'2', 'and acknowledged there');
+is($node->safe_psql('ns', q{SELECT count(*) FROM durable_outbox_claim('shipments', 'p')}),
+	'0', 'a published message stays published');
+is($node->safe_psql('ns', q{SELECT durable_inbox_receive('webhooks', 'webhooks', 'evt-1', '{"paid": 1}')}),
+	'f', 'a message received before the update is a duplicate in its queue');
+is($node->safe_psql('ns', q{SELECT durable_inbox_receive('webhooks', 'webhooks', 'evt-2')}),
+	'f', 'also one without a payload');
+is($node->safe_psql('ns', q{SELECT status || ':' || response FROM durable_idempotent_begin('http', 'http', 'req-1', '{"amount": 1}')}),
+	'completed:{"status": 201}', 'a finished request answers with its response in its queue');
+is($node->safe_psql('ns', q{SELECT status || ':' || recovery_point FROM durable_idempotent_begin('payments', 'payments', 'req-2', '{"amount": 2}')}),
+	'in_progress:charged', 'a request in progress is still held by its handler');
+$node->safe_psql('ns', q{SELECT durable_idempotent_finish('payments', 'payments', 'req-2', 6, '{"ok": true}')});
+is($node->safe_psql('ns', q{SELECT completed FROM durable.idempotency_keys WHERE key = 'req-2'}),
+	't', 'which finishes it under the fence it held before the update');
+is($node->safe_psql('ns', 'SELECT count(*) FROM durable_verify()'), '0',
+	'durable_verify() is empty after the update');
 
 $node->stop;
 done_testing();

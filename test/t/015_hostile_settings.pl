@@ -180,8 +180,8 @@ SELECT fence AS cf2 FROM durable_claim(:'q', 'w', '$short') \\gset
 $hold
 $tick{l}
 -- I: an idempotency key whose time is up; J: a schedule one occurrence behind
-SELECT fence AS kf FROM durable_idempotent_begin(:'q', 'k1', '{"r": 1}') \\gset
-SELECT durable_idempotent_finish(:'q', 'k1', :kf, '{"done": 1}', '1 millisecond');
+SELECT fence AS kf FROM durable_idempotent_begin(:'q', :'q', 'k1', '{"r": 1}') \\gset
+SELECT durable_idempotent_finish(:'q', :'q', 'k1', :kf, '{"done": 1}', '1 millisecond');
 SELECT durable_schedule(:'sn', '0 0 1 1 *', :'q', '{"s": 1}', timezone => 'America/St_Johns');
 UPDATE durable.schedules SET next_run = '2026-01-01 03:30:00+00'
  WHERE schedule_name OPERATOR(pg_catalog.=) :'sn';

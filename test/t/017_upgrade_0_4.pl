@@ -96,12 +96,13 @@ ok($pt, 'the parent is woken by its child');
 is(sql("SELECT status || ' ' || (children->0->>'state') FROM durable_join($pt, $pf, 'kids')"),
 	'done completed', 'its join is done');
 
-# request keys, inbox and outbox of 0.4.0 answer as before
-is(sql(q{SELECT status || ' ' || response FROM durable_idempotent_begin('http', 'req-1', '{"a": 1}')}),
+# request keys, inbox and outbox of 0.4.0 answer as before, in the queues
+# their scope, consumer and topic became
+is(sql(q{SELECT status || ' ' || response FROM durable_idempotent_begin('http', 'http', 'req-1', '{"a": 1}')}),
 	'completed {"r": 1}', 'a request key of 0.4.0 replays its response');
-is(sql(q{SELECT durable_inbox_receive('consumer', 'msg-1', '{"m": 1}')}), 'f',
+is(sql(q{SELECT durable_inbox_receive('consumer', 'consumer', 'msg-1', '{"m": 1}')}), 'f',
 	'an inbox message of 0.4.0 is a duplicate');
-is(sql(q{SELECT count(*) FROM durable_outbox_claim('pub', 10)}), '1', 'its outbox message is published');
+is(sql(q{SELECT count(*) FROM durable_outbox_claim('topic', 'pub', 10)}), '1', 'its outbox message is published');
 
 # history retires: everything finished goes, nothing else
 sql(q{SELECT durable_commit(task_id, fence) FROM durable.tasks WHERE state = 'running'});

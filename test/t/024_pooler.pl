@@ -198,19 +198,19 @@ for my $mode (qw(transaction session))
 	$call->('SELECT * FROM durable_reconcile()');
 
 	# request idempotency, inbox, outbox
-	my $begin = $call->(q{SELECT status, fence FROM durable_idempotent_begin('api', ?, '{"a": 1}')}, "req-$mode")->[0];
+	my $begin = $call->(q{SELECT status, fence FROM durable_idempotent_begin(?, 'api', ?, '{"a": 1}')}, $q, "req-$mode")->[0];
 	is($begin->{status}, 'started', "$mode: a request began");
-	$call->(q{SELECT durable_idempotent_advance('api', ?, ?, 'charged')}, "req-$mode", $begin->{fence});
-	$call->(q{SELECT durable_idempotent_finish('api', ?, ?, '{"ok": true}')}, "req-$mode", $begin->{fence});
-	is($value->(q{SELECT response->>'ok' FROM durable_idempotent_begin('api', ?, '{"a": 1}')}, "req-$mode"),
+	$call->(q{SELECT durable_idempotent_advance(?, 'api', ?, ?, 'charged')}, $q, "req-$mode", $begin->{fence});
+	$call->(q{SELECT durable_idempotent_finish(?, 'api', ?, ?, '{"ok": true}')}, $q, "req-$mode", $begin->{fence});
+	is($value->(q{SELECT response->>'ok' FROM durable_idempotent_begin(?, 'api', ?, '{"a": 1}')}, $q, "req-$mode"),
 		'true', "$mode: the same request again returns the first response");
-	is($value->(q{SELECT durable_inbox_receive('billing', ?, '{}')}, "m-$mode"), 1,
+	is($value->(q{SELECT durable_inbox_receive(?, 'billing', ?, '{}')}, $q, "m-$mode"), 1,
 		"$mode: an inbox message is new the first time");
-	is($value->(q{SELECT durable_inbox_receive('billing', ?, '{}')}, "m-$mode"), 0,
+	is($value->(q{SELECT durable_inbox_receive(?, 'billing', ?, '{}')}, $q, "m-$mode"), 0,
 		"$mode: ... and a duplicate the second, on another backend");
-	$call->(q{SELECT durable_outbox_emit(?, '{"n": 1}')}, "topic_$mode");
-	my $msg = $call->(q{SELECT message_id, fence FROM durable_outbox_claim('pub') WHERE topic = ?}, "topic_$mode")->[0];
-	is($value->('SELECT durable_outbox_ack(ARRAY[?]::bigint[], ?)', @$msg{qw(message_id fence)}), 1,
+	$call->(q{SELECT durable_outbox_emit(?, ?, '{"n": 1}')}, $q, "topic_$mode");
+	my $msg = $call->(q{SELECT message_id, fence FROM durable_outbox_claim(?, 'pub') WHERE topic = ?}, $q, "topic_$mode")->[0];
+	is($value->('SELECT durable_outbox_ack(?, ARRAY[?]::bigint[], ?)', $q, @$msg{qw(message_id fence)}), 1,
 		"$mode: an outbox message was claimed and acknowledged");
 
 	# the views and the checks

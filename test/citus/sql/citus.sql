@@ -99,24 +99,24 @@ SELECT count(*) AS claimed_next FROM durable_commit_and_claim(:t2, :f2, '{"last"
 
 -- request keys, the inbox and an outbox message, each on its key's node
 SELECT count(*) AS before FROM :my_two_phase \gset
-SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}') \gset b_
-SELECT * FROM durable_idempotent_begin('payments', 'req-1', '{"a": 1}');
-SELECT durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS first,
-       durable_inbox_receive('billing', 'm-1', '{"x": 1}') AS again;
+SELECT * FROM durable_idempotent_begin('jobs', 'payments', 'req-1', '{"a": 1}') \gset b_
+SELECT * FROM durable_idempotent_begin('jobs', 'payments', 'req-1', '{"a": 1}');
+SELECT durable_inbox_receive('jobs', 'billing', 'm-1', '{"x": 1}') AS first,
+       durable_inbox_receive('jobs', 'billing', 'm-1', '{"x": 1}') AS again;
 
-SELECT durable_outbox_emit('orders', '{"n": 0}', 'key-0') > 0 AS emitted;
+SELECT durable_outbox_emit('jobs', 'orders', '{"n": 0}', 'key-0') > 0 AS emitted;
 SELECT count(*) - :before AS two_phase_commits FROM :my_two_phase;
 
 -- the outbox: a claim across shards, an ack under its fence, a stale ack
-SELECT count(durable_outbox_emit('orders', jsonb_build_object('n', i), 'key-' || i))
+SELECT count(durable_outbox_emit('jobs', 'orders', jsonb_build_object('n', i), 'key-' || i))
 FROM generate_series(1, 5) i;
 SELECT count(*) AS held, count(DISTINCT fence) AS fences
-FROM durable_outbox_claim('p1', batch => 4);
-SELECT count(*) AS held_by_p2 FROM durable_outbox_claim('p2', batch => 10);
-SELECT durable_outbox_ack(array_agg(message_id), max(fence)) AS acked
+FROM durable_outbox_claim('jobs', 'p1', batch => 4);
+SELECT count(*) AS held_by_p2 FROM durable_outbox_claim('jobs', 'p2', batch => 10);
+SELECT durable_outbox_ack('jobs', array_agg(message_id), max(fence)) AS acked
 FROM durable.outbox WHERE publisher = 'p1' AND published_at IS NULL;
 \set VERBOSITY sqlstate
-SELECT durable_outbox_ack(array_agg(message_id), max(fence) + 1)
+SELECT durable_outbox_ack('jobs', array_agg(message_id), max(fence) + 1)
 FROM durable.outbox WHERE publisher = 'p2' AND published_at IS NULL;
 \set VERBOSITY default
 -- fences carry their node

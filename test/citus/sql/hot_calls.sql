@@ -27,7 +27,7 @@ SELECT :node_of partition_key)) AS groupid, count(*) > 0 AS has_partitions
 FROM hot_partitions GROUP BY 1 ORDER BY 1;
 SELECT nodeport AS worker1 FROM pg_dist_node WHERE groupid = 1 \gset
 SELECT nodeport AS coordinator FROM pg_dist_node WHERE groupid = 0 \gset
-SELECT durable_outbox_emit('hot-topic', jsonb_build_object('n', i), 'key-' || i) IS NOT NULL AS emitted
+SELECT durable_outbox_emit('hot', 'hot-topic', jsonb_build_object('n', i), 'key-' || i) IS NOT NULL AS emitted
 FROM generate_series(1, 1) i;
 
 -- ---- a worker's session: its own node's partitions, nothing sent ----
@@ -196,9 +196,9 @@ SELECT :remote_commands AS before \gset
 SELECT durable_commit_batch(array_agg(task_id), array_agg(fence)) AS committed FROM held;
 SELECT :remote_commands - :before AS remote_commands;
 -- an outbox message acknowledged: one statement
-SELECT message_id, fence AS message_fence FROM durable_outbox_claim('pub', batch => 1) \gset
+SELECT message_id, fence AS message_fence FROM durable_outbox_claim('hot', 'pub', batch => 1) \gset
 SELECT :remote_commands AS before \gset
-SELECT durable_outbox_ack(ARRAY[:message_id]::bigint[], :message_fence) AS acked;
+SELECT durable_outbox_ack('hot', ARRAY[:message_id]::bigint[], :message_fence) AS acked;
 SELECT :remote_commands - :before AS remote_commands;
 -- one task enqueued, claimed and committed: each call's statement runs
 -- on the task's node as one call there (store/delegate.c): BEGIN, the
