@@ -138,3 +138,21 @@ BEGIN
     END IF;
 END
 $$;
+
+--
+-- A compensation takes a class as any step does (issue 37): by default its
+-- forward step's, so that an unsafe step's compensation in doubt goes to
+-- review instead of running again; classes names another by step.  The
+-- library serves the call of 0.8.0 (without classes) until this update.
+--
+DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);
+CREATE FUNCTION @extschema@.durable_compensate(task_id bigint, fence bigint,
+                                               classes jsonb DEFAULT NULL)
+RETURNS TABLE (step text, compensates text, state text, version int, idempotency_key text)
+AS 'MODULE_PATHNAME', 'durable_compensate'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) IS
+  'plan a compensation step for each committed step, newest first, of its step''s class or the one classes gives; calling it again plans nothing new';
+REVOKE EXECUTE ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) TO durable_worker;
