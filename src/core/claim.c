@@ -205,24 +205,24 @@ DurableStatement DurableClaimOneStatement = {
  * missing (only then waiting, for a claim making the same row), skipped
  * when another claim holds them; returns the keys held.  $1-$4 as a
  * claim's, then the versions the worker runs, the queue's partitions, its
- * concurrency limit, and the partition of the keys' rows.
+ * concurrency limit, and (on one server) the partition of the keys' rows.
  */
-#define CLAIM_KEYS(where) \
+#define CLAIM_KEYS(where, rows) \
 	"WITH k AS (SELECT DISTINCT concurrency_key FROM (SELECT concurrency_key" \
 	LIMITED_READY(where, "$7", "$5", "") " FOR UPDATE SKIP LOCKED)" \
 	" c WHERE concurrency_key IS NOT NULL)," \
 	" i AS (INSERT INTO durable.concurrency_keys" \
 	"  (partition_key, queue_name, concurrency_key, claimed_at)" \
-	"  SELECT $8, $2, concurrency_key, $3 FROM k WHERE NOT EXISTS (SELECT" \
-	"   FROM durable.concurrency_keys e WHERE e.partition_key = $8" \
+	"  SELECT " rows ", $2, concurrency_key, $3 FROM k WHERE NOT EXISTS (SELECT" \
+	"   FROM durable.concurrency_keys e WHERE e.partition_key = " rows \
 	"   AND e.queue_name = $2 AND e.concurrency_key = k.concurrency_key)" \
 	"  ORDER BY concurrency_key" \
 	"  ON CONFLICT (partition_key, queue_name, concurrency_key) DO NOTHING" \
 	"  RETURNING concurrency_key)," \
 	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $3" \
-	"  WHERE h.partition_key = $8 AND h.queue_name = $2" \
+	"  WHERE h.partition_key = " rows " AND h.queue_name = $2" \
 	"  AND h.concurrency_key IN (SELECT l.concurrency_key" \
-	"   FROM durable.concurrency_keys l WHERE l.partition_key = $8" \
+	"   FROM durable.concurrency_keys l WHERE l.partition_key = " rows \
 	"   AND l.queue_name = $2 AND l.concurrency_key IN (SELECT * FROM k)" \
 	"   ORDER BY l.concurrency_key FOR UPDATE SKIP LOCKED)" \
 	"  RETURNING h.concurrency_key)" \
@@ -245,17 +245,17 @@ static const DurableColumn held_columns[HELD_NCOLUMNS] = {
 
 static DurableStatement claim_keys = {
 	.name = "claim_keys",
-	.sql = CLAIM_KEYS(KEY_IN_QUEUE("$6")),
+	.sql = CLAIM_KEYS(KEY_IN_QUEUE("$6"), "$8"),
 	.nargs = 8,
 	.argtypes = CLAIM_KEYS_ARGTYPES,
 	DURABLE_COLUMNS(held_columns),
 };
 
-/* on Citus: the key counted, and its row, on the claimed partition's shard */
+/* on Citus: the key counted, and its row, in the claimed partition ($1) */
 static DurableStatement claim_keys_here = {
 	.name = "claim_keys_here",
-	.sql = CLAIM_KEYS(KEY_IN_PARTITION("$6")),
-	.nargs = 8,
+	.sql = CLAIM_KEYS(KEY_IN_PARTITION("$6"), "$1"),
+	.nargs = 7,
 	.argtypes = CLAIM_KEYS_ARGTYPES,
 	DURABLE_COLUMNS(held_columns),
 };
@@ -300,8 +300,7 @@ hold_keys(Datum *args, const char *nulls, int32 key_partition)
 {
 	bool		distributed = DurableDistributed();
 	Datum		keys_args[8] = {args[0], args[1], args[2], args[3], args[8],
-		args[10], args[11],
-	Int32GetDatum(distributed ? DatumGetInt32(args[0]) : key_partition)};
+	args[10], args[11], Int32GetDatum(key_partition)};
 	char		keys_nulls[8] = {' ', ' ', ' ', ' ', nulls[8], ' ', ' ', ' '};
 	bool		isnull;
 
