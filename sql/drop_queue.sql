@@ -55,3 +55,11 @@ SELECT durable_unschedule('timed_other');
 SELECT durable_drop_queue('elsewhere', NULL);
 SELECT durable_drop_queue('elsewhere', true);
 SELECT count(*) AS disagreements FROM durable_verify();
+
+-- a queue with a concurrency limit: the rows of its keys go with it
+SELECT durable_create_queue('limited', concurrency_limit => 1);
+SELECT durable_enqueue('limited', '{}', concurrency_key => 'acme') > 0 AS enqueued;
+SELECT durable_commit(task_id, fence) FROM durable_claim('limited', 'w');
+SELECT queue_name, concurrency_key FROM durable.concurrency_keys;
+SELECT durable_drop_queue('limited');
+SELECT count(*) AS key_rows FROM durable.concurrency_keys;

@@ -143,6 +143,10 @@ SELECT durable_fail(:tp, 1, 'transient');
 SELECT durable_fail(:tp, 1, 'flaky');
 SELECT durable_fail(:tp, 1, NULL);
 SELECT durable_fail(:tp, 1, 'transient', retry_after => '-1 s');
+-- a month and a day are not always the same length: parts of both signs
+-- would make a delay that depends on the date
+SELECT durable_fail(:tp, 1, 'transient', retry_after => '1 mon -29 days');
+SELECT durable_fail(:tp, 1, 'transient', retry_after => '-1 day 25 hours');
 SELECT durable_fail(424242, 1, 'transient');
 
 -- cancel: any unfinished task; a running one loses its lease

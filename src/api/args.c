@@ -92,22 +92,16 @@ check_interval_range(Interval *span, const char *name)
 }
 
 /*
- * DurablePositiveIntervalArg
- *		An interval argument that must be given and be greater than zero.
- *
- * Its parts must not have different signs: a month or a day is not always
- * the same length, so '-10 mon 300 days 1 second', which compares as one
- * second, ends ten months minus 300 days earlier when it is added to a
- * time, i.e. in the past.  With no negative part, what it adds is positive
- * whatever the date.
+ * check_interval_signs
+ *		An interval's parts must not have different signs: a month or a day
+ *		is not always the same length, so '-10 mon 300 days 1 second', which
+ *		compares as one second, ends ten months minus 300 days earlier when
+ *		it is added to a time, i.e. in the past.  With no negative part,
+ *		what it adds is positive whatever the date.
  */
-Interval *
-DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
+static void
+check_interval_signs(Interval *span, const char *name)
 {
-	Interval   *span;
-
-	DurableRequireArg(fcinfo, argno, name);
-	span = PG_GETARG_INTERVAL_P(argno);
 	if ((span->month < 0 || span->day < 0 || span->time < 0) &&
 		(span->month > 0 || span->day > 0 || span->time > 0))
 		ereport(ERROR,
@@ -117,6 +111,21 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 						  DatumGetCString(DirectFunctionCall1(interval_out,
 															  PointerGetDatum(span)))),
 				errhint("Give it in one unit, or in parts that are all positive."));
+}
+
+/*
+ * DurablePositiveIntervalArg
+ *		An interval argument that must be given, be greater than zero and
+ *		not mix positive and negative parts.
+ */
+Interval *
+DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	Interval   *span;
+
+	DurableRequireArg(fcinfo, argno, name);
+	span = PG_GETARG_INTERVAL_P(argno);
+	check_interval_signs(span, name);
 	if (DurableIntervalMicroseconds(span, name) <= 0)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -126,6 +135,26 @@ DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 															  PointerGetDatum(span)))));
 	check_interval_range(span, name);
 	return span;
+}
+
+/*
+ * DurableDelayArg
+ *		An interval argument given (argno not null) as a delay: zero or
+ *		more, in parts of one sign, as microseconds.
+ */
+int64
+DurableDelayArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	Interval   *span = PG_GETARG_INTERVAL_P(argno);
+	int64		delay;
+
+	check_interval_signs(span, name);
+	delay = DurableIntervalMicroseconds(span, name);
+	if (delay < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must not be negative", name));
+	return delay;
 }
 
 int32

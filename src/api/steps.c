@@ -12,6 +12,7 @@
 
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/tuplestore.h"
 
 /* a step name: like a queue name, at most DURABLE_MAX_NAME_LEN bytes */
@@ -229,15 +230,58 @@ durable_checkpoint(PG_FUNCTION_ARGS)
 }
 
 /*
- * durable_compensate(task_id bigint, fence bigint)
+ * compensation_classes
+ *		The classes argument of durable_compensate: a jsonb object of step
+ *		names and class names, each checked (22023), into names and
+ *		classes.  Returns how many.
+ */
+static int
+compensation_classes(Jsonb *arg, const char ***names, const char ***classes)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken token;
+	int			n = 0;
+
+	if (!JB_ROOT_IS_OBJECT(arg) || JB_ROOT_IS_SCALAR(arg))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("classes must be a JSON object"),
+				errhint("Give the class of each step's compensation by the step's name, as in {\"charge\": \"queryable\"}."));
+	*names = palloc(sizeof(char *) * Max(JB_ROOT_COUNT(arg), 1));
+	*classes = palloc(sizeof(char *) * Max(JB_ROOT_COUNT(arg), 1));
+	it = JsonbIteratorInit(&arg->root);
+	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (token == WJB_KEY)
+			(*names)[n] = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (token == WJB_VALUE)
+		{
+			if (v.type != jbvString)
+				ereport(ERROR,
+						errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("the class of step \"%s\" in classes must be a string",
+							   (*names)[n]));
+			(*classes)[n] = pnstrdup(v.val.string.val, v.val.string.len);
+			(void) DurableParseActivityClass((*classes)[n]);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * durable_compensate(task_id bigint, fence bigint, classes jsonb = NULL)
  *		RETURNS TABLE(step text, compensates text, state text, version int,
  *					  idempotency_key text)
  *
- * Plans one idempotent compensation step, "compensate:<step>", for each
- * committed step, and returns them newest first: the order in which to run
- * them.  Committing a compensation step moves its step to COMPENSATED.
- * Calling it again plans nothing new and returns the same steps, so a
- * compensation never takes effect twice.
+ * Plans one compensation step, "compensate:<step>", for each committed
+ * step, and returns them newest first: the order in which to run them.
+ * Each takes the class classes names for its step, else its step's (a
+ * compensation planned already keeps its own).  Committing a compensation
+ * step moves its step to COMPENSATED.  Calling it again plans nothing new
+ * and returns the same steps, so a compensation never takes effect twice.
+ * The SQL function of 0.8.0 and before has no classes (PG_NARGS() 2).
  */
 PG_FUNCTION_INFO_V1(durable_compensate);
 Datum
@@ -248,10 +292,16 @@ durable_compensate(PG_FUNCTION_ARGS)
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	DurableCompensation *steps;
 	uint64		n;
+	int			nclasses = 0;
+	const char **names = NULL;
+	const char **classes = NULL;
 
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+		nclasses = compensation_classes(DurableJsonbArg(fcinfo, 2, "classes"),
+										&names, &classes);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	n = DurableCompensate(task_id, fence, &steps);
+	n = DurableCompensate(task_id, fence, nclasses, names, classes, &steps);
 	for (uint64 i = 0; i < n; i++)
 	{
 		Datum		values[5];

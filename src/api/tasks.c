@@ -557,14 +557,7 @@ durable_fail(PG_FUNCTION_ARGS)
 	(void) DurableParseErrorClass(error_class);
 	error = DurableJsonbArg(fcinfo, 3, "error");
 	if (!PG_ARGISNULL(4))
-	{
-		retry_after = DurableIntervalMicroseconds(PG_GETARG_INTERVAL_P(4),
-												  "retry_after");
-		if (retry_after < 0)
-			ereport(ERROR,
-					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("retry_after must not be negative"));
-	}
+		retry_after = DurableDelayArg(fcinfo, 4, "retry_after");
 
 	SPI_connect();
 	if (!PG_ARGISNULL(5))

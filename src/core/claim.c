@@ -30,17 +30,25 @@
  * only while the key's running tasks and its tasks ahead of c in claim
  * order that could be claimed now are fewer than the limit, counted in
  * the partitions where the key's tasks are, in one probe that stops at the
- * limit.  No lock is needed: every snapshot sees a task of the key that
- * another claim is taking either as running or, as it was, ahead in claim
- * order; and a task ahead goes first.
+ * limit.  A snapshot sees a task another claim is taking as ready: when
+ * it is behind c (c has a higher priority, or was enqueued or became due
+ * after that claim read the queue), both would run.  So a key's claims
+ * take turns on its row in durable.concurrency_keys: a claim first takes
+ * and writes the rows of its candidates' keys (claim_keys), skipping those
+ * another claim holds, then takes tasks of those keys only, or of none,
+ * counting in a statement of its own.  Under READ COMMITTED its snapshot
+ * sees every claim of the key before; under REPEATABLE READ and
+ * SERIALIZABLE, a row written by a claim that committed after the snapshot
+ * raises 40001 when taken: the claim is refused.
  *
  * A task lives in its concurrency key's partition (enqueue.c), so the
  * key's tasks are in the partition claimed, $1; on one server they are
  * counted in all of the queue's ($11), which also finds those enqueued
- * before 0.8.0 in other partitions.  On Citus the count stays on the
- * partition's shard.
+ * before 0.8.0 in other partitions, and a key's row is in the queue's
+ * first partition whichever partition is claimed.  On
+ * Citus the count and the key's row stay on the partition's shard.
  */
-#define KEY_BUSY(where) \
+#define KEY_BUSY(where, limit) \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
 	" WHERE " where " AND k.queue_name = $2" \
 	" AND k.concurrency_key = c.concurrency_key" \
@@ -48,9 +56,10 @@
 	" AND (k.state = 'running' OR k.run_at <= $3" \
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
-	" LIMIT $12) k)"
-#define KEY_IN_QUEUE "k.partition_key = ANY ($11)"
-#define KEY_IN_PARTITION "k.partition_key = $1 AND k.partition_key = ANY ($11)"
+	" LIMIT " limit ") k)"
+#define KEY_IN_QUEUE(partitions) "k.partition_key = ANY (" partitions ")"
+#define KEY_IN_PARTITION(partitions) \
+	"k.partition_key = $1 AND k.partition_key = ANY (" partitions ")"
 
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
@@ -109,9 +118,10 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
  * A task a worker may take: unpinned, or pinned to versions it runs ($9,
  * NULL for a worker that did not say, which takes any).
  */
-#define RUNS_VERSIONS \
-	" AND ($9::jsonb IS NULL OR versions IS NULL" \
-	"  OR durable.versions_run(versions, $9))"
+#define RUNS_VERSIONS_OF(runs) \
+	" AND (" runs "::jsonb IS NULL OR versions IS NULL" \
+	"  OR durable.versions_run(versions, " runs "))"
+#define RUNS_VERSIONS RUNS_VERSIONS_OF("$9")
 
 /* the ready tasks of a partition a claim takes, first first, locked */
 #define READY_TO_CLAIM \
@@ -176,17 +186,87 @@ DurableStatement DurableClaimOneStatement = {
 	},
 };
 
-/* a claim in a queue with a concurrency limit, the key counted where */
+/*
+ * The tasks a claim in a queue with a concurrency limit may take, first
+ * first: without a key, or of a key with fewer than limit busy (and held).
+ */
+#define LIMITED_READY(where, limit, runs, held) \
+	"   FROM durable.live_tasks c" \
+	"   WHERE partition_key = $1 AND queue_name = $2" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $3" \
+	RUNS_VERSIONS_OF(runs) \
+	"   AND (concurrency_key IS NULL OR " held \
+	"    " KEY_BUSY(where, limit) " < " limit ")" \
+	"   ORDER BY priority DESC, run_at, task_id LIMIT $4"
+
+/*
+ * The rows of the keys of the tasks a claim would take (locked, so that
+ * one another claim is taking is left out), taken and written: made when
+ * missing (only then waiting, for a claim making the same row), skipped
+ * when another claim holds them; returns the keys held.  $1-$4 as a
+ * claim's, then the versions the worker runs, the queue's partitions, its
+ * concurrency limit, and (on one server) the partition of the keys' rows.
+ */
+#define CLAIM_KEYS(where, rows) \
+	"WITH k AS (SELECT DISTINCT concurrency_key FROM (SELECT concurrency_key" \
+	LIMITED_READY(where, "$7", "$5", "") " FOR UPDATE SKIP LOCKED)" \
+	" c WHERE concurrency_key IS NOT NULL)," \
+	" i AS (INSERT INTO durable.concurrency_keys" \
+	"  (partition_key, queue_name, concurrency_key, claimed_at)" \
+	"  SELECT " rows ", $2, concurrency_key, $3 FROM k WHERE NOT EXISTS (SELECT" \
+	"   FROM durable.concurrency_keys e WHERE e.partition_key = " rows \
+	"   AND e.queue_name = $2 AND e.concurrency_key = k.concurrency_key)" \
+	"  ORDER BY concurrency_key" \
+	"  ON CONFLICT (partition_key, queue_name, concurrency_key) DO NOTHING" \
+	"  RETURNING concurrency_key)," \
+	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $3" \
+	"  WHERE h.partition_key = " rows " AND h.queue_name = $2" \
+	"  AND h.concurrency_key IN (SELECT l.concurrency_key" \
+	"   FROM durable.concurrency_keys l WHERE l.partition_key = " rows \
+	"   AND l.queue_name = $2 AND l.concurrency_key IN (SELECT * FROM k)" \
+	"   ORDER BY l.concurrency_key FOR UPDATE SKIP LOCKED)" \
+	"  RETURNING h.concurrency_key)" \
+	" SELECT ARRAY(SELECT concurrency_key FROM i" \
+	"  UNION ALL SELECT concurrency_key FROM u) AS held"
+
+enum
+{
+	HELD_KEYS,
+	HELD_NCOLUMNS
+};
+
+static const DurableColumn held_columns[HELD_NCOLUMNS] = {
+	[HELD_KEYS] = {"held", TEXTARRAYOID},
+};
+
+#define CLAIM_KEYS_ARGTYPES \
+	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT4ARRAYOID, \
+	 INT4OID, INT4OID}
+
+static DurableStatement claim_keys = {
+	.name = "claim_keys",
+	.sql = CLAIM_KEYS(KEY_IN_QUEUE("$6"), "$8"),
+	.nargs = 8,
+	.argtypes = CLAIM_KEYS_ARGTYPES,
+	DURABLE_COLUMNS(held_columns),
+};
+
+/* on Citus: the key counted, and its row, in the claimed partition ($1) */
+static DurableStatement claim_keys_here = {
+	.name = "claim_keys_here",
+	.sql = CLAIM_KEYS(KEY_IN_PARTITION("$6"), "$1"),
+	.nargs = 7,
+	.argtypes = CLAIM_KEYS_ARGTYPES,
+	DURABLE_COLUMNS(held_columns),
+};
+
+/* a claim in a queue with a concurrency limit, of the keys held ($13) */
 #define CLAIM_LIMITED(where) \
 	"WITH u AS (" CLAIM_UPDATE \
 	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY(" \
-	"   SELECT task_id FROM durable.live_tasks c" \
-	"   WHERE partition_key = $1 AND queue_name = $2" \
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS \
-	"   AND (concurrency_key IS NULL" \
-	"    OR " KEY_BUSY(where) " < $12)" \
-	"   ORDER BY priority DESC, run_at, task_id" \
-	"   LIMIT $4 FOR UPDATE SKIP LOCKED))" \
+	"   SELECT task_id" LIMITED_READY(where, "$12", "$9", \
+	"concurrency_key = ANY ($13) AND") \
+	"   FOR UPDATE SKIP LOCKED))" \
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until," \
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority," \
 	"  t.run_at)" \
@@ -194,12 +274,13 @@ DurableStatement DurableClaimOneStatement = {
 	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id"
 #define CLAIM_LIMITED_ARGTYPES \
 	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
-	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID}
+	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID, \
+	 TEXTARRAYOID}
 
 static DurableStatement claim_limited = {
 	.name = "claim_limited",
-	.sql = CLAIM_LIMITED(KEY_IN_QUEUE),
-	.nargs = 12,
+	.sql = CLAIM_LIMITED(KEY_IN_QUEUE("$11")),
+	.nargs = 13,
 	.argtypes = CLAIM_LIMITED_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
@@ -207,11 +288,27 @@ static DurableStatement claim_limited = {
 /* on Citus: the key counted on the claimed partition's shard */
 static DurableStatement claim_limited_here = {
 	.name = "claim_limited_here",
-	.sql = CLAIM_LIMITED(KEY_IN_PARTITION),
-	.nargs = 12,
+	.sql = CLAIM_LIMITED(KEY_IN_PARTITION("$11")),
+	.nargs = 13,
 	.argtypes = CLAIM_LIMITED_ARGTYPES,
 	DURABLE_COLUMNS(claimed_columns),
 };
+
+/* claim_keys in partition args[0]: the keys held, claim_limited's $13 */
+static void
+hold_keys(Datum *args, const char *nulls, int32 key_partition)
+{
+	bool		distributed = DurableDistributed();
+	Datum		keys_args[8] = {args[0], args[1], args[2], args[3], args[8],
+	args[10], args[11], Int32GetDatum(key_partition)};
+	char		keys_nulls[8] = {' ', ' ', ' ', ' ', nulls[8], ' ', ' ', ' '};
+	bool		isnull;
+
+	DurableExecute(distributed ? &claim_keys_here : &claim_keys, keys_args,
+				   keys_nulls, SPI_OK_SELECT, 1);
+	args[12] = PointerGetDatum(DatumGetArrayTypePCopy(DurableColumnDatum(0, HELD_KEYS,
+																		 &isnull)));
+}
 
 /* what a claim of steps awaiting a look-up returns */
 enum
@@ -273,9 +370,9 @@ static DurableStatement reconcile_claim = {
  *		queue does not let work.  A partition with too little ready work
  *		first has its expired leases settled, so that they are never handed
  *		out without going through the recovery table.  In a queue with a
- *		concurrency limit, claim_limited stands in for claim.  On Citus
- *		the partitions of this node go first, a node that cannot be reached
- *		is skipped (sharded.c).
+ *		concurrency limit, claim_limited stands in for claim, after
+ *		hold_keys.  On Citus the partitions of this node go first, a node
+ *		that cannot be reached is skipped (sharded.c).
  *		Returns how many.
  */
 int
@@ -285,8 +382,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[12];
-	char		nulls[12];
+	Datum		args[13];
+	char		nulls[13];
 	int			claimed = 0;
 	bool		ready_work = kind == DURABLE_CLAIM_READY;
 	DurableStatement *stmt = ready_work ? &claim : &reconcile_claim;
@@ -367,6 +464,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 				continue;
 			}
 		}
+		if (stmt != &claim && stmt != &reconcile_claim)
+			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
 		if (stmt == &claim && wanted == 1)
 			n = DurableExecute(&DurableClaimOneStatement, args, nulls,
 							   SPI_OK_UPDATE_RETURNING, 0);

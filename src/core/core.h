@@ -409,7 +409,8 @@ extern const char *DurableRecordReceipt(int64 task_id, int64 fence,
 										Jsonb *evidence);
 extern int32 DurableSaveCheckpoint(int64 task_id, int64 fence,
 								   Jsonb *checkpoint, int32 expected);
-extern uint64 DurableCompensate(int64 task_id, int64 fence,
+extern uint64 DurableCompensate(int64 task_id, int64 fence, int nclasses,
+								const char **names, const char **classes,
 								DurableCompensation **steps);
 
 /* ---- recovery.c: judging the steps in doubt of a task ---- */

@@ -318,45 +318,77 @@ static const DurableColumn compensate_columns[COMPENSATE_NCOLUMNS] = {
 	[COMPENSATE_STEP] = {"step", TEXTOID},
 	[COMPENSATE_CLASS] = {"class", TEXTOID},
 };
+/*
+ * The steps to compensate, newest first, with their compensations' class:
+ * the class of the compensation planned already, else the step's own.
+ */
 static DurableStatement steps_to_compensate = {
 	.name = "steps_to_compensate",
-	.sql = "SELECT step, class::text FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2"
-	" AND state IN ('committed', 'compensated') AND compensates IS NULL"
-	" ORDER BY ordinal DESC",
+	.sql = "SELECT s.step, COALESCE(c.class, s.class)::text AS class"
+	" FROM durable.live_steps s LEFT JOIN durable.live_steps c"
+	" ON c.partition_key = s.partition_key AND c.task_id = s.task_id"
+	" AND c.compensates = s.step"
+	" WHERE s.partition_key = $1 AND s.task_id = $2"
+	" AND s.state IN ('committed', 'compensated') AND s.compensates IS NULL"
+	" ORDER BY s.ordinal DESC",
 	.nargs = 2, .argtypes = {INT4OID, INT8OID},
 	DURABLE_COLUMNS(compensate_columns),
 };
 
 /*
  * DurableCompensate
- *		Plan one idempotent compensation step, "compensate:<step>", for each
- *		committed step of a task held under fence, newest first (the order
- *		in which to run them); planning again plans nothing new.  Returns
- *		how many, with the steps in *steps (strings in SPI memory).
+ *		Plan one compensation step, "compensate:<step>", for each committed
+ *		step of a task held under fence, newest first (the order in which
+ *		to run them); planning again plans nothing new.  A compensation
+ *		takes the class classes[i] when names[i] (of nclasses) is its step,
+ *		else the class it was planned with, else its step's: an unsafe
+ *		step's compensation in doubt goes to review as the step would.  A
+ *		name that is no committed step of the task is 22023, and so is
+ *		another class than the one a compensation was planned with.
+ *		Returns how many, with the steps in *steps (strings in SPI memory).
  */
 uint64
-DurableCompensate(int64 task_id, int64 fence, DurableCompensation **steps)
+DurableCompensate(int64 task_id, int64 fence, int nclasses, const char **names,
+				  const char **classes, DurableCompensation **steps)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	Datum		args[2];
 	uint64		n;
 	DurableCompensation *out;
+	const char **class;
 
 	DurableTaskHeld(task_id, fence, &task);
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[1] = Int64GetDatum(task_id);
 	n = DurableExecute(&steps_to_compensate, args, NULL, SPI_OK_SELECT, 0);
 	out = palloc(sizeof(DurableCompensation) * Max(n, 1));
+	class = palloc(sizeof(char *) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
+	{
 		out[i].compensates = DurableColumnText(i, COMPENSATE_STEP);
+		class[i] = DurableColumnText(i, COMPENSATE_CLASS);
+	}
+	for (int c = 0; c < nclasses; c++)
+	{
+		uint64		i = 0;
+
+		while (i < n && strcmp(out[i].compensates, names[c]) != 0)
+			i++;
+		if (i == n)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("task %lld has no committed step \"%s\" to compensate",
+						   (long long) task_id, names[c]),
+					errhint("Give classes only for the task's committed steps."));
+		class[i] = classes[c];
+	}
 
 	for (uint64 i = 0; i < n; i++)
 	{
 		out[i].name = psprintf(DURABLE_COMPENSATION_PREFIX "%s",
 							   out[i].compensates);
-		DurablePlanStep(&task, out[i].name, "idempotent", NULL, NULL,
+		DurablePlanStep(&task, out[i].name, class[i], NULL, NULL,
 						out[i].compensates, now, &out[i].step);
 	}
 	*steps = out;
