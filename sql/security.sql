@@ -155,6 +155,13 @@ RESET ROLE;
 SELECT durable_drop_queue('payments');
 SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 'payments';
 
+-- a grant is PostgreSQL's own privilege on the queue's grants sequence:
+-- a role cannot be dropped while it holds one, and a rename keeps it
+DROP ROLE regress_app_b;
+ALTER ROLE regress_app_b RENAME TO regress_app_b2;
+SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+ALTER ROLE regress_app_b2 RENAME TO regress_app_b;
+
 -- dropping a queue takes its grants with it
 SELECT durable_drop_queue('billing');
 SELECT count(*) AS grants_left FROM durable.queue_grants WHERE queue_name = 'billing';

@@ -213,7 +213,7 @@ typedef struct DurableQueue
 	Interval	deadline;
 	bool		notify;
 	bool		paused;
-	bool		restricted;		/* to the roles of durable.queue_grants */
+	bool		restricted;		/* to the roles granted (access.c) */
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 	bool		has_version_timeout;
 	Interval	version_timeout;
@@ -316,6 +316,8 @@ extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
 									bool enqueue, bool work, bool grant);
 extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
 									 uint64 n, DurableQueuePrivilege what);
+extern bool DurableMayUseQueue(const char *queue, DurableQueuePrivilege what);
+extern void DurableDropQueueGrants(const char *queue);
 
 /* ---- step.c: a step's rows (fetch, in doubt, change state, settle) ---- */
 typedef struct DurableStep
