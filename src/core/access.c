@@ -29,7 +29,8 @@
  * Fences are small numbers a foreign worker could guess, so the check is
  * made on every fenced write of a restricted queue's task, before anything
  * about the task is told; an open queue costs one look-up of its flag in
- * the statement that writes.
+ * the statement that writes.  A task call that is refused says the same
+ * whether the task exists, and whatever the fence (DurableReportTaskDenied).
  *
  *-------------------------------------------------------------------------
  */
@@ -78,6 +79,13 @@ static DurableStatement queue_access = {
 	" WHERE queue_name = $1",
 	.nargs = 1,
 	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(access_columns),
+};
+
+static DurableStatement restricted_queues = {
+	.name = "restricted_queues",
+	.sql = "SELECT restricted, grants_sequence FROM durable.queues"
+	" WHERE restricted",
 	DURABLE_COLUMNS(access_columns),
 };
 
@@ -155,6 +163,98 @@ DurableCheckRestrictedQueue(const char *queue, bool restricted,
 {
 	if (restricted)
 		DurableCheckQueueAccess(queue, what);
+}
+
+/*
+ * DurableReportTaskDenied
+ *		The refusal of a call on a task whose queue the calling role may not
+ *		work on: 42501, the same words whether the task exists or not and
+ *		whatever fence the call gave, naming nothing but the task id the
+ *		caller gave.
+ */
+void
+DurableReportTaskDenied(int64 task_id)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			errmsg("permission denied for task %lld", (long long) task_id),
+			errdetail("Role \"%s\" has no \"work\" grant on the task's queue, or there is no such task.",
+					  DurableCallerName()),
+			errhint("An operator grants it with durable_grant_queue()."));
+}
+
+/*
+ * DurableCheckTaskAccess
+ *		42501 (DurableReportTaskDenied) unless the calling role may work on
+ *		the tasks of queue, which is restricted or not.
+ */
+void
+DurableCheckTaskAccess(int64 task_id, const char *queue, bool restricted)
+{
+	if (restricted && !DurableMayUseQueue(queue, DURABLE_PRIV_WORK))
+		DurableReportTaskDenied(task_id);
+}
+
+/*
+ * DurableCheckTasksAccess
+ *		DurableCheckTaskAccess for n tasks of a batch, each queue checked
+ *		once; a task whose queue is NULL is skipped.  The check runs
+ *		statements of its own: the caller collects the queues from its
+ *		result first.
+ */
+void
+DurableCheckTasksAccess(const int64 *task_ids, char **queues,
+						const bool *restricted, int n)
+{
+	char	  **allowed = palloc(sizeof(char *) * Max(n, 1));
+	int			nallowed = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		seen = false;
+
+		if (queues[i] == NULL || !restricted[i])
+			continue;
+		for (int j = 0; j < nallowed && !seen; j++)
+			seen = strcmp(allowed[j], queues[i]) == 0;
+		if (seen)
+			continue;
+		DurableCheckTaskAccess(task_ids[i], queues[i], true);
+		allowed[nallowed++] = queues[i];
+	}
+	pfree(allowed);
+}
+
+/* whether the calling role may work on the tasks of every queue */
+bool
+DurableMayWorkOnEveryQueue(void)
+{
+	uint64		n;
+
+	if (superuser_arg(GetOuterUserId()))
+		return true;
+	n = DurableExecute(&restricted_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	for (uint64 r = 0; r < n; r++)
+		if (!caller_holds(row_sequence(r), DURABLE_PRIV_WORK))
+			return false;
+	return true;
+}
+
+/*
+ * DurableReportUnknownTask
+ *		A worker's call named a task that does not exist.  A role that may
+ *		not work on some restricted queue is told what it is told about
+ *		that queue's tasks (42501), or the answer would tell which ids
+ *		exist there; anyone else is told the task does not exist (42704).
+ */
+void
+DurableReportUnknownTask(int64 task_id)
+{
+	if (!DurableMayWorkOnEveryQueue())
+		DurableReportTaskDenied(task_id);
+	ereport(ERROR,
+			errcode(ERRCODE_UNDEFINED_OBJECT),
+			errmsg("task %lld does not exist", (long long) task_id));
 }
 
 /*
