@@ -183,5 +183,9 @@ ALTER ROLE regress_app_b2 RENAME TO regress_app_b;
 SELECT durable_drop_queue('billing');
 SELECT count(*) AS grants_left FROM durable.queue_grants WHERE queue_name = 'billing';
 
+-- leave nothing running for the files after this one: its lease would
+-- expire under their reconciliations
+SELECT durable_cancel(:t_open, 'end of test');
+
 SELECT * FROM durable_verify();
 DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;
