@@ -59,8 +59,25 @@ SELECT durable_fail(:t, :f, 'permanent');
 SELECT durable_step(:t, :f, 'charge', 'queryable');
 SELECT durable_checkpoint(:t, :f, '{}', 0);
 SELECT durable_claim_reconcile('billing', 'b-1');
+-- nor whether its fence is right, nor whether a task id exists at all: one
+-- answer, which names no queue, also from a batch heartbeat
+SELECT durable_heartbeat(:t, :f + 7);
+SELECT * FROM durable_heartbeat_batch(ARRAY[:t]::bigint[], ARRAY[:f]::bigint[]);
+SELECT * FROM durable_heartbeat_batch(ARRAY[:t]::bigint[], ARRAY[:f + 7]::bigint[]);
+SELECT durable_heartbeat(4999, 1);
+SELECT * FROM durable_heartbeat_batch(ARRAY[4999]::bigint[], ARRAY[1]::bigint[]);
+SELECT durable_commit(4999, 1);
+SELECT durable_commit_batch(ARRAY[4999]::bigint[], ARRAY[1]::bigint[]);
+SELECT durable_release(4999, 1);
+SELECT durable_step(4999, 1, 'charge', 'queryable');
 RESET ROLE;
 SELECT state, fence, version FROM durable.tasks WHERE task_id = :t;
+-- a role that may work on every restricted queue is told that an unknown
+-- task does not exist, as everyone is where no queue is restricted
+SET ROLE regress_a_worker;
+SELECT durable_heartbeat(4999, 1);
+SELECT * FROM durable_heartbeat_batch(ARRAY[4999]::bigint[], ARRAY[1]::bigint[]);
+RESET ROLE;
 
 -- on an open queue a wrong fence is refused without telling the right one
 SET ROLE regress_app_a;
@@ -155,9 +172,20 @@ RESET ROLE;
 SELECT durable_drop_queue('payments');
 SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 'payments';
 
+-- a grant is PostgreSQL's own privilege on the queue's grants sequence:
+-- a role cannot be dropped while it holds one, and a rename keeps it
+DROP ROLE regress_app_b;
+ALTER ROLE regress_app_b RENAME TO regress_app_b2;
+SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+ALTER ROLE regress_app_b2 RENAME TO regress_app_b;
+
 -- dropping a queue takes its grants with it
 SELECT durable_drop_queue('billing');
 SELECT count(*) AS grants_left FROM durable.queue_grants WHERE queue_name = 'billing';
+
+-- leave nothing running for the files after this one: its lease would
+-- expire under their reconciliations
+SELECT durable_cancel(:t_open, 'end of test');
 
 SELECT * FROM durable_verify();
 DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;

@@ -14,15 +14,29 @@
  * for that privilege.  The role checked is the session's (the outer user),
  * not the definer whose rights the API runs with.
  *
+ * The grants are PostgreSQL's own: the privileges on a sequence of schema
+ * durable that the queue's first grant creates (named in the queue's row,
+ * grants_sequence), UPDATE for enqueue and USAGE for work.  So a grant
+ * names its role the way every other ACL does: pg_shdepend keeps DROP
+ * ROLE from leaving it behind (DROP OWNED or a revoke takes it away),
+ * ALTER ROLE ... RENAME keeps it, and pg_dump writes it as GRANT ... TO
+ * the role's name, which a restore into another cluster gives to the role
+ * of that name, whatever its OID there.  The sequence is no member of the
+ * extension, so pg_dump dumps it with its privileges; nothing else uses
+ * it.  Its owner keeps no privilege on it: only superusers get past a
+ * restricted queue without a grant.
+ *
  * Fences are small numbers a foreign worker could guess, so the check is
  * made on every fenced write of a restricted queue's task, before anything
  * about the task is told; an open queue costs one look-up of its flag in
- * the statement that writes.
+ * the statement that writes.  A task call that is refused says the same
+ * whether the task exists, and whatever the fence (DurableReportTaskDenied).
  *
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -35,38 +49,93 @@ static const char *const privilege_names[] = {
 	[DURABLE_PRIV_WORK] = "work",
 };
 
-/* whether a queue is restricted, and the roles granted a privilege on it */
+/* the privilege on the grants sequence that stands for each */
+static const char *const privilege_sql[] = {
+	[DURABLE_PRIV_ENQUEUE] = "UPDATE",
+	[DURABLE_PRIV_WORK] = "USAGE",
+};
+
+static const AclMode privilege_modes[] = {
+	[DURABLE_PRIV_ENQUEUE] = ACL_UPDATE,
+	[DURABLE_PRIV_WORK] = ACL_USAGE,
+};
+
+/* whether a queue is restricted, and the sequence that holds its grants */
 enum
 {
 	ACCESS_RESTRICTED,
-	ACCESS_GRANTEES,
+	ACCESS_SEQUENCE,
 	ACCESS_NCOLUMNS
 };
 
 static const DurableColumn access_columns[ACCESS_NCOLUMNS] = {
 	[ACCESS_RESTRICTED] = {"restricted", BOOLOID},
-	[ACCESS_GRANTEES] = {"grantees", OIDARRAYOID},
+	[ACCESS_SEQUENCE] = {"grants_sequence", TEXTOID},
 };
 
 static DurableStatement queue_access = {
 	.name = "queue_access",
-	.sql = "SELECT q.restricted, ARRAY(SELECT g.grantee FROM durable.queue_grants g"
-	"  WHERE g.queue_name = q.queue_name AND g.privilege = $2) AS grantees"
-	" FROM durable.queues q WHERE q.queue_name = $1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, TEXTOID},
+	.sql = "SELECT restricted, grants_sequence FROM durable.queues"
+	" WHERE queue_name = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
 	DURABLE_COLUMNS(access_columns),
 };
 
-static void
-report_denied(const char *queue, DurableQueuePrivilege what)
+static DurableStatement restricted_queues = {
+	.name = "restricted_queues",
+	.sql = "SELECT restricted, grants_sequence FROM durable.queues"
+	" WHERE restricted",
+	DURABLE_COLUMNS(access_columns),
+};
+
+/* the grants sequence of that name in schema durable, or InvalidOid */
+static Oid
+grants_relid(const char *name)
 {
-	ereport(ERROR,
-			errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			errmsg("permission denied for queue \"%s\"", queue),
-			errdetail("Role \"%s\" has no \"%s\" grant on the queue.",
-					  DurableCallerName(), privilege_names[what]),
-			errhint("An operator grants it with durable_grant_queue()."));
+	Oid			schema = get_namespace_oid(DURABLE_SCHEMA, true);
+
+	if (name == NULL || !OidIsValid(schema))
+		return InvalidOid;
+	return get_relname_relid(name, schema);
+}
+
+/* whether the calling role holds what on a restricted queue's sequence */
+static bool
+caller_holds(const char *sequence, DurableQueuePrivilege what)
+{
+	Oid			caller = GetOuterUserId();
+	Oid			relid;
+
+	if (superuser_arg(caller))
+		return true;
+	relid = grants_relid(sequence);
+	return OidIsValid(relid) &&
+		pg_class_aclcheck(relid, caller, privilege_modes[what]) == ACLCHECK_OK;
+}
+
+/* the grants sequence of row 0 of the last statement, or NULL */
+static char *
+row_sequence(uint64 row)
+{
+	return DurableColumnIsNull(row, ACCESS_SEQUENCE) ? NULL :
+		DurableColumnText(row, ACCESS_SEQUENCE);
+}
+
+/*
+ * DurableMayUseQueue
+ *		Whether the calling role may use the queue for what: true for an
+ *		open queue, and for one that does not exist.
+ */
+bool
+DurableMayUseQueue(const char *queue, DurableQueuePrivilege what)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+
+	if (DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1) == 0 ||
+		!DurableColumnBool(0, ACCESS_RESTRICTED))
+		return true;
+	return caller_holds(row_sequence(0), what);
 }
 
 /*
@@ -78,32 +147,13 @@ report_denied(const char *queue, DurableQueuePrivilege what)
 void
 DurableCheckQueueAccess(const char *queue, DurableQueuePrivilege what)
 {
-	Datum		args[2];
-	bool		isnull;
-	ArrayType  *grantees;
-	Datum	   *values;
-	int			n;
-	Oid			caller = GetOuterUserId();
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(privilege_names[what]);
-	if (DurableExecute(&queue_access, args, NULL, SPI_OK_SELECT, 1) == 0)
-		return;
-	if (!DurableColumnBool(0, ACCESS_RESTRICTED))
-		return;
-	grantees = DatumGetArrayTypeP(DurableColumnDatum(0, ACCESS_GRANTEES, &isnull));
-	deconstruct_array(grantees, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
-					  &values, NULL, &n);
-	for (int i = 0; i < n; i++)
-	{
-		Oid			grantee = DatumGetObjectId(values[i]);
-
-		if (grantee == InvalidOid || has_privs_of_role(caller, grantee))
-			return;
-	}
-	if (superuser_arg(caller))
-		return;
-	report_denied(queue, what);
+	if (!DurableMayUseQueue(queue, what))
+		ereport(ERROR,
+				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("permission denied for queue \"%s\"", queue),
+				errdetail("Role \"%s\" has no \"%s\" grant on the queue.",
+						  DurableCallerName(), privilege_names[what]),
+				errhint("An operator grants it with durable_grant_queue()."));
 }
 
 /* the same, for a caller that already knows whether the queue is restricted */
@@ -113,6 +163,98 @@ DurableCheckRestrictedQueue(const char *queue, bool restricted,
 {
 	if (restricted)
 		DurableCheckQueueAccess(queue, what);
+}
+
+/*
+ * DurableReportTaskDenied
+ *		The refusal of a call on a task whose queue the calling role may not
+ *		work on: 42501, the same words whether the task exists or not and
+ *		whatever fence the call gave, naming nothing but the task id the
+ *		caller gave.
+ */
+void
+DurableReportTaskDenied(int64 task_id)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			errmsg("permission denied for task %lld", (long long) task_id),
+			errdetail("Role \"%s\" has no \"work\" grant on the task's queue, or there is no such task.",
+					  DurableCallerName()),
+			errhint("An operator grants it with durable_grant_queue()."));
+}
+
+/*
+ * DurableCheckTaskAccess
+ *		42501 (DurableReportTaskDenied) unless the calling role may work on
+ *		the tasks of queue, which is restricted or not.
+ */
+void
+DurableCheckTaskAccess(int64 task_id, const char *queue, bool restricted)
+{
+	if (restricted && !DurableMayUseQueue(queue, DURABLE_PRIV_WORK))
+		DurableReportTaskDenied(task_id);
+}
+
+/*
+ * DurableCheckTasksAccess
+ *		DurableCheckTaskAccess for n tasks of a batch, each queue checked
+ *		once; a task whose queue is NULL is skipped.  The check runs
+ *		statements of its own: the caller collects the queues from its
+ *		result first.
+ */
+void
+DurableCheckTasksAccess(const int64 *task_ids, char **queues,
+						const bool *restricted, int n)
+{
+	char	  **allowed = palloc(sizeof(char *) * Max(n, 1));
+	int			nallowed = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		seen = false;
+
+		if (queues[i] == NULL || !restricted[i])
+			continue;
+		for (int j = 0; j < nallowed && !seen; j++)
+			seen = strcmp(allowed[j], queues[i]) == 0;
+		if (seen)
+			continue;
+		DurableCheckTaskAccess(task_ids[i], queues[i], true);
+		allowed[nallowed++] = queues[i];
+	}
+	pfree(allowed);
+}
+
+/* whether the calling role may work on the tasks of every queue */
+bool
+DurableMayWorkOnEveryQueue(void)
+{
+	uint64		n;
+
+	if (superuser_arg(GetOuterUserId()))
+		return true;
+	n = DurableExecute(&restricted_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	for (uint64 r = 0; r < n; r++)
+		if (!caller_holds(row_sequence(r), DURABLE_PRIV_WORK))
+			return false;
+	return true;
+}
+
+/*
+ * DurableReportUnknownTask
+ *		A worker's call named a task that does not exist.  A role that may
+ *		not work on some restricted queue is told what it is told about
+ *		that queue's tasks (42501), or the answer would tell which ids
+ *		exist there; anyone else is told the task does not exist (42704).
+ */
+void
+DurableReportUnknownTask(int64 task_id)
+{
+	if (!DurableMayWorkOnEveryQueue())
+		DurableReportTaskDenied(task_id);
+	ereport(ERROR,
+			errcode(ERRCODE_UNDEFINED_OBJECT),
+			errmsg("task %lld does not exist", (long long) task_id));
 }
 
 /*
@@ -145,37 +287,46 @@ DurableCheckQueuesAccess(char **queues, const bool *restricted, uint64 n,
 	pfree(seen);
 }
 
-/* a grant returns a row per privilege it added */
-enum
+/* the queue restricted from now on, and the name of its grants sequence */
+static DurableStatement queue_restrict = {
+	.name = "queue_restrict",
+	.sql = "UPDATE durable.queues SET restricted = true,"
+	" grants_sequence = COALESCE(grants_sequence, 'queue_grants_' ||"
+	"  pg_catalog.left(pg_catalog.encode(pg_catalog.sha256("
+	"  pg_catalog.convert_to(queue_name, 'UTF8')), 'hex'), 32))"
+	" WHERE queue_name = $1"
+	" RETURNING restricted, grants_sequence",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+	DURABLE_COLUMNS(access_columns),
+};
+
+/* run one utility statement of the grants */
+static void
+run_utility(const char *sql)
 {
-	GRANTED_ONE,
-	GRANTED_NCOLUMNS
-};
+	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not run \"%s\"", sql);
+}
 
-static const DurableColumn granted_columns[GRANTED_NCOLUMNS] = {
-	[GRANTED_ONE] = {"?column?", INT4OID},
-};
+/*
+ * create_grants_sequence
+ *		The queue's grants sequence, of which the owner (durable's, whose
+ *		rights the API runs with) keeps no privilege.  It is owned by the
+ *		column that names it, so that DROP EXTENSION takes it along.
+ */
+static void
+create_grants_sequence(const char *queue, const char *name)
+{
+	const char *qualified = quote_qualified_identifier(DURABLE_SCHEMA, name);
 
-static DurableStatement queue_grant = {
-	.name = "queue_grant",
-	.sql = "WITH q AS (UPDATE durable.queues SET restricted = true"
-	"  WHERE queue_name = $1 RETURNING queue_name)"
-	" INSERT INTO durable.queue_grants (queue_name, grantee, privilege)"
-	" SELECT q.queue_name, $2, p FROM q, pg_catalog.unnest($3::text[]) p"
-	" ON CONFLICT DO NOTHING"
-	" RETURNING 1",
-	.nargs = 3,
-	.argtypes = {TEXTOID, OIDOID, TEXTARRAYOID},
-	DURABLE_COLUMNS(granted_columns),
-};
-
-static DurableStatement queue_revoke = {
-	.name = "queue_revoke",
-	.sql = "DELETE FROM durable.queue_grants"
-	" WHERE queue_name = $1 AND grantee = $2 AND privilege = ANY ($3)",
-	.nargs = 3,
-	.argtypes = {TEXTOID, OIDOID, TEXTARRAYOID},
-};
+	run_utility(psprintf("CREATE SEQUENCE %s OWNED BY durable.queues.grants_sequence",
+						 qualified));
+	run_utility(psprintf("REVOKE ALL ON SEQUENCE %s FROM CURRENT_USER", qualified));
+	run_utility(psprintf("COMMENT ON SEQUENCE %s IS %s", qualified,
+						 quote_literal_cstr(psprintf("the grants of queue \"%s\" (durable_grant_queue): UPDATE to enqueue, USAGE to work; nothing else uses it",
+													 queue))));
+}
 
 /*
  * DurableChangeQueueGrant
@@ -189,21 +340,51 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 						bool work, bool grant)
 {
 	DurableQueue settings;
-	Datum		names[2];
-	int			n = 0;
-	Datum		args[3];
+	Datum		arg = CStringGetTextDatum(queue);
+	char	   *name;
+	const char *role;
+	const char *privileges;
 
-	if (enqueue)
-		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_ENQUEUE]);
-	if (work)
-		names[n++] = CStringGetTextDatum(privilege_names[DURABLE_PRIV_WORK]);
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = ObjectIdGetDatum(grantee);
-	args[2] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false,
-											  TYPALIGN_INT));
 	DurableQueueGet(queue, &settings);
 	if (grant)
-		DurableExecute(&queue_grant, args, NULL, SPI_OK_INSERT_RETURNING, 0);
+		DurableExecute(&queue_restrict, &arg, NULL, SPI_OK_UPDATE_RETURNING, 1);
 	else
-		DurableExecute(&queue_revoke, args, NULL, SPI_OK_DELETE, 0);
+		DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1);
+	name = row_sequence(0);
+	if (!OidIsValid(grants_relid(name)))
+	{
+		/* a revoke of a queue never granted has nothing to take back */
+		if (!grant)
+			return;
+		create_grants_sequence(queue, name);
+	}
+	role = OidIsValid(grantee) ?
+		quote_identifier(GetUserNameFromId(grantee, false)) : "PUBLIC";
+	privileges = enqueue && work ?
+		psprintf("%s, %s", privilege_sql[DURABLE_PRIV_ENQUEUE],
+				 privilege_sql[DURABLE_PRIV_WORK]) :
+		privilege_sql[enqueue ? DURABLE_PRIV_ENQUEUE : DURABLE_PRIV_WORK];
+	run_utility(psprintf("%s %s ON SEQUENCE %s %s %s",
+						 grant ? "GRANT" : "REVOKE", privileges,
+						 quote_qualified_identifier(DURABLE_SCHEMA, name),
+						 grant ? "TO" : "FROM", role));
+}
+
+/*
+ * DurableDropQueueGrants
+ *		Drop the grants sequence of a queue that is being dropped, if it has
+ *		one: its grants go with the queue.
+ */
+void
+DurableDropQueueGrants(const char *queue)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+	char	   *name;
+
+	if (DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+		return;
+	name = row_sequence(0);
+	if (OidIsValid(grants_relid(name)))
+		run_utility(psprintf("DROP SEQUENCE %s",
+							 quote_qualified_identifier(DURABLE_SCHEMA, name)));
 }

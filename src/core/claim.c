@@ -559,10 +559,9 @@ DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease
 	if (DurableExecute(&heartbeat, args, nulls, SPI_OK_SELECT, 0) == 0)
 		DurableReportRefusal(task_id, fence);
 	lease_until = DatumGetTimestampTz(DurableColumnDatum(0, HEARTBEAT_LEASE_UNTIL, &isnull));
-	DurableCheckRestrictedQueue(DurableColumnText(0, HEARTBEAT_QUEUE),
-								!DurableColumnIsNull(0, HEARTBEAT_RESTRICTED) &&
-								DurableColumnBool(0, HEARTBEAT_RESTRICTED),
-								DURABLE_PRIV_WORK);
+	DurableCheckTaskAccess(task_id, DurableColumnText(0, HEARTBEAT_QUEUE),
+						   !DurableColumnIsNull(0, HEARTBEAT_RESTRICTED) &&
+						   DurableColumnBool(0, HEARTBEAT_RESTRICTED));
 	return lease_until;
 }
 
@@ -610,8 +609,9 @@ static DurableStatement heartbeat_batch = {
  *		in the order given, its id, whether the caller still held it, and
  *		its new lease end, into task_ids, held and until, which the caller
  *		allocates.  Progress is not touched.  Raises 42501 (and renews
- *		nothing) when a renewed task's queue does not let the caller's role
- *		work.
+ *		nothing) when a task's queue does not let the caller's role work,
+ *		whether the caller held the task or not, and for an unknown task
+ *		where some restricted queue does not (DurableCheckBatchAccess).
  */
 void
 DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
@@ -648,11 +648,11 @@ DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 		task_ids[r] = DurableColumnInt64(r, RENEWED_TASK_ID);
 		held[r] = !isnull;
 		until[r] = isnull ? 0 : DatumGetTimestampTz(d);
-		queues[r] = DurableColumnText(r, RENEWED_QUEUE);
+		queues[r] = isnull ? NULL : DurableColumnText(r, RENEWED_QUEUE);
 		restricted[r] = !DurableColumnIsNull(r, RENEWED_RESTRICTED) &&
 			DurableColumnBool(r, RENEWED_RESTRICTED);
 	}
-	DurableCheckQueuesAccess(queues, restricted, rows, DURABLE_PRIV_WORK);
+	DurableCheckBatchAccess(task_ids, queues, restricted, held, n);
 }
 
 /*

@@ -66,6 +66,7 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp(),
 						 &moved))
 		DurableReportRefusal(task_id, move.fence);
+	DurableCheckTaskAccess(task_id, moved.queue, moved.restricted);
 	if (worker == NULL)
 		worker = moved.owner;
 	DurableClaim(DURABLE_CLAIM_READY, moved.queue, worker, lease, batch, runs,
@@ -209,6 +210,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	char	  **queues;
 	bool	   *restricted;
+	int64	   *committed_ids;
 	int64	   *children;
 	uint64		nchildren = 0;
 
@@ -259,6 +261,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	 */
 	queues = palloc(sizeof(char *) * Max(done, 1));
 	restricted = palloc(sizeof(bool) * Max(done, 1));
+	committed_ids = palloc(sizeof(int64) * Max(done, 1));
 	children = palloc(sizeof(int64) * 2 * Max(done, 1));
 	for (uint64 r = 0; r < done; r++)
 	{
@@ -266,6 +269,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		Datum		claimed_at = DurableColumnDatum(r, COMMITTED_CLAIMED_AT, &isnull);
 
 		queues[r] = DurableColumnText(r, COMMITTED_QUEUE);
+		committed_ids[r] = DurableColumnInt64(r, COMMITTED_TASK_ID);
 		DurableCount(queues[r], DURABLE_COUNT_COMPLETED, 1);
 		if (!isnull)
 			DurableObserve(queues[r], DURABLE_HIST_RUN_TIME,
@@ -278,7 +282,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		children[2 * nchildren + 1] = DurableColumnInt64(r, COMMITTED_PARENT);
 		nchildren++;
 	}
-	DurableCheckQueuesAccess(queues, restricted, done, DURABLE_PRIV_WORK);
+	DurableCheckTasksAccess(committed_ids, queues, restricted, (int) done);
 	for (uint64 i = 0; i < nchildren; i++)
 		DurableWakeParent(children[2 * i + 1], children[2 * i], now);
 }

@@ -52,6 +52,10 @@ extern bool DurableTaskFetch(int64 task_id, bool lock, DurableTask *task);
 extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task);
 DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
+extern void DurableCheckTaskVisible(int64 task_id);
+extern void DurableCheckBatchAccess(const int64 *task_ids, char **queues,
+									const bool *restricted, const bool *held,
+									int n);
 extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								const char *kind, const char *actor,
 								Jsonb *detail, const char *step,
@@ -213,7 +217,7 @@ typedef struct DurableQueue
 	Interval	deadline;
 	bool		notify;
 	bool		paused;
-	bool		restricted;		/* to the roles of durable.queue_grants */
+	bool		restricted;		/* to the roles granted (access.c) */
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 	bool		has_version_timeout;
 	Interval	version_timeout;
@@ -316,6 +320,15 @@ extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
 									bool enqueue, bool work, bool grant);
 extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
 									 uint64 n, DurableQueuePrivilege what);
+extern bool DurableMayUseQueue(const char *queue, DurableQueuePrivilege what);
+DURABLE_NORETURN extern void DurableReportTaskDenied(int64 task_id);
+DURABLE_NORETURN extern void DurableReportUnknownTask(int64 task_id);
+extern bool DurableMayWorkOnEveryQueue(void);
+extern void DurableCheckTaskAccess(int64 task_id, const char *queue,
+								   bool restricted);
+extern void DurableCheckTasksAccess(const int64 *task_ids, char **queues,
+									const bool *restricted, int n);
+extern void DurableDropQueueGrants(const char *queue);
 
 /* ---- step.c: a step's rows (fetch, in doubt, change state, settle) ---- */
 typedef struct DurableStep

@@ -377,6 +377,8 @@ DurableDropQueue(const char *queue, bool cascade)
 					   queue),
 				errdetail("%s", schedule_names),
 				errhint("Use durable_drop_queue(..., cascade => true) to drop the schedules too, or durable_unschedule() them first."));
+	/* its grants go with it: a new queue of that name starts open */
+	DurableDropQueueGrants(queue);
 	work.queue = queue;
 	work.args = args;
 	work.again = false;

@@ -585,5 +585,5 @@ DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, move, now, &moved))
 		DurableReportRefusal(task_id, move->fence);
-	DurableCheckRestrictedQueue(moved.queue, moved.restricted, DURABLE_PRIV_WORK);
+	DurableCheckTaskAccess(task_id, moved.queue, moved.restricted);
 }

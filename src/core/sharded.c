@@ -293,5 +293,5 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 			}
 		}
 	}
-	DurableCheckQueuesAccess(queues, restricted, n, DURABLE_PRIV_WORK);
+	DurableCheckBatchAccess(task_ids, queues, restricted, held, n);
 }

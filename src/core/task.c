@@ -200,11 +200,13 @@ static DurableStatement task_step_in_doubt = {
 /*
  * DurableReportRefusal
  *		A fenced write was refused (found nothing to update): say why.
- *		Raises 42704 for an unknown task, 42501 for a role that may not work
- *		on its queue, 55U01 for a fence that is not current or a task that
- *		is no longer running under it, and 55U04 for a task whose steps are
- *		still in doubt.  The current fence is never told: whoever does not
- *		hold it must not learn it from an error.
+ *		Raises 42501 for a role that may not work on its queue (and for an
+ *		unknown task where the role may not work on some restricted queue:
+ *		DurableReportUnknownTask), 42704 for an unknown task, 55U01 for a
+ *		fence that is not current or a task that is no longer running under
+ *		it, and 55U04 for a task whose steps are still in doubt.  The
+ *		current fence is never told: whoever does not hold it must not
+ *		learn it from an error.
  */
 void
 DurableReportRefusal(int64 task_id, int64 fence)
@@ -212,8 +214,9 @@ DurableReportRefusal(int64 task_id, int64 fence)
 	DurableTask task;
 	Datum		args[2];
 
-	DurableTaskFetchOrError(task_id, false, &task);
-	DurableCheckRestrictedQueue(task.queue, task.restricted, DURABLE_PRIV_WORK);
+	if (!DurableTaskFetch(task_id, false, &task))
+		DurableReportUnknownTask(task_id);
+	DurableCheckTaskAccess(task_id, task.queue, task.restricted);
 	args[0] = Int32GetDatum(task.partition);
 	args[1] = Int64GetDatum(task_id);
 	if (task.fence == fence && strcmp(task.state, "running") == 0 &&
@@ -259,7 +262,44 @@ DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
 	if (!DurableTaskFetch(task_id, true, task) ||
 		task->fence != fence || strcmp(task->state, "running") != 0)
 		DurableReportRefusal(task_id, fence);
-	DurableCheckRestrictedQueue(task->queue, task->restricted, DURABLE_PRIV_WORK);
+	DurableCheckTaskAccess(task_id, task->queue, task->restricted);
+}
+
+/*
+ * DurableCheckBatchAccess
+ *		The check of a batch of n tasks (task_ids) of which the caller held
+ *		some (held, with their queues): DurableCheckTaskAccess for those,
+ *		DurableCheckTaskVisible for the others.  The checks run statements
+ *		of their own: the caller collects the queues from its result first.
+ */
+void
+DurableCheckBatchAccess(const int64 *task_ids, char **queues,
+						const bool *restricted, const bool *held, int n)
+{
+	DurableCheckTasksAccess(task_ids, queues, restricted, n);
+	for (int i = 0; i < n; i++)
+		if (!held[i])
+			DurableCheckTaskVisible(task_ids[i]);
+}
+
+/*
+ * DurableCheckTaskVisible
+ *		For a task of a batch that the batch did not change (a fence not
+ *		current, a task not running, or none): 42501 where its queue, or
+ *		for an unknown task some restricted queue, does not let the calling
+ *		role work, as DurableReportRefusal says, so that such a role learns
+ *		from a batch neither whether a fence is current nor whether a task
+ *		exists.  Anyone else is not told here.
+ */
+void
+DurableCheckTaskVisible(int64 task_id)
+{
+	DurableTask task;
+
+	if (DurableTaskFetch(task_id, false, &task))
+		DurableCheckTaskAccess(task_id, task.queue, task.restricted);
+	else if (!DurableMayWorkOnEveryQueue())
+		DurableReportTaskDenied(task_id);
 }
 
 enum

@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(102);
+SELECT plan(108);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -162,6 +162,25 @@ SET LOCAL ROLE durable_producer;
 SELECT throws_ok($$SELECT durable_emit('priv_events', 'paid:1', '{"forged": true}')$$, '42501', NULL,
                  'a producer without the queue''s enqueue grant cannot emit its events');
 RESET ROLE;
+-- a worker without the queue's work grant gets one answer for its tasks,
+-- 42501, whatever the fence and for an id that does not exist
+SELECT durable_enqueue('priv_events', '{}');
+SELECT task_id AS priv_task, fence AS priv_fence FROM durable_claim('priv_events', 'w0') \gset
+SET LOCAL ROLE durable_worker;
+SELECT throws_ok(format('SELECT durable_heartbeat(%s, %s)', :priv_task, :priv_fence), '42501', NULL,
+                 'a worker without the work grant cannot heartbeat the task under its fence');
+SELECT throws_ok(format('SELECT durable_heartbeat(%s, %s)', :priv_task, :priv_fence + 1), '42501', NULL,
+                 'nor under another fence');
+SELECT throws_ok(format('SELECT durable_heartbeat_batch(ARRAY[%s]::bigint[], ARRAY[%s]::bigint[])',
+                        :priv_task, :priv_fence + 1), '42501', NULL,
+                 'nor in a batch under another fence');
+SELECT throws_ok('SELECT durable_heartbeat(4242, 1)', '42501', NULL,
+                 'and an unknown task answers the same');
+SELECT throws_ok('SELECT durable_heartbeat_batch(ARRAY[4242]::bigint[], ARRAY[1]::bigint[])', '42501', NULL,
+                 'also in a batch');
+RESET ROLE;
+SELECT throws_ok('SELECT durable_heartbeat(4242, 1)', '42704', NULL,
+                 'a role that may work on every queue is told the task does not exist');
 
 -- and the calls each role is there for
 SET LOCAL ROLE durable_producer;

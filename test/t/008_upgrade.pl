@@ -126,6 +126,8 @@ $node->safe_psql('ev', q{
 	       ('other', 100, 4, '1 hour', 3, 1, 1, 10, 0, now(), false, now(), false),
 	       ('vault', 32766, 3, '1 hour', 3, 1, 1, 10, 0, now(), false, now(), true);
 	INSERT INTO durable.queue_grants VALUES ('vault', 'vault_app'::regrole, 'enqueue');
+	-- a grant whose role was dropped: an OID that names no role
+	INSERT INTO durable.queue_grants VALUES ('vault', 4000000000, 'work');
 	INSERT INTO durable.live_tasks (partition_key, task_id, priority, max_attempts, class,
 		created_at, queue_name, payload, run_at, state, attempt, version, fence,
 		lease_until, heartbeat_at, progress_at, lease, owner, waits)
@@ -177,6 +179,22 @@ is($node->safe_psql('ev', q{SELECT count(*) FROM durable.emitted_events e JOIN d
 	WHERE e.partition_key - q.partition_base NOT BETWEEN 0 AND q.partitions - 1
 	  AND e.partition_key + 32768 - q.partition_base NOT BETWEEN 0 AND q.partitions - 1}),
 	'0', 'each event is in one of its queue\'s partitions');
+
+# 0.9.0 keeps grants as privileges on a sequence per restricted queue: the
+# grant of a role that exists moves there, the dangling one is gone
+is($node->safe_psql('ev', q{SELECT string_agg(queue_name || ':' || grantee || ':' || privilege, ',')
+	FROM durable.queue_grants}),
+	'vault:vault_app:enqueue', 'the grant of a role moves to the queue\'s grants sequence, the dangling one is dropped');
+is($node->safe_psql('ev', q{SELECT count(*) FROM pg_depend d JOIN durable.queues q
+	ON d.objid = ('durable.' || q.grants_sequence)::regclass
+	WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'}),
+	'0', 'which is no member of the extension, so pg_dump dumps it');
+like($node->safe_psql('ev', q{SET ROLE vault_app; SELECT durable_enqueue('vault', '{}')}),
+	qr/^\d+$/, 'the granted role enqueues after the update');
+($rc, $out, $err) = $node->psql('ev', "\\set VERBOSITY sqlstate\nSET ROLE intruder; SELECT durable_enqueue('vault', '{}')");
+like($err, qr/42501/, 'another role may not');
+($rc, $out, $err) = $node->psql('ev', 'DROP ROLE vault_app');
+like($err, qr/privileges for sequence durable\.queue_grants_/, 'and the granted role cannot be dropped while it holds the grant');
 
 # the emit into the task's queue finds the moved registration and wakes it
 my $tw = (1 << 23) | 7;
