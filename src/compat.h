@@ -54,4 +54,15 @@
 #define DURABLE_HAVE_TRANSACTION_TIMEOUT 1
 #endif
 
+/*
+ * PG 16 keeps the settings in a hash table: get_guc_variables returns a
+ * palloc'd array and its length; before, the array itself, whose length
+ * GetNumConfigOptions gives.
+ */
+#if PG_VERSION_NUM >= 160000
+#define DURABLE_GUC_VARIABLES(n) get_guc_variables(n)
+#else
+#define DURABLE_GUC_VARIABLES(n) (*(n) = GetNumConfigOptions(), get_guc_variables())
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

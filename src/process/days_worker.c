@@ -4,8 +4,9 @@
  *	  The one-shot background worker that makes the coming days of history
  *	  of one database, for a backend that found them missing (core/days.c).
  *
- * It makes them (DurableMakeHistoryDays) in one transaction with the
- * reconciler's pinned settings, as the bootstrap superuser, and exits.  Two of them at once,
+ * It makes them (DurableMakeHistoryDays) in one transaction under the
+ * reconciler's settings (the server's, and durable's pins: settings.c),
+ * as the bootstrap superuser, and exits.  Two of them at once,
  * or one beside a tick, are harmless: maintain_history lets one maintainer
  * work and tells the others it is busy.  A day that could not be made is
  * logged once, here; the next writer to find it missing asks again a
@@ -46,6 +47,7 @@ durable_days_main(Datum main_arg)
 {
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	DurableKeepServerSettings();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg),
 											  InvalidOid, 0);
 	pgstat_report_appname("durable history days");

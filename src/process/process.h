@@ -23,6 +23,9 @@ extern bool durable_reconciler_enabled;
 #define DURABLE_RESTART_SECONDS 10
 extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
+
+/* ---- settings.c ---- */
+extern void DurableKeepServerSettings(void);
 extern void DurablePinSettings(void);
 
 /* ---- days_worker.c ---- */

@@ -288,50 +288,6 @@ run_tick(bool *vacuum)
 	return work;
 }
 
-/*
- * The settings the reconciler runs with, whatever its database or its role
- * sets (ALTER DATABASE ... SET, ALTER ROLE ... SET, which a database owner
- * may do): nothing set there changes what it computes or whether it runs
- * (DESIGN section 7).  Every statement durable runs expects the built-in
- * operators first; the texts of times, intervals and numbers it reads or
- * writes are in one style; its ticks are READ COMMITTED (their statements
- * re-check what a row they waited for became, and SKIP LOCKED lets two
- * reconcilers share the work), writable, and limited by nothing but their
- * own batches.  A function's own SET clause (maintain_history's
- * lock_timeout) still applies inside it.  Nothing is JIT-compiled: a
- * tick's statements are small and many, and compiling them cost more than
- * running them (two thirds of an idle reconciler's time on a Citus node).
- */
-static const struct
-{
-	const char *name;
-	const char *value;
-}			pinned_settings[] =
-{
-	{"search_path", "pg_catalog, pg_temp"},
-	{"DateStyle", "ISO, MDY"},
-	{"IntervalStyle", "postgres"},
-	{"TimeZone", "UTC"},
-	{"extra_float_digits", "1"},
-	{"default_transaction_isolation", "read committed"},
-	{"default_transaction_read_only", "off"},
-	{"statement_timeout", "0"},
-	{"lock_timeout", "0"},
-	{"idle_in_transaction_session_timeout", "0"},
-	{"jit", "off"},
-#ifdef DURABLE_HAVE_TRANSACTION_TIMEOUT
-	{"transaction_timeout", "0"},
-#endif
-};
-
-void
-DurablePinSettings(void)
-{
-	for (size_t i = 0; i < lengthof(pinned_settings); i++)
-		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
-						PGC_SUSET, PGC_S_OVERRIDE);
-}
-
 void
 durable_reconciler_main(Datum main_arg)
 {
@@ -342,6 +298,8 @@ durable_reconciler_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
+	/* the server's settings only, and durable's pins (settings.c) */
+	DurableKeepServerSettings();
 	BackgroundWorkerInitializeConnection(durable_database, NULL, 0);
 	pgstat_report_appname("durable reconciler");
 	DurablePinSettings();

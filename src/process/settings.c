@@ -1,0 +1,207 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  What durable's background workers run under: the server's own
+ *	  configuration, never what their database or their role sets, and the
+ *	  settings durable pins on top.
+ *
+ * A database owner sets anything a session may (ALTER DATABASE ... SET),
+ * a role's settings come with it (ALTER ROLE ... SET), and a superuser may
+ * set the rest there too.  A worker connecting to a database takes all of
+ * them (InitPostgres applies them as its connection's defaults): a role to
+ * act as, exit_on_error, vacuum_cost_delay, default_tablespace, and any
+ * setting a later PostgreSQL adds.  No list of settings to pin can be
+ * complete, so the workers take none of them: before connecting, a worker
+ * keeps the value of every setting, which is then the server's
+ * (postgresql.conf, ALTER SYSTEM, the command line), and after connecting
+ * it sets back every setting whose source is a database's or a role's
+ * (PGC_S_GLOBAL to PGC_S_DATABASE_USER) to that value, as an override
+ * that nothing later replaces, and says once in the log which it ignored.
+ * A reload of the configuration file then no longer changes those (the
+ * next start of the worker reads them again).  It ends as the bootstrap
+ * superuser it connected as, or stops with an error.
+ *
+ * Placeholders (settings of a library not loaded) are left: no library a
+ * worker loads later defines one.  durable's own are defined at preload
+ * and PL/pgSQL, the language of durable's functions, is loaded before
+ * connecting, so that its settings are real ones, undone as any other.
+ *
+ * Then the pins (pinned_settings): every statement durable runs expects
+ * the built-in operators first; the texts of times, intervals and numbers
+ * it reads or writes are in one style; its ticks are READ COMMITTED (their
+ * statements re-check what a row they waited for became, and SKIP LOCKED
+ * lets two reconcilers share the work), writable, and limited by nothing
+ * but their own batches.  A function's own SET clause (maintain_history's
+ * lock_timeout) still applies inside it.  Nothing is JIT-compiled: a
+ * tick's statements are small and many, and compiling them cost more than
+ * running them (two thirds of an idle reconciler's time on a Citus node).
+ * An error is never made FATAL (exit_on_error): a part of a tick that
+ * fails is isolated (core/part.c).  The reconciler's own VACUUM of
+ * durable.live_tasks is never delayed for cost (vacuum_cost_delay): it
+ * runs between ticks, and a vacuum slowed down postpones the next tick.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "process/process.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid_d.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+#include "utils/memutils.h"
+
+/* a setting as the server's configuration gives it, kept before connecting */
+typedef struct ServerSetting
+{
+	char	   *name;
+	char	   *value;			/* NULL: none (a string never set) */
+} ServerSetting;
+
+static ServerSetting *server_settings = NULL;
+static int	nserver_settings = 0;
+
+static const struct
+{
+	const char *name;
+	const char *value;
+}			pinned_settings[] =
+{
+	{"search_path", "pg_catalog, pg_temp"},
+	{"DateStyle", "ISO, MDY"},
+	{"IntervalStyle", "postgres"},
+	{"TimeZone", "UTC"},
+	{"extra_float_digits", "1"},
+	{"default_transaction_isolation", "read committed"},
+	{"default_transaction_read_only", "off"},
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+	{"jit", "off"},
+	{"exit_on_error", "off"},
+	{"vacuum_cost_delay", "0"},
+#ifdef DURABLE_HAVE_TRANSACTION_TIMEOUT
+	{"transaction_timeout", "0"},
+#endif
+};
+
+/*
+ * DurableKeepServerSettings
+ *		Call before BackgroundWorkerInitializeConnection: load PL/pgSQL and
+ *		keep the value of every setting, the server's own.
+ */
+void
+DurableKeepServerSettings(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	struct config_generic **vars;
+	int			nvars;
+
+	load_file("$libdir/plpgsql", false);
+	vars = DURABLE_GUC_VARIABLES(&nvars);
+	server_settings = palloc(sizeof(ServerSetting) * nvars);
+	nserver_settings = 0;
+	for (int i = 0; i < nvars; i++)
+	{
+		const char *value;
+
+		if (vars[i]->flags & GUC_CUSTOM_PLACEHOLDER)
+			continue;
+		value = GetConfigOption(vars[i]->name, false, false);
+		server_settings[nserver_settings].name = pstrdup(vars[i]->name);
+		server_settings[nserver_settings].value = value ? pstrdup(value) : NULL;
+		nserver_settings++;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* the kept setting of that name, or NULL */
+static const ServerSetting *
+server_setting(const char *name)
+{
+	for (int i = 0; i < nserver_settings; i++)
+		if (strcmp(server_settings[i].name, name) == 0)
+			return &server_settings[i];
+	return NULL;
+}
+
+/*
+ * undo_setting
+ *		Set back one setting a database or a role set to the server's value.
+ *		session_authorization has none in a worker (it connects as the
+ *		bootstrap superuser without setting it): that role is its value.
+ */
+static void
+undo_setting(const char *name)
+{
+	const ServerSetting *kept = server_setting(name);
+	const char *value = kept != NULL ? kept->value : NULL;
+
+	if (value == NULL && strcmp(name, "session_authorization") == 0)
+		value = GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false);
+	if (value == NULL ||
+		set_config_option(name, value, PGC_SU_BACKEND, PGC_S_OVERRIDE,
+						  GUC_ACTION_SET, true, WARNING, false) <= 0)
+		ereport(ERROR,
+				errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
+				errmsg("%s cannot ignore setting \"%s\" of its database or role",
+					   MyBgworkerEntry->bgw_type, name),
+				errdetail("The server's configuration gives it no value the worker could go back to."),
+				errhint("Remove it: ALTER DATABASE ... RESET \"%s\" or ALTER ROLE ... RESET \"%s\".",
+						name, name));
+}
+
+/*
+ * DurablePinSettings
+ *		Call right after BackgroundWorkerInitializeConnection (after
+ *		DurableKeepServerSettings): set back every setting that came from
+ *		the database or the role, say which in the log, check that the
+ *		worker acts as the bootstrap superuser, and pin pinned_settings.
+ */
+void
+DurablePinSettings(void)
+{
+	struct config_generic **vars;
+	int			nvars;
+	StringInfoData ignored;
+
+	Assert(server_settings != NULL);
+	initStringInfo(&ignored);
+
+	/* a transaction: role and session_authorization look their roles up */
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	vars = DURABLE_GUC_VARIABLES(&nvars);
+	for (int i = 0; i < nvars; i++)
+	{
+		struct config_generic *var = vars[i];
+
+		if (var->source < PGC_S_GLOBAL || var->source > PGC_S_DATABASE_USER ||
+			(var->flags & GUC_CUSTOM_PLACEHOLDER))
+			continue;
+		undo_setting(var->name);
+		appendStringInfo(&ignored, "%s%s", ignored.len > 0 ? ", " : "", var->name);
+	}
+	if (GetUserId() != BOOTSTRAP_SUPERUSERID ||
+		GetSessionUserId() != BOOTSTRAP_SUPERUSERID)
+		ereport(ERROR,
+				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("%s does not act as the bootstrap superuser",
+					   MyBgworkerEntry->bgw_type),
+				errdetail("A setting of its database or role changed the role it acts as."));
+	CommitTransactionCommand();
+
+	if (ignored.len > 0)
+		ereport(LOG,
+				errmsg("%s ignores the settings of its database and role: %s",
+					   MyBgworkerEntry->bgw_type, ignored.data),
+				errdetail("durable's workers run under the server's configuration only."));
+	pfree(ignored.data);
+
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+}
