@@ -1,5 +1,5 @@
 --
--- A cascading cancel leaves doubt to a person (DESIGN section 12):
+-- A cascading cancel leaves doubt to a person (docs/design.md section 12):
 -- cancelling a parent cancels its unfinished children, except a child with
 -- a step started or unknown, which goes to NEEDS_REVIEW with an event that
 -- names the parent and who cancelled it; a child already in review stays

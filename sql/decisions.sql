@@ -1,5 +1,5 @@
 --
--- The decision tables of DESIGN section 3: reference cases, every branch
+-- The decision tables of docs/design.md section 3: reference cases, every branch
 -- and every bad argument.
 --
 \set VERBOSITY default

@@ -25,7 +25,7 @@ SELECT durable_drop_queue('gone');
 SELECT durable_drop_queue('gone');
 
 --
--- A queue's schedules go with it (DESIGN section 12): while a schedule
+-- A queue's schedules go with it (docs/design.md section 12): while a schedule
 -- targets the queue the drop is refused (2BP01, naming the schedules), so
 -- that no schedule fires later into a new queue of the same name;
 -- cascade => true removes them with the queue, in one transaction.

@@ -1,5 +1,5 @@
 --
--- durable's functions reach durable's own objects only (DESIGN section 9):
+-- durable's functions reach durable's own objects only (docs/design.md section 9):
 -- a database owner who renames the schema the API lives in and shadows a
 -- durable function there never gets a superuser to run that code.
 --

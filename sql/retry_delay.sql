@@ -1,5 +1,5 @@
 --
--- durable_retry_delay: the reference vectors of DESIGN section 3, the cap,
+-- durable_retry_delay: the reference vectors of docs/design.md section 3, the cap,
 -- overflow at huge attempts, and every bad argument.
 --
 SELECT attempt,

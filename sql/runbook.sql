@@ -1,5 +1,5 @@
 --
--- The stop-loss runbook as calls (DESIGN section 15): pause one partition
+-- The stop-loss runbook as calls (docs/design.md section 15): pause one partition
 -- of a queue, quarantine what cannot go on into dead letters with a
 -- reason, replay dead letters in small batches by partition or reason,
 -- resume.  Times are compared, never printed.

@@ -1,4 +1,4 @@
--- Cron expressions and schedules (DESIGN section 12).  durable_cron_next
+-- Cron expressions and schedules (docs/design.md section 12).  durable_cron_next
 -- is a pure function: reference vectors, then a model.
 SET TimeZone = 'UTC';
 SELECT c, durable_cron_next(c, '2026-12-01 13:22:16+00') AS next

@@ -1,6 +1,6 @@
 --
 -- Queues restricted to roles, refusals that keep the fence to themselves,
--- the session role in every event (DESIGN section 9).
+-- the session role in every event (docs/design.md section 9).
 --
 -- task ids of this file start apart from the other files'
 SELECT setval('durable.task_seq', 4000) AS first_id_counter;
@@ -108,7 +108,7 @@ SELECT task_id = :t2 AS claimed, fence AS f2 FROM durable_claim('billing', 'a-1'
 SELECT :'claimed' AS claimed, durable_commit(:t2, :f2);
 RESET ROLE;
 
--- Events belong to a queue (DESIGN sections 9 and 12): emitting into a
+-- Events belong to a queue (docs/design.md sections 9 and 12): emitting into a
 -- restricted queue needs its enqueue grant, awaiting another queue's event
 -- its work grant, and a refusal tells nothing about the event
 SELECT durable_create_queue('payments', lease => '1 minute');

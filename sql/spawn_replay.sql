@@ -1,5 +1,5 @@
 --
--- A replayed durable_spawn compares every option (DESIGN section 12): the
+-- A replayed durable_spawn compares every option (docs/design.md section 12): the
 -- same (parent, name) with the same arguments returns the same child, and
 -- with any other argument is 55U03 naming the wait, never the first child
 -- handed back as if it were the one asked for.

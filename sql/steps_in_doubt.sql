@@ -1,5 +1,5 @@
 --
--- Several steps in doubt (DESIGN section 3): each is judged with its own
+-- Several steps in doubt (docs/design.md section 3): each is judged with its own
 -- class, receipt and attempts, the task takes the most cautious action of
 -- them, and it is handed out again only when none is in doubt.
 --

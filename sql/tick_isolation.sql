@@ -1,5 +1,5 @@
 --
--- No single row, setting or partition stops the tick (DESIGN section 7).
+-- No single row, setting or partition stops the tick (docs/design.md section 7).
 -- Each part of a tick runs in a subtransaction of its own: one that fails
 -- is skipped for that tick, said once (a WARNING when it starts failing),
 -- and shown in durable.status (a schedule's also in schedule_list), while

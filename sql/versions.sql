@@ -1,5 +1,5 @@
 --
--- Versions as a contract (DESIGN section 15): a task is pinned to the
+-- Versions as a contract (docs/design.md section 15): a task is pinned to the
 -- versions it started under, handed only to a worker that runs them,
 -- moved to others only by an explicit migration, and sent to review when
 -- no worker runs them any more.  Times are compared, never printed.

@@ -1,4 +1,4 @@
--- Workflows that wait (DESIGN section 12): timers, events, children,
+-- Workflows that wait (docs/design.md section 12): timers, events, children,
 -- concurrency keys, batch enqueue.  Times are database time; the few
 -- waits that must pass are a second long, and what they check does not
 -- depend on how long the machine takes.

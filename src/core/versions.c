@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * versions.c
- *	  Versions as a contract (DESIGN section 15): what workers run, as
+ *	  Versions as a contract (docs/design.md section 15): what workers run, as
  *	  their claims say, explicit migrations of tasks to other versions, and
  *	  review of the tasks that no worker runs the versions of.
  *

@@ -136,7 +136,7 @@ DurableIntervalMicroseconds(const Interval *span, const char *what)
 
 /*
  * DurableDecideNext
- *		The retry budget after a failed attempt (DESIGN section 3).
+ *		The retry budget after a failed attempt (docs/design.md section 3).
  *
  * Times are microseconds; deadline is DURABLE_NO_DEADLINE when there is
  * none.  Only a transient error reaches the budget lines.
@@ -168,7 +168,7 @@ DurableDecideNext(int32 attempts, int32 max_attempts, int64 elapsed,
 
 /*
  * DurableDecideRecovery
- *		What to do with an expired or questioned activity (DESIGN section 3).
+ *		What to do with an expired or questioned activity (docs/design.md section 3).
  *
  * A 'not_executed' receipt proves that the attempt had no effect, so that
  * attempt is safe to retry whatever the class.  A queryable activity with
@@ -199,7 +199,7 @@ DurableDecideRecovery(bool lease_expired, DurableReceipt receipt,
 /*
  * DurableMostCautious
  *		Of two recovery actions, the one a task with both steps in doubt
- *		takes (DESIGN section 3, several steps in doubt): a person decides
+ *		takes (docs/design.md section 3, several steps in doubt): a person decides
  *		before anything is looked up, a look-up comes before any failure or
  *		retry is settled, a failure ends what a retry would continue, and a
  *		retry is more cautious than taking the work as done.  Of a recorded

@@ -12,7 +12,7 @@
 
 #include "durable.h"
 
-/* ---- decision.c: the decision tables of DESIGN section 3 ---- */
+/* ---- decision.c: the decision tables of docs/design.md section 3 ---- */
 typedef enum DurableErrorClass
 {
 	DURABLE_ERROR_TRANSIENT,

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * versions.c
- *	  Versions as a contract (DESIGN section 15): the versions a task is
+ *	  Versions as a contract (docs/design.md section 15): the versions a task is
  *	  pinned to, the versions a worker runs, and whether the one runs the
  *	  other.
  *

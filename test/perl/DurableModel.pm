@@ -1,6 +1,6 @@
 # The reference model of durable's contract, for test/t/006_model.pl.
 #
-# Written from DESIGN.md (sections 2 to 6, and 15) and the README's
+# Written from docs/design.md (sections 2 to 6, and 15) and the README's
 # description of the SQL API, not from the C code: task and step states,
 # fences, step classes and receipts, the recovery table (with several steps
 # in doubt), the retry budget, request keys, the outbox and the inbox; the
@@ -30,7 +30,7 @@ our $EPS = 0.005;
 my %RETRY_SAFE = (pure => 1, idempotent => 1);
 sub retry_safe { return $RETRY_SAFE{ $_[0] } ? 1 : 0 }
 
-# DESIGN section 3, durable_recovery_action, with the queryable line, as the
+# docs/design.md section 3, durable_recovery_action, with the queryable line, as the
 # SQL function takes it (flags), and for a step of a class
 sub recovery_action_flags
 {
@@ -70,7 +70,7 @@ sub most_cautious
 	return keys %tied > 1 ? [ sort keys %tied ] : $best;
 }
 
-# DESIGN section 3, durable_next_action; times in seconds, deadline undef
+# docs/design.md section 3, durable_next_action; times in seconds, deadline undef
 # for none
 sub next_action
 {
@@ -84,7 +84,7 @@ sub next_action
 	return 'schedule_retry';
 }
 
-# DESIGN section 3, durable_retry_delay, in whole seconds
+# docs/design.md section 3, durable_retry_delay, in whole seconds
 sub retry_delay
 {
 	my ($activity, $attempt, $base, $cap) = @_;
@@ -244,7 +244,7 @@ sub fail_step
 	return ($action, $t);
 }
 
-# DESIGN section 15: versions.  A task's versions are names to one version
+# docs/design.md section 15: versions.  A task's versions are names to one version
 # each ({workflow => '2', model => 'm-1'}; undef: not pinned); a worker runs
 # names to a version or a list of them ({workflow => ['2', '3']}).
 

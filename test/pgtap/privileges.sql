@@ -1,4 +1,4 @@
--- Security (DESIGN section 9): the tables are not writable by application
+-- Security (docs/design.md section 9): the tables are not writable by application
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;

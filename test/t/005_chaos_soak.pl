@@ -1,7 +1,7 @@
 # The chaos soak: several worker programs run three-step workflows
 # (reserve: idempotent, charge: queryable, email: unsafe) while a driver
 # kills random workers with SIGKILL and shuts the server down immediately a
-# few times.  At the end it prints the figures of DESIGN section 7 and fails
+# few times.  At the end it prints the figures of docs/design.md section 7 and fails
 # if any task is lost, any side effect happened twice, any stale write
 # landed, or verify disagrees.
 #

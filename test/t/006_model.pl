@@ -1,7 +1,7 @@
 # The model-based contract test: random sequences of API calls from several
 # concurrent sessions against a real server, each answer and each state the
 # server shows checked against the reference model of the contract
-# (test/perl/DurableModel.pm, written from DESIGN.md and the README).
+# (test/perl/DurableModel.pm, written from docs/design.md and the README).
 #
 # After every operation: the answer is one the model allows (a stale fence
 # is always 55U01, a decision is the one the tables give, a claim hands out
@@ -13,7 +13,7 @@
 # outside the README's table.  Where the contract leaves a choice to the
 # server the model takes its answer if it is allowed.
 #
-# Versions (DESIGN section 15): workers claim saying what they run (from
+# Versions (docs/design.md section 15): workers claim saying what they run (from
 # the versions deployed, which deploy operations change) or not; a claim
 # never hands out a task pinned to versions its worker does not run, and
 # pins only the names a task lacks; pinned versions change otherwise only by
@@ -215,7 +215,7 @@ sub violation
 my @QUEUES = (
 	[ 'q1', lease => '1 second', max_attempts => 3, capacity => undef ],
 	[ 'q2', lease => '1 second', max_attempts => 2, capacity => 2 ],
-	# versions as a contract (DESIGN section 15): partitions paused one at
+	# versions as a contract (docs/design.md section 15): partitions paused one at
 	# a time, a task no worker runs goes to review after version_timeout
 	[ 'q3', lease => '1 second', max_attempts => 3, capacity => undef, partitions => 3,
 	  version_timeout => 2 ]);
@@ -423,7 +423,7 @@ sub busy_tasks
 sub T { return DurableModel::alias($M, $_[0]) }
 
 #
-# Versions (DESIGN section 15): what workers run, and the reviews of tasks
+# Versions (docs/design.md section 15): what workers run, and the reviews of tasks
 # none of them runs.
 #
 sub VS { return DurableModel::versions_str($_[0]) }
@@ -472,7 +472,7 @@ sub worker_name
 	} sort keys %$runs);
 }
 
-# the task a migration leaves (DESIGN section 15): new versions; a running
+# the task a migration leaves (docs/design.md section 15): new versions; a running
 # task back to READY (its worker runs the old code: fence + 1, the attempt
 # given back); one in review because no worker ran its versions READY; a
 # ready or waiting one as it was, fenced; one in review for another reason
@@ -681,7 +681,7 @@ sub observe_in
 			}
 		}
 		# nor did anybody ask for a review of a task no worker runs the
-		# versions of (DESIGN section 15): the reconciler's tick may send a
+		# versions of (docs/design.md section 15): the reconciler's tick may send a
 		# ready task there, but not while a worker that runs them claims
 		if (!$match && $o->{state} eq 'needs_review' && ($o->{stop_code} // '') eq 'version_unavailable')
 		{
@@ -867,7 +867,7 @@ my @KINDS = (
 	[ quarantine => 1.5 ], [ hold => 1.5 ]);
 
 # Settings a session, a role or a database owner may choose, none of which
-# may change what durable computes (DESIGN section 7).  extra_float_digits
+# may change what durable computes (docs/design.md section 7).  extra_float_digits
 # stays positive: the driver reads epochs as floats.
 my @DATESTYLES = ('ISO, MDY', 'SQL, DMY', 'SQL, MDY', 'Postgres, DMY', 'German', 'ISO, DMY');
 my @TIMEZONES = ('UTC', 'Europe/Lisbon', 'Asia/Kolkata', 'Asia/Shanghai', 'Europe/Dublin',
@@ -1475,7 +1475,7 @@ sub execute
 		my $queue = pick([qw(q1 q1 q2 q3 q3)], $r[0]);
 		my $lease = (3 + $r[1] % 12) / 10;
 		my $batch = $r[2] % 100 < 80 ? 1 : 2;
-		# a worker that says what versions it runs (DESIGN section 15): in
+		# a worker that says what versions it runs (docs/design.md section 15): in
 		# q3, whose tasks go to review when no worker runs them, nearly
 		# every worker does
 		my $runs = $r[3] % 100 < ($queue eq 'q3' ? 96 : 35) ? draw_runs($r[4]) : undef;
@@ -2002,7 +2002,7 @@ sub execute
 	{
 		my $queue = pick([qw(q1 q2 q3)], $r[0]);
 		my $q = $M->{queues}{$queue};
-		# one partition of a queue that has several (DESIGN section 15): the
+		# one partition of a queue that has several (docs/design.md section 15): the
 		# queue's own pause is apart
 		my $part = $q->{partitions} > 1 && $r[1] % 100 < 70 ? $q->{partition_base} + $r[2] % $q->{partitions} : undef;
 		$sql = "SELECT extract(epoch FROM now())::float8 AS now, durable_$kind(?, partition => ?)::text AS v";
@@ -2051,7 +2051,7 @@ sub execute
 	}
 	elsif ($kind eq 'migrate')
 	{
-		# an operator moves one task to other versions (DESIGN section 15):
+		# an operator moves one task to other versions (docs/design.md section 15):
 		# mostly one in review because no worker ran its versions
 		my $locked = locked_tasks();
 		my @ids = sort { $a <=> $b } grep { !$locked->{$_} } keys %{ $M->{tasks} };
@@ -2683,7 +2683,7 @@ sub execute
 		if ($tx) { $s->{dbh}->rollback; $s->{txn} = undef }
 		return $desc;
 	}
-	# a refusal never tells the current fence (DESIGN section 9)
+	# a refusal never tells the current fence (docs/design.md section 9)
 	if ($res->{err} && $res->{err} eq '55U01' && @binds >= 2 && $binds[0] =~ /^\d+$/ && $M->{tasks}{ $binds[0] })
 	{
 		my $cur = $M->{tasks}{ $binds[0] }{fence};

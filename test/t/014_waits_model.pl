@@ -1,7 +1,7 @@
 # Workflows that wait, explored: random sequences of sleeps, awaits, emits,
 # spawns, joins, replays, commits, cancels and claims by several workers,
 # each answer and the state of every task checked against a model of
-# DESIGN section 12 written here, apart from the code.
+# docs/design.md section 12 written here, apart from the code.
 #
 # The model keeps each task's state, fence and named waits, the events
 # emitted and when, and decides from the server's own clock (now() of each

@@ -1,5 +1,5 @@
 # Nothing a session, a role or a database owner sets changes what durable
-# computes (DESIGN section 7): one scenario of API calls and ticks runs
+# computes (docs/design.md section 7): one scenario of API calls and ticks runs
 # under the defaults and again under hostile settings -- set per session
 # (every DateStyle x TimeZone x IntervalStyle combination), per role
 # (ALTER ROLE ... SET) and per database (ALTER DATABASE ... SET) -- and
@@ -76,7 +76,7 @@ sub settings_sql
 		qw(datestyle timezone intervalstyle extra_float_digits));
 }
 
-# durable_emit takes the event's queue since 0.5.0 (DESIGN section 12);
+# durable_emit takes the event's queue since 0.5.0 (docs/design.md section 12);
 # the scenario calls whichever the installed version has
 my $emit_sql = $node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_proc WHERE proname = 'durable_emit' AND pronargs = 3")

@@ -1,4 +1,4 @@
-# No single row, setting or partition stops the reconciler (DESIGN section
+# No single row, setting or partition stops the reconciler (docs/design.md section
 # 7): with a schedule whose occurrence key another request took, a day of
 # history that cannot be dropped and a queue whose retry tokens cannot be
 # taken, all failing at once, the running reconciler still settles expired

@@ -1,4 +1,4 @@
-# Versions and partition pauses through crashes (DESIGN section 15).
+# Versions and partition pauses through crashes (docs/design.md section 15).
 #
 # (a) A migration of a queue is one transaction: a long
 #     durable_migrate('mig', ...) of many tasks is killed with SIGKILL while

@@ -1,4 +1,4 @@
-# The stop-loss runbook (DESIGN section 15, README "The stop-loss
+# The stop-loss runbook (docs/design.md section 15, README "The stop-loss
 # runbook"), played end to end against a workload whose payments
 # dependency starts failing for one partition of the queue.
 #

@@ -19,7 +19,9 @@
 #      statement's SQLSTATE);
 #   4. no state is written in capitals outside code (the column holds
 #      `completed`, never COMPLETED), and every link between README.md and
-#      docs/*.md leads to a file and a heading that exist.
+#      docs/*.md leads to a file and a heading that exist;
+#   5. every citation "docs/design.md section N" in the code, the scripts
+#      and the tests names a numbered section of docs/design.md.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -291,6 +293,34 @@ for my $file (@files)
 	}
 }
 ok(!@broken, 'every link of README.md and docs/ leads somewhere') or diag(join "\n", @broken);
+
+# ---- 5. citations of the design resolve ----
+
+# The code, the scripts and the tests cite the contract as "docs/design.md
+# section N" (or "sections N and M"): each N must be a numbered heading of
+# docs/design.md, and nothing cites a design that is not in the repository.
+my $design = $text{'docs/design.md'} // '';
+my %sections = map { ($_ => 1) } $design =~ /^## (\d+)\. /mg;
+ok(keys %sections >= 15, 'docs/design.md has its numbered sections');
+my (@unresolved, @elsewhere);
+my @sources = map { glob $_ } qw(src/*.h src/*/*.[ch] sql/*.sql expected/*.out
+  test/t/*.pl test/perl/*.pm test/pgtap/*.sql test/isolation/specs/*.spec
+  tools/* docs/*.md);
+for my $source (@sources)
+{
+	next if $source eq 'test/t/025_docs.pl' || !-f $source;
+	my $s = slurp_file($source);
+	while ($s =~ /docs\/design\.md,? sections? (\d+(?:(?:, | and )\d+)*)/g)
+	{
+		push @unresolved, "$source: section $_"
+		  for grep { !$sections{$_} } $1 =~ /(\d+)/g;
+	}
+	push @elsewhere, $source if $s =~ /\bDESIGN(?:\.md| section)/;
+}
+ok(!@unresolved, 'every citation of docs/design.md names a section of it')
+  or diag(join "\n", @unresolved);
+ok(!@elsewhere, 'nothing cites a design document outside the repository')
+  or diag(join "\n", @elsewhere);
 
 $node->stop;
 done_testing();

@@ -1,4 +1,4 @@
-# Nothing a database owner or a role sets stops the reconciler (DESIGN
+# Nothing a database owner or a role sets stops the reconciler (docs/design.md
 # section 7): every setting ALTER DATABASE ... SET accepts (generated from
 # pg_settings, context user or superuser, and the two it does not show,
 # role and session_authorization) is set to hostile values, on the
