@@ -64,7 +64,8 @@ SELECT durable_enqueue('review', '{"n": 2}', class => 'unsafe') AS b \gset
 SELECT durable_enqueue('review', '{"n": 3}', class => 'unsafe') AS c \gset
 SELECT count(*) FROM durable_claim('review', 'w3', batch => 4);
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
-SELECT count(*) AS to_review FROM durable_reconcile() WHERE action = 'manual_review';
+SELECT count(*) AS to_review FROM durable_reconcile()
+WHERE action = 'manual_review' AND task_id IN (:a, :b, :c);
 SELECT durable_resolve(:a, 'mark_not_executed', 'ops-bo', '{"checked": "nothing sent"}') AS a,
        durable_resolve(:b, 'mark_failed', 'ops-bo', '{"checked": "rejected"}') AS b,
        durable_resolve(:c, 'cancel', 'ops-bo', '{"reason": "duplicate order"}') AS c;

@@ -31,7 +31,8 @@ SELECT retry_tokens FROM durable.queues WHERE queue_name = 'split';
 SELECT durable_enqueue('split', '{}') AS t \gset
 SELECT fence AS f FROM durable_claim('split', 'w2') WHERE task_id = :t \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 second' WHERE task_id = :t;
-SELECT action FROM durable_reconcile();
+SELECT action FROM durable_reconcile() r
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('split');
 SELECT e.detail ? 'deferred_until' OR t.run_at > now() + interval '100 seconds' AS deferred
 FROM durable.tasks t
 JOIN durable.events e ON e.partition_key = t.partition_key AND e.task_id = t.task_id

@@ -9,7 +9,9 @@ SELECT durable_create_queue('tokens', lease => '1 ms', retry_base => 1, retry_ca
 SELECT count(durable_enqueue('tokens', jsonb_build_object('n', i))) FROM generate_series(1, 3) i;
 SELECT count(*) FROM durable_claim('tokens', 'w', batch => 3);
 SELECT pg_sleep(0.01);
-SELECT action, count(*) FROM durable_reconcile() GROUP BY action;
+SELECT action, count(*) FROM durable_reconcile() r
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('tokens')
+GROUP BY action;
 
 -- one token was there; the next two come 1000 and 2000 seconds later
 SELECT e.detail->>'retry_token' AS token FROM durable.events e

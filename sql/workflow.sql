@@ -24,7 +24,8 @@ SELECT pg_sleep(1.1);
 
 -- the reconciler (or any claim) finds the lease expired: a queryable step
 -- with no receipt is looked up, never resent blindly
-SELECT action FROM durable_reconcile();
+SELECT action FROM durable_reconcile() r
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('orders');
 SELECT state, run_at = 'infinity' AS awaiting_lookup FROM durable.tasks WHERE task_id = :task_id;
 
 -- a reconcile handler looks the charge up by its idempotency key
@@ -58,6 +59,7 @@ SELECT fence FROM durable_claim('orders', 'worker-3') \gset
 SELECT version FROM durable_step(:task_id, :fence, 'email', 'unsafe', '{"to": "bob@example.com"}') \gset
 SELECT durable_step_start(:task_id, :fence, 'email', :version);
 SELECT pg_sleep(1.1);
-SELECT action FROM durable_reconcile();
+SELECT action FROM durable_reconcile() r
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('orders');
 SELECT t.state AS task, s.state AS email FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id)
 WHERE task_id = :task_id;
