@@ -324,8 +324,9 @@ def server_log_crashes():
         for line in f:
             if ("terminated by signal" in line or "TRAP:" in line
                     or "was terminated by exception" in line
+                    or "Failed process was running" in line
                     or re.search(r"process \(PID \d+\) exited with exit code [1-9]", line)):
-                found.append(line.rstrip())
+                found.append(line.rstrip()[:2000])
     return found
 
 
