@@ -23,6 +23,12 @@ SELECT array_agg(task_id ORDER BY task_id) AS ids, array_agg(fence ORDER BY task
 FROM durable.tasks WHERE queue_name = 'pipe' AND state = 'running' \gset
 SELECT durable_commit_batch(:'ids', (SELECT array_agg(f + 1) FROM unnest(:'fences'::bigint[]) f));
 SELECT count(*) AS still_running FROM durable.tasks WHERE queue_name = 'pipe' AND state = 'running';
+-- results of more than one dimension are refused as the ids' are (22023),
+-- even with one result per task, and nothing is committed
+\set VERBOSITY sqlstate
+SELECT durable_commit_batch(:'ids', :'fences', '{{"{}"}, {"{}"}}'::jsonb[]);
+\set VERBOSITY default
+SELECT count(*) AS still_running FROM durable.tasks WHERE queue_name = 'pipe' AND state = 'running';
 SELECT durable_commit_batch(:'ids', :'fences', ARRAY['{"a": 1}', '{"b": 2}']::jsonb[]) AS committed;
 SELECT state, count(*), count(result) AS with_result FROM durable.tasks WHERE queue_name = 'pipe' GROUP BY state;
 SELECT durable_commit_batch(:'ids', :'fences');

@@ -503,7 +503,8 @@ durable_commit_batch(PG_FUNCTION_ARGS)
 	if (ARR_NDIM(ids) > 1 || ARR_NDIM(fences) > 1 ||
 		n != ArrayGetNItems(ARR_NDIM(fences), ARR_DIMS(fences)) ||
 		(results != NULL &&
-		 n != ArrayGetNItems(ARR_NDIM(results), ARR_DIMS(results))))
+		 (ARR_NDIM(results) > 1 ||
+		  n != ArrayGetNItems(ARR_NDIM(results), ARR_DIMS(results)))))
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("task_ids, fences and results must be one-dimensional arrays of the same length"));
