@@ -424,7 +424,9 @@ sub step
 		# a worker starts a step: its outcome is in doubt until committed
 		return unless $t;
 		my $role = $OWNER{ $t->{queue} };
-		my $name = 's' . (1 + keys %{ $t->{doubt} }) . 'x' . r(1000);
+		# unique in the task: a name taken again would be a replay of a
+		# step already started or committed, not a new one
+		my $name = 's' . ++$t->{nsteps} . 'x' . r(1000);
 		my $class = pick('idempotent', 'unsafe');
 		my ($row, $err) = call_as($role, q{SELECT (durable_step(?, ?, ?, ?, '{}')).state AS planned}, $tid, $t->{fence}, $name, $class);
 		return problem("step $name of $tid failed: $err") if $err;
