@@ -63,6 +63,17 @@ $(WORKER): examples/durable_worker.c
 	$(CC) $(CFLAGS) $(PG_CFLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $< \
 		-L$(shell $(PG_CONFIG) --libdir) -lpq
 
+# The install script of the current version, durable--$(EXTVERSION).sql,
+# and the update script to it are built from src/sql (one file per object,
+# in the order of src/sql/manifest) by tools/sql-scripts, and checked in:
+# PGXS and the Debian package install them as data, and neither make nor
+# make install builds them, so that a package build needs nothing else.
+# After changing a source, run "make sql-scripts" and commit what it wrote
+# (tools/test layers fails while a checked-in script differs).
+.PHONY: sql-scripts
+sql-scripts:
+	$(durable_src)tools/sql-scripts
+
 # pgTAP contracts; needs the pgtap extension on the server and pg_prove.
 .PHONY: pgtap prove_installcheck
 pgtap:

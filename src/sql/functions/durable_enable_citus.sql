@@ -1,0 +1,89 @@
+--
+-- durable_enable_citus() distributes durable's tables, durable.concurrency_keys
+-- with durable.live_tasks; the grants of restricted queues are no table (a
+-- grants sequence lives on the node whose grant made it).
+--
+CREATE OR REPLACE FUNCTION @extschema@.durable_enable_citus(shard_count int DEFAULT 32)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
+AS $$
+DECLARE
+    rel text;
+    is_coordinator bool;
+BEGIN
+    IF shard_count IS NULL OR shard_count < 1 OR shard_count > 1024 THEN
+        RAISE EXCEPTION 'shard_count must be between 1 and 1024'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'extension "citus" is not installed in this database'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run CREATE EXTENSION citus on every node, add the workers, then call durable_enable_citus() on the coordinator.';
+    END IF;
+    EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO is_coordinator;
+    IF NOT is_coordinator THEN
+        RAISE EXCEPTION 'durable_enable_citus() must run on the Citus coordinator'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass) THEN
+        RAISE EXCEPTION 'durable is already distributed by Citus'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+
+    -- Each worker ran CREATE EXTENSION durable itself (Citus propagates
+    -- it), and its reconciler may have made days of history there before
+    -- the node joined: those local tables would clash with the
+    -- coordinator's partitions that distribution creates on it.
+    PERFORM pg_catalog.run_command_on_workers($cmd$
+        DO $do$
+        DECLARE r record;
+        BEGIN
+            FOR r IN SELECT c.oid::pg_catalog.regclass AS rel
+                     FROM pg_catalog.pg_inherits i
+                     JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+                     WHERE i.inhparent IN ('durable.task_history'::pg_catalog.regclass,
+                                           'durable.step_history'::pg_catalog.regclass,
+                                           'durable.event_log'::pg_catalog.regclass)
+                       AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+            LOOP
+                EXECUTE pg_catalog.format('DROP TABLE %s', r.rel);
+            END LOOP;
+        END
+        $do$
+    $cmd$);
+
+    FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
+                               'durable.installation', 'durable.history_horizon'] LOOP
+        EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
+    END LOOP;
+
+    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', shard_count => $2)'
+        USING 'durable.live_tasks', shard_count;
+    FOREACH rel IN ARRAY ARRAY['durable.live_steps', 'durable.task_keys', 'durable.task_history',
+                               'durable.step_history', 'durable.event_log', 'durable.inbox',
+                               'durable.outbox', 'durable.idempotency_keys',
+                               'durable.emitted_events', 'durable.event_waits',
+                               'durable.retry_buckets', 'durable.concurrency_keys'] LOOP
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
+            USING rel;
+    END LOOP;
+    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''queue_name'', colocate_with => ''none'', shard_count => $2)'
+        USING 'durable.workers_seen', shard_count;
+    -- Enqueues and emits lock their queue's row through these keys, on
+    -- the node of the row's shard only (DurableQueueGetShared locks it
+    -- everywhere else).
+    ALTER TABLE durable.live_tasks ADD CONSTRAINT live_tasks_queue_name_fkey
+        FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+    ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
+        FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+    PERFORM pg_catalog.create_distributed_function(
+        'durable.execute_in_partition(int, text, bytea[], int)', '$1',
+        colocate_with => 'durable.live_tasks', force_delegation => true);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.durable_enable_citus(int) IS 'distribute durable''s tables by partition_key on a Citus cluster (once, on the coordinator)';
+REVOKE ALL ON FUNCTION @extschema@.durable_enable_citus(integer) FROM PUBLIC;

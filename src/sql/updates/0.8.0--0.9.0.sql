@@ -1,0 +1,210 @@
+-- The hand part of the update from 0.8.0 to 0.9.0: the schema changes
+-- only (tables, data moves, functions and views that go or change their
+-- signature).  tools/sql-scripts (make sql-scripts) builds
+-- durable--0.8.0--0.9.0.sql from it and, after it, every function and view
+-- of src/sql, which create or replace each one as 0.9.0 has it.
+
+--
+-- Edges nobody else controls: what a database owner, a role or one tenant
+-- can do no longer stops recovery, leaks across applications or runs as
+-- someone else.
+--
+
+--
+-- Outbox messages, inbox entries and request keys belong to a queue, as
+-- events do since 0.5.0: their names are the queue's, unique within it, and
+-- a restricted queue's grants say who may use them (docs/security.md).
+-- Each name in use becomes a queue of its own name (created unrestricted,
+-- with durable_create_queue's defaults, where it does not exist), so that
+-- an application that passes its old topic, consumer or scope as the queue
+-- finds every row where it left it: unpublished messages, the message ids
+-- it has seen, its keys with their fences and responses.
+--
+INSERT INTO durable.queues (queue_name, partition_base, partitions, lease,
+                            max_attempts, retry_base, retry_cap, retry_refill_rate,
+                            retry_tokens, retry_tokens_at, notify, created_at)
+SELECT n.name,
+       ((pg_catalog.get_byte(h.digest, 0) OPERATOR(pg_catalog.<<) 8)
+        OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 1))
+       OPERATOR(pg_catalog.%) 32768,
+       1, '30 seconds', 3, 2, 60, 10, 0, pg_catalog.now(), false, pg_catalog.now()
+FROM (SELECT topic FROM durable.outbox
+      UNION SELECT consumer FROM durable.inbox
+      UNION SELECT scope FROM durable.idempotency_keys) n(name),
+LATERAL (SELECT pg_catalog.sha256(pg_catalog.convert_to(n.name, pg_catalog.getdatabaseencoding()))
+         AS digest) h
+ON CONFLICT (queue_name) DO NOTHING;
+
+-- a message keeps its partition: its id carries it, and an id a consumer
+-- has seen must stay the message's
+ALTER TABLE durable.outbox ADD COLUMN queue_name text COLLATE "C";
+UPDATE durable.outbox SET queue_name = topic;
+ALTER TABLE durable.outbox ALTER COLUMN queue_name SET NOT NULL;
+DROP INDEX durable.outbox_unpublished;
+CREATE INDEX outbox_unpublished ON durable.outbox (queue_name, message_id) WHERE published_at IS NULL;
+COMMENT ON COLUMN durable.outbox.queue_name IS 'the queue the message was emitted into; only its publishers claim and acknowledge it';
+COMMENT ON TABLE durable.outbox IS 'messages emitted into a queue in business transactions, published at least once by the queue''s fenced publishers';
+
+-- inbox entries and request keys move into their queue's partitions, to
+-- the one a hash of their two names picks (as an event's name does); the
+-- helper computes it as the library does (DurableQueuePairPartition) and
+-- goes at the end of the update
+CREATE FUNCTION durable.pair_partition(base int, partitions int, a text, b text)
+RETURNS int
+LANGUAGE sql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT ((base OPERATOR(pg_catalog.+)
+         (((pg_catalog.get_byte(h.digest, 0)::bigint OPERATOR(pg_catalog.<<) 24)
+           OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 1)::bigint OPERATOR(pg_catalog.<<) 16)
+           OPERATOR(pg_catalog.|) (pg_catalog.get_byte(h.digest, 2)::bigint OPERATOR(pg_catalog.<<) 8)
+           OPERATOR(pg_catalog.|) pg_catalog.get_byte(h.digest, 3)::bigint)
+          OPERATOR(pg_catalog.%) partitions))
+        OPERATOR(pg_catalog.%) 32768)::int
+FROM (SELECT pg_catalog.sha256(pg_catalog.convert_to(
+          pg_catalog.octet_length(a) OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) a
+          OPERATOR(pg_catalog.||) pg_catalog.octet_length(b) OPERATOR(pg_catalog.||) ':'
+          OPERATOR(pg_catalog.||) b,
+          pg_catalog.getdatabaseencoding())) AS digest) h
+$$;
+ALTER TABLE durable.inbox ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.inbox DROP CONSTRAINT inbox_pkey;
+INSERT INTO durable.inbox (partition_key, queue_name, consumer, message_id, payload_hash, received_at)
+SELECT durable.pair_partition(q.partition_base, q.partitions, i.consumer, i.message_id),
+       q.queue_name, i.consumer, i.message_id, i.payload_hash, i.received_at
+FROM durable.inbox i
+JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) i.consumer
+WHERE i.queue_name IS NULL;
+DELETE FROM durable.inbox WHERE queue_name IS NULL;
+ALTER TABLE durable.inbox ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.inbox ADD PRIMARY KEY (partition_key, queue_name, consumer, message_id);
+COMMENT ON COLUMN durable.inbox.queue_name IS 'the queue of the consumer; partition_key is one of the queue''s partitions';
+COMMENT ON TABLE durable.inbox IS 'messages a consumer of a queue has received, for deduplication; the partition is the queue''s that a hash of consumer and message id picks';
+
+ALTER TABLE durable.idempotency_keys ADD COLUMN queue_name text COLLATE "C";
+ALTER TABLE durable.idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
+INSERT INTO durable.idempotency_keys (partition_key, queue_name, scope, key, request_hash, completed,
+                                      created_at, locked_until, expires_at, recovery_point,
+                                      response, fence)
+SELECT durable.pair_partition(q.partition_base, q.partitions, k.scope, k.key),
+       q.queue_name, k.scope, k.key, k.request_hash, k.completed, k.created_at, k.locked_until,
+       k.expires_at, k.recovery_point, k.response, k.fence
+FROM durable.idempotency_keys k
+JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) k.scope
+WHERE k.queue_name IS NULL;
+DELETE FROM durable.idempotency_keys WHERE queue_name IS NULL;
+ALTER TABLE durable.idempotency_keys ALTER COLUMN queue_name SET NOT NULL;
+ALTER TABLE durable.idempotency_keys ADD PRIMARY KEY (partition_key, queue_name, scope, key);
+COMMENT ON COLUMN durable.idempotency_keys.queue_name IS 'the queue of the key''s scope; partition_key is one of the queue''s partitions';
+COMMENT ON TABLE durable.idempotency_keys IS 'request-level idempotency keys of a queue (begin/advance/finish), bound to the hash of their request until they expire';
+DROP FUNCTION durable.pair_partition(int, int, text, text);
+
+-- the forms without a queue go: the library refuses them until now
+DROP FUNCTION @extschema@.durable_outbox_emit(text, jsonb, text);
+DROP FUNCTION @extschema@.durable_outbox_claim(text, int, interval);
+DROP FUNCTION @extschema@.durable_outbox_ack(bigint[], bigint);
+DROP FUNCTION @extschema@.durable_inbox_receive(text, text, jsonb);
+DROP FUNCTION @extschema@.durable_idempotent_begin(text, text, jsonb, interval);
+DROP FUNCTION @extschema@.durable_idempotent_advance(text, text, bigint, text, interval);
+DROP FUNCTION @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, interval);
+
+-- A concurrency limit serialised per key: the claims of a key in a queue
+-- with a concurrency limit take and write its row here before they count
+-- its running tasks (src/core/claim.c), so that two claims never both take
+-- a task of the key when one is behind the other in claim order, at any
+-- isolation level (under REPEATABLE READ and SERIALIZABLE one of them is
+-- refused with 40001).  A row is made by the first claim of its key; on one
+-- server a key's row is in its queue's first partition, on Citus in the
+-- partition claimed, which is its key's.  Queues without a concurrency
+-- limit never read it.
+--
+CREATE TABLE durable.concurrency_keys (
+    partition_key   int NOT NULL,
+    queue_name      text NOT NULL,
+    concurrency_key text NOT NULL,
+    claimed_at      timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, queue_name, concurrency_key)
+);
+COMMENT ON TABLE durable.concurrency_keys IS 'a row per concurrency key of a queue with a concurrency limit, which the claims of the key take in turn';
+SELECT pg_catalog.pg_extension_config_dump('durable.concurrency_keys', '');
+REVOKE ALL ON durable.concurrency_keys FROM PUBLIC;
+
+
+-- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
+-- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
+-- in durable.queue_grants that a later role could come to hold.  A
+-- restricted queue's grants are now the privileges on a sequence of schema
+-- durable (UPDATE: enqueue, USAGE: work), named in the queue's row, which
+-- pg_shdepend ties to the roles granted and pg_dump writes as GRANT ... TO
+-- their names.  The sequences are no members of the extension, so that
+-- pg_dump dumps them with their privileges; the column that names them
+-- owns them, so that DROP EXTENSION takes them along.  Every grant that
+-- names a role (or public) moves there; one whose role is gone is dropped
+-- with the old table.  durable.queue_grants is now a view of them.
+--
+ALTER TABLE durable.queues ADD COLUMN grants_sequence text COLLATE "C";
+COMMENT ON COLUMN durable.queues.grants_sequence IS 'the sequence of schema durable whose privileges are the queue''s grants (UPDATE: enqueue, USAGE: work), made by its first grant';
+COMMENT ON COLUMN durable.queues.restricted IS 'only the roles granted (durable.queue_grants) may enqueue into the queue or work on its tasks';
+
+DO $$
+DECLARE
+    q record;
+    g record;
+    seq text;
+BEGIN
+    FOR q IN SELECT queue_name FROM durable.queues WHERE restricted ORDER BY queue_name LOOP
+        seq := 'queue_grants_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(
+            pg_catalog.sha256(pg_catalog.convert_to(q.queue_name, 'UTF8')), 'hex'), 32);
+        EXECUTE pg_catalog.format('CREATE SEQUENCE durable.%I OWNED BY durable.queues.grants_sequence', seq);
+        -- made by this script, it would be a member, which pg_dump skips
+        EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP SEQUENCE durable.%I', seq);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE durable.%I FROM CURRENT_USER', seq);
+        EXECUTE pg_catalog.format('COMMENT ON SEQUENCE durable.%I IS %L', seq,
+            pg_catalog.format('the grants of queue "%s" (durable_grant_queue): UPDATE to enqueue, USAGE to work; nothing else uses it',
+                              q.queue_name));
+        UPDATE durable.queues SET grants_sequence = seq
+        WHERE queue_name OPERATOR(pg_catalog.=) q.queue_name;
+        FOR g IN SELECT CASE WHEN o.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                             ELSE pg_catalog.quote_ident(r.rolname) END AS role,
+                        CASE o.privilege WHEN 'enqueue' THEN 'UPDATE' ELSE 'USAGE' END AS privilege
+                 FROM durable.queue_grants o
+                 LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) o.grantee
+                 WHERE o.queue_name OPERATOR(pg_catalog.=) q.queue_name
+                   AND (o.grantee OPERATOR(pg_catalog.=) 0 OR r.oid IS NOT NULL)
+        LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON SEQUENCE durable.%I TO %s',
+                                      g.privilege, seq, g.role);
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+DROP TABLE durable.queue_grants;
+
+--
+-- durable_enable_citus() distributes durable.concurrency_keys with
+-- durable.live_tasks, and no longer the table of grants, which is gone (a
+-- grants sequence lives on the node whose grant made it); a cluster
+-- already distributed gets the new table here.
+--
+DO $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
+       AND pg_catalog.citus_is_coordinator() THEN
+        PERFORM pg_catalog.create_distributed_table('durable.concurrency_keys', 'partition_key',
+                                                    colocate_with => 'durable.live_tasks');
+    END IF;
+END
+$$;
+
+--
+-- A compensation takes a class as any step does (issue 37): by default its
+-- forward step's, so that an unsafe step's compensation in doubt goes to
+-- review instead of running again; classes names another by step.  The
+-- library serves the call of 0.8.0 (without classes) until this update.
+--
+DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);

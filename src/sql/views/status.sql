@@ -1,0 +1,30 @@
+-- pg_monitor sees how many parts fail and since when, not their errors
+CREATE OR REPLACE VIEW durable.status AS
+SELECT l.preloaded,
+       CASE WHEN NOT l.preloaded THEN 'not preloaded'
+            WHEN l.reconciler_database IS DISTINCT FROM current_database()::text THEN 'in another database'
+            WHEN NOT l.reconciler_enabled THEN 'disabled'
+            WHEN p.pid IS NULL THEN 'not running'
+            ELSE 'running' END AS reconciler,
+       p.pid AS reconciler_pid,
+       l.reconciler_database,
+       l.node_id,
+       f.failing_parts,
+       f.failing_since,
+       f.failures
+FROM durable.library_status() l,
+     LATERAL (SELECT durable.reconciler_pid() AS pid) p,
+     LATERAL (SELECT pg_catalog.count(*)::int AS failing_parts,
+                     pg_catalog.min(t.failing_since) AS failing_since,
+                     COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                         'part', t.part, 'sqlstate', t.sqlstate, 'error', t.error,
+                         'failing_since', t.failing_since, 'last_failed_at', t.last_failed_at,
+                         'failures', t.failures) ORDER BY t.failing_since, t.part),
+                         '[]') AS failures
+              FROM durable.tick_failures t) f;
+COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in, the node number in task ids, and the parts of its tick that fail: how many, since when, and (failures, for durable_operator) each with its error';
+REVOKE ALL ON durable.status FROM PUBLIC;
+GRANT SELECT ON durable.status TO durable_operator;
+GRANT SELECT (preloaded, reconciler, reconciler_pid, reconciler_database, node_id,
+              failing_parts, failing_since)
+    ON durable.status TO pg_monitor;

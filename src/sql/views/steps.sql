@@ -1,0 +1,10 @@
+CREATE OR REPLACE VIEW durable.steps AS
+SELECT * FROM durable.live_steps
+UNION ALL
+SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
+       updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
+       error_class, request, result, evidence, error
+FROM durable.step_history;
+COMMENT ON VIEW durable.steps IS 'every step retained: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
+REVOKE ALL ON durable.steps FROM PUBLIC;
+GRANT SELECT ON durable.steps TO durable_operator;
