@@ -188,6 +188,9 @@ BEGIN
 END
 $$;
 
+-- out of the extension first, as any table that goes: DROP TABLE alone
+-- left its OID among the extension's configuration tables (extconfig)
+ALTER EXTENSION durable DROP TABLE durable.queue_grants;
 DROP TABLE durable.queue_grants;
 
 --
