@@ -36,8 +36,11 @@
  */
 #include "core/core.h"
 
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -287,19 +290,48 @@ DurableCheckQueuesAccess(char **queues, const bool *restricted, uint64 n,
 	pfree(seen);
 }
 
-/* the queue restricted from now on, and the name of its grants sequence */
+/*
+ * The queue restricted from now on, and the name of its grants sequence:
+ * the one it has, or $2 (grants_sequence_name).  The name is computed here
+ * and not in the statement: Citus refuses a function that is not immutable
+ * inside COALESCE in an UPDATE of a reference table (0A000).
+ */
 static DurableStatement queue_restrict = {
 	.name = "queue_restrict",
 	.sql = "UPDATE durable.queues SET restricted = true,"
-	" grants_sequence = COALESCE(grants_sequence, 'queue_grants_' ||"
-	"  pg_catalog.left(pg_catalog.encode(pg_catalog.sha256("
-	"  pg_catalog.convert_to(queue_name, 'UTF8')), 'hex'), 32))"
+	" grants_sequence = COALESCE(grants_sequence, $2)"
 	" WHERE queue_name = $1"
 	" RETURNING restricted, grants_sequence",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	.nargs = 2,
+	.argtypes = {TEXTOID, TEXTOID},
 	DURABLE_COLUMNS(access_columns),
 };
+
+/*
+ * grants_sequence_name
+ *		The name a queue's grants sequence gets: queue_grants_ and the first
+ *		16 bytes of the SHA-256 of the queue's name in UTF-8, in hex (as the
+ *		update to 0.9.0 names those of the queues restricted before it).
+ */
+static char *
+grants_sequence_name(const char *queue)
+{
+	static const char hex[] = "0123456789abcdef";
+	char	   *utf8 = pg_server_to_any(queue, strlen(queue), PG_UTF8);
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	char		name[sizeof("queue_grants_") + 32];
+	int			len = strlen("queue_grants_");
+
+	DurableSha256(utf8, strlen(utf8), digest);
+	memcpy(name, "queue_grants_", len);
+	for (int i = 0; i < 16; i++)
+	{
+		name[len++] = hex[digest[i] >> 4];
+		name[len++] = hex[digest[i] & 0x0f];
+	}
+	name[len] = '\0';
+	return pstrdup(name);
+}
 
 /* run one utility statement of the grants */
 static void
@@ -313,15 +345,27 @@ run_utility(const char *sql)
  * create_grants_sequence
  *		The queue's grants sequence, of which the owner (durable's, whose
  *		rights the API runs with) keeps no privilege.  It is owned by the
- *		column that names it, so that DROP EXTENSION takes it along.
+ *		column that names it, so that DROP EXTENSION takes it along: the
+ *		dependency that OWNED BY records, recorded here, since Citus
+ *		refuses a sequence OWNED BY a column of its tables (0A000), and
+ *		durable.queues is one on a cluster.
  */
 static void
 create_grants_sequence(const char *queue, const char *name)
 {
 	const char *qualified = quote_qualified_identifier(DURABLE_SCHEMA, name);
+	Oid			queues = get_relname_relid("queues",
+										   get_namespace_oid(DURABLE_SCHEMA, false));
+	ObjectAddress sequence;
+	ObjectAddress column;
 
-	run_utility(psprintf("CREATE SEQUENCE %s OWNED BY durable.queues.grants_sequence",
-						 qualified));
+	run_utility(psprintf("CREATE SEQUENCE %s", qualified));
+	ObjectAddressSet(sequence, RelationRelationId, grants_relid(name));
+	ObjectAddressSubSet(column, RelationRelationId, queues,
+						get_attnum(queues, "grants_sequence"));
+	if (!OidIsValid(sequence.objectId) || column.objectSubId == InvalidAttrNumber)
+		elog(ERROR, "could not find the grants sequence of queue \"%s\"", queue);
+	recordDependencyOn(&sequence, &column, DEPENDENCY_AUTO);
 	run_utility(psprintf("REVOKE ALL ON SEQUENCE %s FROM CURRENT_USER", qualified));
 	run_utility(psprintf("COMMENT ON SEQUENCE %s IS %s", qualified,
 						 quote_literal_cstr(psprintf("the grants of queue \"%s\" (durable_grant_queue): UPDATE to enqueue, USAGE to work; nothing else uses it",
@@ -347,7 +391,11 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 
 	DurableQueueGet(queue, &settings);
 	if (grant)
-		DurableExecute(&queue_restrict, &arg, NULL, SPI_OK_UPDATE_RETURNING, 1);
+	{
+		Datum		args[2] = {arg, CStringGetTextDatum(grants_sequence_name(queue))};
+
+		DurableExecute(&queue_restrict, args, NULL, SPI_OK_UPDATE_RETURNING, 1);
+	}
 	else
 		DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1);
 	name = row_sequence(0);

@@ -311,3 +311,58 @@ SELECT count(*) AS differing FROM (
 SELECT count(*) > 1 AS queues, sum(tasks) > 0 AS tasks, sum(recoveries) > 0 AS recoveries
 FROM durable.metrics;
 SELECT count(*) AS problems FROM durable_verify();
+
+-- A restricted queue on the cluster (0.9.0): its grants are privileges on
+-- a sequence that the first grant makes on the coordinator (0.9.0's first
+-- cut refused the grant there with 0A000, twice: a volatile function in
+-- its UPDATE of the reference table durable.queues, and a sequence OWNED
+-- BY a column of it).  Citus propagates the roles, not the sequence: on a
+-- worker the queue's API is for superusers only (docs/scaling-out.md).
+CREATE ROLE regress_citus_granted IN ROLE durable_producer, durable_worker;
+CREATE ROLE regress_citus_other IN ROLE durable_producer, durable_worker;
+SELECT durable_create_queue('granted', partitions => 4);
+SELECT durable_grant_queue('granted', 'regress_citus_granted', 'all');
+SELECT durable_grant_queue('granted', 'regress_citus_granted', 'all');
+SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+SELECT count(*) AS grants_sequences FROM pg_class c JOIN durable.queues q ON c.relname = q.grants_sequence
+WHERE c.relkind = 'S' AND c.relnamespace = 'durable'::regnamespace;
+-- the sequence goes with durable.queues, as on one server
+SELECT count(*) AS owned_by_queues FROM pg_depend d JOIN durable.queues q
+  ON d.objid = ('durable.' || q.grants_sequence)::regclass
+WHERE d.refobjid = 'durable.queues'::regclass AND d.deptype = 'a' AND q.queue_name = 'granted';
+SET ROLE regress_citus_granted;
+SELECT durable_enqueue('granted', '{"n": 1}') AS g1 \gset
+SELECT count(*) AS claimed_and_committed
+FROM durable_claim('granted', 'gw') c, LATERAL durable_commit(c.task_id, c.fence) ok;
+RESET ROLE;
+SET ROLE regress_citus_other;
+\set VERBOSITY sqlstate
+SELECT durable_enqueue('granted', '{"n": 2}');
+SELECT count(*) FROM durable_claim('granted', 'ow');
+\set VERBOSITY default
+RESET ROLE;
+SELECT state FROM durable.tasks WHERE task_id = :g1;
+-- a worker has no grants sequence: it refuses every role but superusers,
+-- the granted one too
+SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_class
+    WHERE relname LIKE 'queue\_grants\_%' AND relkind = 'S'$$) ORDER BY 1;
+SELECT nodeport AS worker1 FROM pg_dist_node WHERE groupid = 1 \gset
+SELECT nodeport AS coordinator FROM pg_dist_node WHERE groupid = 0 \gset
+\c postgres - 127.0.0.1 :worker1
+SET ROLE regress_citus_granted;
+\set VERBOSITY sqlstate
+SELECT durable_enqueue('granted', '{"n": 3}');
+\set VERBOSITY default
+RESET ROLE;
+SELECT durable_enqueue('granted', '{"n": 4}') > 0 AS superuser_enqueued;
+\c postgres - 127.0.0.1 :coordinator
+SELECT count(*) AS claimed_and_committed
+FROM durable_claim('granted', 'su') c, LATERAL durable_commit(c.task_id, c.fence) ok;
+SELECT durable_revoke_queue('granted', 'regress_citus_granted', 'work');
+SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+-- dropping the queue drops its sequence, and the roles can go
+SELECT durable_drop_queue('granted', cascade => true);
+SELECT count(*) AS grants_sequences FROM pg_class
+WHERE relname LIKE 'queue\_grants\_%' AND relkind = 'S';
+DROP ROLE regress_citus_granted;
+DROP ROLE regress_citus_other;
