@@ -56,6 +56,12 @@ BEGIN
         $do$
     $cmd$);
 
+    -- Citus adds the foreign keys to a reference table below only where
+    -- the transaction used one connection per node so far: the tables are
+    -- distributed that way (until 0.9.0 the key of durable.queue_grants,
+    -- made first, switched the transaction to it as a side effect).  SET
+    -- LOCAL: the caller's transaction keeps it.
+    PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
