@@ -157,18 +157,20 @@ def join(conn, st, rng, row):
 
 def outbox(conn, st, rng, name):
     for i in range(rng.randint(1, 5)):
-        call(conn, st, "outbox_emit", "SELECT durable_outbox_emit('stress', %s)", (Jsonb({"m": i}),))
-    rows = call(conn, st, "outbox_claim", "SELECT message_id, fence FROM durable_outbox_claim(%s, 20)", (name,))
+        call(conn, st, "outbox_emit", "SELECT durable_outbox_emit(%s, 'stress', %s)",
+             (QUEUES[0], Jsonb({"m": i})))
+    rows = call(conn, st, "outbox_claim",
+                "SELECT message_id, fence FROM durable_outbox_claim(%s, %s, 20)", (QUEUES[0], name))
     if not rows:
         return
     ids = [r[0] for r in rows]
     fence = rows[0][1]
-    call(conn, st, "outbox_ack null", "SELECT durable_outbox_ack(%s::int8[], %s)",
-         (ids + [None], fence), expect={"22004"})
-    call(conn, st, "outbox_ack stale", "SELECT durable_outbox_ack(%b::int8[], %s)",
-         (ids, fence - 1), expect={"55U01"})
-    got = call(conn, st, "outbox_ack", "SELECT durable_outbox_ack(%t::int8[], %s)",
-               (array_literal([str(i) for i in ids], lower=rng.choice([1, 0])), fence))
+    call(conn, st, "outbox_ack null", "SELECT durable_outbox_ack(%s, %s::int8[], %s)",
+         (QUEUES[0], ids + [None], fence), expect={"22004"})
+    call(conn, st, "outbox_ack stale", "SELECT durable_outbox_ack(%s, %b::int8[], %s)",
+         (QUEUES[0], ids, fence - 1), expect={"55U01"})
+    got = call(conn, st, "outbox_ack", "SELECT durable_outbox_ack(%s, %t::int8[], %s)",
+               (QUEUES[0], array_literal([str(i) for i in ids], lower=rng.choice([1, 0])), fence))
     if got is not None and got[0][0] != len(ids):
         st.problem(f"outbox_ack acked {got[0][0]} of {len(ids)}")
-    call(conn, st, "outbox_ack empty", "SELECT durable_outbox_ack('{}', %s)", (fence,))
+    call(conn, st, "outbox_ack empty", "SELECT durable_outbox_ack(%s, '{}', %s)", (QUEUES[0], fence))
