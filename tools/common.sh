@@ -241,7 +241,9 @@ start_server() {
 		echo "log_line_prefix = '%m [%p] '"
 		for line in "$@"; do echo "$line"; done
 	} >>"$PGDATA/postgresql.conf"
-	as_server_user "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORKDIR/server.log" -w start >/dev/null ||
+	# -c: a backend that crashes leaves a core (where the kernel's
+	# core_pattern puts it) for its stack
+	as_server_user "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORKDIR/server.log" -c -w start >/dev/null ||
 		{ cat "$WORKDIR/server.log" >&2; die "server did not start"; }
 	log "throwaway server on port $PGPORT (data in $PGDATA)"
 }
