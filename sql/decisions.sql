@@ -53,4 +53,8 @@ SELECT durable_next_action(1, 0, '5 s', '30 s', 'transient');
 SELECT durable_next_action(1, 3, '-5 s', '30 s', 'transient');
 SELECT durable_next_action(1, 3, '5 s', '-30 s', 'transient');
 SELECT durable_next_action(1, 3, '5 s', '30 s', 'transient', '-1 s');
+-- parts of mixed signs last as long as the date they are added to says
+SELECT durable_next_action(1, 3, '1 mon -29 days', '30 s', 'transient');
+SELECT durable_next_action(1, 3, '5 s', '1 day -86399 s', 'transient');
+SELECT durable_next_action(1, 3, '5 s', '30 s', 'transient', '-1 mon 31 days');
 SELECT durable_next_action(1, 3, '5 s', '178000000 years', 'transient');

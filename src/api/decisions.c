@@ -29,19 +29,6 @@ check_attempt_counts(int32 attempts, int32 max_attempts)
 				errdetail("Max attempts %d was given.", max_attempts));
 }
 
-static int64
-nonnegative_interval_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	int64		usecs = DurableIntervalMicroseconds(PG_GETARG_INTERVAL_P(argno),
-												   name);
-
-	if (usecs < 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must not be negative", name));
-	return usecs;
-}
-
 /*
  * durable_next_action(attempts int, max_attempts int, elapsed interval,
  *					   deadline interval, error_class text,
@@ -71,10 +58,10 @@ durable_next_action(PG_FUNCTION_ARGS)
 	attempts = PG_GETARG_INT32(0);
 	max_attempts = PG_GETARG_INT32(1);
 	check_attempt_counts(attempts, max_attempts);
-	elapsed = nonnegative_interval_arg(fcinfo, 2, "elapsed");
+	elapsed = DurableDelayArg(fcinfo, 2, "elapsed");
 	if (!PG_ARGISNULL(3))
-		deadline = nonnegative_interval_arg(fcinfo, 3, "deadline");
-	next_delay = nonnegative_interval_arg(fcinfo, 5, "next_delay");
+		deadline = DurableDelayArg(fcinfo, 3, "deadline");
+	next_delay = DurableDelayArg(fcinfo, 5, "next_delay");
 	error_class = DurableParseErrorClass(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 
 	PG_RETURN_TEXT_P(cstring_to_text(DurableNextActionName(
