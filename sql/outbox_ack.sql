@@ -14,3 +14,9 @@ WHERE message_id IN (:a, :b) AND published_at IS NULL;
 -- listed twice under a fence that does not hold it: still 55U01
 SELECT durable_outbox_emit('acks', 'acks', '{"n": 3}', key => 'k-3') AS c \gset
 SELECT durable_outbox_ack('acks', ARRAY[:c, :c], :f);
+-- the rows of a two-dimensional array are not a list of ids: 2202E, and
+-- nothing marked
+SELECT max(fence) AS g FROM durable_outbox_claim('acks', 'p') \gset
+SELECT durable_outbox_ack('acks', ARRAY[[:c]], :g);
+SELECT count(*) AS unpublished FROM durable.outbox
+WHERE message_id = :c AND published_at IS NULL;

@@ -59,6 +59,7 @@ SELECT durable_create_queue('q', notify => NULL);
 SELECT durable_alter_queue('nope', lease => '1 s');
 SELECT durable_alter_queue('mail', max_attempts => 0);
 SELECT durable_alter_queue('mail', clear => ARRAY['lease']);
+SELECT durable_alter_queue('mail', clear => ARRAY[['deadline'], ['retry_capacity']]);
 SELECT durable_pause('nope');
 SELECT durable_resume('nope');
 SELECT count(*) AS queues FROM durable.queues WHERE queue_name IN ('mail', 'payments');

@@ -23,6 +23,8 @@ extern int64 DurableDelayArg(FunctionCallInfo fcinfo, int argno,
 							 const char *name);
 extern int32 DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno,
 								  const char *name, int32 min);
+extern int	DurableArrayArg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
+							const char *name, Datum **elems, bool **elnulls);
 extern int32 DurableBatchArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);

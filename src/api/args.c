@@ -15,6 +15,7 @@
 #include "access/xact.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 void
@@ -279,4 +280,30 @@ DurableReasonArg(FunctionCallInfo fcinfo, int argno, const char *hint)
 				errmsg("reason must not be empty"),
 				errhint("%s", hint));
 	return reason;
+}
+
+/*
+ * DurableArrayArg
+ *		The elements of a one-dimensional array argument of elemtype (a
+ *		deeper array is 2202E: its elements would be taken in storage
+ *		order, whatever their rows meant).  Returns how many there are.
+ */
+int
+DurableArrayArg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
+				const char *name, Datum **elems, bool **elnulls)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				errmsg("%s must be a one-dimensional array", name));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
+					  elems, elnulls, &n);
+	return n;
 }

@@ -153,7 +153,6 @@ Datum
 durable_outbox_ack(PG_FUNCTION_ARGS)
 {
 	char	   *queue;
-	ArrayType  *ids;
 	int64		fence;
 	Datum	   *elems;
 	bool	   *elnulls;
@@ -163,10 +162,8 @@ durable_outbox_ack(PG_FUNCTION_ARGS)
 	refuse_queueless(fcinfo, 3, "durable_outbox_ack");
 	queue = DurableNameArg(fcinfo, 0, "queue name");
 	DurableRequireArg(fcinfo, 1, "message_ids");
-	ids = PG_GETARG_ARRAYTYPE_P(1);
 	fence = DurableFenceArg(fcinfo, 2);
-	deconstruct_array(ids, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
-					  &elems, &elnulls, &nelems);
+	nelems = DurableArrayArg(fcinfo, 1, INT8OID, "message_ids", &elems, &elnulls);
 	for (int i = 0; i < nelems; i++)
 		if (elnulls[i])
 			ereport(ERROR,

@@ -146,8 +146,7 @@ durable_alter_queue(PG_FUNCTION_ARGS)
 		bool	   *elnulls;
 		int			nelems;
 
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(10), TEXTOID, -1, false,
-						  TYPALIGN_INT, &elems, &elnulls, &nelems);
+		nelems = DurableArrayArg(fcinfo, 10, TEXTOID, "clear", &elems, &elnulls);
 		for (int i = 0; i < nelems; i++)
 		{
 			char	   *name = elnulls[i] ? "NULL" : TextDatumGetCString(elems[i]);

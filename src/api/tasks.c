@@ -87,23 +87,6 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(task_id);
 }
 
-/* the elements of a one-dimensional text[] or jsonb[] argument */
-static int
-array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
-		  Datum **elems, bool **elnulls)
-{
-	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(argno);
-	int			n;
-
-	if (ARR_NDIM(array) > 1)
-		ereport(ERROR,
-				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				errmsg("%s must be a one-dimensional array", name));
-	deconstruct_array(array, elemtype, -1, false, TYPALIGN_INT,
-					  elems, elnulls, &n);
-	return n;
-}
-
 /* the ids of a batch, as the array it returns */
 static ArrayType *
 id_array(const int64 *result, int n)
@@ -144,7 +127,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 
 	req.queue = DurableNameArg(fcinfo, 0, "queue name");
 	DurableRequireArg(fcinfo, 1, "payloads");
-	n = array_arg(fcinfo, 1, JSONBOID, "payloads", &elems, &elnulls);
+	n = DurableArrayArg(fcinfo, 1, JSONBOID, "payloads", &elems, &elnulls);
 	if (n > DURABLE_MAX_BATCH)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -152,7 +135,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 				errdetail("The batch has %d payloads.", n));
 	if (!PG_ARGISNULL(2))
 	{
-		if (array_arg(fcinfo, 2, TEXTOID, "idempotency_keys", &elems, &elnulls) != n)
+		if (DurableArrayArg(fcinfo, 2, TEXTOID, "idempotency_keys", &elems, &elnulls) != n)
 			ereport(ERROR,
 					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("idempotency_keys must have one element per payload"));
@@ -160,7 +143,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 	}
 	if (!PG_ARGISNULL(10))
 	{
-		if (array_arg(fcinfo, 10, TEXTOID, "concurrency_keys", &elems, &elnulls) != n)
+		if (DurableArrayArg(fcinfo, 10, TEXTOID, "concurrency_keys", &elems, &elnulls) != n)
 			ereport(ERROR,
 					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("concurrency_keys must have one element per payload"));

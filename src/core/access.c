@@ -261,36 +261,6 @@ DurableReportUnknownTask(int64 task_id)
 }
 
 /*
- * DurableCheckQueuesAccess
- *		42501 unless the caller may use, for what, the queue of each of n
- *		tasks (of a batch) whose queue is restricted; each queue is checked
- *		once.  The check runs statements of its own: the caller collects
- *		the queues from its result first.
- */
-void
-DurableCheckQueuesAccess(char **queues, const bool *restricted, uint64 n,
-						 DurableQueuePrivilege what)
-{
-	char	  **seen = palloc(sizeof(char *) * Max(n, 1));
-	uint64		nseen = 0;
-
-	for (uint64 r = 0; r < n; r++)
-	{
-		bool		found = false;
-
-		if (!restricted[r])
-			continue;
-		for (uint64 i = 0; i < nseen && !found; i++)
-			found = strcmp(seen[i], queues[r]) == 0;
-		if (!found)
-			seen[nseen++] = queues[r];
-	}
-	for (uint64 i = 0; i < nseen; i++)
-		DurableCheckQueueAccess(seen[i], what);
-	pfree(seen);
-}
-
-/*
  * The queue restricted from now on, and the name of its grants sequence:
  * the one it has, or $2 (grants_sequence_name).  The name is computed here
  * and not in the statement: Citus refuses a function that is not immutable

@@ -318,8 +318,6 @@ extern void DurableCheckRestrictedQueue(const char *queue, bool restricted,
 										DurableQueuePrivilege what);
 extern void DurableChangeQueueGrant(const char *queue, Oid grantee,
 									bool enqueue, bool work, bool grant);
-extern void DurableCheckQueuesAccess(char **queues, const bool *restricted,
-									 uint64 n, DurableQueuePrivilege what);
 extern bool DurableMayUseQueue(const char *queue, DurableQueuePrivilege what);
 DURABLE_NORETURN extern void DurableReportTaskDenied(int64 task_id);
 DURABLE_NORETURN extern void DurableReportUnknownTask(int64 task_id);
