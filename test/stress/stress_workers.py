@@ -173,4 +173,6 @@ def outbox(conn, st, rng, name):
                (QUEUES[0], array_literal([str(i) for i in ids], lower=rng.choice([1, 0])), fence))
     if got is not None and got[0][0] != len(ids):
         st.problem(f"outbox_ack acked {got[0][0]} of {len(ids)}")
+    call(conn, st, "outbox_ack 2-D", "SELECT durable_outbox_ack(%s, %s::int8[], %s)",
+         (QUEUES[0], "{{%d}}" % ids[0], fence), expect={"2202E"})
     call(conn, st, "outbox_ack empty", "SELECT durable_outbox_ack(%s, '{}', %s)", (QUEUES[0], fence))
