@@ -46,19 +46,23 @@ forget_version_check(Datum arg, Oid relid)
  *		invalidation that brings us here may come from a change committed
  *		after the transaction's snapshot was taken (durable_enable_citus
  *		while a tick waited for a lock), and an older snapshot would cache
- *		the state before it until the next change of the extension.
+ *		the state before it until the next change of the extension.  The
+ *		invalidation can arrive in any statement's locking, between two rows
+ *		its caller reads: the caller's result stays the last one.
  */
 static void
 check_extension_version(void)
 {
 	static bool callback_registered = false;
 	bool		distributed = false;
+	DurableSavedResult caller;
 
 	if (!callback_registered)
 	{
 		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
 		callback_registered = true;
 	}
+	DurableSaveResult(&caller);
 	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid,"
 					" pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
@@ -88,6 +92,7 @@ check_extension_version(void)
 										   SPI_tuptable->tupdesc, 3, &isnull));
 		if (citus && OidIsValid(durable_tasks_relid))
 		{
+			SPI_freetuptable(SPI_tuptable);
 			if (SPI_execute("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
 							"  WHERE logicalrelid OPERATOR(pg_catalog.=) 'durable.live_tasks'::pg_catalog.regclass),"
 							" (SELECT groupid FROM pg_catalog.pg_dist_local_group)",
@@ -102,6 +107,7 @@ check_extension_version(void)
 		}
 	}
 	PopActiveSnapshot();
+	DurableRestoreResult(&caller);
 	durable_distributed = distributed;
 	durable_version_checked = true;
 }

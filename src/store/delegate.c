@@ -61,12 +61,16 @@ DurableDelegationReady(void)
 
 	if (delegation == DELEGATION_UNKNOWN)
 	{
+		DurableSavedResult caller;
+
+		DurableSaveResult(&caller);
 		if (SPI_execute(delegated_function, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read whether durable.execute_in_partition is delegated");
 		delegation = SPI_processed == 1 &&
 			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 									   SPI_tuptable->tupdesc, 1, &isnull)) ?
 			DELEGATION_ON : DELEGATION_OFF;
+		DurableRestoreResult(&caller);
 	}
 	return delegation == DELEGATION_ON;
 }

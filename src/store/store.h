@@ -134,6 +134,14 @@ extern void DurableReceiveValues(const DurableStatement *stmt, ArrayType *array,
 								 Datum *values, char *nulls);
 
 /* ---- result.c ---- */
+/* a caller's result, kept across a look-up that runs SPI_execute itself */
+typedef struct DurableSavedResult
+{
+	SPITupleTable *tuptable;
+	uint64		processed;
+} DurableSavedResult;
+extern void DurableSaveResult(DurableSavedResult *saved);
+extern void DurableRestoreResult(const DurableSavedResult *saved);
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
 extern bool DurableColumnIsNull(uint64 row, int col);
 extern int64 DurableColumnInt64(uint64 row, int col);
