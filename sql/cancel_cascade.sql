@@ -91,3 +91,7 @@ SELECT count(*) AS disagreements FROM durable_verify();
 -- the files after this one count every task: leave none
 SELECT durable_drop_queue(q) FROM unnest(ARRAY['cc_parent', 'cc_a', 'cc_b', 'cc_c', 'cc_d', 'cc_e']) q;
 SELECT count(*) AS left_behind FROM durable.tasks;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'cc_a,cc_b,cc_c,cc_d,cc_e,cc_parent'
+\i test/regress/cleanup.sql

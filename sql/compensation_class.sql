@@ -57,3 +57,7 @@ WHERE queue_name = 'undo' AND state <> 'needs_review';
 SELECT count(durable_resolve(task_id, 'cancel', 'test', '{}')) FROM durable.live_tasks
 WHERE queue_name = 'undo' AND state = 'needs_review';
 SELECT durable_drop_queue('undo');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'undo'
+\i test/regress/cleanup.sql

@@ -71,3 +71,7 @@ SELECT durable_drop_queue(E'we"ird\\q');
 -- the other suites see none of this file's tasks
 SELECT count(durable_cancel(task_id, 'test')) FROM durable.live_tasks WHERE queue_name = 'cnt';
 SELECT durable_drop_queue('cnt');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'cnt'
+\i test/regress/cleanup.sql

@@ -59,3 +59,7 @@ SELECT count(*) AS disagreements FROM durable_verify();
 SELECT durable_cancel(:t, 'done'), durable_cancel(:t2, 'done');
 SELECT durable_drop_queue('delegated');
 SELECT count(*) AS left_behind FROM durable.tasks;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'delegated'
+\i test/regress/cleanup.sql

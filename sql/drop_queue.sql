@@ -63,3 +63,7 @@ SELECT durable_commit(task_id, fence) FROM durable_claim('limited', 'w');
 SELECT queue_name, concurrency_key FROM durable.concurrency_keys;
 SELECT durable_drop_queue('limited');
 SELECT count(*) AS key_rows FROM durable.concurrency_keys;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'elsewhere,gone,limited,timed'
+\i test/regress/cleanup.sql

@@ -50,3 +50,7 @@ WHERE l.lanname <> 'c' AND (p.prosrc LIKE '%public.%' OR p.prosrc LIKE '%api.%'
 \c :regress_db
 DROP DATABASE regress_foreign;
 DROP ROLE regress_mallory;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'q'
+\i test/regress/cleanup.sql

@@ -213,3 +213,7 @@ SELECT state, fence, owner FROM durable.tasks WHERE task_id = :rc;
 
 -- the whole history of one task
 SELECT seq, kind, state, fence, actor FROM durable.events WHERE task_id = :t2 ORDER BY seq;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'jobs,limited,short'
+\i test/regress/cleanup.sql

@@ -51,3 +51,7 @@ SET client_encoding = 'LATIN1';
 SELECT durable_create_queue('a' || repeat(chr(233), 40));
 \set VERBOSITY default
 RESET client_encoding;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'a,limits'
+\i test/regress/cleanup.sql

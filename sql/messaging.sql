@@ -61,3 +61,7 @@ SELECT durable_outbox_claim('msg', 'p4', lease => '0 s');
 SELECT durable_outbox_emit('msg', 'orders', NULL);
 SELECT topic, published_at IS NOT NULL AS published, publisher, attempt
 FROM durable.outbox ORDER BY message_id;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'msg,msg_other'
+\i test/regress/cleanup.sql

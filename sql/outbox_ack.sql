@@ -14,3 +14,7 @@ WHERE message_id IN (:a, :b) AND published_at IS NULL;
 -- listed twice under a fence that does not hold it: still 55U01
 SELECT durable_outbox_emit('acks', 'acks', '{"n": 3}', key => 'k-3') AS c \gset
 SELECT durable_outbox_ack('acks', ARRAY[:c, :c], :f);
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'acks'
+\i test/regress/cleanup.sql

@@ -72,3 +72,7 @@ SELECT count(*) AS tasks, (SELECT count(*) FROM durable.events WHERE task_id = :
 FROM durable.tasks WHERE queue_name = 'mail';
 SELECT durable_drop_queue('mail');
 SELECT durable_drop_queue('payments');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'mail,payments,q'
+\i test/regress/cleanup.sql

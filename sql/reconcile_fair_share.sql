@@ -40,3 +40,7 @@ SELECT count(*) AS cancelled FROM (SELECT durable_cancel(task_id, 'done') FROM d
     WHERE queue_name IN ('fair_backlog', 'fair_single')) c;
 SELECT durable_drop_queue('fair_backlog');
 SELECT durable_drop_queue('fair_single');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'fair_backlog,fair_single'
+\i test/regress/cleanup.sql

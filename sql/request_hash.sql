@@ -24,3 +24,7 @@ SELECT partition_base, 'legacy', 'legacy', 'm-1', sha256(convert_to('{"amount": 
 FROM durable.queues WHERE queue_name = 'legacy';
 SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 1.0}') AS first_again;
 SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 2}');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'legacy'
+\i test/regress/cleanup.sql

@@ -59,3 +59,7 @@ SELECT durable_idempotent_finish('requests', 'payments', 'missing', 101, '{}');
 SELECT durable_idempotent_finish('requests', 'payments', 'req-2', :f2b, NULL);
 SELECT durable_idempotent_advance('requests', 'payments', 'req-2', NULL, 'x');
 SELECT durable_idempotent_advance('requests', 'payments', 'req-2', :f2b, NULL);
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'requests'
+\i test/regress/cleanup.sql

@@ -50,3 +50,7 @@ SELECT count(*) AS cancelled FROM durable.tasks t, LATERAL durable_cancel(t.task
 WHERE t.queue_name = 'split' AND t.state <> 'completed';
 SELECT durable_drop_queue('split');
 SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split';
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'split'
+\i test/regress/cleanup.sql

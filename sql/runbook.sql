@@ -92,3 +92,7 @@ SELECT kind, partition_key - :base AS partition_index, role = current_user AS by
 FROM durable.queue_log WHERE queue_name = 'stop' ORDER BY at, kind;
 
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'stop'
+\i test/regress/cleanup.sql

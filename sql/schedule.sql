@@ -155,3 +155,7 @@ SELECT durable_schedule('bad', '* * * * *', 'nightly', timezone => 'Nowhere/Land
 SELECT durable_schedule(NULL, '* * * * *', 'nightly');
 SELECT durable_schedule('bad', '* * * * *', 'nightly', payload => NULL);
 SELECT durable_unschedule('export');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'nightly'
+\i test/regress/cleanup.sql

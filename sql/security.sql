@@ -189,3 +189,7 @@ SELECT durable_cancel(:t_open, 'end of test');
 
 SELECT * FROM durable_verify();
 DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'billing,open,payments,shipping'
+\i test/regress/cleanup.sql

@@ -82,3 +82,7 @@ SELECT pg_temp.sqlstate_of(format($$SELECT durable_spawn(%s, %s, 'old_kid', 'kid
 
 SELECT durable_cancel(:p, 'ops');
 SELECT count(*) AS disagreements FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'kids,other_kids,spawner'
+\i test/regress/cleanup.sql

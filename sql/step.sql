@@ -177,3 +177,7 @@ JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t8;
 -- every step event, for one task
 SELECT seq, kind, step, state, detail->>'from' AS "from", detail->>'to' AS "to"
 FROM durable.events WHERE task_id = :t6 ORDER BY seq;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'failing,flows,mail,pages,payments,resume,trips'
+\i test/regress/cleanup.sql

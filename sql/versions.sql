@@ -161,3 +161,7 @@ SELECT durable_alter_queue('ver_dead', clear => ARRAY['version_timeout']);
 SELECT version_timeout FROM durable.queues WHERE queue_name = 'ver_dead';
 
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'ver,ver_count,ver_dead'
+\i test/regress/cleanup.sql

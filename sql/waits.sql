@@ -298,3 +298,7 @@ WHERE queue_name = 'both' AND idempotency_key = 'order-1';
 SELECT durable_enqueue('both', '{"n": 1}', idempotency_key => 'order-1') = :b1 AS same_task_still;
 SELECT durable_create_queue('bad', concurrency_limit => 0);
 SELECT durable_enqueue('sync', '{}', concurrency_key => '');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'bad,both,flow,gone,labels,sync'
+\i test/regress/cleanup.sql

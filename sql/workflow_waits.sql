@@ -48,3 +48,7 @@ SELECT wait_name, kind, until - since AS sleeps FROM durable.waiting_tasks WHERE
 SELECT seq, kind, state, detail ->> 'wait' AS wait, actor FROM durable.events
 WHERE task_id = :order_id ORDER BY seq;
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'parcels,shop'
+\i test/regress/cleanup.sql
