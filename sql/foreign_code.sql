@@ -10,9 +10,9 @@ CREATE DATABASE regress_foreign OWNER regress_mallory;
 SET client_min_messages = warning;
 CREATE EXTENSION durable;
 RESET client_min_messages;
-SELECT durable_create_queue('q', lease => '1 ms');
-SELECT durable_enqueue('q', '{}') AS t \gset
-SELECT fence AS f FROM durable_claim('q', 'w') \gset
+SELECT durable_create_queue('foreign_code_q', lease => '1 ms');
+SELECT durable_enqueue('foreign_code_q', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('foreign_code_q', 'w') \gset
 SELECT state FROM durable_step(:t, :f, 'call', 'queryable');
 SELECT durable_step_start(:t, :f, 'call', 1);
 
@@ -52,5 +52,5 @@ DROP DATABASE regress_foreign;
 DROP ROLE regress_mallory;
 
 -- leave nothing behind: the files run in any order, in one database
-\set cleanup_queues 'q'
+\set cleanup_queues 'foreign_code_q'
 \i test/regress/cleanup.sql

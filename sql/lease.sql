@@ -161,18 +161,18 @@ SELECT durable_cancel(:tc, NULL);
 
 -- retry tokens: one token, refilled every two seconds; the second retry is
 -- deferred, not dropped, and first attempts are not held back
-SELECT durable_create_queue('limited', retry_capacity => 1, retry_refill_rate => 0.5,
+SELECT durable_create_queue('lease_limited', retry_capacity => 1, retry_refill_rate => 0.5,
                             retry_base => 1, retry_cap => 1);
-SELECT durable_enqueue('limited', '{"n": 1}') AS l1 \gset
-SELECT durable_enqueue('limited', '{"n": 2}') AS l2 \gset
-SELECT durable_enqueue('limited', '{"n": 3}') AS l3 \gset
-SELECT count(*) FROM durable_claim('limited', 'w6', batch => 2);
+SELECT durable_enqueue('lease_limited', '{"n": 1}') AS l1 \gset
+SELECT durable_enqueue('lease_limited', '{"n": 2}') AS l2 \gset
+SELECT durable_enqueue('lease_limited', '{"n": 3}') AS l3 \gset
+SELECT count(*) FROM durable_claim('lease_limited', 'w6', batch => 2);
 SELECT durable_fail(:l1, 1, 'transient') AS first_retry, durable_fail(:l2, 1, 'transient') AS second_retry;
 SELECT task_id = :l2 AS deferred, detail->>'deferral_reason' AS reason,
        (detail->>'run_at')::timestamptz = (detail->>'deferred_until')::timestamptz AS waits_for_token
 FROM durable.events WHERE task_id IN (:l1, :l2) AND kind = 'retry_scheduled' ORDER BY task_id;
-SELECT task_id = :l3 AS first_attempt_still_claimed FROM durable_claim('limited', 'w6');
-SELECT retry_tokens < 0 AS tokens_reserved_ahead FROM durable.queues WHERE queue_name = 'limited';
+SELECT task_id = :l3 AS first_attempt_still_claimed FROM durable_claim('lease_limited', 'w6');
+SELECT retry_tokens < 0 AS tokens_reserved_ahead FROM durable.queues WHERE queue_name = 'lease_limited';
 
 -- reconcile: expired leases go through the recovery table
 SELECT durable_create_queue('short', lease => '1 ms', retry_base => 1, retry_cap => 1);
@@ -215,5 +215,5 @@ SELECT state, fence, owner FROM durable.tasks WHERE task_id = :rc;
 SELECT seq, kind, state, fence, actor FROM durable.events WHERE task_id = :t2 ORDER BY seq;
 
 -- leave nothing behind: the files run in any order, in one database
-\set cleanup_queues 'jobs,limited,short'
+\set cleanup_queues 'jobs,lease_limited,short'
 \i test/regress/cleanup.sql
