@@ -14,11 +14,11 @@ SELECT durable_enqueue('jobs', '{"n": 2}', priority => 5, class => 'pure',
 SELECT durable_enqueue('jobs', '{"n": 3}', run_at => now() + interval '1 hour') AS t_later \gset
 SELECT task_id = :t1 AS t1, state, class, priority, attempt, max_attempts, fence, version,
        deadline, workflow_version, metadata, payload
-FROM durable.tasks ORDER BY task_id;
+FROM durable.tasks WHERE queue_name = 'jobs' ORDER BY task_id;
 -- ids carry their partition and grow in order
 SELECT bool_and(task_id & 32767 = partition_key) AS id_has_partition,
        :t1 < :t2 AND :t2 < :t_later AS ordered
-FROM durable.tasks;
+FROM durable.tasks WHERE queue_name = 'jobs';
 
 -- idempotent enqueue: same key and payload, same task; other payload, 55U03
 SELECT durable_enqueue('jobs', '{"n": 4, "to": "x"}', idempotency_key => 'order-4') AS t4 \gset

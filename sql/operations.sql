@@ -132,7 +132,7 @@ SELECT count(*) AS orphan_events FROM durable.events e
 WHERE NOT EXISTS (SELECT FROM durable.tasks t WHERE t.partition_key = e.partition_key AND t.task_id = e.task_id);
 SELECT count(*) AS orphan_steps FROM durable.steps s
 WHERE NOT EXISTS (SELECT FROM durable.tasks t WHERE t.partition_key = s.partition_key AND t.task_id = s.task_id);
-SELECT count(*) AS inbox_left FROM durable.inbox;
+SELECT count(*) AS inbox_left FROM durable.inbox WHERE queue_name = 'ops';
 RESET durable.retention;
 RESET durable.inbox_retention;
 SELECT count(*) AS disagreements FROM durable_verify();

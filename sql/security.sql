@@ -31,7 +31,8 @@ SELECT durable_grant_queue('billing', 'regress_app_a', 'read');
 SELECT durable_grant_queue('billing', NULL, 'work');
 SELECT durable_grant_queue('billing', 'regress_app_a', NULL);
 RESET ROLE;
-SELECT queue_name, grantee::regrole, privilege FROM durable.queue_grants ORDER BY 1, 2::text, 3;
+SELECT queue_name, grantee::regrole, privilege FROM durable.queue_grants
+WHERE queue_name IN ('billing', 'open', 'security_payments', 'shipping') ORDER BY 1, 2::text, 3;
 SELECT queue_name, restricted FROM durable.queues WHERE queue_name IN ('billing', 'open') ORDER BY 1;
 
 -- the granted role and its members enqueue and work; another only enqueues
@@ -176,7 +177,8 @@ SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 's
 -- a role cannot be dropped while it holds one, and a rename keeps it
 DROP ROLE regress_app_b;
 ALTER ROLE regress_app_b RENAME TO regress_app_b2;
-SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+SELECT * FROM durable.queue_grants
+WHERE queue_name IN ('billing', 'open', 'security_payments', 'shipping') ORDER BY 1, 2, 3;
 ALTER ROLE regress_app_b2 RENAME TO regress_app_b;
 
 -- dropping a queue takes its grants with it
