@@ -106,6 +106,7 @@ INSERT INTO sent_emails VALUES (:t1);
 SELECT durable_commit(:t1, 1);
 COMMIT;
 SELECT count(*) AS rows_from_stale_transaction FROM sent_emails;
+DROP TABLE sent_emails;
 
 -- fail: the retry budget decides and durable_fail applies it
 SELECT durable_fail(:t2, 1, 'transient', '{"http": 503}');
