@@ -95,4 +95,6 @@ WHERE queue_name IN ('cc_parent', 'cc_a', 'cc_b', 'cc_c', 'cc_d', 'cc_e');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'cc_a,cc_b,cc_c,cc_d,cc_e,cc_parent'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -62,4 +62,6 @@ SELECT count(*) AS left_behind FROM durable.tasks WHERE queue_name = 'delegated'
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'delegated'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -66,4 +66,6 @@ SELECT count(*) AS key_rows FROM durable.concurrency_keys WHERE queue_name = 'dr
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'elsewhere,drop_queue_gone,drop_queue_limited,timed'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -53,4 +53,6 @@ DROP ROLE regress_mallory;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'foreign_code_q'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

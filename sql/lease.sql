@@ -217,4 +217,6 @@ SELECT seq, kind, state, fence, actor FROM durable.events WHERE task_id = :t2 OR
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'jobs,lease_limited,short'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

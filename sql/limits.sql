@@ -54,4 +54,6 @@ RESET client_encoding;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'a,limits'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -65,4 +65,6 @@ FROM durable.outbox WHERE queue_name IN ('msg', 'msg_other') ORDER BY message_id
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'msg,msg_other'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -90,4 +90,6 @@ DROP ROLE regress_ns_billing, regress_ns_intruder;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'ns_billing,ns_intruder'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

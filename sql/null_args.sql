@@ -105,4 +105,6 @@ SELECT count(*) AS queues_left FROM durable.queues WHERE queue_name = 'null_args
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'null_args_q'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -167,4 +167,6 @@ FROM durable.metrics WHERE queue_name IN ('review', 'dlq') ORDER BY 1;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'days,dlq,ops,review,slow'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

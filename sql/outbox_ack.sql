@@ -17,4 +17,6 @@ SELECT durable_outbox_ack('acks', ARRAY[:c, :c], :f);
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'acks'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

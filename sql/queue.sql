@@ -75,4 +75,6 @@ SELECT durable_drop_queue('queue_payments');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'queue_mail,queue_payments'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

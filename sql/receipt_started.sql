@@ -35,4 +35,6 @@ SELECT state, receipt, effect_id, result FROM durable.steps WHERE task_id = :t3;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'receipts'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

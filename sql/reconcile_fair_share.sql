@@ -43,4 +43,6 @@ SELECT durable_drop_queue('fair_single');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'fair_backlog,fair_single'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -142,4 +142,6 @@ DROP ROLE regress_rel_a, regress_rel_b, regress_rel_producer;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'beat,rel,rel_only_a'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -27,4 +27,6 @@ SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 2}');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'legacy'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -62,4 +62,6 @@ SELECT durable_idempotent_advance('requests', 'payments', 'req-2', :f2b, NULL);
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'requests'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -53,4 +53,6 @@ SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split'
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'split'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

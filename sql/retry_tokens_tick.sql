@@ -37,4 +37,6 @@ WHERE task_id = :t AND kind = 'retry_scheduled';
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'tokens'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

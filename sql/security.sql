@@ -194,4 +194,6 @@ DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'billing,open,security_payments,shipping'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

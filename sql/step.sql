@@ -180,4 +180,6 @@ FROM durable.events WHERE task_id = :t6 ORDER BY seq;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'failing,flows,step_mail,pages,step_payments,resume,trips'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

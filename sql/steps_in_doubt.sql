@@ -123,4 +123,6 @@ SELECT * FROM durable_verify();
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'doubt'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

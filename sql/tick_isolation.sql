@@ -188,4 +188,6 @@ SELECT durable_drop_queue('iso_far');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'iso_a,iso_b,iso_c,iso_deep,iso_far'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -67,4 +67,6 @@ SELECT count(*) >= 0 AS tick_runs FROM durable_reconcile();
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'deep,far,mixed,r1,tr'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -302,4 +302,6 @@ SELECT durable_enqueue('sync', '{}', concurrency_key => '');
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'bad,both,flow,waits_gone,labels,sync'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -66,4 +66,6 @@ WHERE task_id = :task_id;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'orders'
-\i test/regress/cleanup.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

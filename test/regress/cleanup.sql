@@ -4,7 +4,12 @@
 -- any order (tools/test's REGRESS_ORDER), so each removes what it made
 -- before the next one starts.  Usage, from the file:
 --   \set cleanup_queues 'queue_a,queue_b'
---   \i test/regress/cleanup.sql
+--   \getenv abs_srcdir PG_ABS_SRCDIR
+--   \set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+--   \i :cleanup_file
+-- (pg_regress gives psql the file on its standard input, so a relative
+-- path would be the caller's directory's; PG_ABS_SRCDIR is its --inputdir,
+-- the repository for tools/test and tools/citus alike.)
 -- Every unfinished task of those queues is cancelled (one in review through
 -- durable_resolve, the only way out of review), one at a time, as a cancel
 -- cascades to children; then the queues go with their schedules.  Only the
