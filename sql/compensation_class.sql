@@ -57,3 +57,9 @@ WHERE queue_name = 'undo' AND state <> 'needs_review';
 SELECT count(durable_resolve(task_id, 'cancel', 'test', '{}')) FROM durable.live_tasks
 WHERE queue_name = 'undo' AND state = 'needs_review';
 SELECT durable_drop_queue('undo');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'undo'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

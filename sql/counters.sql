@@ -71,3 +71,9 @@ SELECT durable_drop_queue(E'we"ird\\q');
 -- the other suites see none of this file's tasks
 SELECT count(durable_cancel(task_id, 'test')) FROM durable.live_tasks WHERE queue_name = 'cnt';
 SELECT durable_drop_queue('cnt');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'cnt'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -3,26 +3,26 @@
 -- so durable_verify() has nothing to report afterwards.
 --
 SELECT setval('durable.task_seq', 8000) AS first_id_counter;
-SELECT durable_create_queue('gone');
-SELECT durable_enqueue('gone', '{}') AS t \gset
-SELECT fence AS f FROM durable_claim('gone', 'w') \gset
+SELECT durable_create_queue('drop_queue_gone');
+SELECT durable_enqueue('drop_queue_gone', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('drop_queue_gone', 'w') \gset
 SELECT version AS v FROM durable_step(:t, :f, 'charge', 'idempotent') \gset
 SELECT durable_step_start(:t, :f, 'charge', :v) AS v \gset
 SELECT durable_commit(:t, :f, '{"ok": true}', step => 'charge', expected_version => :v);
 SELECT durable_commit(:t, :f);
-SELECT durable_drop_queue('gone');
+SELECT durable_drop_queue('drop_queue_gone');
 SELECT (SELECT count(*) FROM durable.tasks WHERE task_id = :t) AS tasks,
        (SELECT count(*) FROM durable.steps WHERE task_id = :t) AS steps,
        (SELECT count(*) FROM durable.events WHERE task_id = :t) AS events;
 SELECT count(*) AS disagreements FROM durable_verify();
 
 -- under a transaction snapshot a concurrent enqueue could stay behind
-SELECT durable_create_queue('gone');
+SELECT durable_create_queue('drop_queue_gone');
 BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT durable_drop_queue('gone');
+SELECT durable_drop_queue('drop_queue_gone');
 ROLLBACK;
-SELECT durable_drop_queue('gone');
-SELECT durable_drop_queue('gone');
+SELECT durable_drop_queue('drop_queue_gone');
+SELECT durable_drop_queue('drop_queue_gone');
 
 --
 -- A queue's schedules go with it (docs/design.md section 12): while a schedule
@@ -41,10 +41,10 @@ SELECT count(*) AS queues FROM durable.queues WHERE queue_name = 'timed';
 -- a cascade that fails later leaves the schedules where they were
 SELECT durable_enqueue('timed', '{}') AS t \gset
 SELECT durable_drop_queue('timed', cascade => true);
-SELECT schedule_name FROM durable.schedules ORDER BY 1;
+SELECT schedule_name FROM durable.schedules WHERE queue_name IN ('timed', 'elsewhere') ORDER BY 1;
 SELECT durable_cancel(:t, 'ops');
 SELECT durable_drop_queue('timed', cascade => true);
-SELECT schedule_name FROM durable.schedules ORDER BY 1;
+SELECT schedule_name FROM durable.schedules WHERE queue_name IN ('timed', 'elsewhere') ORDER BY 1;
 -- a new queue of the same name gets none of the old occurrences
 SELECT durable_create_queue('timed');
 UPDATE durable.schedules SET next_run = now() - interval '1 hour' WHERE queue_name = 'timed';
@@ -57,9 +57,15 @@ SELECT durable_drop_queue('elsewhere', true);
 SELECT count(*) AS disagreements FROM durable_verify();
 
 -- a queue with a concurrency limit: the rows of its keys go with it
-SELECT durable_create_queue('limited', concurrency_limit => 1);
-SELECT durable_enqueue('limited', '{}', concurrency_key => 'acme') > 0 AS enqueued;
-SELECT durable_commit(task_id, fence) FROM durable_claim('limited', 'w');
-SELECT queue_name, concurrency_key FROM durable.concurrency_keys;
-SELECT durable_drop_queue('limited');
-SELECT count(*) AS key_rows FROM durable.concurrency_keys;
+SELECT durable_create_queue('drop_queue_limited', concurrency_limit => 1);
+SELECT durable_enqueue('drop_queue_limited', '{}', concurrency_key => 'acme') > 0 AS enqueued;
+SELECT durable_commit(task_id, fence) FROM durable_claim('drop_queue_limited', 'w');
+SELECT queue_name, concurrency_key FROM durable.concurrency_keys WHERE queue_name = 'drop_queue_limited';
+SELECT durable_drop_queue('drop_queue_limited');
+SELECT count(*) AS key_rows FROM durable.concurrency_keys WHERE queue_name = 'drop_queue_limited';
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'elsewhere,drop_queue_gone,drop_queue_limited,timed'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

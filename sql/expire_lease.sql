@@ -120,3 +120,9 @@ SELECT count(durable_resolve(task_id, 'cancel', 'test', '{}')) FROM durable.live
 WHERE queue_name = 'expire' AND state = 'needs_review';
 SELECT count(durable_cancel(task_id, 'test')) FROM durable.live_tasks WHERE queue_name = 'expire';
 SELECT durable_drop_queue('expire');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'expire'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

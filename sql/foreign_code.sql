@@ -10,9 +10,9 @@ CREATE DATABASE regress_foreign OWNER regress_mallory;
 SET client_min_messages = warning;
 CREATE EXTENSION durable;
 RESET client_min_messages;
-SELECT durable_create_queue('q', lease => '1 ms');
-SELECT durable_enqueue('q', '{}') AS t \gset
-SELECT fence AS f FROM durable_claim('q', 'w') \gset
+SELECT durable_create_queue('foreign_code_q', lease => '1 ms');
+SELECT durable_enqueue('foreign_code_q', '{}') AS t \gset
+SELECT fence AS f FROM durable_claim('foreign_code_q', 'w') \gset
 SELECT state FROM durable_step(:t, :f, 'call', 'queryable');
 SELECT durable_step_start(:t, :f, 'call', 1);
 
@@ -50,3 +50,9 @@ WHERE l.lanname <> 'c' AND (p.prosrc LIKE '%public.%' OR p.prosrc LIKE '%api.%'
 \c :regress_db
 DROP DATABASE regress_foreign;
 DROP ROLE regress_mallory;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'foreign_code_q'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -14,11 +14,11 @@ SELECT durable_enqueue('jobs', '{"n": 2}', priority => 5, class => 'pure',
 SELECT durable_enqueue('jobs', '{"n": 3}', run_at => now() + interval '1 hour') AS t_later \gset
 SELECT task_id = :t1 AS t1, state, class, priority, attempt, max_attempts, fence, version,
        deadline, workflow_version, metadata, payload
-FROM durable.tasks ORDER BY task_id;
+FROM durable.tasks WHERE queue_name = 'jobs' ORDER BY task_id;
 -- ids carry their partition and grow in order
 SELECT bool_and(task_id & 32767 = partition_key) AS id_has_partition,
        :t1 < :t2 AND :t2 < :t_later AS ordered
-FROM durable.tasks;
+FROM durable.tasks WHERE queue_name = 'jobs';
 
 -- idempotent enqueue: same key and payload, same task; other payload, 55U03
 SELECT durable_enqueue('jobs', '{"n": 4, "to": "x"}', idempotency_key => 'order-4') AS t4 \gset
@@ -106,6 +106,7 @@ INSERT INTO sent_emails VALUES (:t1);
 SELECT durable_commit(:t1, 1);
 COMMIT;
 SELECT count(*) AS rows_from_stale_transaction FROM sent_emails;
+DROP TABLE sent_emails;
 
 -- fail: the retry budget decides and durable_fail applies it
 SELECT durable_fail(:t2, 1, 'transient', '{"http": 503}');
@@ -161,18 +162,18 @@ SELECT durable_cancel(:tc, NULL);
 
 -- retry tokens: one token, refilled every two seconds; the second retry is
 -- deferred, not dropped, and first attempts are not held back
-SELECT durable_create_queue('limited', retry_capacity => 1, retry_refill_rate => 0.5,
+SELECT durable_create_queue('lease_limited', retry_capacity => 1, retry_refill_rate => 0.5,
                             retry_base => 1, retry_cap => 1);
-SELECT durable_enqueue('limited', '{"n": 1}') AS l1 \gset
-SELECT durable_enqueue('limited', '{"n": 2}') AS l2 \gset
-SELECT durable_enqueue('limited', '{"n": 3}') AS l3 \gset
-SELECT count(*) FROM durable_claim('limited', 'w6', batch => 2);
+SELECT durable_enqueue('lease_limited', '{"n": 1}') AS l1 \gset
+SELECT durable_enqueue('lease_limited', '{"n": 2}') AS l2 \gset
+SELECT durable_enqueue('lease_limited', '{"n": 3}') AS l3 \gset
+SELECT count(*) FROM durable_claim('lease_limited', 'w6', batch => 2);
 SELECT durable_fail(:l1, 1, 'transient') AS first_retry, durable_fail(:l2, 1, 'transient') AS second_retry;
 SELECT task_id = :l2 AS deferred, detail->>'deferral_reason' AS reason,
        (detail->>'run_at')::timestamptz = (detail->>'deferred_until')::timestamptz AS waits_for_token
 FROM durable.events WHERE task_id IN (:l1, :l2) AND kind = 'retry_scheduled' ORDER BY task_id;
-SELECT task_id = :l3 AS first_attempt_still_claimed FROM durable_claim('limited', 'w6');
-SELECT retry_tokens < 0 AS tokens_reserved_ahead FROM durable.queues WHERE queue_name = 'limited';
+SELECT task_id = :l3 AS first_attempt_still_claimed FROM durable_claim('lease_limited', 'w6');
+SELECT retry_tokens < 0 AS tokens_reserved_ahead FROM durable.queues WHERE queue_name = 'lease_limited';
 
 -- reconcile: expired leases go through the recovery table
 SELECT durable_create_queue('short', lease => '1 ms', retry_base => 1, retry_cap => 1);
@@ -213,3 +214,9 @@ SELECT state, fence, owner FROM durable.tasks WHERE task_id = :rc;
 
 -- the whole history of one task
 SELECT seq, kind, state, fence, actor FROM durable.events WHERE task_id = :t2 ORDER BY seq;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'jobs,lease_limited,short'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -51,3 +51,9 @@ SET client_encoding = 'LATIN1';
 SELECT durable_create_queue('a' || repeat(chr(233), 40));
 \set VERBOSITY default
 RESET client_encoding;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'a,limits'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

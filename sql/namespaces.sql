@@ -87,3 +87,9 @@ SELECT (SELECT count(*) FROM durable.outbox WHERE queue_name LIKE 'ns\_%') AS ou
        (SELECT count(*) FROM durable.inbox WHERE queue_name LIKE 'ns\_%') AS inbox_left,
        (SELECT count(*) FROM durable.idempotency_keys WHERE queue_name LIKE 'ns\_%') AS keys_left;
 DROP ROLE regress_ns_billing, regress_ns_intruder;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'ns_billing,ns_intruder'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -102,3 +102,9 @@ SELECT count(*) FILTER (WHERE sqlstate = 'XX000') AS internal_errors,
 FROM null_arg_calls;
 ROLLBACK;
 SELECT count(*) AS queues_left FROM durable.queues WHERE queue_name = 'null_args_q';
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'null_args_q'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -20,3 +20,9 @@ SELECT max(fence) AS g FROM durable_outbox_claim('acks', 'p') \gset
 SELECT durable_outbox_ack('acks', ARRAY[[:c]], :g);
 SELECT count(*) AS unpublished FROM durable.outbox
 WHERE message_id = :c AND published_at IS NULL;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'acks'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -39,3 +39,9 @@ SELECT durable_commit_batch(NULL, ARRAY[1]);
 SELECT count(*) AS completed_events FROM durable.events e JOIN durable.tasks t USING (partition_key, task_id)
 WHERE t.queue_name = 'pipe' AND e.kind = 'completed';
 SELECT count(*) AS disagreements FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'pipe'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

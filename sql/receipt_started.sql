@@ -32,3 +32,9 @@ SELECT (durable_step(:t3, :f3, 'charge', 'queryable')).state;
 SELECT durable_step_start(:t3, :f3, 'charge', 1) AS v3 \gset
 SELECT durable_record_receipt(:t3, :f3, 'charge', 'not_executed');
 SELECT state, receipt, effect_id, result FROM durable.steps WHERE task_id = :t3;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'receipts'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

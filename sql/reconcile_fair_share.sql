@@ -40,3 +40,9 @@ SELECT count(*) AS cancelled FROM (SELECT durable_cancel(task_id, 'done') FROM d
     WHERE queue_name IN ('fair_backlog', 'fair_single')) c;
 SELECT durable_drop_queue('fair_backlog');
 SELECT durable_drop_queue('fair_single');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'fair_backlog,fair_single'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

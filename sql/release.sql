@@ -139,3 +139,9 @@ SELECT count(durable_cancel(task_id, 'end of test')) AS cancelled FROM durable.t
 WHERE queue_name IN ('rel', 'beat', 'rel_only_a') AND state NOT IN ('completed', 'failed', 'cancelled');
 SELECT durable_drop_queue(q) FROM unnest(ARRAY['rel', 'beat', 'rel_only_a']) q;
 DROP ROLE regress_rel_a, regress_rel_b, regress_rel_producer;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'beat,rel,rel_only_a'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -24,3 +24,9 @@ SELECT partition_base, 'legacy', 'legacy', 'm-1', sha256(convert_to('{"amount": 
 FROM durable.queues WHERE queue_name = 'legacy';
 SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 1.0}') AS first_again;
 SELECT durable_inbox_receive('legacy', 'legacy', 'm-1', '{"amount": 2}');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'legacy'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

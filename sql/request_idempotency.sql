@@ -59,3 +59,9 @@ SELECT durable_idempotent_finish('requests', 'payments', 'missing', 101, '{}');
 SELECT durable_idempotent_finish('requests', 'payments', 'req-2', :f2b, NULL);
 SELECT durable_idempotent_advance('requests', 'payments', 'req-2', NULL, 'x');
 SELECT durable_idempotent_advance('requests', 'payments', 'req-2', :f2b, NULL);
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'requests'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

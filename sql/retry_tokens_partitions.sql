@@ -50,3 +50,9 @@ SELECT count(*) AS cancelled FROM durable.tasks t, LATERAL durable_cancel(t.task
 WHERE t.queue_name = 'split' AND t.state <> 'completed';
 SELECT durable_drop_queue('split');
 SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split';
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'split'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -34,3 +34,9 @@ SELECT fence AS f FROM durable_claim('tokens', 'w2') WHERE task_id = :t \gset
 SELECT durable_fail(:t, :f, 'transient', '{}');
 SELECT detail ? 'deferred_until' AS deferred_at_once FROM durable.events
 WHERE task_id = :t AND kind = 'retry_scheduled';
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'tokens'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -92,3 +92,9 @@ SELECT kind, partition_key - :base AS partition_index, role = current_user AS by
 FROM durable.queue_log WHERE queue_name = 'stop' ORDER BY at, kind;
 
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'stop'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -122,10 +122,10 @@ SELECT durable_create_queue('nightly');
 SELECT durable_schedule('export', '0 3 * * *', 'nightly', '{"job": "export"}', 'Europe/Berlin')
      = durable_cron_next('0 3 * * *', now(), 'Europe/Berlin') AS next_run;
 SELECT schedule_name, cron, timezone, queue_name, payload, backfill, last_run
-FROM durable.schedule_list;
+FROM durable.schedule_list WHERE queue_name = 'nightly';
 SELECT durable_schedule('export', '0 4 * * *', 'nightly', '{"job": "export"}', 'Europe/Berlin')
      = durable_cron_next('0 4 * * *', now(), 'Europe/Berlin') AS replaced;
-SELECT count(*) FROM durable.schedules;
+SELECT count(*) FROM durable.schedules WHERE queue_name = 'nightly';
 -- not due: nothing
 SELECT count(*) AS scheduled FROM durable_reconcile() WHERE action = 'scheduled';
 -- after three days of downtime only the latest occurrence missed is enqueued
@@ -135,7 +135,7 @@ SELECT last_run = (SELECT max(o) FROM generate_series(0, 3) d,
                    LATERAL durable_cron_next('0 4 * * *', now() - make_interval(days => d + 1), 'Europe/Berlin') o
                    WHERE o <= now()) AS latest_missed,
        next_run > now() AS moved_on
-FROM durable.schedules;
+FROM durable.schedules WHERE queue_name = 'nightly';
 SELECT payload, metadata ->> 'schedule' AS schedule, idempotency_key LIKE 'schedule:export:%' AS keyed
 FROM durable.tasks WHERE queue_name = 'nightly';
 SELECT count(*) AS scheduled FROM durable_reconcile() WHERE action = 'scheduled';
@@ -155,3 +155,9 @@ SELECT durable_schedule('bad', '* * * * *', 'nightly', timezone => 'Nowhere/Land
 SELECT durable_schedule(NULL, '* * * * *', 'nightly');
 SELECT durable_schedule('bad', '* * * * *', 'nightly', payload => NULL);
 SELECT durable_unschedule('export');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'nightly'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -31,7 +31,8 @@ SELECT durable_grant_queue('billing', 'regress_app_a', 'read');
 SELECT durable_grant_queue('billing', NULL, 'work');
 SELECT durable_grant_queue('billing', 'regress_app_a', NULL);
 RESET ROLE;
-SELECT queue_name, grantee::regrole, privilege FROM durable.queue_grants ORDER BY 1, 2::text, 3;
+SELECT queue_name, grantee::regrole, privilege FROM durable.queue_grants
+WHERE queue_name IN ('billing', 'open', 'security_payments', 'shipping') ORDER BY 1, 2::text, 3;
 SELECT queue_name, restricted FROM durable.queues WHERE queue_name IN ('billing', 'open') ORDER BY 1;
 
 -- the granted role and its members enqueue and work; another only enqueues
@@ -111,27 +112,27 @@ RESET ROLE;
 -- Events belong to a queue (docs/design.md sections 9 and 12): emitting into a
 -- restricted queue needs its enqueue grant, awaiting another queue's event
 -- its work grant, and a refusal tells nothing about the event
-SELECT durable_create_queue('payments', lease => '1 minute');
+SELECT durable_create_queue('security_payments', lease => '1 minute');
 SELECT durable_create_queue('shipping', lease => '1 minute');
 SET ROLE regress_ops;
-SELECT durable_grant_queue('payments', 'regress_a_worker', 'all');
+SELECT durable_grant_queue('security_payments', 'regress_a_worker', 'all');
 RESET ROLE;
 SET ROLE regress_a_worker;
-SELECT durable_enqueue('payments', '{"order": 1}') AS tp \gset
-SELECT task_id = :tp AS claimed, fence AS fp FROM durable_claim('payments', 'a-1') \gset
+SELECT durable_enqueue('security_payments', '{"order": 1}') AS tp \gset
+SELECT task_id = :tp AS claimed, fence AS fp FROM durable_claim('security_payments', 'a-1') \gset
 SELECT status FROM durable_await(:tp, :fp, 'paid', 'paid:1');
 RESET ROLE;
 -- a role without the grant cannot wake the task with a forged payload: the
 -- same refusal for an event awaited, emitted or unknown
 SET ROLE regress_app_b;
-SELECT durable_emit('payments', 'paid:1', '{"forged": true}');
-SELECT durable_emit('payments', 'never-heard-of');
+SELECT durable_emit('security_payments', 'paid:1', '{"forged": true}');
+SELECT durable_emit('security_payments', 'never-heard-of');
 RESET ROLE;
 SELECT state, waits -> 'paid' ->> 'status' AS wait FROM durable.live_tasks WHERE task_id = :tp;
 -- the real emit is the first one, and the task receives it
 SET ROLE regress_a_worker;
-SELECT durable_emit('payments', 'paid:1', '{"amount": 10}');
-SELECT fence AS fp FROM durable_claim('payments', 'a-1') \gset
+SELECT durable_emit('security_payments', 'paid:1', '{"amount": 10}');
+SELECT fence AS fp FROM durable_claim('security_payments', 'a-1') \gset
 SELECT * FROM durable_await(:tp, :fp, 'paid', 'paid:1');
 SELECT durable_commit(:tp, :fp);
 RESET ROLE;
@@ -141,8 +142,8 @@ RESET ROLE;
 SET ROLE regress_app_b;
 SELECT durable_enqueue('shipping', '{"parcel": 1}') AS tb \gset
 SELECT task_id = :tb AS claimed, fence AS fb FROM durable_claim('shipping', 'b-1') \gset
-SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1', queue => 'payments');
-SELECT * FROM durable_await(:tb, :fb, 'peek', 'never-heard-of', queue => 'payments');
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1', queue => 'security_payments');
+SELECT * FROM durable_await(:tb, :fb, 'peek', 'never-heard-of', queue => 'security_payments');
 SELECT * FROM durable_await(:tb, :fb, 'peek', 'paid:1');
 RESET ROLE;
 SELECT task_id = :tb AS same, event_queue, event FROM durable.waiting_tasks WHERE wait_name = 'peek';
@@ -155,28 +156,29 @@ RESET ROLE;
 SELECT queue_name, payload, role FROM durable.emitted_events WHERE event = 'paid:1' ORDER BY 1;
 -- the enqueue grant lets a role emit, not await; the work grant awaits
 SET ROLE regress_ops;
-SELECT durable_grant_queue('payments', 'regress_app_b', 'enqueue');
+SELECT durable_grant_queue('security_payments', 'regress_app_b', 'enqueue');
 RESET ROLE;
 SET ROLE regress_app_b;
-SELECT durable_emit('payments', 'refund:1', '{"amount": 10}');
-SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'payments');
+SELECT durable_emit('security_payments', 'refund:1', '{"amount": 10}');
+SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'security_payments');
 RESET ROLE;
 SET ROLE regress_ops;
-SELECT durable_grant_queue('payments', 'regress_app_b', 'work');
+SELECT durable_grant_queue('security_payments', 'regress_app_b', 'work');
 RESET ROLE;
 SET ROLE regress_app_b;
-SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'payments');
+SELECT * FROM durable_await(:tb, :fb, 'refund', 'refund:1', queue => 'security_payments');
 SELECT durable_commit(:tb, :fb);
 RESET ROLE;
 -- a queue's events go with it: a new queue of that name starts with none
-SELECT durable_drop_queue('payments');
-SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 'payments';
+SELECT durable_drop_queue('security_payments');
+SELECT count(*) AS events_left FROM durable.emitted_events WHERE queue_name = 'security_payments';
 
 -- a grant is PostgreSQL's own privilege on the queue's grants sequence:
 -- a role cannot be dropped while it holds one, and a rename keeps it
 DROP ROLE regress_app_b;
 ALTER ROLE regress_app_b RENAME TO regress_app_b2;
-SELECT * FROM durable.queue_grants ORDER BY 1, 2, 3;
+SELECT * FROM durable.queue_grants
+WHERE queue_name IN ('billing', 'open', 'security_payments', 'shipping') ORDER BY 1, 2, 3;
 ALTER ROLE regress_app_b2 RENAME TO regress_app_b;
 
 -- dropping a queue takes its grants with it
@@ -189,3 +191,9 @@ SELECT durable_cancel(:t_open, 'end of test');
 
 SELECT * FROM durable_verify();
 DROP ROLE regress_a_worker, regress_app_a, regress_app_b, regress_ops;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'billing,open,security_payments,shipping'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

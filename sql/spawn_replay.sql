@@ -82,3 +82,9 @@ SELECT pg_temp.sqlstate_of(format($$SELECT durable_spawn(%s, %s, 'old_kid', 'kid
 
 SELECT durable_cancel(:p, 'ops');
 SELECT count(*) AS disagreements FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'kids,other_kids,spawner'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

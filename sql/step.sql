@@ -59,7 +59,7 @@ SELECT durable_checkpoint(:t2, :f2, '{"reserved": true}', 0) AS checkpoint_versi
 -- the worker dies here; the reconciler sends the idempotent step again with its key
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t2;
 SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'payments', 'mail');
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'step_payments', 'step_mail');
 SELECT state, attempt, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t2::text, 'reserve') AS same_key
 FROM durable.steps WHERE task_id = :t2;
 SELECT state FROM durable.tasks WHERE task_id = :t2;
@@ -119,25 +119,25 @@ SELECT step, state FROM durable_compensate(:t5, :f5);
 SELECT durable_commit(:t5, :f5, step => 'compensate:car', expected_version => 3);
 
 -- a queryable step with an unknown outcome goes to a reconcile handler
-SELECT durable_create_queue('payments', lease => '1 minute');
-SELECT durable_enqueue('payments', '{"pay": 1}') AS t6 \gset
-SELECT fence AS f6 FROM durable_claim('payments', 'w7') \gset
+SELECT durable_create_queue('step_payments', lease => '1 minute');
+SELECT durable_enqueue('step_payments', '{"pay": 1}') AS t6 \gset
+SELECT fence AS f6 FROM durable_claim('step_payments', 'w7') \gset
 SELECT version AS v FROM durable_step(:t6, :f6, 'charge', 'queryable', '{"amount": 5}') \gset
 SELECT durable_step_start(:t6, :f6, 'charge', :v) AS v \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t6;
 SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'payments', 'mail');
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'step_payments', 'step_mail');
 SELECT t.state, t.run_at = 'infinity' AS awaiting_handler, s.state AS step_state
 FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t6;
-SELECT count(*) AS regular_claims_skip_it FROM durable_claim('payments', 'w8');
+SELECT count(*) AS regular_claims_skip_it FROM durable_claim('step_payments', 'w8');
 SELECT task_id = :t6 AS is_t6, fence AS fh, step, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t6::text, 'charge') AS key, request
-FROM durable_claim_reconcile('payments', 'handler-1') \gset
+FROM durable_claim_reconcile('step_payments', 'handler-1') \gset
 \echo :is_t6 :step :key
 SELECT durable_record_receipt(:t6, :fh, 'charge', 'not_executed', evidence => '{"lookup": "no charge"}');
 SELECT t.state, t.run_at <= now() AS ready_now, s.state AS step_state, s.receipt, s.attempt
 FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t6;
 -- the worker resumes and sends the same request with the same key
-SELECT fence AS f6 FROM durable_claim('payments', 'w9') \gset
+SELECT fence AS f6 FROM durable_claim('step_payments', 'w9') \gset
 SELECT state, attempt, version AS v FROM durable_step(:t6, :f6, 'charge', 'queryable', '{"amount": 5}') \gset
 \echo :state :attempt
 SELECT durable_step_start(:t6, :f6, 'charge', :v) AS v \gset
@@ -147,8 +147,8 @@ SELECT state FROM durable.tasks WHERE task_id = :t6;
 
 -- receipts: only for started or unknown steps, and only known receipts
 SELECT durable_record_receipt(:t6, :f6, 'charge', 'succeeded');
-SELECT durable_enqueue('payments', '{"pay": 2}') AS t7 \gset
-SELECT fence AS f7 FROM durable_claim('payments', 'w10') \gset
+SELECT durable_enqueue('step_payments', '{"pay": 2}') AS t7 \gset
+SELECT fence AS f7 FROM durable_claim('step_payments', 'w10') \gset
 SELECT (durable_step(:t7, :f7, 'charge', 'queryable')).state;
 SELECT durable_record_receipt(:t7, :f7, 'charge', 'succeeded');
 SELECT durable_step_start(:t7, :f7, 'charge', 1) AS v \gset
@@ -158,22 +158,28 @@ SELECT durable_record_receipt(:t7, :f7, 'charge', NULL);
 SELECT durable_record_receipt(:t7, :f7, 'charge', 'succeeded', 'ch_7', '{"id": "ch_7"}');
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t7;
 SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'payments', 'mail');
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'step_payments', 'step_mail');
 SELECT t.state, s.state AS step_state, s.result FROM durable.tasks t
 JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t7;
 
 -- an unsafe step whose worker vanished rests in review
-SELECT durable_create_queue('mail');
-SELECT durable_enqueue('mail', '{"mail": 1}') AS t8 \gset
-SELECT fence AS f8 FROM durable_claim('mail', 'w11') \gset
+SELECT durable_create_queue('step_mail');
+SELECT durable_enqueue('step_mail', '{"mail": 1}') AS t8 \gset
+SELECT fence AS f8 FROM durable_claim('step_mail', 'w11') \gset
 SELECT (durable_step(:t8, :f8, 'email', 'unsafe')).state;
 SELECT durable_step_start(:t8, :f8, 'email', 1);
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t8;
 SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'payments', 'mail');
+WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('flows', 'resume', 'failing', 'pages', 'trips', 'step_payments', 'step_mail');
 SELECT t.state, s.state AS step_state FROM durable.tasks t
 JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t8;
 
 -- every step event, for one task
 SELECT seq, kind, step, state, detail->>'from' AS "from", detail->>'to' AS "to"
 FROM durable.events WHERE task_id = :t6 ORDER BY seq;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'failing,flows,step_mail,pages,step_payments,resume,trips'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

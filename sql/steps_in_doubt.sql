@@ -120,3 +120,9 @@ SELECT state, steps_in_doubt FROM durable.tasks WHERE task_id = :t;
 SELECT * FROM pg_temp.steps(:t);
 
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'doubt'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

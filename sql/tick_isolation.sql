@@ -185,3 +185,9 @@ SELECT count(*) AS settled FROM durable_reconcile() WHERE task_id IN (:th, :ti);
 SELECT * FROM pg_temp.failing();
 SELECT durable_cancel(:th, 'done');
 SELECT durable_drop_queue('iso_far');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'iso_a,iso_b,iso_c,iso_deep,iso_far'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -161,3 +161,9 @@ SELECT durable_alter_queue('ver_dead', clear => ARRAY['version_timeout']);
 SELECT version_timeout FROM durable.queues WHERE queue_name = 'ver_dead';
 
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'ver,ver_count,ver_dead'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -18,7 +18,8 @@ FROM durable.live_tasks WHERE task_id = :t1;
 SELECT durable_sleep(:t1, :f1, 'nap', duration => '1 hour');
 SELECT durable_claim('flow', 'w');
 SELECT task_id, kind, wait_name FROM durable.waiting_tasks WHERE task_id = :t1;
-SELECT queue_name, kind, waiting, with_timeout FROM durable.wait_stats ORDER BY 1, 2;
+SELECT queue_name, kind, waiting, with_timeout FROM durable.wait_stats
+WHERE queue_name IN ('bad', 'both', 'flow', 'waits_gone', 'labels', 'sync') ORDER BY 1, 2;
 SELECT durable_recovery_package(:t1) -> 'recommended_action' ->> 'action' AS recommended;
 
 -- a sleep that has elapsed returns 'elapsed' and keeps the lease
@@ -127,17 +128,17 @@ SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
 -- a queue dropped while a task of another queue awaits its event takes the
 -- await with it: a new queue of that name wakes nobody, and the wait
 -- times out as any other
-SELECT durable_create_queue('gone');
-SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
-SELECT durable_drop_queue('gone');
+SELECT durable_create_queue('waits_gone');
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'waits_gone');
+SELECT durable_drop_queue('waits_gone');
 SELECT count(*) AS registered FROM durable.event_waits WHERE task_id = :t3;
-SELECT durable_create_queue('gone');
-SELECT durable_emit('gone', 'g:1');
-SELECT durable_drop_queue('gone');
+SELECT durable_create_queue('waits_gone');
+SELECT durable_emit('waits_gone', 'g:1');
+SELECT durable_drop_queue('waits_gone');
 SELECT state, waits -> 'gone' ->> 'status' AS wait FROM durable.live_tasks WHERE task_id = :t3;
 SELECT pg_sleep(1.2);
 SELECT fence AS f3 FROM durable_claim('flow', 'w') \gset
-SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'gone');
+SELECT * FROM durable_await(:t3, :f3, 'gone', 'g:1', timeout => '1 second', queue => 'waits_gone');
 SELECT * FROM durable_await(:t3, :f3, 'x', NULL);
 SELECT * FROM durable_await(:t3, :f3, 'x', 'e', timeout => '0 seconds');
 SELECT durable_commit(:t3, :f3, '{}');
@@ -298,3 +299,9 @@ WHERE queue_name = 'both' AND idempotency_key = 'order-1';
 SELECT durable_enqueue('both', '{"n": 1}', idempotency_key => 'order-1') = :b1 AS same_task_still;
 SELECT durable_create_queue('bad', concurrency_limit => 0);
 SELECT durable_enqueue('sync', '{}', concurrency_key => '');
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'bad,both,flow,waits_gone,labels,sync'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -63,3 +63,9 @@ SELECT action FROM durable_reconcile() r
 WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('orders');
 SELECT t.state AS task, s.state AS email FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id)
 WHERE task_id = :task_id;
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'orders'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file

@@ -48,3 +48,9 @@ SELECT wait_name, kind, until - since AS sleeps FROM durable.waiting_tasks WHERE
 SELECT seq, kind, state, detail ->> 'wait' AS wait, actor FROM durable.events
 WHERE task_id = :order_id ORDER BY seq;
 SELECT * FROM durable_verify();
+
+-- leave nothing behind: the files run in any order, in one database
+\set cleanup_queues 'parcels,shop'
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
+\i :cleanup_file
