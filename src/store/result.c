@@ -34,30 +34,6 @@ check_column(int col, Oid type)
 	(void) type;
 }
 
-/*
- * DurableSaveResult, DurableRestoreResult
- *		Around a look-up that runs a statement of its own where any caller
- *		may be between two rows of its result: the version check that a
- *		relcache invalidation makes due (cluster.c), which can arrive when
- *		any statement takes a lock.  The look-up's result is freed and the
- *		caller's is the last one again.
- */
-void
-DurableSaveResult(DurableSavedResult *saved)
-{
-	saved->tuptable = SPI_tuptable;
-	saved->processed = SPI_processed;
-}
-
-void
-DurableRestoreResult(const DurableSavedResult *saved)
-{
-	if (SPI_tuptable != saved->tuptable)
-		SPI_freetuptable(SPI_tuptable);
-	SPI_tuptable = saved->tuptable;
-	SPI_processed = saved->processed;
-}
-
 Datum
 DurableColumnDatum(uint64 row, int col, bool *isnull)
 {

@@ -133,15 +133,36 @@ extern Datum DurableDelegatedValues(const DurableStatement *stmt, Datum *values,
 extern void DurableReceiveValues(const DurableStatement *stmt, ArrayType *array,
 								 Datum *values, char *nulls);
 
-/* ---- result.c ---- */
-/* a caller's result, kept across a look-up that runs SPI_execute itself */
+/*
+ * A caller's result, kept around a look-up that runs a statement of its own
+ * where any caller may be between two rows of its result: the version check
+ * that a relcache invalidation makes due (cluster.c), which can arrive when
+ * any statement takes a lock, and the delegation check (delegate.c).  The
+ * look-up's result is freed and the caller's is the last one again.
+ */
 typedef struct DurableSavedResult
 {
 	SPITupleTable *tuptable;
 	uint64		processed;
 } DurableSavedResult;
-extern void DurableSaveResult(DurableSavedResult *saved);
-extern void DurableRestoreResult(const DurableSavedResult *saved);
+
+static inline void
+DurableSaveResult(DurableSavedResult *saved)
+{
+	saved->tuptable = SPI_tuptable;
+	saved->processed = SPI_processed;
+}
+
+static inline void
+DurableRestoreResult(const DurableSavedResult *saved)
+{
+	if (SPI_tuptable != saved->tuptable)
+		SPI_freetuptable(SPI_tuptable);
+	SPI_tuptable = saved->tuptable;
+	SPI_processed = saved->processed;
+}
+
+/* ---- result.c ---- */
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
 extern bool DurableColumnIsNull(uint64 row, int col);
 extern int64 DurableColumnInt64(uint64 row, int col);
