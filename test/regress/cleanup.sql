@@ -22,6 +22,11 @@ DECLARE
 	t record;
 	q text;
 BEGIN
+	-- on Citus, a drop of a queue after this block's reads of its tasks
+	-- must have run them over one connection per node (docs/scaling-out.md)
+	IF current_setting('citus.multi_shard_modify_mode', true) IS NOT NULL THEN
+		PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+	END IF;
 	FOR i IN 1..10000 LOOP
 		SELECT task_id, state INTO t FROM durable.tasks
 		WHERE queue_name = ANY (queues)
