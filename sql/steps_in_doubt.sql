@@ -20,8 +20,7 @@ SELECT durable_step_start(:t, :f, 'wire', 1) IS NOT NULL AS wire_started;
 SELECT state FROM durable_step(:t, :f, 'mail', 'idempotent', '{"to": "a@example.com"}');
 SELECT durable_step_start(:t, :f, 'mail', 1) IS NOT NULL AS mail_started;
 SELECT pg_sleep(0.01);
-SELECT task_id = :t AS same, action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('doubt');
+SELECT task_id = :t AS same, action FROM durable_reconcile('doubt');
 SELECT state, steps_in_doubt FROM durable.tasks WHERE task_id = :t;
 SELECT * FROM pg_temp.steps(:t);
 SELECT count(*) AS claimed FROM durable_claim('doubt', 'w2');
@@ -46,8 +45,7 @@ SELECT state FROM durable_step(:t, :f, 'a', 'unsafe');
 SELECT state FROM durable_step(:t, :f, 'b', 'unsafe');
 SELECT durable_step_start(:t, :f, 'a', 1) + durable_step_start(:t, :f, 'b', 1) AS versions;
 SELECT pg_sleep(0.01);
-SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('doubt');
+SELECT action FROM durable_reconcile('doubt');
 SELECT durable_resolve(:t, 'mark_committed', 'ops', '{}');
 SELECT durable_resolve(:t, 'retry', 'ops', '{}', step => 'a');
 SELECT durable_resolve(:t, 'mark_committed', 'ops', '{}', step => 'nope');
@@ -68,8 +66,7 @@ SELECT state FROM durable_step(:t, :f, 'charge', 'queryable');
 SELECT state FROM durable_step(:t, :f, 'refund', 'queryable');
 SELECT durable_step_start(:t, :f, 'charge', 1) + durable_step_start(:t, :f, 'refund', 1) AS versions;
 SELECT pg_sleep(0.01);
-SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('doubt');
+SELECT action FROM durable_reconcile('doubt');
 SELECT state, run_at = 'infinity' AS awaiting_reconcile FROM durable.tasks WHERE task_id = :t;
 SELECT * FROM pg_temp.steps(:t);
 SELECT count(*) AS offered, min(fence) AS fh FROM durable_claim_reconcile('doubt', 'handler', lease => '1 minute') \gset
@@ -92,8 +89,7 @@ SELECT state FROM durable_step(:t, :f, 'ship', 'queryable');
 SELECT durable_step_start(:t, :f, 'hold', 1) + durable_step_start(:t, :f, 'ship', 1) AS versions;
 SELECT durable_record_receipt(:t, :f, 'hold', 'failed_permanent');
 SELECT pg_sleep(0.01);
-SELECT action FROM durable_reconcile() r
-WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('doubt');
+SELECT action FROM durable_reconcile('doubt');
 SELECT * FROM pg_temp.steps(:t);
 SELECT min(fence) AS fh FROM durable_claim_reconcile('doubt', 'handler', lease => '1 minute') \gset
 SELECT durable_record_receipt(:t, :fh, 'ship', 'succeeded');

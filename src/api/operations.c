@@ -207,3 +207,25 @@ durable_reconcile(PG_FUNCTION_ARGS)
 	SPI_finish();
 	return (Datum) 0;
 }
+
+/*
+ * durable_reconcile(queue text, batch int = 1000)
+ *		RETURNS TABLE(task_id bigint, action text)
+ *
+ * One queue's expired leases and stuck alarms, up to batch of each, and
+ * nothing else: what the tick does for that queue, in the caller's
+ * transaction, its errors raised (core/tick.c).  42704 for no such queue.
+ */
+PG_FUNCTION_INFO_V1(durable_reconcile_queue);
+Datum
+durable_reconcile_queue(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	int32		batch = DurableBatchArg(fcinfo, 1);
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	DurableReconcileQueue(queue, batch, report_settled, fcinfo->resultinfo);
+	SPI_finish();
+	return (Datum) 0;
+}

@@ -460,7 +460,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			if (!ready)
 			{
 				if (expired)
-					DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+					DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
 				continue;
 			}
 		}
@@ -491,7 +491,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		claimed += (int) n;
 
 		if (ready_work && (int) n < wanted && expired)
-			DurableReconcilePartition(partition, now, wanted, NULL, NULL);
+			DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
 	}
 	if (ready_work)
 		DurableCount(queue, DURABLE_COUNT_CLAIMED, claimed);

@@ -466,14 +466,14 @@ extern bool DurableNodeUnreachable(const ErrorData *edata);
 #define DURABLE_STUCK_CHANNEL "durable_stuck"
 typedef void (*DurableSettledCallback) (int64 task_id, const char *action,
 										void *arg);
-extern uint64 DurableReconcilePartition(int32 partition, TimestampTz now,
-										int batch,
+extern uint64 DurableReconcilePartition(int32 partition, const char *queue,
+										TimestampTz now, int batch,
 										DurableSettledCallback callback,
 										void *arg);
 extern const char *DurableExpireLease(int64 task_id, const char *reason,
 									  const char *actor);
-extern uint64 DurableRaiseStuckAlarms(int32 partition, TimestampTz now,
-									  int batch,
+extern uint64 DurableRaiseStuckAlarms(int32 partition, const char *queue,
+									  TimestampTz now, int batch,
 									  DurableSettledCallback callback,
 									  void *arg);
 
@@ -567,6 +567,8 @@ extern uint64 DurableApplyRetention(TimestampTz now, int batch,
 /* ---- tick.c ---- */
 extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
 								   void *arg);
+extern uint64 DurableReconcileQueue(const char *queue, int batch,
+									DurableSettledCallback callback, void *arg);
 
 /* ---- vacuum.c ---- */
 extern bool DurableTasksNeedVacuum(void);

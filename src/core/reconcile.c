@@ -72,9 +72,10 @@ static DurableStatement expired = {
 	" WHERE t.partition_key = $1"
 	" AND t.state = 'running'"
 	" AND t.lease_until < $2"
+	" AND ($4::text IS NULL OR t.queue_name = $4)"
 	" ORDER BY t.lease_until LIMIT $3"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED",
-	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	.nargs = 4, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID},
 	DURABLE_COLUMNS(expired_columns),
 };
 
@@ -175,21 +176,24 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 
 /*
  * DurableReconcilePartition
- *		Settle up to batch expired leases of one partition.  Returns how
- *		many were settled; callback, when given, hears of each.
+ *		Settle up to batch expired leases of one partition, of queue only
+ *		when it is not NULL.  Returns how many were settled; callback, when
+ *		given, hears of each.
  */
 uint64
-DurableReconcilePartition(int32 partition, TimestampTz now, int batch,
-						  DurableSettledCallback callback, void *arg)
+DurableReconcilePartition(int32 partition, const char *queue, TimestampTz now,
+						  int batch, DurableSettledCallback callback, void *arg)
 {
-	Datum		args[3];
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', queue ? ' ' : 'n'};
 	uint64		n;
 	DurableTask *tasks;
 
 	args[0] = Int32GetDatum(partition);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int32GetDatum(batch);
-	n = DurableExecute(&expired, args, NULL, SPI_OK_SELECT, 0);
+	args[3] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+	n = DurableExecute(&expired, args, nulls, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
 
@@ -260,9 +264,10 @@ static DurableStatement stuck = {
 	" AND q.progress_timeout IS NOT NULL"
 	" AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
 	" AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)"
+	" AND ($4::text IS NULL OR t.queue_name = $4)"
 	" ORDER BY t.lease_until LIMIT $3"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED",
-	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	.nargs = 4, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID},
 	DURABLE_COLUMNS(stuck_columns),
 };
 
@@ -279,13 +284,15 @@ static DurableStatement stuck_mark = {
  *		for longer than the queue's progress_timeout gets one alarm per
  *		episode: an event, NOTIFY durable_stuck '<task_id>', and the mark
  *		that the stuck_tasks view counts.  Nothing else changes: a heartbeat
- *		is not progress, but neither is it a failure.
+ *		is not progress, but neither is it a failure.  Of one partition,
+ *		and of queue only when it is not NULL.
  */
 uint64
-DurableRaiseStuckAlarms(int32 partition, TimestampTz now, int batch,
-						DurableSettledCallback callback, void *arg)
+DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
+						int batch, DurableSettledCallback callback, void *arg)
 {
-	Datum		args[3];
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', queue ? ' ' : 'n'};
 	uint64		n;
 	int64	   *ids;
 	Jsonb	  **details;
@@ -293,7 +300,8 @@ DurableRaiseStuckAlarms(int32 partition, TimestampTz now, int batch,
 	args[0] = Int32GetDatum(partition);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int32GetDatum(batch);
-	n = DurableExecute(&stuck, args, NULL, SPI_OK_SELECT, 0);
+	args[3] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+	n = DurableExecute(&stuck, args, nulls, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
 

@@ -13,7 +13,8 @@
  * subtransaction of its own (part.c): a partition, a day of history, a
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
- * first.  The tick is on top of the core: it calls the modules that move
+ * first.  durable_reconcile(queue => ...) runs one queue's leases and
+ * alarms alone (DurableReconcileQueue).  The tick is on top of the core: it calls the modules that move
  * tasks, and nothing in the core calls it.
  *
  *-------------------------------------------------------------------------
@@ -41,8 +42,8 @@ settle_partition(void *arg)
 {
 	PartitionWork *work = (PartitionWork *) arg;
 
-	return DurableReconcilePartition(work->partition, work->now, work->batch,
-									 work->callback, work->arg);
+	return DurableReconcilePartition(work->partition, NULL, work->now,
+									 work->batch, work->callback, work->arg);
 }
 
 static uint64
@@ -50,8 +51,8 @@ alarm_partition(void *arg)
 {
 	PartitionWork *work = (PartitionWork *) arg;
 
-	return DurableRaiseStuckAlarms(work->partition, work->now, work->batch,
-								   work->callback, work->arg);
+	return DurableRaiseStuckAlarms(work->partition, NULL, work->now,
+								   work->batch, work->callback, work->arg);
 }
 
 /*
@@ -296,4 +297,36 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
 	return Max(Max(Max(settled, alarms), Max(removed, scheduled)), reviewed);
+}
+
+/*
+ * DurableReconcileQueue
+ *		One queue's share of a tick, for durable_reconcile(queue => ...): its
+ *		expired leases and its stuck alarms, at most batch of each, and
+ *		nothing of any other queue, even one that shares a partition; so a
+ *		test or an operator sees only what it asked about.  It runs in the
+ *		caller's transaction as a claim's settling does: a retry takes its
+ *		token at once, and an error is the caller's, not a part of the tick
+ *		shown in durable.status.  42704 for no such queue.  Returns the
+ *		larger count.
+ */
+uint64
+DurableReconcileQueue(const char *queue, int batch,
+					  DurableSettledCallback callback, void *arg)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	DurableQueue settings;
+	uint64		settled = 0;
+	uint64		alarms = 0;
+
+	DurableQueueGet(queue, &settings);
+	for (int i = 0; i < settings.partitions && settled < (uint64) batch; i++)
+		settled += DurableReconcilePartition(DurableQueuePartition(&settings, i),
+											 queue, now, batch - (int) settled,
+											 callback, arg);
+	for (int i = 0; i < settings.partitions && alarms < (uint64) batch; i++)
+		alarms += DurableRaiseStuckAlarms(DurableQueuePartition(&settings, i),
+										  queue, now, batch - (int) alarms,
+										  callback, arg);
+	return Max(settled, alarms);
 }
