@@ -22,7 +22,7 @@ REGRESS      = $(patsubst $(durable_src)sql/%.sql,%,$(sort $(wildcard $(durable_
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION      = $(patsubst $(durable_src)test/isolation/specs/%.spec,%,$(sort $(wildcard $(durable_src)test/isolation/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=$(durable_src)test/isolation --load-extension=$(EXTENSION)
+ISOLATION_OPTS = --inputdir=$(durable_src)test/isolation --use-existing
 
 # The example worker program (its rule is below); set before PGXS is
 # included, which reads EXTRA_CLEAN as it is included.
@@ -42,6 +42,20 @@ vpath %.control $(durable_src)
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The isolation specs share one teardown, a function of their database
+# (test/isolation/reset.sql): so installcheck makes that database itself
+# (test/test_db.sql, as pg_regress would, in TEST_LOCALE when given) and
+# the specs run in it with --use-existing.  tools/test runs its *-en_US
+# suites, regress too, in such a database of TEST_LOCALE.
+TEST_LOCALE ?=
+installcheck: test-db
+.PHONY: test-db
+test-db:
+ifneq ($(strip $(ISOLATION)$(TEST_LOCALE)),)
+	$(bindir)/psql -X -q -v ON_ERROR_STOP=1 -d postgres -v db='$(ISOLATION_TESTDB)' \
+		-v locale='$(TEST_LOCALE)' -f $(durable_src)test/test_db.sql >/dev/null
+endif
 
 # PGXS does not track header dependencies
 $(OBJS): $(wildcard $(durable_src)src/*.h $(durable_src)src/*/*.h)
