@@ -564,6 +564,11 @@ extern void DurableIdempotentFinish(const char *queue, const char *scope,
 extern uint64 DurableApplyRetention(TimestampTz now, int batch,
 									DurableSettledCallback callback, void *arg);
 
+/* ---- concurrency.c ---- */
+extern uint64 DurableRetireConcurrencyKeys(const int32 *partitions,
+										   uint64 npartitions, TimestampTz now,
+										   int batch);
+
 /* ---- tick.c ---- */
 extern uint64 DurableReconcileTick(int batch, DurableSettledCallback callback,
 								   void *arg);

@@ -8,8 +8,9 @@
  * durable_reconcile() exposes: expired leases through the recovery table
  * (reconcile.c), stuck alarms, the tasks no worker runs the versions of
  * (versions.c), retention and history (retention.c), the
- * schedules that are due (schedule.c) and the retry tokens that the tick's
- * retries owe (budget.c), each a bounded batch.  Every part runs in a
+ * schedules that are due (schedule.c), the retry tokens that the tick's
+ * retries owe (budget.c) and the rows of idle concurrency keys
+ * (concurrency.c), each a bounded batch.  Every part runs in a
  * subtransaction of its own (part.c): a partition, a day of history, a
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
@@ -258,7 +259,7 @@ partitions_with_work(int32 *partitions, uint64 *count, TimestampTz now)
  * DurableReconcileTick
  *		One tick of reconciliation: expired leases, stuck alarms, retention,
  *		the schedules that are due, each at most batch rows, then the retry
- *		tokens its retries owe.  Returns the largest count, so that a caller
+ *		tokens its retries owe and the rows of idle concurrency keys.  Returns the largest count, so that a caller
  *		can go again at once when a batch was full.
  */
 uint64
@@ -272,10 +273,16 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		removed;
 	uint64		reviewed;
 	uint64		scheduled = 0;
+	uint64		retired;
+	int32	   *in_use;
+	uint64		nin_use;
 	static uint64 ticks = 0;
 
 	DurablePartsBegin(now);
 	partitions = partitions_in_use(&npartitions);
+	in_use = palloc(sizeof(int32) * Max(npartitions, 1));
+	nin_use = npartitions;
+	memcpy(in_use, partitions, sizeof(int32) * npartitions);
 	partitions_with_work(partitions, &npartitions, now);
 
 	/*
@@ -294,9 +301,12 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	if (!DurableCitusWorker())
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
 	DurableTakeOwedTokens(now);
+	retired = DurableRetireConcurrencyKeys(in_use, nin_use, now, batch);
 	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
-	return Max(Max(Max(settled, alarms), Max(removed, scheduled)), reviewed);
+	pfree(in_use);
+	return Max(Max(Max(settled, alarms), Max(removed, scheduled)),
+			   Max(reviewed, retired));
 }
 
 /*
