@@ -19,51 +19,11 @@
 
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "core/row.h"
 #include "core/sql.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-
-/* the attempt after a move, by the parameters of transition */
-#define MOVED_ATTEMPT \
-	"CASE WHEN $16 THEN 0" \
-	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
-
-/*
- * A running lease is its own open event: the claim sets claimed_at,
- * claim_seq, claim_kind and claim_role instead of appending a row, and the
- * move that ends the lease records the claim with its own event (in the
- * event's lease_* columns, or for a task that finishes, in its row in
- * history, which is also its last event).  durable.events shows both.
- */
-#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
-
-/*
- * A finished state from its name, without the enum's input function: Citus
- * allows no function in RETURNING that is not immutable.
- */
-#define FINISHED_STATE(name) \
-	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
-	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
-	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
-
-/*
- * A finished task's row in history, from its live row and the parameters
- * of transition: in the SELECT of finish, in the RETURNING of
- * its split.
- */
-#define FINISHED_TASK_ROW \
-	"partition_key, task_id, " FINISHED_STATE("$5") ", class, priority," \
-	" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6," \
-	" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at," \
-	" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name," \
-	" owner, progress, $8, idempotency_key, request_hash, workflow_version," \
-	" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint," \
-	" checkpoint_version, steps_in_doubt, metadata," \
-	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
-	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
-	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
-	" parent_id, concurrency_key, waits, versions"
 
 /* the row a move takes, by the parameters of transition */
 #define MOVE_WHERE \
@@ -207,13 +167,15 @@ DurableStatement DurableFinishStatement = {
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
-	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-	"  SELECT s.*, $11 FROM s)"
+	/* finished_at, step_history's one column more, is the finish's time */
+	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
+	"  SELECT " STEP_TABLE_COLUMNS ", $11 FROM s)"
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
 	" u.waits, u.claimed_at FROM u" QUEUE_OF_U,
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
+	DURABLE_ROW_TABLES,
 	.by_partition = true,
 	.delegated = true,
 	.nsplit = 5,
@@ -228,7 +190,7 @@ DurableStatement DurableFinishStatement = {
 	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING " STEP_TABLE_COLUMNS,
 	DURABLE_SPLIT_NO_INPUT, false, true},
-	{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+	{"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
 		" VALUES ($*, $11)",
 	2, false, true},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
@@ -251,15 +213,7 @@ static DurableStatement revive = {
 	"  claim_fence, claimed_at, claim_kind, owner, claim_role FROM d"
 	"  WHERE final_kind IS NOT NULL),"
 	" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
-	"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
-	"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
-	"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
-	"  stuck_alarm_at, NULL, NULL, deadline, queue_name, owner, progress, $8,"
-	"  idempotency_key, request_hash, workflow_version, payload,"
-	"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
-	"  checkpoint_version, steps_in_doubt, metadata,"
-	"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-	"  parent_id, concurrency_key, waits, versions FROM d"
+	"  SELECT " REVIVED_TASK_ROW " FROM d"
 	MOVE_RETURNING "),"
 	" s AS (DELETE FROM durable.step_history s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
@@ -276,6 +230,7 @@ static DurableStatement revive = {
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(moved_columns),
+	DURABLE_ROW_TABLES,
 };
 
 /*
