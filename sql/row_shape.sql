@@ -56,6 +56,27 @@ SELECT state FROM durable.tasks WHERE task_id = :t2;
 SELECT action FROM durable_replay_dead_letters('row_shape');
 SELECT state FROM durable.tasks WHERE task_id = :t2;
 
+-- a state the library does not know, read from a row, is an internal
+-- error (XX000), not a guess: the labels of the types renamed in a
+-- rolled-back transaction
+SELECT fence AS f2 FROM durable_claim('row_shape', 'w-2') WHERE task_id = :t2 \gset
+SELECT state FROM durable_step(:t2, :f2, 'charge', 'idempotent', '{"amount": 1}');
+SELECT durable_step_start(:t2, :f2, 'charge', 1) AS v;
+BEGIN;
+ALTER TYPE durable.task_state RENAME VALUE 'running' TO 'row_shape_running';
+SELECT durable_cancel(:t2, 'row shape');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN;
+ALTER TYPE durable.step_state RENAME VALUE 'started' TO 'row_shape_started';
+SELECT state FROM durable_step(:t2, :f2, 'charge', 'idempotent', '{"amount": 1}');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT state FROM durable_step(:t2, :f2, 'charge', 'idempotent', '{"amount": 1}');
+SELECT durable_commit(:t2, :f2, step => 'charge', expected_version => 2);
+SELECT durable_commit(:t2, :f2);
+SELECT state FROM durable.tasks WHERE task_id = :t2;
+
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'row_shape'
 \getenv abs_srcdir PG_ABS_SRCDIR

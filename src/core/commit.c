@@ -35,8 +35,8 @@ DurableCommitTask(int64 task_id, int64 fence, Jsonb *result)
 
 	move.fence = fence;
 	move.result = result;
-	move.from_state = "running";
-	move.to_state = "completed";
+	move.from_state = DURABLE_TASK_RUNNING;
+	move.to_state = DURABLE_TASK_COMPLETED;
 	move.kind = "completed";
 	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
 }
@@ -59,8 +59,8 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 
 	move.fence = fence;
 	move.result = result;
-	move.from_state = "running";
-	move.to_state = "completed";
+	move.from_state = DURABLE_TASK_RUNNING;
+	move.to_state = DURABLE_TASK_COMPLETED;
 	move.kind = "completed";
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp(),
@@ -135,8 +135,8 @@ commit_each(ArrayType *ids, ArrayType *fences, ArrayType *results)
 		move.fence = DatumGetInt64(fence_values[i]);
 		move.result = result_values && !result_nulls[i] ?
 			DatumGetJsonbP(result_values[i]) : NULL;
-		move.from_state = "running";
-		move.to_state = "completed";
+		move.from_state = DURABLE_TASK_RUNNING;
+		move.to_state = DURABLE_TASK_COMPLETED;
 		move.kind = "completed";
 		DurableMoveTaskFenced(DatumGetInt64(id_values[i]), &move, now);
 	}
@@ -325,7 +325,7 @@ DurableFailTask(int64 task_id, int64 fence, const char *error_class_name,
 	if (has_retry_after)
 		DurableDetailInt(&detail, "retry_after_ms", retry_after / 1000);
 
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = fence;
 	DurableNextActionMove(&task, action, now, wait, &detail, &move);
 	move.detail = DurableDetailFinish(&detail);
@@ -347,12 +347,12 @@ DurableCancelTask(int64 task_id, const char *reason)
 
 	DurableTaskFetchOrError(task_id, true, &task);
 	if (DurableTaskIsTerminal(task.state) ||
-		strcmp(task.state, "needs_review") == 0)
+		task.state == DURABLE_TASK_NEEDS_REVIEW)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("cannot cancel task %lld in state %s",
-					   (long long) task_id, task.state),
-				strcmp(task.state, "needs_review") == 0 ?
+					   (long long) task_id, DurableTaskStateName(task.state)),
+				task.state == DURABLE_TASK_NEEDS_REVIEW ?
 				errhint("A task in review is settled with durable_resolve().") : 0);
 
 	DurableCancelLockedTask(&task, reason, 0, GetCurrentTransactionStartTimestamp());

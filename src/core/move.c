@@ -255,16 +255,16 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	 * A task goes back to the claims only with no step in doubt, whatever
 	 * the caller allows: the row's own count decides, in the statement.
 	 */
-	bool		releases = strcmp(move->to_state, "ready") == 0 ||
-		(strcmp(move->to_state, "waiting") == 0 &&
+	bool		releases = move->to_state == DURABLE_TASK_READY ||
+		(move->to_state == DURABLE_TASK_WAITING &&
 		 move->run_at != DURABLE_AWAITING_RECONCILE);
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = Int64GetDatum(move->fence);
-	args[3] = CStringGetTextDatum(move->from_state);
-	args[4] = CStringGetTextDatum(move->to_state);
+	args[3] = CStringGetTextDatum(DurableTaskStateName(move->from_state));
+	args[4] = CStringGetTextDatum(DurableTaskStateName(move->to_state));
 	args[5] = Int64GetDatum(move->revoke ? 1 : 0);
 	args[6] = TimestampTzGetDatum(move->run_at);
 	nulls[6] = move->run_at == 0 ? 'n' : ' ';
@@ -330,12 +330,12 @@ count_move(const DurableMove *move, bool finish, TimestampTz now)
 
 	if (!finish)
 	{
-		if (strcmp(move->to_state, "needs_review") == 0)
+		if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
 			DurableCount(queue, DURABLE_COUNT_SENT_TO_REVIEW, 1);
 		return;
 	}
-	DurableCount(queue, strcmp(move->to_state, "completed") == 0 ? DURABLE_COUNT_COMPLETED :
-				 strcmp(move->to_state, "cancelled") == 0 ? DURABLE_COUNT_CANCELLED :
+	DurableCount(queue, move->to_state == DURABLE_TASK_COMPLETED ? DURABLE_COUNT_COMPLETED :
+				 move->to_state == DURABLE_TASK_CANCELLED ? DURABLE_COUNT_CANCELLED :
 				 DURABLE_COUNT_DEAD_LETTERED, 1);
 	claimed_at = DurableColumnDatum(0, FINISHED_CLAIMED_AT, &isnull);
 	if (!isnull)
@@ -394,7 +394,7 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 	{
 		Datum		id = Int64GetDatum(task_id);
 
-		if (strcmp(move->to_state, "cancelled") == 0 &&
+		if (move->to_state == DURABLE_TASK_CANCELLED &&
 			DurableExecute(&spawned_children, &waits, NULL, SPI_OK_SELECT, 1) == 1 &&
 			!DurableColumnIsNull(0, SPAWNED_CHILDREN))
 			deconstruct_array(DatumGetArrayTypeP(DurableColumnDatum(0, SPAWNED_CHILDREN,
@@ -435,7 +435,7 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 		DurableStep step;
 
 		DurableStepFetchOrError(child, names[i], &step);
-		if (strcmp(step.state, "started") == 0)
+		if (step.state == DURABLE_STEP_STARTED)
 			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
 							  actor, NULL, NULL, now);
 	}
@@ -444,14 +444,14 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 	DurableDetailText(&detail, "reason", "its parent was cancelled");
 	DurableDetailInt(&detail, "parent", parent_id);
 	DurableDetailText(&detail, "cancelled_by", actor);
-	DurableDetailText(&detail, "previous_state", child->state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(child->state));
 	DurableDetailInt(&detail, "steps_in_doubt", child->steps_in_doubt);
 	DurableDetailText(&detail, "action",
 					  DurableRecoveryActionName(DURABLE_RECOVERY_MANUAL_REVIEW));
 	move.from_state = child->state;
 	move.fence = child->fence;
-	move.to_state = "needs_review";
-	move.revoke = strcmp(child->state, "running") == 0;
+	move.to_state = DURABLE_TASK_NEEDS_REVIEW;
+	move.revoke = child->state == DURABLE_TASK_RUNNING;
 	move.allow_doubt = true;
 	move.kind = "parent_cancelled";
 	move.actor = actor;
@@ -473,7 +473,7 @@ cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
 
 	if (!DurableTaskFetch(child_id, true, &child) ||
 		DurableTaskIsTerminal(child.state) ||
-		strcmp(child.state, "needs_review") == 0)
+		child.state == DURABLE_TASK_NEEDS_REVIEW)
 		return;
 	if (child.steps_in_doubt > 0)
 		child_to_review(&child, parent_id, now);
@@ -499,11 +499,11 @@ DurableCancelLockedTask(const DurableTask *task, const char *reason,
 	DurableDetailText(&detail, "reason", reason);
 	if (parent_id != 0)
 		DurableDetailInt(&detail, "parent", parent_id);
-	DurableDetailText(&detail, "previous_state", task->state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(task->state));
 	move.from_state = task->state;
 	move.fence = task->fence;
-	move.to_state = "cancelled";
-	move.revoke = strcmp(task->state, "running") == 0;
+	move.to_state = DURABLE_TASK_CANCELLED;
+	move.revoke = task->state == DURABLE_TASK_RUNNING;
 	move.allow_doubt = true;
 	move.kind = "cancelled";
 	move.actor = DurableCallerName();
