@@ -13,7 +13,7 @@
  * that tools/statements reads them whole from the preprocessed text), and
  * the same declaration is what the plan cache checks the four tables
  * against, by name, order and type, before the first of those statements
- * runs in a backend and again after a table changes (row.c, store/table.c).
+ * runs in a backend and again after a table changes (row.c, store/cluster.c).
  *
  * Adding a column: its line here, in the place the table has it (at the
  * end, where ALTER TABLE ... ADD COLUMN puts it), with what each move

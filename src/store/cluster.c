@@ -205,7 +205,7 @@ DurableLocalGroup(void)
 	return DurableDistributed() ? durable_citus_group : -1;
 }
 
-/* the error of a table whose column number n (from 1) is not declared's */
+/* the error of a table whose column n (from 1), found or missing (NULL), differs */
 DURABLE_NORETURN static void
 report_table(const DurableTable *table, int n, Form_pg_attribute found)
 {
