@@ -42,6 +42,12 @@ ALTER TABLE durable.live_steps ADD COLUMN row_shape_extra jsonb;
 SELECT durable_commit(:t2, :f2);
 \echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
+-- a column renamed: its place and type are right, its name is not
+BEGIN;
+ALTER TABLE durable.live_tasks RENAME COLUMN progress TO row_shape_progress;
+SELECT durable_commit(:t2, :f2);
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 SELECT state, fence = :f2 AS same_fence FROM durable.tasks WHERE task_id = :t2;
 
 -- a task's row in history is checked as well: the replay of a failed
