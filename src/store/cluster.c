@@ -290,8 +290,9 @@ check_table(DurableTable *table)
  *		against what the statement's module declares of them, unless they
  *		were checked since they last changed: a table that does not match
  *		is an ERROR naming it and its first column that differs, before the
- *		statement writes anything.  Once per backend and table, and again
- *		after the table changes (forget_version_check).
+ *		statement writes anything (or, called after it, before its
+ *		transaction commits).  Once per backend and table, and again after
+ *		the table changes (forget_version_check).
  */
 void
 DurableCheckTables(DurableStatement *stmt)

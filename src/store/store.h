@@ -61,7 +61,8 @@ typedef struct DurableColumn
  * that declares it knows them: each column's name and its type as
  * format_type() writes it qualified.  Before such a statement runs, the
  * plan cache checks that the table has exactly these columns, in this
- * order, once per backend and again after the table changes (cluster.c).
+ * order, once per backend and again after the table changes, and after
+ * the statement ran when the table changed meanwhile (cluster.c).
  */
 typedef struct DurableTableColumn
 {
