@@ -36,7 +36,7 @@ put_step_row(ReturnSetInfo *rsinfo, const DurableStep *step)
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 
-	values[0] = CStringGetTextDatum(step->state);
+	values[0] = CStringGetTextDatum(DurableStepStateName(step->state));
 	values[1] = Int32GetDatum(step->version);
 	values[2] = Int32GetDatum(step->attempt);
 	values[3] = CStringGetTextDatum(step->idempotency_key);
@@ -309,7 +309,7 @@ durable_compensate(PG_FUNCTION_ARGS)
 
 		values[0] = CStringGetTextDatum(steps[i].name);
 		values[1] = CStringGetTextDatum(steps[i].compensates);
-		values[2] = CStringGetTextDatum(steps[i].step.state);
+		values[2] = CStringGetTextDatum(DurableStepStateName(steps[i].step.state));
 		values[3] = Int32GetDatum(steps[i].step.version);
 		values[4] = CStringGetTextDatum(steps[i].step.idempotency_key);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -599,18 +599,18 @@ DurableNextActionMove(const DurableTask *task, DurableNextAction action,
 	switch (action)
 	{
 		case DURABLE_NEXT_SCHEDULE_RETRY:
-			move->to_state = "waiting";
+			move->to_state = DURABLE_TASK_WAITING;
 			move->kind = "retry_scheduled";
 			move->run_at = DurableScheduleRetry(task, now, wait, detail);
 			break;
 		case DURABLE_NEXT_MANUAL_REVIEW:
-			move->to_state = "needs_review";
+			move->to_state = DURABLE_TASK_NEEDS_REVIEW;
 			move->kind = "needs_review";
 			break;
 		case DURABLE_NEXT_FAIL_PERMANENT:
 		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
 		case DURABLE_NEXT_DEADLINE_EXCEEDED:
-			move->to_state = "failed";
+			move->to_state = DURABLE_TASK_FAILED;
 			move->stop_code = DurableNextActionName(action);
 			move->kind = "failed";
 			break;

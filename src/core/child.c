@@ -254,6 +254,13 @@ static DurableStatement child_states = {
 	DURABLE_COLUMNS(child_columns),
 };
 
+/* the state of the child of row r of child_states */
+static DurableTaskState
+child_state(uint64 r)
+{
+	return DurableParseTaskState(DurableColumnText(r, CHILD_STATE));
+}
+
 /*
  * settle_marked
  *		Wait for the commit of each marked child that the last child_states
@@ -271,7 +278,7 @@ settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows
 			continue;
 		for (uint64 r = 0; r < rows; r++)
 			if (DurableColumnInt64(r, CHILD_TASK_ID) == child_ids[i] &&
-				!DurableTaskIsTerminal(DurableColumnText(r, CHILD_STATE)))
+				!DurableTaskIsTerminal(child_state(r)))
 				pending[npending++] = child_ids[i];
 	}
 	for (int i = 0; i < npending; i++)
@@ -387,7 +394,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 				break;
 			}
 		/* a child retention has removed had finished */
-		if (state != NULL && !DurableTaskIsTerminal(state))
+		if (state != NULL && !DurableTaskIsTerminal(child_state(r)))
 			*all_finished = false;
 		if (i > 0)
 			appendStringInfoString(&buf, ", ");

@@ -675,7 +675,7 @@ DurableReleaseTask(int64 task_id, int64 fence, const char *reason)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld cannot be released while step \"%s\" is %s",
-					   (long long) task_id, step.name, step.state),
+					   (long long) task_id, step.name, DurableStepStateName(step.state)),
 				errdetail("A step that was started and not committed may have taken effect."),
 				errhint("Leave the task: when its lease runs out the recovery table judges step \"%s\". Or settle the step first (commit it, record a receipt, or durable_fail(..., step => '%s')).",
 						step.name, step.name));
@@ -684,9 +684,9 @@ DurableReleaseTask(int64 task_id, int64 fence, const char *reason)
 	if (reason)
 		DurableDetailText(&detail, "reason", reason);
 	DurableDetailInt(&detail, "attempt_given_back", task.attempt);
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = fence;
-	move.to_state = "ready";
+	move.to_state = DURABLE_TASK_READY;
 	move.revoke = true;
 	move.give_back_attempt = true;
 	move.kind = "released";

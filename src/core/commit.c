@@ -16,7 +16,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "core/sql.h"
+#include "core/row.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -35,8 +35,8 @@ DurableCommitTask(int64 task_id, int64 fence, Jsonb *result)
 
 	move.fence = fence;
 	move.result = result;
-	move.from_state = "running";
-	move.to_state = "completed";
+	move.from_state = DURABLE_TASK_RUNNING;
+	move.to_state = DURABLE_TASK_COMPLETED;
 	move.kind = "completed";
 	DurableMoveTaskFenced(task_id, &move, GetCurrentTransactionStartTimestamp());
 }
@@ -59,8 +59,8 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 
 	move.fence = fence;
 	move.result = result;
-	move.from_state = "running";
-	move.to_state = "completed";
+	move.from_state = DURABLE_TASK_RUNNING;
+	move.to_state = DURABLE_TASK_COMPLETED;
 	move.kind = "completed";
 	task.task_id = task_id;
 	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp(),
@@ -135,8 +135,8 @@ commit_each(ArrayType *ids, ArrayType *fences, ArrayType *results)
 		move.fence = DatumGetInt64(fence_values[i]);
 		move.result = result_values && !result_nulls[i] ?
 			DatumGetJsonbP(result_values[i]) : NULL;
-		move.from_state = "running";
-		move.to_state = "completed";
+		move.from_state = DURABLE_TASK_RUNNING;
+		move.to_state = DURABLE_TASK_COMPLETED;
 		move.kind = "completed";
 		DurableMoveTaskFenced(DatumGetInt64(id_values[i]), &move, now);
 	}
@@ -172,25 +172,20 @@ static DurableStatement commit_batch = {
 	"  AND t.state = 'running' AND t.steps_in_doubt = 0"
 	"  RETURNING t.*, i.result AS committed_result),"
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-	"  SELECT partition_key, task_id, 'completed', class, priority, attempt,"
-	"  max_attempts, version + 1, fence, run_at, created_at, NULL, heartbeat_at,"
-	"  progress_at, stuck_alarm_at, $4, NULL, deadline, queue_name, owner,"
-	"  progress, NULL, idempotency_key, request_hash, workflow_version, payload,"
-	"  COALESCE(committed_result, result), last_error, checkpoint,"
-	"  checkpoint_version, steps_in_doubt, metadata, claimed_at, claim_seq,"
-	"  fence, claim_kind, claim_role, 'completed', owner, $5, NULL,"
-	"  parent_id, concurrency_key, waits, versions FROM d"
+	"  SELECT " COMMITTED_TASK_ROW " FROM d"
 	"  RETURNING task_id, queue_name, parent_id, claimed_at),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
-	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-	"  SELECT s.*, $4 FROM s)"
+	/* finished_at, step_history's one column more, is the commit's time */
+	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
+	"  SELECT " STEP_TABLE_COLUMNS ", $4 FROM s)"
 	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id, u.claimed_at FROM u"
 	" JOIN durable.queues q ON q.queue_name = u.queue_name",
 	.nargs = 5,
 	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID},
 	DURABLE_COLUMNS(committed_columns),
+	DURABLE_ROW_TABLES,
 };
 
 /*
@@ -330,7 +325,7 @@ DurableFailTask(int64 task_id, int64 fence, const char *error_class_name,
 	if (has_retry_after)
 		DurableDetailInt(&detail, "retry_after_ms", retry_after / 1000);
 
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = fence;
 	DurableNextActionMove(&task, action, now, wait, &detail, &move);
 	move.detail = DurableDetailFinish(&detail);
@@ -352,12 +347,12 @@ DurableCancelTask(int64 task_id, const char *reason)
 
 	DurableTaskFetchOrError(task_id, true, &task);
 	if (DurableTaskIsTerminal(task.state) ||
-		strcmp(task.state, "needs_review") == 0)
+		task.state == DURABLE_TASK_NEEDS_REVIEW)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("cannot cancel task %lld in state %s",
-					   (long long) task_id, task.state),
-				strcmp(task.state, "needs_review") == 0 ?
+					   (long long) task_id, DurableTaskStateName(task.state)),
+				task.state == DURABLE_TASK_NEEDS_REVIEW ?
 				errhint("A task in review is settled with durable_resolve().") : 0);
 
 	DurableCancelLockedTask(&task, reason, 0, GetCurrentTransactionStartTimestamp());

@@ -25,7 +25,7 @@ typedef struct DurableTask
 {
 	int32		partition;
 	int64		task_id;
-	const char *state;
+	DurableTaskState state;
 	int64		fence;
 	int32		attempt;
 	int32		max_attempts;
@@ -61,15 +61,15 @@ extern int32 DurableAppendEvent(const DurableTask *task, TimestampTz now,
 								Jsonb *detail, const char *step,
 								int32 doubt_delta);
 extern void DurableTaskRequireRunning(const DurableTask *task);
-extern bool DurableTaskIsTerminal(const char *state);
+extern bool DurableTaskIsTerminal(DurableTaskState state);
 extern int64 DurableCancelledParent(const DurableTask *task);
 
 /* ---- move.c: moving one task, and what its finish owes its family ---- */
 typedef struct DurableMove
 {
-	const char *from_state;		/* the state the task must still be in */
+	DurableTaskState from_state;	/* the state the task must still be in */
 	int64		fence;			/* the fence it must still carry */
-	const char *to_state;
+	DurableTaskState to_state;
 	bool		revoke;			/* increment the fence */
 	TimestampTz run_at;			/* 0 keeps run_at */
 	const char *stop_code;
@@ -332,7 +332,7 @@ extern void DurableDropQueueGrants(const char *queue);
 typedef struct DurableStep
 {
 	const char *name;
-	const char *state;
+	DurableStepState state;
 	const char *class;
 	int32		version;
 	int32		attempt;
@@ -346,7 +346,7 @@ typedef struct DurableStep
 
 typedef struct DurableStepChange
 {
-	const char *to_state;
+	DurableStepState to_state;
 	bool		evidence_only;	/* record evidence, keep the state */
 	bool		new_attempt;	/* attempt + 1 */
 	bool		clear_evidence; /* a new attempt forgets the old receipt */
@@ -382,7 +382,7 @@ extern void DurableStepCheckVersion(const DurableTask *task,
 extern void DurableStepChangeState(DurableTask *task, DurableStep *step,
 								   const DurableStepChange *change,
 								   TimestampTz now);
-extern bool DurableStepStateInDoubt(const char *state);
+extern bool DurableStepStateInDoubt(DurableStepState state);
 extern bool DurablePlanStep(DurableTask *task, const char *name,
 							const char *class, Jsonb *request,
 							const char *target, const char *compensates,

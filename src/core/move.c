@@ -19,51 +19,11 @@
 
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "core/row.h"
 #include "core/sql.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-
-/* the attempt after a move, by the parameters of transition */
-#define MOVED_ATTEMPT \
-	"CASE WHEN $16 THEN 0" \
-	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
-
-/*
- * A running lease is its own open event: the claim sets claimed_at,
- * claim_seq, claim_kind and claim_role instead of appending a row, and the
- * move that ends the lease records the claim with its own event (in the
- * event's lease_* columns, or for a task that finishes, in its row in
- * history, which is also its last event).  durable.events shows both.
- */
-#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
-
-/*
- * A finished state from its name, without the enum's input function: Citus
- * allows no function in RETURNING that is not immutable.
- */
-#define FINISHED_STATE(name) \
-	"CASE WHEN " name " = 'completed' THEN 'completed'::durable.task_state" \
-	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
-	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
-
-/*
- * A finished task's row in history, from its live row and the parameters
- * of transition: in the SELECT of finish, in the RETURNING of
- * its split.
- */
-#define FINISHED_TASK_ROW \
-	"partition_key, task_id, " FINISHED_STATE("$5") ", class, priority," \
-	" " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6," \
-	" COALESCE($7, run_at), created_at, NULL::timestamptz, heartbeat_at," \
-	" progress_at, stuck_alarm_at, $11, NULL::interval, deadline, queue_name," \
-	" owner, progress, $8, idempotency_key, request_hash, workflow_version," \
-	" payload, COALESCE($10, result), COALESCE($9, last_error), checkpoint," \
-	" checkpoint_version, steps_in_doubt, metadata," \
-	" " ENDS_LEASE("claimed_at") ", " ENDS_LEASE("claim_seq") "," \
-	" " ENDS_LEASE("fence") ", " ENDS_LEASE("claim_kind") "," \
-	" " ENDS_LEASE("claim_role") ", $12, COALESCE($13, owner), $17, $14," \
-	" parent_id, concurrency_key, waits, versions"
 
 /* the row a move takes, by the parameters of transition */
 #define MOVE_WHERE \
@@ -207,13 +167,15 @@ DurableStatement DurableFinishStatement = {
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
-	" h AS (INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
-	"  SELECT s.*, $11 FROM s)"
+	/* finished_at, step_history's one column more, is the finish's time */
+	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
+	"  SELECT " STEP_TABLE_COLUMNS ", $11 FROM s)"
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
 	" u.waits, u.claimed_at FROM u" QUEUE_OF_U,
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(finished_columns),
+	DURABLE_ROW_TABLES,
 	.by_partition = true,
 	.delegated = true,
 	.nsplit = 5,
@@ -228,7 +190,7 @@ DurableStatement DurableFinishStatement = {
 	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
 		" RETURNING " STEP_TABLE_COLUMNS,
 	DURABLE_SPLIT_NO_INPUT, false, true},
-	{"INSERT INTO durable.step_history (" STEP_TABLE_COLUMNS ", finished_at)"
+	{"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
 		" VALUES ($*, $11)",
 	2, false, true},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
@@ -251,15 +213,7 @@ static DurableStatement revive = {
 	"  claim_fence, claimed_at, claim_kind, owner, claim_role FROM d"
 	"  WHERE final_kind IS NOT NULL),"
 	" u AS (INSERT INTO durable.live_tasks (" TASK_TABLE_COLUMNS ")"
-	"  SELECT partition_key, task_id, $5::durable.task_state, class, priority,"
-	"  " MOVED_ATTEMPT ", max_attempts, version + 1, fence + $6,"
-	"  COALESCE($7, run_at), created_at, NULL, heartbeat_at, progress_at,"
-	"  stuck_alarm_at, NULL, NULL, deadline, queue_name, owner, progress, $8,"
-	"  idempotency_key, request_hash, workflow_version, payload,"
-	"  COALESCE($10, result), COALESCE($9, last_error), checkpoint,"
-	"  checkpoint_version, steps_in_doubt, metadata,"
-	"  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-	"  parent_id, concurrency_key, waits, versions FROM d"
+	"  SELECT " REVIVED_TASK_ROW " FROM d"
 	MOVE_RETURNING "),"
 	" s AS (DELETE FROM durable.step_history s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
@@ -276,6 +230,7 @@ static DurableStatement revive = {
 	.nargs = 18,
 	.argtypes = TRANSITION_ARGTYPES,
 	DURABLE_COLUMNS(moved_columns),
+	DURABLE_ROW_TABLES,
 };
 
 /*
@@ -300,16 +255,16 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	 * A task goes back to the claims only with no step in doubt, whatever
 	 * the caller allows: the row's own count decides, in the statement.
 	 */
-	bool		releases = strcmp(move->to_state, "ready") == 0 ||
-		(strcmp(move->to_state, "waiting") == 0 &&
+	bool		releases = move->to_state == DURABLE_TASK_READY ||
+		(move->to_state == DURABLE_TASK_WAITING &&
 		 move->run_at != DURABLE_AWAITING_RECONCILE);
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = Int64GetDatum(move->fence);
-	args[3] = CStringGetTextDatum(move->from_state);
-	args[4] = CStringGetTextDatum(move->to_state);
+	args[3] = CStringGetTextDatum(DurableTaskStateName(move->from_state));
+	args[4] = CStringGetTextDatum(DurableTaskStateName(move->to_state));
 	args[5] = Int64GetDatum(move->revoke ? 1 : 0);
 	args[6] = TimestampTzGetDatum(move->run_at);
 	nulls[6] = move->run_at == 0 ? 'n' : ' ';
@@ -375,12 +330,12 @@ count_move(const DurableMove *move, bool finish, TimestampTz now)
 
 	if (!finish)
 	{
-		if (strcmp(move->to_state, "needs_review") == 0)
+		if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
 			DurableCount(queue, DURABLE_COUNT_SENT_TO_REVIEW, 1);
 		return;
 	}
-	DurableCount(queue, strcmp(move->to_state, "completed") == 0 ? DURABLE_COUNT_COMPLETED :
-				 strcmp(move->to_state, "cancelled") == 0 ? DURABLE_COUNT_CANCELLED :
+	DurableCount(queue, move->to_state == DURABLE_TASK_COMPLETED ? DURABLE_COUNT_COMPLETED :
+				 move->to_state == DURABLE_TASK_CANCELLED ? DURABLE_COUNT_CANCELLED :
 				 DURABLE_COUNT_DEAD_LETTERED, 1);
 	claimed_at = DurableColumnDatum(0, FINISHED_CLAIMED_AT, &isnull);
 	if (!isnull)
@@ -439,7 +394,7 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 	{
 		Datum		id = Int64GetDatum(task_id);
 
-		if (strcmp(move->to_state, "cancelled") == 0 &&
+		if (move->to_state == DURABLE_TASK_CANCELLED &&
 			DurableExecute(&spawned_children, &waits, NULL, SPI_OK_SELECT, 1) == 1 &&
 			!DurableColumnIsNull(0, SPAWNED_CHILDREN))
 			deconstruct_array(DatumGetArrayTypeP(DurableColumnDatum(0, SPAWNED_CHILDREN,
@@ -480,7 +435,7 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 		DurableStep step;
 
 		DurableStepFetchOrError(child, names[i], &step);
-		if (strcmp(step.state, "started") == 0)
+		if (step.state == DURABLE_STEP_STARTED)
 			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
 							  actor, NULL, NULL, now);
 	}
@@ -489,14 +444,14 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 	DurableDetailText(&detail, "reason", "its parent was cancelled");
 	DurableDetailInt(&detail, "parent", parent_id);
 	DurableDetailText(&detail, "cancelled_by", actor);
-	DurableDetailText(&detail, "previous_state", child->state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(child->state));
 	DurableDetailInt(&detail, "steps_in_doubt", child->steps_in_doubt);
 	DurableDetailText(&detail, "action",
 					  DurableRecoveryActionName(DURABLE_RECOVERY_MANUAL_REVIEW));
 	move.from_state = child->state;
 	move.fence = child->fence;
-	move.to_state = "needs_review";
-	move.revoke = strcmp(child->state, "running") == 0;
+	move.to_state = DURABLE_TASK_NEEDS_REVIEW;
+	move.revoke = child->state == DURABLE_TASK_RUNNING;
 	move.allow_doubt = true;
 	move.kind = "parent_cancelled";
 	move.actor = actor;
@@ -518,7 +473,7 @@ cancel_child(int64 child_id, int64 parent_id, TimestampTz now)
 
 	if (!DurableTaskFetch(child_id, true, &child) ||
 		DurableTaskIsTerminal(child.state) ||
-		strcmp(child.state, "needs_review") == 0)
+		child.state == DURABLE_TASK_NEEDS_REVIEW)
 		return;
 	if (child.steps_in_doubt > 0)
 		child_to_review(&child, parent_id, now);
@@ -544,11 +499,11 @@ DurableCancelLockedTask(const DurableTask *task, const char *reason,
 	DurableDetailText(&detail, "reason", reason);
 	if (parent_id != 0)
 		DurableDetailInt(&detail, "parent", parent_id);
-	DurableDetailText(&detail, "previous_state", task->state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(task->state));
 	move.from_state = task->state;
 	move.fence = task->fence;
-	move.to_state = "cancelled";
-	move.revoke = strcmp(task->state, "running") == 0;
+	move.to_state = DURABLE_TASK_CANCELLED;
+	move.revoke = task->state == DURABLE_TASK_RUNNING;
 	move.allow_doubt = true;
 	move.kind = "cancelled";
 	move.actor = DurableCallerName();

@@ -62,7 +62,8 @@ resolved_step(DurableTask *task, const char *name, DurableStep *step)
 					errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 					errmsg("step \"%s\" of task %lld is not in doubt",
 						   name, (long long) task->task_id),
-					errdetail("The step is in state %s.", step->state),
+					errdetail("The step is in state %s.",
+							  DurableStepStateName(step->state)),
 					errhint("Name a step that is started or unknown."));
 		return true;
 	}
@@ -94,14 +95,13 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 	bool		has_step;
 	DurableDetail detail;
 	DurableMove move = {0};
-	const char *new_state;
 
 	DurableTaskFetchOrError(task_id, true, &task);
-	if (strcmp(task.state, "needs_review") != 0)
+	if (task.state != DURABLE_TASK_NEEDS_REVIEW)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld is not in review", (long long) task_id),
-				errdetail("The task is in state %s.", task.state),
+				errdetail("The task is in state %s.", DurableTaskStateName(task.state)),
 				errhint("durable_resolve() settles tasks in state needs_review; use durable_cancel() or durable_replay_dead_letters() otherwise."));
 	has_step = decision != DURABLE_RESOLVE_CANCEL &&
 		resolved_step(&task, step_name, &step);
@@ -122,7 +122,9 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 									  DurableDetailFinish(&detail), NULL, 0);
 	DurableCount(task.queue, DURABLE_COUNT_RESOLVED_MARK_COMMITTED + decision, 1);
 
-	move.from_state = "needs_review";
+	/* the task stays in review unless the decision moves it */
+	move.from_state = DURABLE_TASK_NEEDS_REVIEW;
+	move.to_state = DURABLE_TASK_NEEDS_REVIEW;
 	move.fence = task.fence;
 	move.allow_doubt = true;
 	move.kind = "resolved_applied";
@@ -136,7 +138,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 								  operator_name, "succeeded", evidence, now);
 			else
 			{
-				move.to_state = "completed";
+				move.to_state = DURABLE_TASK_COMPLETED;
 				move.result = evidence;
 			}
 			break;
@@ -146,7 +148,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 								  operator_name, NULL, NULL, now);
 			else
 			{
-				move.to_state = "ready";
+				move.to_state = DURABLE_TASK_READY;
 				move.run_at = now;
 			}
 			break;
@@ -156,30 +158,26 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 								  operator_name, "failed_permanent", evidence, now);
 			if (task.steps_in_doubt == 0)
 			{
-				move.to_state = "failed";
+				move.to_state = DURABLE_TASK_FAILED;
 				move.stop_code = "resolved_failed";
 			}
 			break;
 		case DURABLE_RESOLVE_RETRY:
-			move.to_state = "ready";
+			move.to_state = DURABLE_TASK_READY;
 			move.run_at = now;
 			break;
 		case DURABLE_RESOLVE_CANCEL:
-			move.to_state = "cancelled";
+			move.to_state = DURABLE_TASK_CANCELLED;
 			break;
 	}
 
 	/* a settled step releases the task only with nothing else in doubt */
-	if (move.to_state == NULL &&
+	if (move.to_state == DURABLE_TASK_NEEDS_REVIEW &&
 		!DurableReleaseMove(&task, operator_name, now, &detail, &move))
-		new_state = "needs_review";
-	else
-	{
-		move.detail = DurableDetailFinish(&detail);
-		DurableMoveLockedTask(&task, &move, now);
-		new_state = move.to_state;
-	}
-	return new_state;
+		return DurableTaskStateName(DURABLE_TASK_NEEDS_REVIEW);
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(&task, &move, now);
+	return DurableTaskStateName(move.to_state);
 }
 
 /*
@@ -295,9 +293,9 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 		DurableMove move = {0};
 
 		DurableTaskFetchOrError(ids[i], false, &task);
-		move.from_state = "failed";
+		move.from_state = DURABLE_TASK_FAILED;
 		move.fence = task.fence;
-		move.to_state = "ready";
+		move.to_state = DURABLE_TASK_READY;
 		move.run_at = now;
 		move.reset_attempts = true;
 		move.allow_doubt = true;
@@ -333,28 +331,28 @@ DurableQuarantine(int64 task_id, const char *reason, const char *actor)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld is %s and cannot be quarantined",
-					   (long long) task_id, task.state),
+					   (long long) task_id, DurableTaskStateName(task.state)),
 				errhint("Only an unfinished task can be quarantined."));
 	if (DurableStepInDoubt(&task, &step))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld cannot be quarantined while step \"%s\" is %s",
-					   (long long) task_id, step.name, step.state),
+					   (long long) task_id, step.name, DurableStepStateName(step.state)),
 				errdetail("Whether the step took effect is not known."),
 				errhint("Settle the step first: a receipt, or durable_resolve() once the task is in review."));
 
 	DurableDetailInit(&detail);
 	DurableDetailText(&detail, "reason", reason);
 	DurableDetailText(&detail, "quarantined_by", actor);
-	DurableDetailText(&detail, "previous_state", task.state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(task.state));
 	move.error = DurableDetailFinish(&detail);
 	DurableDetailInit(&detail);
 	DurableDetailText(&detail, "reason", reason);
-	DurableDetailText(&detail, "previous_state", task.state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(task.state));
 	move.from_state = task.state;
 	move.fence = task.fence;
-	move.to_state = "failed";
-	move.revoke = strcmp(task.state, "running") == 0;
+	move.to_state = DURABLE_TASK_FAILED;
+	move.revoke = task.state == DURABLE_TASK_RUNNING;
 	move.stop_code = "quarantined";
 	move.kind = "quarantined";
 	move.actor = actor;

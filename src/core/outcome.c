@@ -38,7 +38,7 @@ DurableCommitStep(int64 task_id, int64 fence, const char *name,
 	DurableTaskHeld(task_id, fence, &task);
 	DurableStepFetchOrError(&task, name, &step);
 	DurableStepCheckVersion(&task, &step, expected);
-	if (strcmp(step.state, "unknown") == 0 &&
+	if (step.state == DURABLE_STEP_UNKNOWN &&
 		(step.receipt == NULL || strcmp(step.receipt, "succeeded") != 0))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
@@ -46,7 +46,7 @@ DurableCommitStep(int64 task_id, int64 fence, const char *name,
 					   name, (long long) task_id),
 				errdetail("The step's outcome is unknown."),
 				errhint("Record what the external system says with durable_record_receipt()."));
-	change.to_state = "committed";
+	change.to_state = DURABLE_STEP_COMMITTED;
 	change.result = result;
 	change.kind = "step_committed";
 	DurableStepChangeState(&task, &step, &change, now);
@@ -57,9 +57,9 @@ DurableCommitStep(int64 task_id, int64 fence, const char *name,
 		DurableStepChange compensated = {0};
 
 		DurableStepFetchOrError(&task, step.compensates, &original);
-		if (strcmp(original.state, "compensated") != 0)
+		if (original.state != DURABLE_STEP_COMPENSATED)
 		{
-			compensated.to_state = "compensated";
+			compensated.to_state = DURABLE_STEP_COMPENSATED;
 			compensated.kind = "step_compensated";
 			DurableStepChangeState(&task, &original, &compensated, now);
 		}
@@ -97,11 +97,11 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 
 	DurableTaskHeld(task_id, fence, &task);
 	DurableStepFetchOrError(&task, name, &step);
-	if (strcmp(step.state, "started") != 0)
+	if (step.state != DURABLE_STEP_STARTED)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("cannot fail step \"%s\" of task %lld in state %s",
-					   name, (long long) task_id, step.state),
+					   name, (long long) task_id, DurableStepStateName(step.state)),
 				errhint("Only a started step has an attempt that can fail."));
 
 	wait = DurableRetryWaitFor(&task, step.idempotency_key, step.attempt,
@@ -117,7 +117,7 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 	change.error = error;
 	change.kind = "step_failed";
 	change.detail = &step_detail;
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = fence;
 	move.error = error;
 	move.allow_doubt = true;
@@ -125,21 +125,21 @@ DurableFailStep(int64 task_id, int64 fence, const char *name,
 	switch (action)
 	{
 		case DURABLE_NEXT_SCHEDULE_RETRY:
-			change.to_state = "planned";
+			change.to_state = DURABLE_STEP_PLANNED;
 			change.clear_evidence = true;
 			own = DURABLE_RECOVERY_RETRY_SAME_ACTIVITY;
 			break;
 		case DURABLE_NEXT_MANUAL_REVIEW:
-			change.to_state = "unknown";
+			change.to_state = DURABLE_STEP_UNKNOWN;
 			own = DURABLE_RECOVERY_MANUAL_REVIEW;
 			break;
 		case DURABLE_NEXT_ATTEMPTS_EXHAUSTED:
-			change.to_state = "failed";
+			change.to_state = DURABLE_STEP_FAILED;
 			own = DURABLE_RECOVERY_EXHAUSTED;
 			break;
 		case DURABLE_NEXT_FAIL_PERMANENT:
 		case DURABLE_NEXT_DEADLINE_EXCEEDED:
-			change.to_state = "failed";
+			change.to_state = DURABLE_STEP_FAILED;
 			own = DURABLE_RECOVERY_RECORD_FAILURE;
 			break;
 	}
@@ -198,7 +198,7 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("cannot record a receipt for step \"%s\" of task %lld in state %s",
-					   name, (long long) task_id, step.state),
+					   name, (long long) task_id, DurableStepStateName(step.state)),
 				errhint("Receipts are evidence about a started or unknown step."));
 
 	/* first the evidence itself, kept with the step and in its history */
@@ -212,10 +212,10 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 	change.kind = "receipt_recorded";
 	DurableStepChangeState(&task, &step, &change, now);
 
-	if (strcmp(step.state, "started") == 0 && receipt == DURABLE_RECEIPT_NOT_EXECUTED)
+	if (step.state == DURABLE_STEP_STARTED && receipt == DURABLE_RECEIPT_NOT_EXECUTED)
 		DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
 						  NULL, NULL, NULL, now);
-	else if (strcmp(step.state, "unknown") == 0)
+	else if (step.state == DURABLE_STEP_UNKNOWN)
 	{
 		DurableActivityClass class = DurableParseActivityClass(step.class);
 		DurableRecoveryAction action;
@@ -239,7 +239,7 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 			DurableDetailText(&detail, "action", DurableRecoveryActionName(action));
 			DurableDetailText(&detail, "step", name);
 			DurableDetailText(&detail, "receipt", receipt_name);
-			move.from_state = "running";
+			move.from_state = DURABLE_TASK_RUNNING;
 			move.fence = fence;
 			move.kind = "reconciled";
 			move.allow_doubt = true;
@@ -250,7 +250,7 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 			}
 		}
 	}
-	return step.state;
+	return DurableStepStateName(step.state);
 }
 
 enum

@@ -87,7 +87,7 @@ read_expired(uint64 row, DurableTask *task, int32 partition)
 
 	task->partition = partition;
 	task->task_id = DurableColumnInt64(row, EXPIRED_TASK_ID);
-	task->state = "running";
+	task->state = DURABLE_TASK_RUNNING;
 	task->fence = DurableColumnInt64(row, EXPIRED_FENCE);
 	task->attempt = DurableColumnInt32(row, EXPIRED_ATTEMPT);
 	task->max_attempts = DurableColumnInt32(row, EXPIRED_MAX_ATTEMPTS);
@@ -140,7 +140,7 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 		receipt = step->receipt;
 		attempt = step->attempt;
 		DurableDetailText(&detail, "step", step->name);
-		DurableDetailText(&detail, "step_state", step->state);
+		DurableDetailText(&detail, "step_state", DurableStepStateName(step->state));
 		DurableDetailText(&detail, "idempotency_key", step->idempotency_key);
 	}
 	else
@@ -161,7 +161,7 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 		DurableDetailText(&detail, "expired_by", actor);
 	}
 
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = task->fence;
 	move.revoke = true;
 	move.allow_doubt = true;

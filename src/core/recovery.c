@@ -26,9 +26,9 @@
 
 /* a step recovery failed while another was still in doubt is settled too */
 static bool
-step_state_unsettled(const char *state)
+step_state_unsettled(DurableStepState state)
 {
-	return DurableStepStateInDoubt(state) || strcmp(state, "failed") == 0;
+	return DurableStepStateInDoubt(state) || state == DURABLE_STEP_FAILED;
 }
 
 static void
@@ -94,7 +94,7 @@ DurableJudgeSteps(DurableTask *task, const char *except, bool apply,
 									   DURABLE_CLASS_RETRY_SAFE(class),
 									   step.attempt, task->max_attempts,
 									   class == DURABLE_CLASS_QUERYABLE);
-		if (strcmp(step.state, "failed") == 0)
+		if (step.state == DURABLE_STEP_FAILED)
 		{
 			/* the same evidence gives the same failure as when it failed */
 			if (action != DURABLE_RECOVERY_EXHAUSTED)
@@ -107,13 +107,13 @@ DurableJudgeSteps(DurableTask *task, const char *except, bool apply,
 
 		DurableDetailInit(&items[i]);
 		DurableDetailText(&items[i], "step", step.name);
-		DurableDetailText(&items[i], "step_state", step.state);
+		DurableDetailText(&items[i], "step_state", DurableStepStateName(step.state));
 		DurableDetailText(&items[i], "class", step.class);
 		DurableDetailText(&items[i], "receipt", step.receipt);
 		DurableDetailInt(&items[i], "attempt", step.attempt);
 		DurableDetailText(&items[i], "action", DurableRecoveryActionName(action));
 
-		if (apply && strcmp(step.state, "failed") != 0)
+		if (apply && step.state != DURABLE_STEP_FAILED)
 			DurableSettleStep(task, &step, action, actor, NULL, NULL, now);
 	}
 
@@ -167,30 +167,30 @@ DurableVerdictMove(const DurableTask *task, const DurableVerdict *verdict,
 	switch (verdict->action)
 	{
 		case DURABLE_RECOVERY_RETRY_SAME_ACTIVITY:
-			move->to_state = "waiting";
+			move->to_state = DURABLE_TASK_WAITING;
 			move->run_at = DurableScheduleRetry(task, now, verdict->retry_wait,
 												detail);
 			break;
 		case DURABLE_RECOVERY_RECORD_COMPLETION:
 			/* every step took effect: the workflow resumes after them */
-			move->to_state = "ready";
+			move->to_state = DURABLE_TASK_READY;
 			move->run_at = now;
 			break;
 		case DURABLE_RECOVERY_EXHAUSTED:
-			move->to_state = "failed";
+			move->to_state = DURABLE_TASK_FAILED;
 			move->stop_code = "attempts_exhausted";
 			break;
 		case DURABLE_RECOVERY_RECORD_FAILURE:
-			move->to_state = "failed";
+			move->to_state = DURABLE_TASK_FAILED;
 			move->stop_code = "step_failed";
 			break;
 		case DURABLE_RECOVERY_RECONCILE:
 			/* parked until a reconcile handler looks its steps up */
-			move->to_state = "waiting";
+			move->to_state = DURABLE_TASK_WAITING;
 			move->run_at = DURABLE_AWAITING_RECONCILE;
 			break;
 		case DURABLE_RECOVERY_MANUAL_REVIEW:
-			move->to_state = "needs_review";
+			move->to_state = DURABLE_TASK_NEEDS_REVIEW;
 			break;
 		case DURABLE_RECOVERY_WAIT:
 			elog(ERROR, "unexpected recovery action \"%s\" for task %lld",
@@ -220,7 +220,7 @@ DurableReleaseMove(DurableTask *task, const char *actor, TimestampTz now,
 	parent_id = DurableCancelledParent(task);
 	if (parent_id != 0)
 	{
-		move->to_state = "cancelled";
+		move->to_state = DURABLE_TASK_CANCELLED;
 		DurableDetailText(detail, "reason", "its parent was cancelled");
 		DurableDetailInt(detail, "parent", parent_id);
 		return true;

@@ -34,36 +34,35 @@
 
 static const struct
 {
-	const char *from;
-	const char *to;
+	DurableStepState from;
+	DurableStepState to;
 }			step_edges[] =
 {
-	{"planned", "started"},
-	{"started", "committed"},
-	{"started", "failed"},
-	{"started", "unknown"},
-	{"started", "planned"},
-	{"unknown", "committed"},
-	{"unknown", "planned"},
-	{"unknown", "failed"},
-	{"committed", "compensated"},
+	{DURABLE_STEP_PLANNED, DURABLE_STEP_STARTED},
+	{DURABLE_STEP_STARTED, DURABLE_STEP_COMMITTED},
+	{DURABLE_STEP_STARTED, DURABLE_STEP_FAILED},
+	{DURABLE_STEP_STARTED, DURABLE_STEP_UNKNOWN},
+	{DURABLE_STEP_STARTED, DURABLE_STEP_PLANNED},
+	{DURABLE_STEP_UNKNOWN, DURABLE_STEP_COMMITTED},
+	{DURABLE_STEP_UNKNOWN, DURABLE_STEP_PLANNED},
+	{DURABLE_STEP_UNKNOWN, DURABLE_STEP_FAILED},
+	{DURABLE_STEP_COMMITTED, DURABLE_STEP_COMPENSATED},
 };
 
 static bool
-step_edge_allowed(const char *from, const char *to)
+step_edge_allowed(DurableStepState from, DurableStepState to)
 {
 	for (int i = 0; i < (int) lengthof(step_edges); i++)
-		if (strcmp(step_edges[i].from, from) == 0 &&
-			strcmp(step_edges[i].to, to) == 0)
+		if (step_edges[i].from == from && step_edges[i].to == to)
 			return true;
 	return false;
 }
 
 /* started and unknown steps may have taken effect without anyone knowing */
 bool
-DurableStepStateInDoubt(const char *state)
+DurableStepStateInDoubt(DurableStepState state)
 {
-	return strcmp(state, "started") == 0 || strcmp(state, "unknown") == 0;
+	return state == DURABLE_STEP_STARTED || state == DURABLE_STEP_UNKNOWN;
 }
 
 enum
@@ -121,7 +120,7 @@ DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 		return false;
 
 	step->name = pstrdup(name);
-	step->state = DurableColumnText(0, STEP_STATE);
+	step->state = DurableParseStepState(DurableColumnText(0, STEP_STATE));
 	step->class = DurableColumnText(0, STEP_CLASS);
 	step->version = DurableColumnInt32(0, STEP_VERSION);
 	step->attempt = DurableColumnInt32(0, STEP_ATTEMPT);
@@ -240,13 +239,13 @@ DurableStepCheckVersion(const DurableTask *task, const DurableStep *step,
 
 static void
 report_bad_transition(const DurableTask *task, const DurableStep *step,
-					  const char *to_state)
+					  DurableStepState to_state)
 {
 	ereport(ERROR,
 			errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 			errmsg("cannot move step \"%s\" of task %lld from %s to %s",
-				   step->name, (long long) task->task_id, step->state,
-				   to_state),
+				   step->name, (long long) task->task_id,
+				   DurableStepStateName(step->state), DurableStepStateName(to_state)),
 			errdetail("The allowed moves are listed in durable.step_transitions."));
 }
 
@@ -294,7 +293,7 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 	DurableDetail *detail = change->detail;
 	int32		doubt_delta;
 
-	if (change->evidence_only ? strcmp(step->state, change->to_state) != 0 :
+	if (change->evidence_only ? step->state != change->to_state :
 		!step_edge_allowed(step->state, change->to_state))
 		report_bad_transition(task, step, change->to_state);
 
@@ -302,7 +301,7 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[1] = Int64GetDatum(task->task_id);
 	args[2] = CStringGetTextDatum(step->name);
-	args[3] = CStringGetTextDatum(change->to_state);
+	args[3] = CStringGetTextDatum(DurableStepStateName(change->to_state));
 	args[4] = Int32GetDatum(change->new_attempt ? 1 : 0);
 	args[5] = TimestampTzGetDatum(now);
 	args[6] = JsonbPGetDatum(change->result);
@@ -332,8 +331,8 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		DurableDetailInit(&own_detail);
 		detail = &own_detail;
 	}
-	DurableDetailText(detail, "from", step->state);
-	DurableDetailText(detail, "to", change->to_state);
+	DurableDetailText(detail, "from", DurableStepStateName(step->state));
+	DurableDetailText(detail, "to", DurableStepStateName(change->to_state));
 	DurableDetailInt(detail, "version", step->version + 1);
 	DurableDetailInt(detail, "attempt", step->attempt + (change->new_attempt ? 1 : 0));
 	if (change->receipt)
@@ -501,7 +500,7 @@ DurableStepStart(int64 task_id, int64 fence, const char *name, int32 expected)
 {
 	DurableStepChange change = {0};
 
-	change.to_state = "started";
+	change.to_state = DURABLE_STEP_STARTED;
 	change.new_attempt = true;
 	change.clear_evidence = true;
 	change.kind = "step_started";
@@ -523,7 +522,7 @@ DurableStepUnknown(int64 task_id, int64 fence, const char *name,
 	DurableDetailInit(&detail);
 	if (reason != NULL)
 		DurableDetailText(&detail, "reason", reason);
-	change.to_state = "unknown";
+	change.to_state = DURABLE_STEP_UNKNOWN;
 	change.kind = "step_unknown";
 	change.detail = &detail;
 	return change_held_step(task_id, fence, name, expected, &change);
@@ -550,30 +549,30 @@ DurableSettleStep(DurableTask *task, DurableStep *step,
 	switch (action)
 	{
 		case DURABLE_RECOVERY_RECORD_COMPLETION:
-			change.to_state = "committed";
+			change.to_state = DURABLE_STEP_COMMITTED;
 			change.kind = "step_committed";
 			change.result = evidence;
 			break;
 		case DURABLE_RECOVERY_RECORD_FAILURE:
 		case DURABLE_RECOVERY_EXHAUSTED:
-			change.to_state = "failed";
+			change.to_state = DURABLE_STEP_FAILED;
 			change.kind = "step_failed";
 			break;
 		case DURABLE_RECOVERY_RETRY_SAME_ACTIVITY:
-			change.to_state = "planned";
+			change.to_state = DURABLE_STEP_PLANNED;
 			change.clear_evidence = true;
 			change.kind = "step_replanned";
 			break;
 		case DURABLE_RECOVERY_RECONCILE:
 		case DURABLE_RECOVERY_MANUAL_REVIEW:
-			change.to_state = "unknown";
+			change.to_state = DURABLE_STEP_UNKNOWN;
 			change.kind = "step_unknown";
 			break;
 		case DURABLE_RECOVERY_WAIT:
-			return step->state;
+			return DurableStepStateName(step->state);
 	}
-	if (strcmp(step->state, change.to_state) != 0)
+	if (step->state != change.to_state)
 		DurableStepChangeState(task, step, &change, now);
-	return step->state;
+	return DurableStepStateName(step->state);
 }
 

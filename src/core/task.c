@@ -121,7 +121,7 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 		DurableExecute(&task_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 
-	task->state = DurableColumnText(0, TASK_STATE);
+	task->state = DurableParseTaskState(DurableColumnText(0, TASK_STATE));
 	task->fence = DurableColumnInt64(0, TASK_FENCE);
 	task->attempt = DurableColumnInt32(0, TASK_ATTEMPT);
 	task->max_attempts = DurableColumnInt32(0, TASK_MAX_ATTEMPTS);
@@ -159,19 +159,19 @@ DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task)
 void
 DurableTaskRequireRunning(const DurableTask *task)
 {
-	if (strcmp(task->state, "running") != 0)
+	if (task->state != DURABLE_TASK_RUNNING)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld is not running", (long long) task->task_id),
-				errdetail("The task is in state %s.", task->state));
+				errdetail("The task is in state %s.", DurableTaskStateName(task->state)));
 }
 
 bool
-DurableTaskIsTerminal(const char *state)
+DurableTaskIsTerminal(DurableTaskState state)
 {
-	return strcmp(state, "completed") == 0 ||
-		strcmp(state, "failed") == 0 ||
-		strcmp(state, "cancelled") == 0;
+	return state == DURABLE_TASK_COMPLETED ||
+		state == DURABLE_TASK_FAILED ||
+		state == DURABLE_TASK_CANCELLED;
 }
 
 /* the latest step of a task that is started or unknown */
@@ -219,7 +219,7 @@ DurableReportRefusal(int64 task_id, int64 fence)
 	DurableCheckTaskAccess(task_id, task.queue, task.restricted);
 	args[0] = Int32GetDatum(task.partition);
 	args[1] = Int64GetDatum(task_id);
-	if (task.fence == fence && strcmp(task.state, "running") == 0 &&
+	if (task.fence == fence && task.state == DURABLE_TASK_RUNNING &&
 		task.steps_in_doubt > 0 &&
 		DurableExecute(&task_step_in_doubt, args, NULL, SPI_OK_SELECT, 1) > 0)
 	{
@@ -241,13 +241,13 @@ DurableReportRefusal(int64 task_id, int64 fence)
 				errmsg("fencing token %lld is stale for task %lld",
 					   (long long) fence, (long long) task_id),
 				errdetail("The task is in state %s under another fencing token.",
-						  task.state),
+						  DurableTaskStateName(task.state)),
 				errhint("The caller no longer holds this task and must stop acting on it."));
 	ereport(ERROR,
 			errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 			errmsg("task %lld is no longer running under fencing token %lld",
 				   (long long) task_id, (long long) fence),
-			errdetail("The task is in state %s.", task.state),
+			errdetail("The task is in state %s.", DurableTaskStateName(task.state)),
 			errhint("The caller no longer holds this task and must stop acting on it."));
 }
 
@@ -260,7 +260,7 @@ void
 DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task)
 {
 	if (!DurableTaskFetch(task_id, true, task) ||
-		task->fence != fence || strcmp(task->state, "running") != 0)
+		task->fence != fence || task->state != DURABLE_TASK_RUNNING)
 		DurableReportRefusal(task_id, fence);
 	DurableCheckTaskAccess(task_id, task->queue, task->restricted);
 }
@@ -435,6 +435,6 @@ DurableCancelledParent(const DurableTask *task)
 	args[1] = Int64GetDatum(parent_id);
 	if (DurableExecute(&task_parent_state, args, NULL, SPI_OK_SELECT, 0) == 0)
 		return 0;				/* retention has removed it */
-	return strcmp(DurableColumnText(0, PARENT_STATE), "cancelled") == 0 ?
-		parent_id : 0;
+	return DurableParseTaskState(DurableColumnText(0, PARENT_STATE)) ==
+		DURABLE_TASK_CANCELLED ? parent_id : 0;
 }

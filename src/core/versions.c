@@ -197,6 +197,7 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	bool		isnull;
 	DurableDetail detail;
 	DurableMove move = {0};
+	bool		stays = false;
 
 	args[0] = Int32GetDatum(task->partition);
 	args[1] = Int64GetDatum(task->task_id);
@@ -228,20 +229,22 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 
 		if (!refuse_doubt)
 		{
-			report_migrated(m, task->task_id, task->state, old, migrated, "in_doubt");
+			report_migrated(m, task->task_id, DurableTaskStateName(task->state),
+							old, migrated, "in_doubt");
 			return false;
 		}
 		DurableStepInDoubt(task, &step);
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld cannot be migrated while step \"%s\" is %s",
-					   (long long) task->task_id, step.name, step.state),
+					   (long long) task->task_id, step.name, DurableStepStateName(step.state)),
 				errdetail("Whether the step took effect is not known; new code would decide it on other evidence."),
 				errhint("Settle the step first (a receipt, or durable_resolve() in review), then migrate."));
 	}
 	if (m->dry_run)
 	{
-		report_migrated(m, task->task_id, task->state, old, migrated, "would_migrate");
+		report_migrated(m, task->task_id, DurableTaskStateName(task->state),
+						old, migrated, "would_migrate");
 		return true;
 	}
 
@@ -250,44 +253,45 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	DurableDetailJsonb(&detail, "from", old);
 	DurableDetailJsonb(&detail, "to", migrated);
 	DurableDetailJsonb(&detail, "evidence", m->evidence);
-	DurableDetailText(&detail, "previous_state", task->state);
+	DurableDetailText(&detail, "previous_state", DurableTaskStateName(task->state));
 	move.kind = "migrated";
 	move.actor = m->operator_name;
 	move.from_state = task->state;
 	move.fence = task->fence;
 	move.revoke = true;
-	if (strcmp(task->state, "running") == 0)
+	if (task->state == DURABLE_TASK_RUNNING)
 	{
 		/* the worker runs the old code: the task goes back, as a release */
-		move.to_state = "ready";
+		move.to_state = DURABLE_TASK_READY;
 		move.run_at = now;
 		move.give_back_attempt = true;
 	}
-	else if (strcmp(task->state, "needs_review") == 0 &&
+	else if (task->state == DURABLE_TASK_NEEDS_REVIEW &&
 			 stop_code != NULL && strcmp(stop_code, "version_unavailable") == 0)
 	{
 		/* the decision review waited for */
-		move.to_state = "ready";
+		move.to_state = DURABLE_TASK_READY;
 		move.run_at = now;
 	}
-	else if (strcmp(task->state, "needs_review") == 0)
-		move.to_state = NULL;	/* stays in review for its own reason */
+	else if (task->state == DURABLE_TASK_NEEDS_REVIEW)
+		stays = true;			/* in review for its own reason */
 	else
 		move.to_state = task->state;
 
-	if (move.to_state == NULL)
+	if (stays)
 		task->version = DurableAppendEvent(task, now, "migrated", m->operator_name,
 										   DurableDetailFinish(&detail), NULL, 0);
 	else
 	{
-		move.stop_code = strcmp(move.to_state, task->state) == 0 ? stop_code : NULL;
+		move.stop_code = move.to_state == task->state ? stop_code : NULL;
 		move.detail = DurableDetailFinish(&detail);
 		DurableMoveLockedTask(task, &move, now);
 	}
 	args[2] = JsonbPGetDatum(migrated);
 	DurableExecute(&task_pin, args, NULL, SPI_OK_UPDATE, 1);
 	DurableCount(task->queue, DURABLE_COUNT_MIGRATED, 1);
-	report_migrated(m, task->task_id, move.to_state ? move.to_state : task->state,
+	report_migrated(m, task->task_id,
+					DurableTaskStateName(stays ? task->state : move.to_state),
 					old, migrated, "migrated");
 	return true;
 }
@@ -308,7 +312,7 @@ DurableMigrateTask(int64 task_id, const DurableMigration *m)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld is %s and cannot be migrated",
-					   (long long) task_id, task.state),
+					   (long long) task_id, DurableTaskStateName(task.state)),
 				errhint("Only an unfinished task runs under versions; replay a failed one with durable_replay_dead_letters() and migrate it then."));
 	migrate_locked(&task, m, true, GetCurrentTransactionStartTimestamp());
 }
@@ -515,7 +519,7 @@ review_unrunnable(void *arg)
 
 			/* a claim or a migration that came first wins: the move's CAS */
 			if (!DurableTaskFetch(ids[i], false, &task) ||
-				(strcmp(task.state, "ready") != 0 && strcmp(task.state, "waiting") != 0))
+				(task.state != DURABLE_TASK_READY && task.state != DURABLE_TASK_WAITING))
 				continue;
 			DurableDetailInit(&detail);
 			DurableDetailJsonb(&detail, "versions", pinned[i]);
@@ -523,7 +527,7 @@ review_unrunnable(void *arg)
 			DurableIntervalDetail(&detail, "version_timeout", &settings.version_timeout);
 			move.from_state = task.state;
 			move.fence = task.fence;
-			move.to_state = "needs_review";
+			move.to_state = DURABLE_TASK_NEEDS_REVIEW;
 			move.stop_code = "version_unavailable";
 			move.kind = "version_unavailable";
 			move.actor = DURABLE_RECONCILER_ACTOR;

@@ -244,7 +244,7 @@ DurableWaitPark(DurableTask *task, const char *name, const char *kind,
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("task %lld cannot wait while step \"%s\" is %s",
-					   (long long) task->task_id, step.name, step.state),
+					   (long long) task->task_id, step.name, DurableStepStateName(step.state)),
 				errdetail("A step that was started and not committed may have taken effect."),
 				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s') before the wait.",
 						step.name));
@@ -253,9 +253,9 @@ DurableWaitPark(DurableTask *task, const char *name, const char *kind,
 	DurableDetailText(&detail, "kind", kind);
 	if (until != 0)
 		DurableDetailTime(&detail, "until", until);
-	move.from_state = "running";
+	move.from_state = DURABLE_TASK_RUNNING;
 	move.fence = task->fence;
-	move.to_state = "waiting";
+	move.to_state = DURABLE_TASK_WAITING;
 	move.revoke = true;
 	move.give_back_attempt = true;
 	move.run_at = until != 0 ? until : DT_NOEND;

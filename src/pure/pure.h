@@ -82,6 +82,36 @@ extern DurableRecoveryAction DurableMostCautious(DurableRecoveryAction a,
 												 DurableRecoveryAction b);
 extern int64 DurableIntervalMicroseconds(const Interval *span, const char *what);
 
+/* ---- states.c: the states of a task and a step (durable.task_state, ...) ---- */
+typedef enum DurableTaskState
+{
+	DURABLE_TASK_CREATED,
+	DURABLE_TASK_READY,
+	DURABLE_TASK_RUNNING,
+	DURABLE_TASK_WAITING,
+	DURABLE_TASK_COMPLETED,
+	DURABLE_TASK_FAILED,
+	DURABLE_TASK_CANCELLED,
+	DURABLE_TASK_NEEDS_REVIEW,
+	DURABLE_TASK_NSTATES
+} DurableTaskState;
+
+typedef enum DurableStepState
+{
+	DURABLE_STEP_PLANNED,
+	DURABLE_STEP_STARTED,
+	DURABLE_STEP_COMMITTED,
+	DURABLE_STEP_FAILED,
+	DURABLE_STEP_UNKNOWN,
+	DURABLE_STEP_COMPENSATED,
+	DURABLE_STEP_NSTATES
+} DurableStepState;
+
+extern const char *DurableTaskStateName(DurableTaskState state);
+extern const char *DurableStepStateName(DurableStepState state);
+extern DurableTaskState DurableParseTaskState(const char *name);
+extern DurableStepState DurableParseStepState(const char *name);
+
 /* ---- retry.c ---- */
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,
 							   int32 attempt, int32 base, int32 cap);

@@ -2,14 +2,20 @@
  *
  * cluster.c
  *	  The installation durable's statements run on: the extension's version
- *	  against the library's, whether Citus distributes its tables, and the
- *	  node bits of the task ids this backend makes.
+ *	  against the library's, the columns of the tables whose rows the
+ *	  statements restate against the library's, whether Citus distributes
+ *	  its tables, and the node bits of the task ids this backend makes.
  *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
 
+#include "access/relation.h"
+#include "catalog/namespace.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 /* durable.node_id (process/durable.c defines the setting) */
@@ -25,12 +31,38 @@ static Oid	durable_tasks_relid = InvalidOid;
 static bool durable_distributed = false;
 static int32 durable_citus_group = -1;
 
-/* a DROP, CREATE or ALTER EXTENSION invalidates durable.live_tasks: check again */
+/* the tables checked by DurableCheckTables, to check again when they change */
+#define CHECKED_TABLES_MAX 16
+static DurableTable *checked_tables[CHECKED_TABLES_MAX];
+static int	nchecked_tables = 0;
+
+/*
+ * A DROP, CREATE or ALTER EXTENSION invalidates durable.live_tasks: check
+ * again.  Any change of a table checked by DurableCheckTables (an ALTER
+ * TABLE, and whatever else rebuilds its relcache entry) has it checked
+ * again before the next statement that restates its rows.
+ */
 static void
 forget_version_check(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == durable_tasks_relid)
 		durable_version_checked = false;
+	for (int i = 0; i < nchecked_tables; i++)
+		if (relid == InvalidOid || relid == checked_tables[i]->relid)
+			checked_tables[i]->checked = false;
+}
+
+/* the callback above, registered once per backend */
+static void
+register_callback(void)
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
+		callback_registered = true;
+	}
 }
 
 /*
@@ -53,15 +85,10 @@ forget_version_check(Datum arg, Oid relid)
 static void
 check_extension_version(void)
 {
-	static bool callback_registered = false;
 	bool		distributed = false;
 	DurableSavedResult caller;
 
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
-		callback_registered = true;
-	}
+	register_callback();
 	DurableSaveResult(&caller);
 	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute("SELECT extversion, pg_catalog.to_regclass('durable.live_tasks')::pg_catalog.oid,"
@@ -176,4 +203,105 @@ int32
 DurableLocalGroup(void)
 {
 	return DurableDistributed() ? durable_citus_group : -1;
+}
+
+/* the error of a table whose column n (from 1), found or missing (NULL), differs */
+DURABLE_NORETURN static void
+report_table(const DurableTable *table, int n, Form_pg_attribute found)
+{
+	const DurableTableColumn *declared = n <= table->ncolumns ?
+		&table->columns[n - 1] : NULL;
+
+	ereport(ERROR,
+			errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("table \"%s.%s\" does not have the columns durable's library expects",
+				   table->schema, table->name),
+			found == NULL ?
+			errdetail("Column %d is missing, where the library expects \"%s\" of type %s.",
+					  n, declared->name, declared->type) :
+			declared == NULL ?
+			errdetail("Column %d is \"%s\" of type %s, where the library expects no column.",
+					  n, NameStr(found->attname),
+					  format_type_extended(found->atttypid, -1,
+										   FORMAT_TYPE_FORCE_QUALIFY)) :
+			errdetail("Column %d is \"%s\" of type %s, where the library expects \"%s\" of type %s.",
+					  n, NameStr(found->attname),
+					  format_type_extended(found->atttypid, -1,
+										   FORMAT_TYPE_FORCE_QUALIFY),
+					  declared->name, declared->type),
+			errhint("Change durable's tables only through its update scripts: ALTER EXTENSION durable UPDATE."));
+	pg_unreachable();
+}
+
+/*
+ * check_table
+ *		Whether a table has the columns declared, by name, order and type:
+ *		its columns as its relation has them (pg_attribute's, attnum > 0,
+ *		not dropped), read under ACCESS SHARE, which keeps anyone else's
+ *		ALTER TABLE out until this transaction ends.  A table that does
+ *		not exist is left to the statement to report.
+ */
+static void
+check_table(DurableTable *table)
+{
+	Oid			relid;
+	Relation	rel;
+	TupleDesc	desc;
+	int			n = 0;
+
+	relid = RangeVarGetRelid(makeRangeVar(unconstify(char *, table->schema),
+										  unconstify(char *, table->name), -1),
+							 AccessShareLock, true);
+	if (!OidIsValid(relid))
+		return;
+	rel = relation_open(relid, NoLock);
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (attr->attisdropped)
+			continue;
+		if (n >= table->ncolumns ||
+			strcmp(NameStr(attr->attname), table->columns[n].name) != 0 ||
+			strcmp(format_type_extended(attr->atttypid, -1,
+										FORMAT_TYPE_FORCE_QUALIFY),
+				   table->columns[n].type) != 0)
+			report_table(table, n + 1, attr);
+		n++;
+	}
+	if (n < table->ncolumns)
+		report_table(table, n + 1, NULL);
+	relation_close(rel, NoLock);
+
+	if (table->relid == InvalidOid)
+	{
+		if (nchecked_tables >= CHECKED_TABLES_MAX)
+			elog(ERROR, "too many tables to check");
+		checked_tables[nchecked_tables++] = table;
+	}
+	table->relid = relid;
+	table->checked = true;
+}
+
+/*
+ * DurableCheckTables
+ *		Check the tables whose rows a statement restates column by column
+ *		against what the statement's module declares of them, unless they
+ *		were checked since they last changed: a table that does not match
+ *		is an ERROR naming it and its first column that differs, before the
+ *		statement writes anything (or, called after it, before its
+ *		transaction commits).  Once per backend and table, and again after
+ *		the table changes (forget_version_check).
+ */
+void
+DurableCheckTables(DurableStatement *stmt)
+{
+	for (int i = 0; i < DURABLE_MAX_TABLES && stmt->tables[i] != NULL; i++)
+	{
+		if (stmt->tables[i]->checked)
+			continue;
+		register_callback();
+		check_table(stmt->tables[i]);
+	}
 }

@@ -603,6 +603,7 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		forget_plans();
 		prepared_distributed = distributed;
 	}
+	DurableCheckTables(stmt);
 	last_executed = stmt;
 	if (distributed && stmt->by_partition)
 	{
@@ -643,7 +644,17 @@ uint64
 DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 			   int expected, long tcount)
 {
-	return execute(stmt, values, nulls, expected, tcount, true);
+	uint64		processed = execute(stmt, values, nulls, expected, tcount, true);
+
+	/*
+	 * A change of its tables committed while the statement waited for
+	 * their locks reaches the backend once it has them, after the check
+	 * before it (in execute): check them again, cheaply unless they
+	 * changed, so that the caller's transaction rolls back what the
+	 * statement wrote under the old shape.
+	 */
+	DurableCheckTables(stmt);
+	return processed;
 }
 
 /*
@@ -655,7 +666,10 @@ uint64
 DurableExecuteHere(DurableStatement *stmt, Datum *values, const char *nulls,
 				   int expected)
 {
-	return execute(stmt, values, nulls, expected, 0, false);
+	uint64		processed = execute(stmt, values, nulls, expected, 0, false);
+
+	DurableCheckTables(stmt);	/* as DurableExecute does */
+	return processed;
 }
 
 /*

@@ -47,6 +47,7 @@
 
 #define DURABLE_MAX_ARGS 20
 #define DURABLE_MAX_SPLIT_STEPS 5
+#define DURABLE_MAX_TABLES 4
 
 /* a result column: its name, as the statement's text names it, and type */
 typedef struct DurableColumn
@@ -54,6 +55,32 @@ typedef struct DurableColumn
 	const char *name;
 	Oid			type;
 } DurableColumn;
+
+/*
+ * A table whose columns a statement restates, by position, as the module
+ * that declares it knows them: each column's name and its type as
+ * format_type() writes it qualified.  Before such a statement runs, the
+ * plan cache checks that the table has exactly these columns, in this
+ * order, once per backend and again after the table changes, and after
+ * the statement ran when the table changed meanwhile (cluster.c).
+ */
+typedef struct DurableTableColumn
+{
+	const char *name;
+	const char *type;
+} DurableTableColumn;
+
+typedef struct DurableTable
+{
+	const char *schema;
+	const char *name;
+	const DurableTableColumn *columns;
+	int			ncolumns;
+
+	/* kept by the plan cache, per backend */
+	Oid			relid;			/* as last checked */
+	bool		checked;		/* since the table last changed */
+} DurableTable;
 
 /*
  * One statement of a split.  Its parameters are the statement's, followed
@@ -82,6 +109,9 @@ typedef struct DurableStatement
 	int			ncolumns;
 	int			nsplit;			/* steps of its split, or 0 */
 	DurableSplitStep split[DURABLE_MAX_SPLIT_STEPS];
+
+	/* the tables whose rows its text restates column by column, or none */
+	DurableTable *tables[DURABLE_MAX_TABLES];
 
 	/*
 	 * A statement that reads and writes only rows of partition $1 (an int4,
@@ -176,6 +206,7 @@ extern bool DurableDistributed(void);
 extern bool DurableCitusWorker(void);
 extern int32 DurableNodeId(void);
 extern int32 DurableLocalGroup(void);
+extern void DurableCheckTables(DurableStatement *stmt);
 
 /* ---- placement.c: on Citus, where a partition's rows are ---- */
 typedef struct DurablePlacement
