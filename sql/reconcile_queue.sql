@@ -4,7 +4,10 @@
 -- partition; what a test or an operator asks about, and only that.
 --
 SET TimeZone = 'UTC';
+-- (retries wait an hour: none comes due while the file runs, so each claim
+-- takes the task just enqueued, however slow the server)
 SELECT durable_create_queue('rq_mine', lease => '1 hour', max_attempts => 5,
+                            retry_base => 3600, retry_cap => 3600,
                             progress_timeout => '1 ms');
 -- a queue whose partition is rq_mine's: the first of these names whose
 -- hash (as durable_create_queue takes it) lands on the same partition
@@ -15,10 +18,12 @@ WHERE ((get_byte(sha256(convert_to(name, 'UTF8')), 0) << 8)
     = (SELECT partition_base FROM durable.queues WHERE queue_name = 'rq_mine')
 LIMIT 1 \gset
 SELECT durable_create_queue(:'neighbour', lease => '1 hour', max_attempts => 5,
+                            retry_base => 3600, retry_cap => 3600,
                             progress_timeout => '1 ms');
 SELECT count(DISTINCT partition_base) = 1 AS one_partition
 FROM durable.queues WHERE queue_name IN ('rq_mine', :'neighbour');
-SELECT durable_create_queue('rq_other', lease => '1 hour', max_attempts => 5);
+SELECT durable_create_queue('rq_other', lease => '1 hour', max_attempts => 5,
+                            retry_base => 3600, retry_cap => 3600);
 
 -- a crashed worker's lease in each
 SELECT durable_enqueue('rq_mine', '{}') AS mine \gset

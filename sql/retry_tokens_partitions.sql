@@ -5,7 +5,9 @@
 -- then takes its token on its task's node only.  A queue of one partition
 -- keeps its bucket in its row (retry_tokens_tick.sql).
 --
-SELECT durable_create_queue('split', partitions => 2, retry_base => 1, retry_cap => 1,
+-- (a retry's own delay is 100 s: no retried task comes due while the file
+-- runs, so a claim takes the task it was meant to, however slow the server)
+SELECT durable_create_queue('split', partitions => 2, retry_base => 100, retry_cap => 100,
                             retry_capacity => 2, retry_refill_rate => 0.002);
 -- four tasks, two in each partition (enqueues take the partitions in turn)
 SELECT count(durable_enqueue('split', jsonb_build_object('n', i))) FROM generate_series(1, 4) i;

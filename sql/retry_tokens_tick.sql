@@ -4,7 +4,9 @@
 -- the retries whose token comes later than their delay are deferred then.
 --
 SELECT setval('durable.task_seq', 10000) AS first_id_counter;
-SELECT durable_create_queue('tokens', lease => '1 ms', retry_base => 1, retry_cap => 1,
+-- (a retry's own delay is 100 s: no retried task comes due while the file
+-- runs, so a claim takes the task it was meant to, however slow the server)
+SELECT durable_create_queue('tokens', lease => '1 ms', retry_base => 100, retry_cap => 100,
                             retry_capacity => 1, retry_refill_rate => 0.001);
 SELECT count(durable_enqueue('tokens', jsonb_build_object('n', i))) FROM generate_series(1, 3) i;
 SELECT count(*) FROM durable_claim('tokens', 'w', batch => 3);

@@ -16,7 +16,10 @@ SELECT failing_parts, failing_since IS NULL AS none_since FROM durable.status;
 
 -- an expired lease in each of two queues (two partitions)
 SELECT durable_create_queue('iso_a', lease => '1 hour', max_attempts => 5);
-SELECT durable_create_queue('iso_b', lease => '1 hour', max_attempts => 5);
+-- (retries wait an hour: none comes due while the file runs, so each claim
+-- takes the task just enqueued, however slow the server)
+SELECT durable_create_queue('iso_b', lease => '1 hour', max_attempts => 5,
+                            retry_base => 3600, retry_cap => 3600);
 SELECT durable_enqueue('iso_a', '{}') AS ta \gset
 SELECT durable_enqueue('iso_b', '{}') AS tb \gset
 SELECT fence AS fa FROM durable_claim('iso_a', 'w') \gset
