@@ -221,6 +221,14 @@ $$;
 --
 DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);
 
+--
+-- durable_reconcile takes a queue (issue 38): one function with an optional
+-- second argument rather than an overload, so that a call with an untyped
+-- argument (durable_reconcile($1), as drivers send it) still means the
+-- batch.  The library serves the call of 0.8.0 until this update.
+--
+DROP FUNCTION @extschema@.durable_reconcile(integer);
+
 -- src/sql/functions/index_history.sql
 
 -- The partitioned tables have no index of their own: each partition has
@@ -911,27 +919,15 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durabl
 
 -- src/sql/functions/durable_reconcile.sql
 
-CREATE OR REPLACE FUNCTION @extschema@.durable_reconcile(batch int DEFAULT 1000)
+CREATE OR REPLACE FUNCTION @extschema@.durable_reconcile(batch int DEFAULT 1000, queue text DEFAULT NULL)
 RETURNS TABLE (task_id bigint, action text)
 AS 'MODULE_PATHNAME', 'durable_reconcile'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_reconcile(int) IS
-  'settle up to batch expired leases through durable_recovery_action; what the reconciler runs every tick';
-REVOKE ALL ON FUNCTION @extschema@.durable_reconcile(integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_reconcile(integer) TO durable_operator;
-
--- src/sql/functions/durable_reconcile_queue.sql
-
-CREATE OR REPLACE FUNCTION @extschema@.durable_reconcile(queue text, batch int DEFAULT 1000)
-RETURNS TABLE (task_id bigint, action text)
-AS 'MODULE_PATHNAME', 'durable_reconcile_queue'
-LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_reconcile(text, int) IS
-  'settle up to batch expired leases and raise up to batch stuck alarms of one queue, and nothing of any other';
-REVOKE ALL ON FUNCTION @extschema@.durable_reconcile(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_reconcile(text, integer) TO durable_operator;
+COMMENT ON FUNCTION @extschema@.durable_reconcile(int, text) IS
+  'settle up to batch expired leases through durable_recovery_action; what the reconciler runs every tick; with a queue, only that queue''s expired leases and stuck alarms';
+REVOKE ALL ON FUNCTION @extschema@.durable_reconcile(integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_reconcile(integer, text) TO durable_operator;
 
 -- src/sql/functions/durable_record_receipt.sql
 

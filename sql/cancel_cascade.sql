@@ -40,7 +40,7 @@ SELECT fence AS cf FROM durable_claim('cc_c', 'wc') \gset
 SELECT state FROM durable_step(:c, :cf, 'wire', 'unsafe', '{"amount": 20}');
 SELECT durable_step_start(:c, :cf, 'wire', 1) IS NOT NULL AS wire_started;
 SELECT pg_sleep(0.01);
-SELECT task_id = :c AS is_c, action FROM durable_reconcile('cc_c');
+SELECT task_id = :c AS is_c, action FROM durable_reconcile(queue => 'cc_c');
 -- d: running, its only step committed: nothing in doubt
 SELECT fence AS df FROM durable_claim('cc_d', 'wd', lease => '1 minute') \gset
 SELECT state FROM durable_step(:d, :df, 'mail', 'idempotent', '{"to": "d"}');

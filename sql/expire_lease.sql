@@ -51,7 +51,7 @@ UPDATE cases SET action_of_call = durable_expire_lease(by_call, 'worker hung');
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 second'
 WHERE task_id IN (SELECT by_reconciler FROM cases);
 UPDATE cases c SET action_of_reconciler = r.action
-FROM durable_reconcile('expire') r WHERE r.task_id = c.by_reconciler;
+FROM durable_reconcile(queue => 'expire') r WHERE r.task_id = c.by_reconciler;
 
 -- the same action, the same task and step afterwards
 SELECT n, task_class, max_attempts, step_class, receipt, action_of_call,

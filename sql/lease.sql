@@ -185,12 +185,12 @@ SELECT count(*) FROM durable_claim('short', 'w7', batch => 4);
 SELECT pg_sleep(0.01);
 SELECT task_id = :ri AS idempotent, task_id = :ru AS unsafe, task_id = :rq AS queryable,
        task_id = :rx AS exhausted, action
-FROM durable_reconcile('short') ORDER BY task_id;
+FROM durable_reconcile(queue => 'short') ORDER BY task_id;
 SELECT state, fence, stop_code, owner FROM durable.tasks
 WHERE task_id IN (:ri, :ru, :rq, :rx) ORDER BY task_id;
 SELECT detail - 'lease_until' - 'run_at' - 'wait_ms' AS evidence, actor
 FROM durable.events WHERE task_id = :ru AND kind = 'lease_expired';
-SELECT count(*) AS nothing_left FROM durable_reconcile('short');
+SELECT count(*) AS nothing_left FROM durable_reconcile(queue => 'short');
 -- the old worker's late writes are rejected
 SELECT durable_commit(:ri, 1);
 SELECT durable_heartbeat(:ru, 1);

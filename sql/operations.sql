@@ -15,14 +15,14 @@ SELECT fence FROM durable_claim('slow', 'w1') \gset
 SELECT durable_heartbeat(:t, :fence, 'page 1') IS NOT NULL AS renewed;
 SELECT pg_sleep(0.01);
 SELECT durable_heartbeat(:t, :fence, 'page 1') IS NOT NULL AS renewed_without_progress;
-SELECT task_id = :t AS is_t, action FROM durable_reconcile('slow');
-SELECT count(*) AS alarms_again FROM durable_reconcile('slow');
+SELECT task_id = :t AS is_t, action FROM durable_reconcile(queue => 'slow');
+SELECT count(*) AS alarms_again FROM durable_reconcile(queue => 'slow');
 SELECT state, fence FROM durable.tasks WHERE task_id = :t;
 SELECT task_id = :t AS is_t, alarmed FROM durable.stuck_tasks WHERE queue_name = 'slow';
 -- progress moves: a new episode may alarm again
 SELECT durable_heartbeat(:t, :fence, 'page 2') IS NOT NULL AS progressed;
 SELECT pg_sleep(0.01);
-SELECT count(*) AS new_episode FROM durable_reconcile('slow');
+SELECT count(*) AS new_episode FROM durable_reconcile(queue => 'slow');
 SELECT kind, detail->>'progress' AS progress, actor FROM durable.events WHERE task_id = :t AND kind = 'stuck' ORDER BY seq;
 SELECT durable_commit(:t, :fence);
 
@@ -34,7 +34,7 @@ SELECT (durable_step(:t, :fence, 'send', 'unsafe', '{"to": "x"}')).state;
 SELECT durable_step_start(:t, :fence, 'send', 1);
 SELECT (durable_step(:t, :fence, 'ledger', 'idempotent')).state;
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t;
-SELECT task_id = :t AS is_t, action FROM durable_reconcile('review');
+SELECT task_id = :t AS is_t, action FROM durable_reconcile(queue => 'review');
 SELECT task_id = :t AS is_t, step, step_class, step_state, reason, decided FROM durable.review_queue WHERE queue_name = 'review';
 SELECT jsonb_object_keys(durable_recovery_package(:t)) AS part ORDER BY 1;
 SELECT p->'recommended_action'->>'action' AS action,
@@ -64,7 +64,7 @@ SELECT durable_enqueue('review', '{"n": 2}', class => 'unsafe') AS b \gset
 SELECT durable_enqueue('review', '{"n": 3}', class => 'unsafe') AS c \gset
 SELECT count(*) FROM durable_claim('review', 'w3', batch => 4);
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
-SELECT action, count(*) AS to_review FROM durable_reconcile('review') GROUP BY 1;
+SELECT action, count(*) AS to_review FROM durable_reconcile(queue => 'review') GROUP BY 1;
 SELECT durable_resolve(:a, 'mark_not_executed', 'ops-bo', '{"checked": "nothing sent"}') AS a,
        durable_resolve(:b, 'mark_failed', 'ops-bo', '{"checked": "rejected"}') AS b,
        durable_resolve(:c, 'cancel', 'ops-bo', '{"reason": "duplicate order"}') AS c;

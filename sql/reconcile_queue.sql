@@ -36,12 +36,12 @@ UPDATE durable.live_tasks SET lease_until = now() - interval '1 s'
 WHERE task_id IN (:mine, :neighbour_task, :other);
 
 -- only rq_mine's is settled; the others stay as they were
-SELECT task_id = :mine AS is_mine, action FROM durable_reconcile('rq_mine');
+SELECT task_id = :mine AS is_mine, action FROM durable_reconcile(queue => 'rq_mine');
 SELECT task_id = :mine AS is_mine, state, fence FROM durable.tasks
 WHERE task_id IN (:mine, :neighbour_task, :other) ORDER BY task_id;
 SELECT count(*) AS nothing_left FROM durable_reconcile(queue => 'rq_mine');
-SELECT task_id = :other AS is_other, action FROM durable_reconcile('rq_other', batch => 10);
-SELECT task_id = :neighbour_task AS is_neighbours, action FROM durable_reconcile(:'neighbour');
+SELECT task_id = :other AS is_other, action FROM durable_reconcile(queue => 'rq_other', batch => 10);
+SELECT task_id = :neighbour_task AS is_neighbours, action FROM durable_reconcile(queue => :'neighbour');
 
 -- stuck alarms too: a lease renewed without progress in two queues of one
 -- partition raises the alarm of the queue asked about only
@@ -56,10 +56,10 @@ SELECT durable_heartbeat(:neighbour_task, :fn, 'page 1') IS NOT NULL AS renewed;
 SELECT pg_sleep(0.01);
 SELECT durable_heartbeat(:mine, :fm, 'page 1') IS NOT NULL AS renewed;
 SELECT durable_heartbeat(:neighbour_task, :fn, 'page 1') IS NOT NULL AS renewed;
-SELECT task_id = :mine AS is_mine, action FROM durable_reconcile('rq_mine');
+SELECT task_id = :mine AS is_mine, action FROM durable_reconcile(queue => 'rq_mine');
 SELECT task_id = :mine AS is_mine, alarmed FROM durable.stuck_tasks
 WHERE queue_name IN ('rq_mine', :'neighbour') ORDER BY task_id;
-SELECT task_id = :neighbour_task AS is_neighbours, action FROM durable_reconcile(:'neighbour');
+SELECT task_id = :neighbour_task AS is_neighbours, action FROM durable_reconcile(queue => :'neighbour');
 
 SELECT durable_commit(:mine, :fm);
 SELECT durable_commit(:neighbour_task, :fn);
@@ -70,21 +70,25 @@ SELECT durable_enqueue('rq_other', '{}') IS NOT NULL AS enqueued;
 SELECT count(*) AS claimed FROM durable_claim('rq_other', 'crashed', batch => 2);
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s'
 WHERE queue_name = 'rq_other' AND state = 'running';
-SELECT action, count(*) AS settled FROM durable_reconcile('rq_other', 1) GROUP BY 1;
-SELECT action, count(*) AS settled FROM durable_reconcile('rq_other', 1) GROUP BY 1;
-SELECT count(*) AS settled FROM durable_reconcile('rq_other', 1);
+SELECT action, count(*) AS settled FROM durable_reconcile(1, 'rq_other') GROUP BY 1;
+SELECT action, count(*) AS settled FROM durable_reconcile(1, 'rq_other') GROUP BY 1;
+SELECT count(*) AS settled FROM durable_reconcile(1, 'rq_other');
 
 -- bad input
-SELECT * FROM durable_reconcile('rq_nowhere');
-SELECT * FROM durable_reconcile(NULL::text);
-SELECT * FROM durable_reconcile('');
-SELECT * FROM durable_reconcile('rq_mine', 0);
-SELECT * FROM durable_reconcile('rq_mine', NULL);
+SELECT * FROM durable_reconcile(queue => 'rq_nowhere');
+SELECT * FROM durable_reconcile(queue => '');
+SELECT * FROM durable_reconcile(0, 'rq_mine');
+SELECT * FROM durable_reconcile(NULL, 'rq_mine');
+-- one function, not an overload: an untyped argument, as drivers send
+-- one, is still the batch
+PREPARE rq_untyped AS SELECT * FROM durable_reconcile($1);
+SELECT parameter_types FROM pg_prepared_statements WHERE name = 'rq_untyped';
+DEALLOCATE rq_untyped;
 -- an operator's function: a role without durable_operator may not call it
 CREATE ROLE regress_rq_worker;
 GRANT durable_worker TO regress_rq_worker;
 SET ROLE regress_rq_worker;
-SELECT * FROM durable_reconcile('rq_mine');
+SELECT * FROM durable_reconcile(queue => 'rq_mine');
 RESET ROLE;
 DROP ROLE regress_rq_worker;
 

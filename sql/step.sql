@@ -58,7 +58,7 @@ SELECT durable_step_start(:t2, :f2, 'reserve', 1) AS v \gset
 SELECT durable_checkpoint(:t2, :f2, '{"reserved": true}', 0) AS checkpoint_version;
 -- the worker dies here; the reconciler sends the idempotent step again with its key
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t2;
-SELECT action FROM durable_reconcile('resume');
+SELECT action FROM durable_reconcile(queue => 'resume');
 SELECT state, attempt, idempotency_key = durable_idempotency_key('00000000-0000-4000-8000-000000000001', :t2::text, 'reserve') AS same_key
 FROM durable.steps WHERE task_id = :t2;
 SELECT state FROM durable.tasks WHERE task_id = :t2;
@@ -124,7 +124,7 @@ SELECT fence AS f6 FROM durable_claim('step_payments', 'w7') \gset
 SELECT version AS v FROM durable_step(:t6, :f6, 'charge', 'queryable', '{"amount": 5}') \gset
 SELECT durable_step_start(:t6, :f6, 'charge', :v) AS v \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t6;
-SELECT action FROM durable_reconcile('step_payments');
+SELECT action FROM durable_reconcile(queue => 'step_payments');
 SELECT t.state, t.run_at = 'infinity' AS awaiting_handler, s.state AS step_state
 FROM durable.tasks t JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t6;
 SELECT count(*) AS regular_claims_skip_it FROM durable_claim('step_payments', 'w8');
@@ -155,7 +155,7 @@ SELECT durable_record_receipt(:t7, :f7, 'charge', NULL);
 -- a receipt on a started step is evidence the reconciler uses if the worker dies
 SELECT durable_record_receipt(:t7, :f7, 'charge', 'succeeded', 'ch_7', '{"id": "ch_7"}');
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t7;
-SELECT action FROM durable_reconcile('step_payments');
+SELECT action FROM durable_reconcile(queue => 'step_payments');
 SELECT t.state, s.state AS step_state, s.result FROM durable.tasks t
 JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t7;
 
@@ -166,7 +166,7 @@ SELECT fence AS f8 FROM durable_claim('step_mail', 'w11') \gset
 SELECT (durable_step(:t8, :f8, 'email', 'unsafe')).state;
 SELECT durable_step_start(:t8, :f8, 'email', 1);
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :t8;
-SELECT action FROM durable_reconcile('step_mail');
+SELECT action FROM durable_reconcile(queue => 'step_mail');
 SELECT t.state, s.state AS step_state FROM durable.tasks t
 JOIN durable.steps s USING (partition_key, task_id) WHERE task_id = :t8;
 

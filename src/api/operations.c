@@ -186,7 +186,8 @@ report_settled(int64 task_id, const char *action, void *arg)
 }
 
 /*
- * durable_reconcile(batch int = 1000) RETURNS TABLE(task_id bigint, action text)
+ * durable_reconcile(batch int = 1000, queue text = NULL)
+ *		RETURNS TABLE(task_id bigint, action text)
  *
  * One tick of reconciliation, as the background worker runs it: settles up
  * to batch expired leases, raises up to batch stuck alarms, and removes up
@@ -194,38 +195,27 @@ report_settled(int64 task_id, const char *action, void *arg)
  * up to batch schedules that are due; returns each task with what was done
  * ('removed', 'stuck_alarm' and 'scheduled' besides the recovery actions).
  * A part that fails is skipped and shown in durable.status, not raised.
+ *
+ * With a queue, that queue's expired leases and stuck alarms only, up to
+ * batch of each, in the caller's transaction, its errors raised
+ * (core/tick.c); 42704 for no such queue.  0.8.0's SQL calls it with the
+ * batch alone.
  */
 PG_FUNCTION_INFO_V1(durable_reconcile);
 Datum
 durable_reconcile(PG_FUNCTION_ARGS)
 {
 	int32		batch = DurableBatchArg(fcinfo, 0);
+	char	   *queue = NULL;
 
+	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
+		queue = DurableNameArg(fcinfo, 1, "queue name");
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	DurableReconcileTick(batch, report_settled, fcinfo->resultinfo);
-	SPI_finish();
-	return (Datum) 0;
-}
-
-/*
- * durable_reconcile(queue text, batch int = 1000)
- *		RETURNS TABLE(task_id bigint, action text)
- *
- * One queue's expired leases and stuck alarms, up to batch of each, and
- * nothing else: what the tick does for that queue, in the caller's
- * transaction, its errors raised (core/tick.c).  42704 for no such queue.
- */
-PG_FUNCTION_INFO_V1(durable_reconcile_queue);
-Datum
-durable_reconcile_queue(PG_FUNCTION_ARGS)
-{
-	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
-	int32		batch = DurableBatchArg(fcinfo, 1);
-
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	DurableReconcileQueue(queue, batch, report_settled, fcinfo->resultinfo);
+	if (queue != NULL)
+		DurableReconcileQueue(queue, batch, report_settled, fcinfo->resultinfo);
+	else
+		DurableReconcileTick(batch, report_settled, fcinfo->resultinfo);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -15,8 +15,8 @@
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
  * first.  durable_reconcile(queue => ...) runs one queue's leases and
- * alarms alone (DurableReconcileQueue).  The tick is on top of the core: it calls the modules that move
- * tasks, and nothing in the core calls it.
+ * alarms alone (DurableReconcileQueue).  The tick is on top of the core:
+ * it calls the modules that move tasks, and nothing in the core calls it.
  *
  *-------------------------------------------------------------------------
  */

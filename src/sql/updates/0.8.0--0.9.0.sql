@@ -211,3 +211,11 @@ $$;
 -- library serves the call of 0.8.0 (without classes) until this update.
 --
 DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);
+
+--
+-- durable_reconcile takes a queue (issue 38): one function with an optional
+-- second argument rather than an overload, so that a call with an untyped
+-- argument (durable_reconcile($1), as drivers send it) still means the
+-- batch.  The library serves the call of 0.8.0 until this update.
+--
+DROP FUNCTION @extschema@.durable_reconcile(integer);
