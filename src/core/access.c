@@ -286,21 +286,13 @@ static DurableStatement queue_restrict = {
 static char *
 grants_sequence_name(const char *queue)
 {
-	static const char hex[] = "0123456789abcdef";
 	char	   *utf8 = pg_server_to_any(queue, strlen(queue), PG_UTF8);
 	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	char		name[sizeof("queue_grants_") + 32];
-	int			len = strlen("queue_grants_");
+	char		hex[32 + 1];
 
 	DurableSha256(utf8, strlen(utf8), digest);
-	memcpy(name, "queue_grants_", len);
-	for (int i = 0; i < 16; i++)
-	{
-		name[len++] = hex[digest[i] >> 4];
-		name[len++] = hex[digest[i] & 0x0f];
-	}
-	name[len] = '\0';
-	return pstrdup(name);
+	hex[hex_encode((const char *) digest, 16, hex)] = '\0';
+	return psprintf("queue_grants_%s", hex);
 }
 
 /* run one utility statement of the grants */

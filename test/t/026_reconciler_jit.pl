@@ -12,6 +12,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use DurableNode;
 
+# pg_stat_statements counts what was compiled: a server without it (the
+# assert-enabled one of tools/cassert builds no contrib) cannot show it
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "pg_stat_statements is not installed in $pkglibdir"
+  unless -f "$pkglibdir/pg_stat_statements.so";
+
 my $node = DurableNode::new_node('jit',
 	"shared_preload_libraries = 'durable, pg_stat_statements'",
 	"pg_stat_statements.track = all",
