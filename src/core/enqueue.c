@@ -75,23 +75,8 @@
 	"CASE WHEN " param "::text IS NOT NULL" \
 	" THEN pg_catalog.jsonb_build_object('workflow', " param "::text) END"
 
-/* idempotency keys and concurrency keys are names, not documents */
-#define DURABLE_MAX_KEY_LEN 255
-
 /* round-robin over a queue's partitions, starting apart in each backend */
 static uint32 next_partition_index;
-
-static int
-key_partition_index(const char *key, int partitions)
-{
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	uint32		head;
-
-	DurableSha256(key, strlen(key), digest);
-	head = ((uint32) digest[0] << 24) | ((uint32) digest[1] << 16) |
-		((uint32) digest[2] << 8) | (uint32) digest[3];
-	return (int) (head % (uint32) partitions);
-}
 
 /*
  * The next in turn of the queue's partitions on this node, or -1 when the
@@ -142,37 +127,6 @@ task_partition(const DurableQueue *settings, const char *key,
 		(local = next_local_partition(settings, turn)) >= 0)
 		return local;
 	return DurableQueuePartition(settings, (int) (turn % (uint32) settings->partitions));
-}
-
-/*
- * DurableQueueKeyPartition
- *		The partition of the queue that a name within it (an event's) goes
- *		to: one of the queue's own, so that on Citus its rows distribute by
- *		the queue's partitioning as the queue's tasks do.  Stable, since a
- *		queue's partition count is fixed when it is created.
- */
-int32
-DurableQueueKeyPartition(const DurableQueue *settings, const char *key)
-{
-	return DurableQueuePartition(settings,
-								 key_partition_index(key, settings->partitions));
-}
-
-/*
- * DurableCheckKey
- *		22023 unless an idempotency key or a concurrency key (what) has
- *		between 1 and DURABLE_MAX_KEY_LEN bytes.
- */
-void
-DurableCheckKey(const char *key, const char *what)
-{
-	if (key[0] == '\0' || strlen(key) > DURABLE_MAX_KEY_LEN)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must have between 1 and %d bytes", what,
-					   DURABLE_MAX_KEY_LEN),
-				strcmp(what, "idempotency key") == 0 ?
-				errhint("Derive long keys with durable_idempotency_key().") : 0);
 }
 
 /* the id of the task an enqueue added */
@@ -361,30 +315,6 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	return task_id;
 }
 
-/* the task a key was first enqueued with, and the hash of its request */
-enum
-{
-	EXISTING_TASK_ID,
-	EXISTING_REQUEST_HASH,
-	EXISTING_NCOLUMNS
-};
-
-static const DurableColumn existing_columns[EXISTING_NCOLUMNS] = {
-	[EXISTING_TASK_ID] = {"task_id", INT8OID},
-	[EXISTING_REQUEST_HASH] = {"request_hash", BYTEAOID},
-};
-
-static DurableStatement enqueue_existing = {
-	.name = "enqueue_existing",
-	.sql = "SELECT task_id, request_hash FROM durable.task_keys"
-	" WHERE partition_key = $1"
-	" AND queue_name = $2"
-	" AND idempotency_key = $3",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TEXTOID},
-	DURABLE_COLUMNS(existing_columns),
-};
-
 /*
  * DurableEnqueueTask
  *		Add one task to a queue as DurableEnqueue does, at the
@@ -399,42 +329,6 @@ DurableEnqueueTask(const DurableEnqueueRequest *req)
 	DurableQueueGetShared(req->queue, &settings);
 	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	return DurableEnqueue(req, &settings, GetCurrentTransactionStartTimestamp());
-}
-
-/*
- * DurableEnqueuedBefore
- *		The task a key was first enqueued with: the same request gets the
- *		same task, another request an error.
- */
-int64
-DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
-					  bytea *request_hash, Jsonb *payload)
-{
-	Datum		existing[3];
-	bool		isnull;
-	bytea	   *first_hash;
-	int64		task_id;
-
-	existing[0] = Int32GetDatum(partition);
-	existing[1] = CStringGetTextDatum(queue);
-	existing[2] = CStringGetTextDatum(key);
-	if (DurableExecute(&enqueue_existing, existing, NULL,
-					   SPI_OK_SELECT, 1) == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				errmsg("could not serialize access due to a concurrent enqueue of idempotency key \"%s\"",
-					   key));
-	task_id = DurableColumnInt64(0, EXISTING_TASK_ID);
-	first_hash = DatumGetByteaPP(DurableColumnDatum(0, EXISTING_REQUEST_HASH, &isnull));
-	if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
-				errmsg("idempotency key \"%s\" was already used for a different request",
-					   key),
-				errdetail("Task %lld in queue \"%s\" was enqueued with this key and another payload.",
-						  (long long) task_id, queue),
-				errhint("Use a new idempotency key for a new request."));
-	return task_id;
 }
 
 /* 22004 for a null payload of a batch, 54000 for one too large */
