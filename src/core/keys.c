@@ -71,14 +71,25 @@ static const DurableColumn existing_columns[EXISTING_NCOLUMNS] = {
 	[EXISTING_REQUEST_HASH] = {"request_hash", BYTEAOID},
 };
 
+enum
+{
+	EXISTING_PARTITION,
+	EXISTING_QUEUE,
+	EXISTING_KEY,
+	EXISTING_NPARAMS
+};
+static const DurableParam enqueue_existing_params[EXISTING_NPARAMS] = {
+	[EXISTING_PARTITION] = {"partition", INT4OID},
+	[EXISTING_QUEUE] = {"queue", TEXTOID},
+	[EXISTING_KEY] = {"key", TEXTOID},
+};
 static DurableStatement enqueue_existing = {
 	.name = "enqueue_existing",
 	.sql = "SELECT task_id, request_hash FROM durable.task_keys"
-	" WHERE partition_key = $1"
-	" AND queue_name = $2"
-	" AND idempotency_key = $3",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TEXTOID},
+	" WHERE partition_key = $partition"
+	" AND queue_name = $queue"
+	" AND idempotency_key = $key",
+	DURABLE_PARAMS(enqueue_existing_params),
 	DURABLE_COLUMNS(existing_columns),
 };
 
@@ -91,14 +102,14 @@ int64
 DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
 					  bytea *request_hash, Jsonb *payload)
 {
-	Datum		existing[3];
+	Datum		existing[EXISTING_NPARAMS];
 	bool		isnull;
 	bytea	   *first_hash;
 	int64		task_id;
 
-	existing[0] = Int32GetDatum(partition);
-	existing[1] = CStringGetTextDatum(queue);
-	existing[2] = CStringGetTextDatum(key);
+	existing[EXISTING_PARTITION] = Int32GetDatum(partition);
+	existing[EXISTING_QUEUE] = CStringGetTextDatum(queue);
+	existing[EXISTING_KEY] = CStringGetTextDatum(key);
 	if (DurableExecute(&enqueue_existing, existing, NULL,
 					   SPI_OK_SELECT, 1) == 0)
 		ereport(ERROR,
