@@ -76,12 +76,19 @@ static const DurableColumn access_columns[ACCESS_NCOLUMNS] = {
 	[ACCESS_SEQUENCE] = {"grants_sequence", TEXTOID},
 };
 
+enum
+{
+	ACCESS_QUEUE,
+	ACCESS_NPARAMS
+};
+static const DurableParam queue_access_params[ACCESS_NPARAMS] = {
+	[ACCESS_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement queue_access = {
 	.name = "queue_access",
 	.sql = "SELECT restricted, grants_sequence FROM durable.queues"
-	" WHERE queue_name = $1",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	" WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_access_params),
 	DURABLE_COLUMNS(access_columns),
 };
 
@@ -125,6 +132,16 @@ row_sequence(uint64 row)
 		DurableColumnText(row, ACCESS_SEQUENCE);
 }
 
+/* a queue's row by queue_access: whether there is one */
+static bool
+read_access(const char *queue)
+{
+	Datum		args[ACCESS_NPARAMS];
+
+	args[ACCESS_QUEUE] = CStringGetTextDatum(queue);
+	return DurableExecute(&queue_access, args, NULL, SPI_OK_SELECT, 1) > 0;
+}
+
 /*
  * DurableMayUseQueue
  *		Whether the calling role may use the queue for what: true for an
@@ -133,10 +150,7 @@ row_sequence(uint64 row)
 bool
 DurableMayUseQueue(const char *queue, DurableQueuePrivilege what)
 {
-	Datum		arg = CStringGetTextDatum(queue);
-
-	if (DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1) == 0 ||
-		!DurableColumnBool(0, ACCESS_RESTRICTED))
+	if (!read_access(queue) || !DurableColumnBool(0, ACCESS_RESTRICTED))
 		return true;
 	return caller_holds(row_sequence(0), what);
 }
@@ -262,18 +276,28 @@ DurableReportUnknownTask(int64 task_id)
 
 /*
  * The queue restricted from now on, and the name of its grants sequence:
- * the one it has, or $2 (grants_sequence_name).  The name is computed here
- * and not in the statement: Citus refuses a function that is not immutable
- * inside COALESCE in an UPDATE of a reference table (0A000).
+ * the one it has, or $grants_sequence (grants_sequence_name).  The name
+ * is computed here and not in the statement: Citus refuses a function that
+ * is not immutable inside COALESCE in an UPDATE of a reference table
+ * (0A000).
  */
+enum
+{
+	RESTRICT_QUEUE,
+	RESTRICT_GRANTS_SEQUENCE,
+	RESTRICT_NPARAMS
+};
+static const DurableParam queue_restrict_params[RESTRICT_NPARAMS] = {
+	[RESTRICT_QUEUE] = {"queue", TEXTOID},
+	[RESTRICT_GRANTS_SEQUENCE] = {"grants_sequence", TEXTOID},
+};
 static DurableStatement queue_restrict = {
 	.name = "queue_restrict",
 	.sql = "UPDATE durable.queues SET restricted = true,"
-	" grants_sequence = COALESCE(grants_sequence, $2)"
-	" WHERE queue_name = $1"
+	" grants_sequence = COALESCE(grants_sequence, $grants_sequence)"
+	" WHERE queue_name = $queue"
 	" RETURNING restricted, grants_sequence",
-	.nargs = 2,
-	.argtypes = {TEXTOID, TEXTOID},
+	DURABLE_PARAMS(queue_restrict_params),
 	DURABLE_COLUMNS(access_columns),
 };
 
@@ -346,7 +370,6 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 						bool work, bool grant)
 {
 	DurableQueue settings;
-	Datum		arg = CStringGetTextDatum(queue);
 	char	   *name;
 	const char *role;
 	const char *privileges;
@@ -354,12 +377,14 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 	DurableQueueGet(queue, &settings);
 	if (grant)
 	{
-		Datum		args[2] = {arg, CStringGetTextDatum(grants_sequence_name(queue))};
+		Datum		args[RESTRICT_NPARAMS];
 
+		args[RESTRICT_QUEUE] = CStringGetTextDatum(queue);
+		args[RESTRICT_GRANTS_SEQUENCE] = CStringGetTextDatum(grants_sequence_name(queue));
 		DurableExecute(&queue_restrict, args, NULL, SPI_OK_UPDATE_RETURNING, 1);
 	}
 	else
-		DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1);
+		(void) read_access(queue);
 	name = row_sequence(0);
 	if (!OidIsValid(grants_relid(name)))
 	{
@@ -388,10 +413,9 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 void
 DurableDropQueueGrants(const char *queue)
 {
-	Datum		arg = CStringGetTextDatum(queue);
 	char	   *name;
 
-	if (DurableExecute(&queue_access, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+	if (!read_access(queue))
 		return;
 	name = row_sequence(0);
 	if (OidIsValid(grants_relid(name)))

@@ -39,32 +39,56 @@ static const DurableColumn old_keys_columns[OLD_KEYS_NCOLUMNS] = {
 	[OLD_KEYS_PARTITION] = {"partition_key", INT4OID},
 };
 
-/* of the partitions $2, those holding rows idle for long enough */
+enum
+{
+	IDLE_NOW,
+	IDLE_PARTITIONS,
+	IDLE_NPARAMS
+};
+static const DurableParam old_keys_params[IDLE_NPARAMS] = {
+	[IDLE_NOW] = {"now", TIMESTAMPTZOID},
+	[IDLE_PARTITIONS] = {"partitions", INT4ARRAYOID},
+};
+/* of the partitions given, those holding rows idle for long enough */
 static DurableStatement old_keys = {
 	.name = "concurrency_keys_idle",
 	.sql = "SELECT DISTINCT partition_key FROM durable.concurrency_keys"
-	" WHERE partition_key = ANY ($2)"
-	" AND claimed_at < " UTC_PLUS("$1", "-", "'" DURABLE_KEY_IDLE "'::pg_catalog.interval"),
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4ARRAYOID},
+	" WHERE partition_key = ANY ($partitions)"
+	" AND claimed_at < " UTC_PLUS("$now", "-", "'" DURABLE_KEY_IDLE "'::pg_catalog.interval"),
+	DURABLE_PARAMS(old_keys_params),
 	DURABLE_COLUMNS(old_keys_columns),
 };
 
 /*
- * Up to $3 idle rows of partition $1 whose key has no task that could run.
+ * Up to $batch idle rows of $partition whose key has no task that could run.
  * On one server a key's row is in its queue's first partition and its
  * tasks in any of the queue's; on Citus both are in the key's partition.
  */
 #define RETIRE_KEYS(tasks_where) \
 	"DELETE FROM durable.concurrency_keys r" \
-	" WHERE r.partition_key = $1 AND (r.queue_name, r.concurrency_key) IN" \
+	" WHERE r.partition_key = $partition AND (r.queue_name, r.concurrency_key) IN" \
 	" (SELECT k.queue_name, k.concurrency_key FROM durable.concurrency_keys k" \
-	"  WHERE k.partition_key = $1" \
-	"  AND k.claimed_at < " UTC_PLUS("$2", "-", "'" DURABLE_KEY_IDLE "'::pg_catalog.interval") \
+	"  WHERE k.partition_key = $partition" \
+	"  AND k.claimed_at < " UTC_PLUS("$now", "-", "'" DURABLE_KEY_IDLE "'::pg_catalog.interval") \
 	"  AND NOT EXISTS (SELECT FROM durable.live_tasks t" \
 	"   WHERE " tasks_where " AND t.queue_name = k.queue_name" \
 	"   AND t.concurrency_key = k.concurrency_key" \
 	"   AND t.state IN ('ready', 'waiting', 'running'))" \
-	"  LIMIT $3 FOR UPDATE OF k SKIP LOCKED)"
+	"  LIMIT $batch FOR UPDATE OF k SKIP LOCKED)"
+
+/* the parameters of RETIRE_KEYS */
+enum
+{
+	RETIRE_PARTITION,
+	RETIRE_NOW,
+	RETIRE_BATCH,
+	RETIRE_NPARAMS
+};
+static const DurableParam retire_keys_params[RETIRE_NPARAMS] = {
+	[RETIRE_PARTITION] = {"partition", INT4OID},
+	[RETIRE_NOW] = {"now", TIMESTAMPTZOID},
+	[RETIRE_BATCH] = {"batch", INT4OID},
+};
 
 static DurableStatement retire_keys = {
 	.name = "concurrency_keys_retire",
@@ -73,13 +97,13 @@ static DurableStatement retire_keys = {
 					   " FROM durable.queues q,"
 					   " pg_catalog.generate_series(0, q.partitions - 1) i"
 					   " WHERE q.queue_name = k.queue_name)"),
-	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(retire_keys_params),
 };
 
 static DurableStatement retire_keys_distributed = {
 	.name = "concurrency_keys_retire_distributed",
-	.sql = RETIRE_KEYS("t.partition_key = $1"),
-	.nargs = 3, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID},
+	.sql = RETIRE_KEYS("t.partition_key = $partition"),
+	DURABLE_PARAMS(retire_keys_params),
 	.by_partition = true,
 };
 
@@ -94,11 +118,11 @@ static uint64
 retire_partition(void *arg)
 {
 	RetireWork *work = (RetireWork *) arg;
-	Datum		args[3];
+	Datum		args[RETIRE_NPARAMS];
 
-	args[0] = Int32GetDatum(work->partition);
-	args[1] = TimestampTzGetDatum(work->now);
-	args[2] = Int32GetDatum(work->batch);
+	args[RETIRE_PARTITION] = Int32GetDatum(work->partition);
+	args[RETIRE_NOW] = TimestampTzGetDatum(work->now);
+	args[RETIRE_BATCH] = Int32GetDatum(work->batch);
 	return DurableExecute(DurableDistributed() ? &retire_keys_distributed : &retire_keys,
 						  args, NULL, SPI_OK_DELETE, 0);
 }
@@ -115,16 +139,16 @@ static uint64
 find_idle_partitions(void *arg)
 {
 	IdleWork   *work = (IdleWork *) arg;
-	Datum		args[2];
+	Datum		args[IDLE_NPARAMS];
 	Datum	   *keys = palloc(sizeof(Datum) * work->npartitions);
 	uint64		n;
 
 	for (uint64 i = 0; i < work->npartitions; i++)
 		keys[i] = Int32GetDatum(work->partitions[i]);
-	args[0] = TimestampTzGetDatum(work->now);
-	args[1] = PointerGetDatum(construct_array(keys, (int) work->npartitions,
-											  INT4OID, sizeof(int32), true,
-											  TYPALIGN_INT));
+	args[IDLE_NOW] = TimestampTzGetDatum(work->now);
+	args[IDLE_PARTITIONS] = PointerGetDatum(construct_array(keys, (int) work->npartitions,
+															INT4OID, sizeof(int32), true,
+															TYPALIGN_INT));
 	n = DurableExecute(&old_keys, args, NULL, SPI_OK_SELECT, 0);
 	for (uint64 i = 0; i < n; i++)
 		work->partitions[i] = DurableColumnInt32(i, OLD_KEYS_PARTITION);

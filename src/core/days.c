@@ -166,13 +166,20 @@ static const DurableColumn days_made_columns[DAYS_MADE_NCOLUMNS] = {
 	[DAYS_MADE_ERROR_MESSAGE] = {"error_message", TEXTOID},
 };
 
+enum
+{
+	MAKE_NOW,
+	MAKE_NPARAMS
+};
+static const DurableParam days_make_params[MAKE_NPARAMS] = {
+	[MAKE_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement days_make = {
 	.name = "days_make",
 	.sql = "SELECT part, error_code, error_message"
-	" FROM durable.maintain_history($1, NULL, 0)"
+	" FROM durable.maintain_history($now, NULL, 0)"
 	" WHERE action OPERATOR(pg_catalog.=) 'failed'",
-	.nargs = 1,
-	.argtypes = {TIMESTAMPTZOID},
+	DURABLE_PARAMS(days_make_params),
 	DURABLE_COLUMNS(days_made_columns),
 };
 
@@ -184,8 +191,11 @@ static DurableStatement days_make = {
 void
 DurableMakeHistoryDays(TimestampTz now)
 {
-	Datum		arg = TimestampTzGetDatum(now);
-	uint64		n = DurableExecute(&days_make, &arg, NULL, SPI_OK_SELECT, 0);
+	Datum		args[MAKE_NPARAMS];
+	uint64		n;
+
+	args[MAKE_NOW] = TimestampTzGetDatum(now);
+	n = DurableExecute(&days_make, args, NULL, SPI_OK_SELECT, 0);
 
 	for (uint64 i = 0; i < n; i++)
 		ereport(WARNING,

@@ -58,6 +58,7 @@ DurableRunDelegated(const char *name, int32 partition, ArrayType *sent,
 					errmsg("column %d of statement \"%s\" is of type %s",
 						   c + 1, name, format_type_be(stmt->columns[c].type)));
 
+	DurableResolveParameters(stmt);	/* its parameter types */
 	DurableReceiveValues(stmt, sent, values, nulls);
 	if (nulls[0] == 'n' || DatumGetInt32(values[0]) != partition)
 		ereport(ERROR,

@@ -18,11 +18,33 @@
 /* how often a drop on Citus looks again after a racer came first */
 #define DROP_ATTEMPTS 5
 
-/* what of a queue's ($1, in its partitions $2) goes with it, by table */
+/* what of a queue (in its partitions) goes with it, by table */
 #define QUEUE_TASKS(table) \
 	" USING " table " t WHERE x.partition_key = t.partition_key" \
-	" AND x.task_id = t.task_id AND t.partition_key = ANY ($2)" \
-	" AND t.queue_name = $1"
+	" AND x.task_id = t.task_id AND t.partition_key = ANY ($partitions)" \
+	" AND t.queue_name = $queue"
+
+/* the statements of a queue by its name alone */
+enum
+{
+	QUEUE_QUEUE,
+	QUEUE_NPARAMS
+};
+static const DurableParam queue_params[QUEUE_NPARAMS] = {
+	[QUEUE_QUEUE] = {"queue", TEXTOID},
+};
+
+/* the statements of a queue in its partitions */
+enum
+{
+	DROP_QUEUE,
+	DROP_PARTITIONS,
+	DROP_NPARAMS
+};
+static const DurableParam drop_params[DROP_NPARAMS] = {
+	[DROP_QUEUE] = {"queue", TEXTOID},
+	[DROP_PARTITIONS] = {"partitions", INT4ARRAYOID},
+};
 
 enum
 {
@@ -36,10 +58,9 @@ static const DurableColumn schedule_columns[SCHEDULE_NCOLUMNS] = {
 
 static DurableStatement queue_schedules = {
 	.name = "queue_schedules",
-	.sql = "SELECT schedule_name FROM durable.schedules WHERE queue_name = $1"
+	.sql = "SELECT schedule_name FROM durable.schedules WHERE queue_name = $queue"
 	" ORDER BY schedule_name",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_params),
 	DURABLE_COLUMNS(schedule_columns),
 };
 
@@ -98,23 +119,22 @@ static const DurableColumn unfinished_columns[UNFINISHED_NCOLUMNS] = {
 static DurableStatement queue_unfinished = {
 	.name = "queue_unfinished",
 	.sql = "SELECT pg_catalog.count(*) AS unfinished FROM durable.live_tasks"
-	" WHERE partition_key = ANY ($2)"
-	" AND queue_name = $1"
+	" WHERE partition_key = ANY ($partitions)"
+	" AND queue_name = $queue"
 	" AND state NOT IN ('completed', 'failed', 'cancelled')",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT4ARRAYOID},
+	DURABLE_PARAMS(drop_params),
 	DURABLE_COLUMNS(unfinished_columns),
 };
 
 static DurableStatement queue_drop = {
 	.name = "queue_drop",
 	.sql = "WITH l AS (DELETE FROM durable.live_tasks"
-	"  WHERE partition_key = ANY ($2)"
-	"  AND queue_name = $1"
+	"  WHERE partition_key = ANY ($partitions)"
+	"  AND queue_name = $queue"
 	"  RETURNING partition_key, task_id),"
 	" h AS (DELETE FROM durable.task_history"
-	"  WHERE partition_key = ANY ($2)"
-	"  AND queue_name = $1"
+	"  WHERE partition_key = ANY ($partitions)"
+	"  AND queue_name = $queue"
 	"  RETURNING partition_key, task_id),"
 	" t AS (SELECT * FROM l UNION ALL SELECT * FROM h),"
 	" e AS (DELETE FROM durable.event_log e USING t"
@@ -127,11 +147,10 @@ static DurableStatement queue_drop = {
 	"  WHERE s.partition_key = t.partition_key"
 	"  AND s.task_id = t.task_id),"
 	" k AS (DELETE FROM durable.task_keys"
-	"  WHERE partition_key = ANY ($2)"
-	"  AND queue_name = $1)"
-	" DELETE FROM durable.queues WHERE queue_name = $1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT4ARRAYOID},
+	"  WHERE partition_key = ANY ($partitions)"
+	"  AND queue_name = $queue)"
+	" DELETE FROM durable.queues WHERE queue_name = $queue",
+	DURABLE_PARAMS(drop_params),
 	.nsplit = 5,
 	.split = {
 	{"WITH a AS (DELETE FROM durable.event_log x" QUEUE_TASKS("durable.live_tasks") " RETURNING 1),"
@@ -142,28 +161,27 @@ static DurableStatement queue_drop = {
 		" b AS (DELETE FROM durable.step_history x" QUEUE_TASKS("durable.task_history") " RETURNING 1)"
 		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
 	DURABLE_SPLIT_NO_INPUT, false},
-	{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($2)"
-		"  AND queue_name = $1 RETURNING 1),"
-		" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($2)"
-		"  AND queue_name = $1 RETURNING 1)"
+	{"WITH a AS (DELETE FROM durable.live_tasks WHERE partition_key = ANY ($partitions)"
+		"  AND queue_name = $queue RETURNING 1),"
+		" b AS (DELETE FROM durable.task_history WHERE partition_key = ANY ($partitions)"
+		"  AND queue_name = $queue RETURNING 1)"
 		" SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
 	DURABLE_SPLIT_NO_INPUT, false},
-	{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+	{"DELETE FROM durable.task_keys WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
 	DURABLE_SPLIT_NO_INPUT, false},
-	{"DELETE FROM durable.queues WHERE queue_name = $1", DURABLE_SPLIT_NO_INPUT, false},
+	{"DELETE FROM durable.queues WHERE queue_name = $queue", DURABLE_SPLIT_NO_INPUT, false},
 	},
 };
 
 static DurableStatement queue_drop_events = {
 	.name = "queue_drop_events",
 	.sql = "WITH w AS (DELETE FROM durable.event_waits"
-	"  WHERE partition_key = ANY ($2) AND queue_name = $1),"
+	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue),"
 	" c AS (DELETE FROM durable.concurrency_keys"
-	"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue)"
 	" DELETE FROM durable.emitted_events"
-	" WHERE partition_key = ANY ($2) AND queue_name = $1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT4ARRAYOID},
+	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
+	DURABLE_PARAMS(drop_params),
 };
 
 /*
@@ -173,52 +191,56 @@ static DurableStatement queue_drop_events = {
  */
 static DurableStatement queue_drop_messages = {
 	.name = "queue_drop_messages",
-	.sql = "WITH o AS (DELETE FROM durable.outbox WHERE queue_name = $1),"
+	.sql = "WITH o AS (DELETE FROM durable.outbox WHERE queue_name = $queue),"
 	" i AS (DELETE FROM durable.inbox"
-	"  WHERE partition_key = ANY ($2) AND queue_name = $1)"
+	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue)"
 	" DELETE FROM durable.idempotency_keys"
-	" WHERE partition_key = ANY ($2) AND queue_name = $1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT4ARRAYOID},
+	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
+	DURABLE_PARAMS(drop_params),
 	.nsplit = 3,
 	.split = {
-		{"DELETE FROM durable.outbox WHERE queue_name = $1",
+		{"DELETE FROM durable.outbox WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
-		{"DELETE FROM durable.inbox WHERE partition_key = ANY ($2) AND queue_name = $1",
+		{"DELETE FROM durable.inbox WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
-		{"DELETE FROM durable.idempotency_keys WHERE partition_key = ANY ($2) AND queue_name = $1",
+		{"DELETE FROM durable.idempotency_keys WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 	},
 };
 
 static DurableStatement queue_drop_workers = {
 	.name = "queue_drop_workers",
-	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $1)"
-	" DELETE FROM durable.workers_seen WHERE queue_name = $1",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $queue)"
+	" DELETE FROM durable.workers_seen WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_params),
 	/* on Citus the workers seen are distributed, the log is the node's */
 	.nsplit = 2,
 	.split = {
-		{"DELETE FROM durable.queue_log WHERE queue_name = $1",
+		{"DELETE FROM durable.queue_log WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
-		{"DELETE FROM durable.workers_seen WHERE queue_name = $1",
+		{"DELETE FROM durable.workers_seen WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 	},
 };
 
+enum
+{
+	FORGET_PARTS,
+	FORGET_NPARAMS
+};
+static const DurableParam tick_failures_forget_params[FORGET_NPARAMS] = {
+	[FORGET_PARTS] = {"parts", TEXTARRAYOID},
+};
 static DurableStatement tick_failures_forget = {
 	.name = "tick_failures_forget",
-	.sql = "DELETE FROM durable.tick_failures WHERE part = ANY ($1)",
-	.nargs = 1,
-	.argtypes = {TEXTARRAYOID},
+	.sql = "DELETE FROM durable.tick_failures WHERE part = ANY ($parts)",
+	DURABLE_PARAMS(tick_failures_forget_params),
 };
 
 static DurableStatement queue_drop_schedules = {
 	.name = "queue_drop_schedules",
-	.sql = "DELETE FROM durable.schedules WHERE queue_name = $1",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	.sql = "DELETE FROM durable.schedules WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_params),
 };
 
 /*
@@ -259,7 +281,7 @@ DurableExecuteInQueue(DurableStatement *stmt, Datum *values, const char *nulls,
 	return n;
 }
 
-/* 55006 while the queue ($1 of args) has unfinished tasks */
+/* 55006 while the queue of args (drop_params) has unfinished tasks */
 static void
 check_unfinished(const char *queue, Datum *args)
 {
@@ -282,7 +304,7 @@ check_unfinished(const char *queue, Datum *args)
 typedef struct DropWork
 {
 	const char *queue;
-	Datum	   *args;
+	Datum	   *args;			/* drop_params */
 	bool		again;			/* after a racer came first: look again */
 } DropWork;
 
@@ -330,11 +352,12 @@ void
 DurableDropQueue(const char *queue, bool cascade)
 {
 	DurableQueue settings;
-	Datum		args[2];
+	Datum		args[DROP_NPARAMS];
+	Datum		queue_args[QUEUE_NPARAMS];
+	Datum		forget[FORGET_NPARAMS];
 	DropWork	work;
 	uint64		schedules;
 	char	   *schedule_names = NULL;
-	Datum		parts;
 
 	/*
 	 * Under a transaction snapshot a task enqueued by a transaction that
@@ -363,13 +386,14 @@ DurableDropQueue(const char *queue, bool cascade)
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 								 true, 0, false);
 	DurableQueueGetForDrop(queue, &settings);
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+	args[DROP_QUEUE] = CStringGetTextDatum(queue);
+	args[DROP_PARTITIONS] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+	queue_args[QUEUE_QUEUE] = args[DROP_QUEUE];
 	check_unfinished(queue, args);
-	schedules = DurableExecute(&queue_schedules, args, NULL, SPI_OK_SELECT, 0);
+	schedules = DurableExecute(&queue_schedules, queue_args, NULL, SPI_OK_SELECT, 0);
 	if (schedules > 0)
 		schedule_names = schedule_list_text(queue, schedules);
-	parts = queue_tick_parts(queue, schedules);
+	forget[FORGET_PARTS] = queue_tick_parts(queue, schedules);
 	if (schedules > 0 && !cascade)
 		ereport(ERROR,
 				errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -406,12 +430,12 @@ DurableDropQueue(const char *queue, bool cascade)
 			work.again = true;
 		}
 	}
-	DurableExecute(&queue_drop_workers, args, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&queue_drop_workers, queue_args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
-	DurableExecute(&tick_failures_forget, &parts, NULL, SPI_OK_DELETE, 0);
+	DurableExecute(&tick_failures_forget, forget, NULL, SPI_OK_DELETE, 0);
 	if (schedules > 0)
 	{
-		DurableExecute(&queue_drop_schedules, args, NULL, SPI_OK_DELETE, 0);
+		DurableExecute(&queue_drop_schedules, queue_args, NULL, SPI_OK_DELETE, 0);
 		ereport(NOTICE,
 				errmsg_plural("drop cascades to %llu schedule",
 							  "drop cascades to %llu schedules",

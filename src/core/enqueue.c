@@ -47,21 +47,61 @@
 #define ENQUEUE_EVENT \
 	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
 	" at, kind, actor, role, detail)" \
-	" SELECT partition_key, task_id, version, 'ready', fence, $7," \
-	" 'enqueued', $15, $15, " ENQUEUE_DETAIL("$12") " FROM t" \
+	" SELECT partition_key, task_id, version, 'ready', fence, $now," \
+	" 'enqueued', $role, $role, " ENQUEUE_DETAIL("$workflow_version") " FROM t" \
 	" RETURNING task_id"
 
-#define ENQUEUE_ARGTYPES \
-	{INT4OID, INT8OID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, \
-	 TIMESTAMPTZOID, INTERVALOID, TEXTOID, TEXTOID, BYTEAOID, TEXTOID, \
-	 JSONBOID, JSONBOID, TEXTOID, INT8OID, TEXTOID}
+/* the parameters of enqueue and enqueue_keyed */
+enum
+{
+	ENQUEUE_PARTITION,
+	ENQUEUE_TASK_ID,
+	ENQUEUE_CLASS,
+	ENQUEUE_PRIORITY,
+	ENQUEUE_MAX_ATTEMPTS,
+	ENQUEUE_RUN_AT,
+	ENQUEUE_NOW,
+	ENQUEUE_DEADLINE,
+	ENQUEUE_QUEUE,
+	ENQUEUE_IDEMPOTENCY_KEY,
+	ENQUEUE_REQUEST_HASH,
+	ENQUEUE_WORKFLOW_VERSION,
+	ENQUEUE_PAYLOAD,
+	ENQUEUE_METADATA,
+	ENQUEUE_ROLE,
+	ENQUEUE_PARENT_ID,
+	ENQUEUE_CONCURRENCY_KEY,
+	ENQUEUE_NPARAMS
+};
+static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
+	[ENQUEUE_PARTITION] = {"partition", INT4OID},
+	[ENQUEUE_TASK_ID] = {"task_id", INT8OID},
+	[ENQUEUE_CLASS] = {"class", TEXTOID},
+	[ENQUEUE_PRIORITY] = {"priority", INT4OID},
+	[ENQUEUE_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[ENQUEUE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[ENQUEUE_NOW] = {"now", TIMESTAMPTZOID},
+	[ENQUEUE_DEADLINE] = {"deadline", INTERVALOID},
+	[ENQUEUE_QUEUE] = {"queue", TEXTOID},
+	[ENQUEUE_IDEMPOTENCY_KEY] = {"idempotency_key", TEXTOID},
+	[ENQUEUE_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[ENQUEUE_WORKFLOW_VERSION] = {"workflow_version", TEXTOID},
+	[ENQUEUE_PAYLOAD] = {"payload", JSONBOID},
+	[ENQUEUE_METADATA] = {"metadata", JSONBOID},
+	[ENQUEUE_ROLE] = {"role", TEXTOID},
+	[ENQUEUE_PARENT_ID] = {"parent_id", INT8OID},
+	[ENQUEUE_CONCURRENCY_KEY] = {"concurrency_key", TEXTOID},
+};
 
-/* the event of an enqueue, from the task's row given as $18..$21 */
+/*
+ * The event of an enqueue, from the task's row given as $18..$21: the
+ * columns of the split's step before, past the 17 parameters.
+ */
 #define ENQUEUE_EVENT_SPLIT \
 	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
 	" at, kind, actor, role, detail)" \
-	" VALUES ($18, $19, $20, 'ready', $21, $7, 'enqueued', $15, $15," \
-	" " ENQUEUE_DETAIL("$12") ")" \
+	" VALUES ($18, $19, $20, 'ready', $21, $now, 'enqueued', $role, $role," \
+	" " ENQUEUE_DETAIL("$workflow_version") ")" \
 	" RETURNING task_id"
 
 #define ENQUEUE_COLUMNS \
@@ -75,23 +115,8 @@
 	"CASE WHEN " param "::text IS NOT NULL" \
 	" THEN pg_catalog.jsonb_build_object('workflow', " param "::text) END"
 
-/* idempotency keys and concurrency keys are names, not documents */
-#define DURABLE_MAX_KEY_LEN 255
-
 /* round-robin over a queue's partitions, starting apart in each backend */
 static uint32 next_partition_index;
-
-static int
-key_partition_index(const char *key, int partitions)
-{
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	uint32		head;
-
-	DurableSha256(key, strlen(key), digest);
-	head = ((uint32) digest[0] << 24) | ((uint32) digest[1] << 16) |
-		((uint32) digest[2] << 8) | (uint32) digest[3];
-	return (int) (head % (uint32) partitions);
-}
 
 /*
  * The next in turn of the queue's partitions on this node, or -1 when the
@@ -144,37 +169,6 @@ task_partition(const DurableQueue *settings, const char *key,
 	return DurableQueuePartition(settings, (int) (turn % (uint32) settings->partitions));
 }
 
-/*
- * DurableQueueKeyPartition
- *		The partition of the queue that a name within it (an event's) goes
- *		to: one of the queue's own, so that on Citus its rows distribute by
- *		the queue's partitioning as the queue's tasks do.  Stable, since a
- *		queue's partition count is fixed when it is created.
- */
-int32
-DurableQueueKeyPartition(const DurableQueue *settings, const char *key)
-{
-	return DurableQueuePartition(settings,
-								 key_partition_index(key, settings->partitions));
-}
-
-/*
- * DurableCheckKey
- *		22023 unless an idempotency key or a concurrency key (what) has
- *		between 1 and DURABLE_MAX_KEY_LEN bytes.
- */
-void
-DurableCheckKey(const char *key, const char *what)
-{
-	if (key[0] == '\0' || strlen(key) > DURABLE_MAX_KEY_LEN)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must have between 1 and %d bytes", what,
-					   DURABLE_MAX_KEY_LEN),
-				strcmp(what, "idempotency key") == 0 ?
-				errhint("Derive long keys with durable_idempotency_key().") : 0);
-}
-
 /* the id of the task an enqueue added */
 enum
 {
@@ -192,22 +186,25 @@ DurableStatement DurableEnqueueStatement = {
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions)"
-	"  VALUES ($1, $2,"
-	"  'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-	"  $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
+	"  VALUES ($partition, $task_id,"
+	"  'ready', $class::durable.activity_class, $priority, $max_attempts,"
+	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
+	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") ")"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
-	.nargs = 17,
-	.argtypes = ENQUEUE_ARGTYPES,
+	DURABLE_PARAMS(enqueue_params),
 	DURABLE_COLUMNS(enqueued_columns),
 	.by_partition = true,
 	.delegated = true,
 	.nsplit = 2,
 	.split = {
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-		" VALUES ($1, $2,"
-		" 'ready', $3::durable.activity_class, $4, $5, $6, $7, $8, $9, $10,"
-		" $11, $12, $13, $14, $16, $17, " PINNED_AT_ENQUEUE("$12") ")"
+		" VALUES ($partition, $task_id,"
+		" 'ready', $class::durable.activity_class, $priority, $max_attempts,"
+		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
+		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ")"
 		" RETURNING partition_key, task_id, version, fence",
 	DURABLE_SPLIT_NO_INPUT, true, true},
 	{ENQUEUE_EVENT_SPLIT, 0, true, true},
@@ -216,17 +213,17 @@ DurableStatement DurableEnqueueStatement = {
 
 /*
  * A key is bound in durable.task_keys, where it outlives the task's run.
- * $1 is the key's partition, where the binding goes; the task's own is in
- * the suffix of its id, $2 (task_partition), minted by mint_task_id.
+ * $partition is the key's, where the binding goes; the task's own is in
+ * the suffix of its id, $task_id (task_partition), minted by mint_task_id.
  */
 #define TASK_PARTITION_OF_SUFFIX \
-	"($2 & " CppAsString2(DURABLE_PARTITION_MASK) ")::pg_catalog.int4"
+	"($task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::pg_catalog.int4"
 
 static DurableStatement enqueue_keyed = {
 	.name = "enqueue_keyed",
 	.sql = "WITH k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
 	"  idempotency_key, task_id, request_hash, created_at)"
-	"  VALUES ($1, $9, $10, $2, $11, $7)"
+	"  VALUES ($partition, $queue, $idempotency_key, $task_id, $request_hash, $now)"
 	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 	"  RETURNING task_id),"
 	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
@@ -234,27 +231,28 @@ static DurableStatement enqueue_keyed = {
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions)"
 	"  SELECT " TASK_PARTITION_OF_SUFFIX ", k.task_id, 'ready',"
-	"  $3::durable.activity_class, $4, $5, $6,"
-	"  $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
-	"  " PINNED_AT_ENQUEUE("$12") " FROM k"
+	"  $class::durable.activity_class, $priority, $max_attempts,"
+	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
+	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") " FROM k"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
-	.nargs = 17,
-	.argtypes = ENQUEUE_ARGTYPES,
+	DURABLE_PARAMS(enqueue_params),
 	DURABLE_COLUMNS(enqueued_columns),
 	.nsplit = 3,
 	.split = {
 	{"INSERT INTO durable.task_keys (partition_key, queue_name,"
 		" idempotency_key, task_id, request_hash, created_at)"
-		" VALUES ($1, $9, $10, $2, $11, $7)"
+		" VALUES ($partition, $queue, $idempotency_key, $task_id, $request_hash, $now)"
 		" ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 		" RETURNING task_id",
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
 		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $18, 'ready',"
-		" $3::durable.activity_class, $4, $5, $6,"
-		" $7, $8, $9, $10, $11, $12, $13, $14, $16, $17,"
-		" " PINNED_AT_ENQUEUE("$12") ")"
+		" $class::durable.activity_class, $priority, $max_attempts,"
+		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
+		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ")"
 		" RETURNING partition_key, task_id, version, fence",
 	0, true},
 	{ENQUEUE_EVENT_SPLIT, 1, true},
@@ -278,9 +276,6 @@ mint_task_id(int32 partition)
 		DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId());
 }
 
-/* the parameters of enqueue and enqueue_keyed */
-#define ENQUEUE_NARGS 17
-
 /*
  * DurableEnqueue
  *		Add one task to a queue whose row the caller has read with
@@ -292,8 +287,8 @@ int64
 DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 			   TimestampTz now)
 {
-	Datum		args[ENQUEUE_NARGS];
-	char		nulls[ENQUEUE_NARGS];
+	Datum		args[ENQUEUE_NPARAMS];
+	char		nulls[ENQUEUE_NPARAMS];
 	const char *key = req->idempotency_key;
 	TimestampTz run_at = req->run_at != 0 ? req->run_at : now;
 	bytea	   *request_hash = NULL;
@@ -313,36 +308,37 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	key_partition = key ? DurableQueueKeyPartition(settings, key) : partition;
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(key_partition);
-	args[1] = Int64GetDatum(mint_task_id(partition));
-	args[2] = CStringGetTextDatum(req->class);
-	args[3] = Int32GetDatum(req->priority);
-	args[4] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
-							settings->max_attempts);
-	args[5] = TimestampTzGetDatum(run_at);
-	args[6] = TimestampTzGetDatum(now);
+	args[ENQUEUE_PARTITION] = Int32GetDatum(key_partition);
+	args[ENQUEUE_TASK_ID] = Int64GetDatum(mint_task_id(partition));
+	args[ENQUEUE_CLASS] = CStringGetTextDatum(req->class);
+	args[ENQUEUE_PRIORITY] = Int32GetDatum(req->priority);
+	args[ENQUEUE_MAX_ATTEMPTS] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
+											   settings->max_attempts);
+	args[ENQUEUE_RUN_AT] = TimestampTzGetDatum(run_at);
+	args[ENQUEUE_NOW] = TimestampTzGetDatum(now);
 	if (req->deadline != NULL)
-		args[7] = IntervalPGetDatum(req->deadline);
+		args[ENQUEUE_DEADLINE] = IntervalPGetDatum(req->deadline);
 	else
 	{
-		args[7] = IntervalPGetDatum(&settings->deadline);
-		nulls[7] = settings->has_deadline ? ' ' : 'n';
+		args[ENQUEUE_DEADLINE] = IntervalPGetDatum(&settings->deadline);
+		nulls[ENQUEUE_DEADLINE] = settings->has_deadline ? ' ' : 'n';
 	}
-	args[8] = CStringGetTextDatum(req->queue);
-	args[9] = key ? CStringGetTextDatum(key) : (Datum) 0;
-	nulls[9] = key ? ' ' : 'n';
-	args[10] = PointerGetDatum(request_hash);
-	nulls[10] = key ? ' ' : 'n';
-	args[11] = PointerGetDatum(req->workflow_version);
-	nulls[11] = req->workflow_version ? ' ' : 'n';
-	args[12] = JsonbPGetDatum(req->payload);
-	args[13] = JsonbPGetDatum(req->metadata);
-	nulls[13] = req->metadata ? ' ' : 'n';
-	args[14] = CStringGetTextDatum(DurableCallerName());
-	args[15] = Int64GetDatum(req->parent_id);
-	nulls[15] = req->parent_id != 0 ? ' ' : 'n';
-	args[16] = req->concurrency_key ? CStringGetTextDatum(req->concurrency_key) : (Datum) 0;
-	nulls[16] = req->concurrency_key ? ' ' : 'n';
+	args[ENQUEUE_QUEUE] = CStringGetTextDatum(req->queue);
+	args[ENQUEUE_IDEMPOTENCY_KEY] = key ? CStringGetTextDatum(key) : (Datum) 0;
+	nulls[ENQUEUE_IDEMPOTENCY_KEY] = key ? ' ' : 'n';
+	args[ENQUEUE_REQUEST_HASH] = PointerGetDatum(request_hash);
+	nulls[ENQUEUE_REQUEST_HASH] = key ? ' ' : 'n';
+	args[ENQUEUE_WORKFLOW_VERSION] = PointerGetDatum(req->workflow_version);
+	nulls[ENQUEUE_WORKFLOW_VERSION] = req->workflow_version ? ' ' : 'n';
+	args[ENQUEUE_PAYLOAD] = JsonbPGetDatum(req->payload);
+	args[ENQUEUE_METADATA] = JsonbPGetDatum(req->metadata);
+	nulls[ENQUEUE_METADATA] = req->metadata ? ' ' : 'n';
+	args[ENQUEUE_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[ENQUEUE_PARENT_ID] = Int64GetDatum(req->parent_id);
+	nulls[ENQUEUE_PARENT_ID] = req->parent_id != 0 ? ' ' : 'n';
+	args[ENQUEUE_CONCURRENCY_KEY] = req->concurrency_key ?
+		CStringGetTextDatum(req->concurrency_key) : (Datum) 0;
+	nulls[ENQUEUE_CONCURRENCY_KEY] = req->concurrency_key ? ' ' : 'n';
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
 	if (DurableExecuteInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
@@ -361,30 +357,6 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	return task_id;
 }
 
-/* the task a key was first enqueued with, and the hash of its request */
-enum
-{
-	EXISTING_TASK_ID,
-	EXISTING_REQUEST_HASH,
-	EXISTING_NCOLUMNS
-};
-
-static const DurableColumn existing_columns[EXISTING_NCOLUMNS] = {
-	[EXISTING_TASK_ID] = {"task_id", INT8OID},
-	[EXISTING_REQUEST_HASH] = {"request_hash", BYTEAOID},
-};
-
-static DurableStatement enqueue_existing = {
-	.name = "enqueue_existing",
-	.sql = "SELECT task_id, request_hash FROM durable.task_keys"
-	" WHERE partition_key = $1"
-	" AND queue_name = $2"
-	" AND idempotency_key = $3",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TEXTOID},
-	DURABLE_COLUMNS(existing_columns),
-};
-
 /*
  * DurableEnqueueTask
  *		Add one task to a queue as DurableEnqueue does, at the
@@ -399,42 +371,6 @@ DurableEnqueueTask(const DurableEnqueueRequest *req)
 	DurableQueueGetShared(req->queue, &settings);
 	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	return DurableEnqueue(req, &settings, GetCurrentTransactionStartTimestamp());
-}
-
-/*
- * DurableEnqueuedBefore
- *		The task a key was first enqueued with: the same request gets the
- *		same task, another request an error.
- */
-int64
-DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
-					  bytea *request_hash, Jsonb *payload)
-{
-	Datum		existing[3];
-	bool		isnull;
-	bytea	   *first_hash;
-	int64		task_id;
-
-	existing[0] = Int32GetDatum(partition);
-	existing[1] = CStringGetTextDatum(queue);
-	existing[2] = CStringGetTextDatum(key);
-	if (DurableExecute(&enqueue_existing, existing, NULL,
-					   SPI_OK_SELECT, 1) == 0)
-		ereport(ERROR,
-				errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				errmsg("could not serialize access due to a concurrent enqueue of idempotency key \"%s\"",
-					   key));
-	task_id = DurableColumnInt64(0, EXISTING_TASK_ID);
-	first_hash = DatumGetByteaPP(DurableColumnDatum(0, EXISTING_REQUEST_HASH, &isnull));
-	if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
-				errmsg("idempotency key \"%s\" was already used for a different request",
-					   key),
-				errdetail("Task %lld in queue \"%s\" was enqueued with this key and another payload.",
-						  (long long) task_id, queue),
-				errhint("Use a new idempotency key for a new request."));
-	return task_id;
 }
 
 /* 22004 for a null payload of a batch, 54000 for one too large */
@@ -459,12 +395,19 @@ static const DurableColumn ids_columns[IDS_NCOLUMNS] = {
 	[IDS_NEXTVAL] = {"nextval", INT8OID},
 };
 
+enum
+{
+	IDS_COUNT,
+	IDS_NPARAMS
+};
+static const DurableParam task_ids_params[IDS_NPARAMS] = {
+	[IDS_COUNT] = {"count", INT4OID},
+};
 static DurableStatement task_ids = {
 	.name = "task_ids",
 	.sql = "SELECT pg_catalog.nextval('durable.task_seq'::pg_catalog.regclass)"
-	" FROM pg_catalog.generate_series(1, $1)",
-	.nargs = 1,
-	.argtypes = {INT4OID},
+	" FROM pg_catalog.generate_series(1, $count)",
+	DURABLE_PARAMS(task_ids_params),
 	DURABLE_COLUMNS(ids_columns),
 };
 
@@ -479,17 +422,59 @@ static const DurableColumn before_columns[BEFORE_NCOLUMNS] = {
 	[BEFORE_N] = {"n", INT8OID},
 };
 
+enum
+{
+	BATCH_PARTITIONS,
+	BATCH_TASK_IDS,
+	BATCH_PAYLOADS,
+	BATCH_IDEMPOTENCY_KEYS,
+	BATCH_REQUEST_HASHES,
+	BATCH_CONCURRENCY_KEYS,
+	BATCH_QUEUE,
+	BATCH_NOW,
+	BATCH_RUN_AT,
+	BATCH_CLASS,
+	BATCH_PRIORITY,
+	BATCH_MAX_ATTEMPTS,
+	BATCH_DEADLINE,
+	BATCH_WORKFLOW_VERSION,
+	BATCH_METADATA,
+	BATCH_ROLE,
+	BATCH_KEY_PARTITIONS,
+	BATCH_NPARAMS
+};
+static const DurableParam enqueue_batch_params[BATCH_NPARAMS] = {
+	[BATCH_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[BATCH_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[BATCH_PAYLOADS] = {"payloads", JSONBARRAYOID},
+	[BATCH_IDEMPOTENCY_KEYS] = {"idempotency_keys", TEXTARRAYOID},
+	[BATCH_REQUEST_HASHES] = {"request_hashes", BYTEAARRAYOID},
+	[BATCH_CONCURRENCY_KEYS] = {"concurrency_keys", TEXTARRAYOID},
+	[BATCH_QUEUE] = {"queue", TEXTOID},
+	[BATCH_NOW] = {"now", TIMESTAMPTZOID},
+	[BATCH_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[BATCH_CLASS] = {"class", TEXTOID},
+	[BATCH_PRIORITY] = {"priority", INT4OID},
+	[BATCH_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[BATCH_DEADLINE] = {"deadline", INTERVALOID},
+	[BATCH_WORKFLOW_VERSION] = {"workflow_version", TEXTOID},
+	[BATCH_METADATA] = {"metadata", JSONBOID},
+	[BATCH_ROLE] = {"role", TEXTOID},
+	[BATCH_KEY_PARTITIONS] = {"key_partitions", INT4ARRAYOID},
+};
 static DurableStatement enqueue_batch = {
 	.name = "enqueue_batch",
-	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int4[]),"
-	"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]),"
-	"  pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bytea[]),"
-	"  pg_catalog.unnest($6::text[]), pg_catalog.unnest($17::int4[]))"
+	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($partitions::int4[]),"
+	"  pg_catalog.unnest($task_ids::int8[]), pg_catalog.unnest($payloads::jsonb[]),"
+	"  pg_catalog.unnest($idempotency_keys::text[]),"
+	"  pg_catalog.unnest($request_hashes::bytea[]),"
+	"  pg_catalog.unnest($concurrency_keys::text[]),"
+	"  pg_catalog.unnest($key_partitions::int4[]))"
 	"  WITH ORDINALITY AS i(partition_key, task_id, payload, idempotency_key,"
 	"  request_hash, concurrency_key, key_partition, n)),"
 	" k AS (INSERT INTO durable.task_keys (partition_key, queue_name,"
 	"  idempotency_key, task_id, request_hash, created_at)"
-	"  SELECT key_partition, $7, idempotency_key, task_id, request_hash, $8"
+	"  SELECT key_partition, $queue, idempotency_key, task_id, request_hash, $now"
 	"  FROM i WHERE idempotency_key IS NOT NULL ORDER BY n"
 	"  ON CONFLICT (partition_key, queue_name, idempotency_key) DO NOTHING"
 	"  RETURNING task_id),"
@@ -497,21 +482,18 @@ static DurableStatement enqueue_batch = {
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, concurrency_key, versions)"
-	"  SELECT partition_key, task_id, 'ready', $10::durable.activity_class,"
-	"  $11, $12, $9, $8, $13, $7, idempotency_key, request_hash, $14,"
-	"  payload, $15, concurrency_key, " PINNED_AT_ENQUEUE("$14") " FROM i"
+	"  SELECT partition_key, task_id, 'ready', $class::durable.activity_class,"
+	"  $priority, $max_attempts, $run_at, $now, $deadline, $queue,"
+	"  idempotency_key, request_hash, $workflow_version, payload, $metadata,"
+	"  concurrency_key, " PINNED_AT_ENQUEUE("$workflow_version") " FROM i"
 	"  WHERE idempotency_key IS NULL OR task_id IN (SELECT task_id FROM k)"
 	"  RETURNING partition_key, task_id, version, fence),"
 	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 	"  fence, at, kind, actor, role, detail)"
-	"  SELECT partition_key, task_id, version, 'ready', fence, $8,"
-	"  'enqueued', $16, $16, " ENQUEUE_DETAIL("$14") " FROM t)"
+	"  SELECT partition_key, task_id, version, 'ready', fence, $now,"
+	"  'enqueued', $role, $role, " ENQUEUE_DETAIL("$workflow_version") " FROM t)"
 	" SELECT n FROM i WHERE task_id NOT IN (SELECT task_id FROM t) ORDER BY n",
-	.nargs = 17,
-	.argtypes = {INT4ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
-		BYTEAARRAYOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TEXTOID, INT4OID, INT4OID, INTERVALOID, TEXTOID, JSONBOID, TEXTOID,
-	INT4ARRAYOID},
+	DURABLE_PARAMS(enqueue_batch_params),
 	DURABLE_COLUMNS(before_columns),
 };
 
@@ -545,8 +527,8 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	Datum	   *ids;
 	Datum	   *hashes;
 	bool	   *hash_nulls;
-	Datum		args[17];
-	char		nulls[17];
+	Datum		args[BATCH_NPARAMS];
+	char		nulls[BATCH_NPARAMS];
 	uint64		existing;
 	int			dims[1];
 	int			lbs[1] = {1};
@@ -604,9 +586,10 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	}
 	if (n > 0)
 	{
-		Datum		number = Int32GetDatum(n);
+		Datum		number[IDS_NPARAMS];
 
-		DurableExecute(&task_ids, &number, NULL, SPI_OK_SELECT, 0);
+		number[IDS_COUNT] = Int32GetDatum(n);
+		DurableExecute(&task_ids, number, NULL, SPI_OK_SELECT, 0);
 		for (int i = 0; i < n; i++)
 		{
 			char	   *key = NULL;
@@ -636,38 +619,42 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 
 	dims[0] = n;
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = PointerGetDatum(construct_array(partitions, n, INT4OID, sizeof(int32),
-											  true, TYPALIGN_INT));
-	args[1] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
-											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[2] = PointerGetDatum(payload_array);
-	args[3] = PointerGetDatum(key_array);
-	nulls[3] = key_array ? ' ' : 'n';
-	args[4] = PointerGetDatum(construct_md_array(hashes, hash_nulls, 1, dims, lbs,
-												 BYTEAOID, -1, false, TYPALIGN_INT));
-	args[5] = PointerGetDatum(ckey_array);
-	nulls[5] = ckey_array ? ' ' : 'n';
-	args[6] = CStringGetTextDatum(req->queue);
-	args[7] = TimestampTzGetDatum(now);
-	args[8] = TimestampTzGetDatum(req->run_at != 0 ? req->run_at : now);
-	args[9] = CStringGetTextDatum(req->class);
-	args[10] = Int32GetDatum(req->priority);
-	args[11] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
-							 settings.max_attempts);
+	args[BATCH_PARTITIONS] = PointerGetDatum(construct_array(partitions, n, INT4OID,
+															 sizeof(int32), true,
+															 TYPALIGN_INT));
+	args[BATCH_TASK_IDS] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
+														   FLOAT8PASSBYVAL,
+														   TYPALIGN_DOUBLE));
+	args[BATCH_PAYLOADS] = PointerGetDatum(payload_array);
+	args[BATCH_IDEMPOTENCY_KEYS] = PointerGetDatum(key_array);
+	nulls[BATCH_IDEMPOTENCY_KEYS] = key_array ? ' ' : 'n';
+	args[BATCH_REQUEST_HASHES] =
+		PointerGetDatum(construct_md_array(hashes, hash_nulls, 1, dims, lbs,
+										   BYTEAOID, -1, false, TYPALIGN_INT));
+	args[BATCH_CONCURRENCY_KEYS] = PointerGetDatum(ckey_array);
+	nulls[BATCH_CONCURRENCY_KEYS] = ckey_array ? ' ' : 'n';
+	args[BATCH_QUEUE] = CStringGetTextDatum(req->queue);
+	args[BATCH_NOW] = TimestampTzGetDatum(now);
+	args[BATCH_RUN_AT] = TimestampTzGetDatum(req->run_at != 0 ? req->run_at : now);
+	args[BATCH_CLASS] = CStringGetTextDatum(req->class);
+	args[BATCH_PRIORITY] = Int32GetDatum(req->priority);
+	args[BATCH_MAX_ATTEMPTS] = Int32GetDatum(req->max_attempts > 0 ? req->max_attempts :
+											 settings.max_attempts);
 	if (req->deadline != NULL)
-		args[12] = IntervalPGetDatum(req->deadline);
+		args[BATCH_DEADLINE] = IntervalPGetDatum(req->deadline);
 	else
 	{
-		args[12] = IntervalPGetDatum(&settings.deadline);
-		nulls[12] = settings.has_deadline ? ' ' : 'n';
+		args[BATCH_DEADLINE] = IntervalPGetDatum(&settings.deadline);
+		nulls[BATCH_DEADLINE] = settings.has_deadline ? ' ' : 'n';
 	}
-	args[13] = PointerGetDatum(req->workflow_version);
-	nulls[13] = req->workflow_version ? ' ' : 'n';
-	args[14] = JsonbPGetDatum(req->metadata);
-	nulls[14] = req->metadata ? ' ' : 'n';
-	args[15] = CStringGetTextDatum(DurableCallerName());
-	args[16] = PointerGetDatum(construct_array(key_partitions, n, INT4OID,
-											   sizeof(int32), true, TYPALIGN_INT));
+	args[BATCH_WORKFLOW_VERSION] = PointerGetDatum(req->workflow_version);
+	nulls[BATCH_WORKFLOW_VERSION] = req->workflow_version ? ' ' : 'n';
+	args[BATCH_METADATA] = JsonbPGetDatum(req->metadata);
+	nulls[BATCH_METADATA] = req->metadata ? ' ' : 'n';
+	args[BATCH_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[BATCH_KEY_PARTITIONS] = PointerGetDatum(construct_array(key_partitions, n, INT4OID,
+																 sizeof(int32), true,
+																 TYPALIGN_INT));
 
 	/* the statement returns the elements whose key was there before */
 	existing = n > 0 ? DurableExecute(&enqueue_batch, args, nulls,

@@ -42,19 +42,52 @@ enum
 static const DurableColumn emitted_columns[EMITTED_NCOLUMNS] = {
 	[EMITTED_ONE] = {"emitted", INT4OID},
 };
+enum
+{
+	EMIT_PARTITION,
+	EMIT_QUEUE,
+	EMIT_EVENT,
+	EMIT_PAYLOAD,
+	EMIT_PAYLOAD_HASH,
+	EMIT_NOW,
+	EMIT_ROLE,
+	EMIT_NPARAMS
+};
+static const DurableParam event_emit_params[EMIT_NPARAMS] = {
+	[EMIT_PARTITION] = {"partition", INT4OID},
+	[EMIT_QUEUE] = {"queue", TEXTOID},
+	[EMIT_EVENT] = {"event", TEXTOID},
+	[EMIT_PAYLOAD] = {"payload", JSONBOID},
+	[EMIT_PAYLOAD_HASH] = {"payload_hash", BYTEAOID},
+	[EMIT_NOW] = {"now", TIMESTAMPTZOID},
+	[EMIT_ROLE] = {"role", TEXTOID},
+};
 static DurableStatement event_emit = {
 	.name = "event_emit",
 	.sql = "INSERT INTO durable.emitted_events AS e (partition_key, queue_name, event,"
 	" payload, payload_hash, emitted_at, role, created_at)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $6)"
+	" VALUES ($partition, $queue, $event, $payload, $payload_hash, $now, $role, $now)"
 	" ON CONFLICT (partition_key, queue_name, event) DO UPDATE SET"
 	" payload = EXCLUDED.payload, payload_hash = EXCLUDED.payload_hash,"
 	" emitted_at = EXCLUDED.emitted_at, role = EXCLUDED.role"
 	" WHERE e.emitted_at IS NULL"
 	" RETURNING 1 AS emitted",
-	.nargs = 7, .argtypes = {INT4OID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID,
-	TIMESTAMPTZOID, TEXTOID},
+	DURABLE_PARAMS(event_emit_params),
 	DURABLE_COLUMNS(emitted_columns),
+};
+
+/* the statements of one event of a queue, by its key */
+enum
+{
+	KEY_PARTITION,
+	KEY_QUEUE,
+	KEY_EVENT,
+	KEY_NPARAMS
+};
+static const DurableParam event_key_params[KEY_NPARAMS] = {
+	[KEY_PARTITION] = {"partition", INT4OID},
+	[KEY_QUEUE] = {"queue", TEXTOID},
+	[KEY_EVENT] = {"event", TEXTOID},
 };
 
 /* the awaits of this event of this queue, taken: each wakes its task */
@@ -71,9 +104,9 @@ static const DurableColumn await_columns[AWAIT_NCOLUMNS] = {
 static DurableStatement event_awaits_take = {
 	.name = "event_awaits_take",
 	.sql = "DELETE FROM durable.event_waits"
-	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" WHERE partition_key = $partition AND queue_name = $queue AND event = $event"
 	" RETURNING task_id, name",
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_PARAMS(event_key_params),
 	DURABLE_COLUMNS(await_columns),
 };
 
@@ -90,9 +123,9 @@ static const DurableColumn stored_columns[STORED_NCOLUMNS] = {
 static DurableStatement event_get = {
 	.name = "event_get",
 	.sql = "SELECT payload_hash, payload FROM durable.emitted_events"
-	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" WHERE partition_key = $partition AND queue_name = $queue AND event = $event"
 	" AND emitted_at IS NOT NULL",
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_PARAMS(event_key_params),
 	DURABLE_COLUMNS(stored_columns),
 };
 
@@ -146,8 +179,9 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 {
 	bytea	   *hash;
 	DurableQueue settings;
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[EMIT_NPARAMS];
+	char		nulls[EMIT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		key[KEY_NPARAMS];
 	bool		first;
 
 	hash = payload ? DurableJsonbHash(payload) : NULL;
@@ -155,29 +189,32 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 	DurableQueueGetShared(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 
-	args[0] = Int32GetDatum(DurableQueueKeyPartition(&settings, event));
-	args[1] = CStringGetTextDatum(queue);
-	args[2] = CStringGetTextDatum(event);
-	args[3] = JsonbPGetDatum(payload);
-	nulls[3] = payload ? ' ' : 'n';
-	args[4] = PointerGetDatum(hash);
-	nulls[4] = hash ? ' ' : 'n';
-	args[5] = TimestampTzGetDatum(now);
-	args[6] = CStringGetTextDatum(DurableCallerName());
+	key[KEY_PARTITION] = Int32GetDatum(DurableQueueKeyPartition(&settings, event));
+	key[KEY_QUEUE] = CStringGetTextDatum(queue);
+	key[KEY_EVENT] = CStringGetTextDatum(event);
+	args[EMIT_PARTITION] = key[KEY_PARTITION];
+	args[EMIT_QUEUE] = key[KEY_QUEUE];
+	args[EMIT_EVENT] = key[KEY_EVENT];
+	args[EMIT_PAYLOAD] = JsonbPGetDatum(payload);
+	nulls[EMIT_PAYLOAD] = payload ? ' ' : 'n';
+	args[EMIT_PAYLOAD_HASH] = PointerGetDatum(hash);
+	nulls[EMIT_PAYLOAD_HASH] = hash ? ' ' : 'n';
+	args[EMIT_NOW] = TimestampTzGetDatum(now);
+	args[EMIT_ROLE] = CStringGetTextDatum(DurableCallerName());
 
 	first = DurableExecuteInQueue(&event_emit, args, nulls,
 								  SPI_OK_INSERT_RETURNING, queue) == 1;
 	if (first)
 	{
 		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
-		wake_awaits(queue, event, args, payload, now);
+		wake_awaits(queue, event, key, payload, now);
 	}
 	else
 	{
 		bool		isnull;
 		Datum		stored;
 
-		if (DurableExecute(&event_get, args, NULL, SPI_OK_SELECT, 1) == 0)
+		if (DurableExecute(&event_get, key, NULL, SPI_OK_SELECT, 1) == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
 		stored = DurableColumnDatum(0, STORED_HASH, &isnull);
@@ -228,12 +265,26 @@ await_args_to_match(const DurableWait *wait, const DurableTask *task,
 	return args;
 }
 
+enum
+{
+	PLACE_PARTITION,
+	PLACE_QUEUE,
+	PLACE_EVENT,
+	PLACE_NOW,
+	PLACE_NPARAMS
+};
+static const DurableParam event_place_params[PLACE_NPARAMS] = {
+	[PLACE_PARTITION] = {"partition", INT4OID},
+	[PLACE_QUEUE] = {"queue", TEXTOID},
+	[PLACE_EVENT] = {"event", TEXTOID},
+	[PLACE_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement event_place = {
 	.name = "event_place",
 	.sql = "INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at)"
-	" VALUES ($1, $2, $3, $4)"
+	" VALUES ($partition, $queue, $event, $now)"
 	" ON CONFLICT (partition_key, queue_name, event) DO NOTHING",
-	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_PARAMS(event_place_params),
 };
 
 enum
@@ -250,24 +301,50 @@ static DurableStatement event_lock = {
 	.name = "event_lock",
 	.sql = "SELECT emitted_at IS NOT NULL AS emitted, payload"
 	" FROM durable.emitted_events"
-	" WHERE partition_key = $1 AND queue_name = $2 AND event = $3"
+	" WHERE partition_key = $partition AND queue_name = $queue AND event = $event"
 	" FOR SHARE",
-	.nargs = 3, .argtypes = {INT4OID, TEXTOID, TEXTOID},
+	DURABLE_PARAMS(event_key_params),
 	DURABLE_COLUMNS(locked_columns),
 };
 
+enum
+{
+	INSERT_PARTITION,
+	INSERT_QUEUE,
+	INSERT_EVENT,
+	INSERT_TASK_ID,
+	INSERT_NAME,
+	INSERT_NPARAMS
+};
+static const DurableParam event_wait_insert_params[INSERT_NPARAMS] = {
+	[INSERT_PARTITION] = {"partition", INT4OID},
+	[INSERT_QUEUE] = {"queue", TEXTOID},
+	[INSERT_EVENT] = {"event", TEXTOID},
+	[INSERT_TASK_ID] = {"task_id", INT8OID},
+	[INSERT_NAME] = {"name", TEXTOID},
+};
 static DurableStatement event_wait_insert = {
 	.name = "event_wait_insert",
 	.sql = "INSERT INTO durable.event_waits (partition_key, queue_name, event, task_id, name)"
-	" VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-	.nargs = 5, .argtypes = {INT4OID, TEXTOID, TEXTOID, INT8OID, TEXTOID},
+	" VALUES ($partition, $queue, $event, $task_id, $name) ON CONFLICT DO NOTHING",
+	DURABLE_PARAMS(event_wait_insert_params),
 };
 
 /* by the task's wait: the event's queue may be gone (dropped) */
+enum
+{
+	DELETE_TASK_ID,
+	DELETE_NAME,
+	DELETE_NPARAMS
+};
+static const DurableParam event_wait_delete_params[DELETE_NPARAMS] = {
+	[DELETE_TASK_ID] = {"task_id", INT8OID},
+	[DELETE_NAME] = {"name", TEXTOID},
+};
 static DurableStatement event_wait_delete = {
 	.name = "event_wait_delete",
-	.sql = "DELETE FROM durable.event_waits WHERE task_id = $1 AND name = $2",
-	.nargs = 2, .argtypes = {INT8OID, TEXTOID},
+	.sql = "DELETE FROM durable.event_waits WHERE task_id = $task_id AND name = $name",
+	DURABLE_PARAMS(event_wait_delete_params),
 };
 
 /*
@@ -290,7 +367,7 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 	DurableWait wait;
 	DurableQueue settings;
 	Jsonb	   *args;
-	Datum		values[5];
+	Datum		key[KEY_NPARAMS];
 	const char *status;
 	Jsonb	   *payload = NULL;
 
@@ -300,10 +377,8 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 	else if (strcmp(queue, task.queue) != 0)
 		DurableCheckQueueAccess(queue, DURABLE_PRIV_WORK);
 	args = await_args(event, timeout, queue);
-	values[1] = CStringGetTextDatum(queue);
-	values[2] = CStringGetTextDatum(event);
-	values[3] = Int64GetDatum(task_id);
-	values[4] = CStringGetTextDatum(name);
+	key[KEY_QUEUE] = CStringGetTextDatum(queue);
+	key[KEY_EVENT] = CStringGetTextDatum(event);
 
 	if (DurableWaitFetch(&task, name, &wait))
 	{
@@ -317,8 +392,11 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 		}
 		else if (wait.until != 0 && now >= wait.until)
 		{
-			DurableExecute(&event_wait_delete, values + 3, NULL,
-						   SPI_OK_DELETE, 0);
+			Datum		ended[DELETE_NPARAMS];
+
+			ended[DELETE_TASK_ID] = Int64GetDatum(task_id);
+			ended[DELETE_NAME] = CStringGetTextDatum(name);
+			DurableExecute(&event_wait_delete, ended, NULL, SPI_OK_DELETE, 0);
 			DurableWaitResolve(&task, name, "timed_out", NULL, now);
 			status = "timed_out";
 		}
@@ -332,20 +410,20 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 	else
 	{
 		TimestampTz until = timeout ? DurableTimeAfter(now, timeout, "timeout") : 0;
-		Datum		place[4];
+		Datum		place[PLACE_NPARAMS];
 		bool		isnull;
 
 		/* as an emit: the queue cannot be dropped under the event's row */
 		DurableQueueGetShared(queue, &settings);
-		values[0] = Int32GetDatum(DurableQueueKeyPartition(&settings, event));
-		place[0] = values[0];
-		place[1] = values[1];
-		place[2] = values[2];
-		place[3] = TimestampTzGetDatum(now);
+		key[KEY_PARTITION] = Int32GetDatum(DurableQueueKeyPartition(&settings, event));
+		place[PLACE_PARTITION] = key[KEY_PARTITION];
+		place[PLACE_QUEUE] = key[KEY_QUEUE];
+		place[PLACE_EVENT] = key[KEY_EVENT];
+		place[PLACE_NOW] = TimestampTzGetDatum(now);
 
 		/* the event's row exists and is ours to hold before we look */
 		DurableExecuteInQueue(&event_place, place, NULL, SPI_OK_INSERT, queue);
-		if (DurableExecute(&event_lock, values, NULL, SPI_OK_SELECT, 1) == 0)
+		if (DurableExecute(&event_lock, key, NULL, SPI_OK_SELECT, 1) == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
 		if (DurableColumnBool(0, LOCKED_EMITTED))
@@ -360,7 +438,14 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 		}
 		else
 		{
-			DurableExecute(&event_wait_insert, values, NULL, SPI_OK_INSERT, 0);
+			Datum		insert[INSERT_NPARAMS];
+
+			insert[INSERT_PARTITION] = key[KEY_PARTITION];
+			insert[INSERT_QUEUE] = key[KEY_QUEUE];
+			insert[INSERT_EVENT] = key[KEY_EVENT];
+			insert[INSERT_TASK_ID] = Int64GetDatum(task_id);
+			insert[INSERT_NAME] = CStringGetTextDatum(name);
+			DurableExecute(&event_wait_insert, insert, NULL, SPI_OK_INSERT, 0);
 			DurableWaitRecord(&task, name, "event", args, "waiting", until,
 							  NULL, 0, now);
 			DurableWaitPark(&task, name, "event", until, now);

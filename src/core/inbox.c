@@ -41,14 +41,31 @@ DurableQueuePairPartition(const DurableQueue *queue, const char *a,
 	return partition;
 }
 
+enum
+{
+	INSERT_PARTITION,
+	INSERT_CONSUMER,
+	INSERT_MESSAGE_ID,
+	INSERT_PAYLOAD_HASH,
+	INSERT_NOW,
+	INSERT_QUEUE,
+	INSERT_NPARAMS
+};
+static const DurableParam inbox_insert_params[INSERT_NPARAMS] = {
+	[INSERT_PARTITION] = {"partition", INT4OID},
+	[INSERT_CONSUMER] = {"consumer", TEXTOID},
+	[INSERT_MESSAGE_ID] = {"message_id", TEXTOID},
+	[INSERT_PAYLOAD_HASH] = {"payload_hash", BYTEAOID},
+	[INSERT_NOW] = {"now", TIMESTAMPTZOID},
+	[INSERT_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement inbox_insert = {
 	.name = "inbox_insert",
 	.sql = "INSERT INTO durable.inbox (partition_key, consumer, message_id,"
 	" payload_hash, received_at, queue_name)"
-	" VALUES ($1, $2, $3, $4, $5, $6)"
+	" VALUES ($partition, $consumer, $message_id, $payload_hash, $now, $queue)"
 	" ON CONFLICT (partition_key, queue_name, consumer, message_id) DO NOTHING",
-	.nargs = 6, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-	TEXTOID},
+	DURABLE_PARAMS(inbox_insert_params),
 };
 
 enum
@@ -59,12 +76,26 @@ enum
 static const DurableColumn inbox_columns[INBOX_NCOLUMNS] = {
 	[INBOX_PAYLOAD_HASH] = {"payload_hash", BYTEAOID},
 };
+enum
+{
+	GET_PARTITION,
+	GET_CONSUMER,
+	GET_MESSAGE_ID,
+	GET_QUEUE,
+	GET_NPARAMS
+};
+static const DurableParam inbox_get_params[GET_NPARAMS] = {
+	[GET_PARTITION] = {"partition", INT4OID},
+	[GET_CONSUMER] = {"consumer", TEXTOID},
+	[GET_MESSAGE_ID] = {"message_id", TEXTOID},
+	[GET_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement inbox_get = {
 	.name = "inbox_get",
 	.sql = "SELECT payload_hash FROM durable.inbox"
-	" WHERE partition_key = $1 AND consumer = $2 AND message_id = $3"
-	" AND queue_name = $4",
-	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TEXTOID},
+	" WHERE partition_key = $partition AND consumer = $consumer"
+	" AND message_id = $message_id AND queue_name = $queue",
+	DURABLE_PARAMS(inbox_get_params),
 	DURABLE_COLUMNS(inbox_columns),
 };
 
@@ -81,29 +112,34 @@ DurableInboxReceive(const char *queue, const char *consumer,
 {
 	bytea	   *hash = payload ? DurableJsonbHash(payload) : NULL;
 	DurableQueue settings;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[INSERT_NPARAMS];
+	char		nulls[INSERT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		first;
 
 	/* as an enqueue: the queue cannot be dropped under the new entry */
 	DurableQueueGetShared(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
 
-	args[0] = Int32GetDatum(DurableQueuePairPartition(&settings, consumer, message_id));
-	args[1] = CStringGetTextDatum(consumer);
-	args[2] = CStringGetTextDatum(message_id);
-	args[3] = PointerGetDatum(hash);
-	nulls[3] = hash ? ' ' : 'n';
-	args[4] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[5] = CStringGetTextDatum(queue);
+	args[INSERT_PARTITION] =
+		Int32GetDatum(DurableQueuePairPartition(&settings, consumer, message_id));
+	args[INSERT_CONSUMER] = CStringGetTextDatum(consumer);
+	args[INSERT_MESSAGE_ID] = CStringGetTextDatum(message_id);
+	args[INSERT_PAYLOAD_HASH] = PointerGetDatum(hash);
+	nulls[INSERT_PAYLOAD_HASH] = hash ? ' ' : 'n';
+	args[INSERT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[INSERT_QUEUE] = CStringGetTextDatum(queue);
 
 	first = DurableExecute(&inbox_insert, args, nulls, SPI_OK_INSERT, 0) == 1;
 	if (!first)
 	{
-		Datum		get[4] = {args[0], args[1], args[2], args[5]};
+		Datum		get[GET_NPARAMS];
 		bool		isnull;
 		Datum		d;
 
+		get[GET_PARTITION] = args[INSERT_PARTITION];
+		get[GET_CONSUMER] = args[INSERT_CONSUMER];
+		get[GET_MESSAGE_ID] = args[INSERT_MESSAGE_ID];
+		get[GET_QUEUE] = args[INSERT_QUEUE];
 		if (DurableExecute(&inbox_get, get, NULL, SPI_OK_SELECT, 1) == 0)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -37,15 +37,36 @@ enum
 static const DurableColumn outbox_inserted_columns[OUTBOX_INSERTED_NCOLUMNS] = {
 	[OUTBOX_INSERTED_ID] = {"message_id", INT8OID},
 };
+enum
+{
+	INSERT_PARTITION,
+	INSERT_ID_SUFFIX,
+	INSERT_NOW,
+	INSERT_TOPIC,
+	INSERT_KEY,
+	INSERT_PAYLOAD,
+	INSERT_QUEUE,
+	INSERT_NPARAMS
+};
+static const DurableParam outbox_insert_params[INSERT_NPARAMS] = {
+	[INSERT_PARTITION] = {"partition", INT4OID},
+	[INSERT_ID_SUFFIX] = {"id_suffix", INT8OID},
+	[INSERT_NOW] = {"now", TIMESTAMPTZOID},
+	[INSERT_TOPIC] = {"topic", TEXTOID},
+	[INSERT_KEY] = {"key", TEXTOID},
+	[INSERT_PAYLOAD] = {"payload", JSONBOID},
+	[INSERT_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement outbox_insert = {
 	.name = "outbox_insert",
 	.sql = "INSERT INTO durable.outbox (partition_key, message_id, created_at,"
 	" topic, key, payload, queue_name)"
-	" VALUES ($1, pg_catalog.nextval('durable.outbox_seq'::pg_catalog.regclass)"
-	" << " CppAsString2(DURABLE_ID_SHIFT) " | $2, $3, $4, $5, $6, $7)"
+	" VALUES ($partition,"
+	" pg_catalog.nextval('durable.outbox_seq'::pg_catalog.regclass)"
+	" << " CppAsString2(DURABLE_ID_SHIFT) " | $id_suffix,"
+	" $now, $topic, $key, $payload, $queue)"
 	" RETURNING message_id",
-	.nargs = 7, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID,
-	JSONBOID, TEXTOID},
+	DURABLE_PARAMS(outbox_insert_params),
 	DURABLE_COLUMNS(outbox_inserted_columns),
 };
 
@@ -63,8 +84,8 @@ DurableOutboxEmit(const char *queue, const char *topic, const char *key,
 {
 	DurableQueue settings;
 	int32		partition;
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[INSERT_NPARAMS];
+	char		nulls[INSERT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int64		message_id;
 
 	/* as an enqueue: the queue cannot be dropped under the new message */
@@ -72,14 +93,14 @@ DurableOutboxEmit(const char *queue, const char *topic, const char *key,
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	partition = DurableQueuePairPartition(&settings, topic, key ? key : "");
 
-	args[0] = Int32GetDatum(partition);
-	args[1] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = CStringGetTextDatum(topic);
-	args[4] = key ? CStringGetTextDatum(key) : (Datum) 0;
-	nulls[4] = key ? ' ' : 'n';
-	args[5] = JsonbPGetDatum(payload);
-	args[6] = CStringGetTextDatum(queue);
+	args[INSERT_PARTITION] = Int32GetDatum(partition);
+	args[INSERT_ID_SUFFIX] = Int64GetDatum(DURABLE_TASK_ID_SUFFIX(partition, DurableNodeId()));
+	args[INSERT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[INSERT_TOPIC] = CStringGetTextDatum(topic);
+	args[INSERT_KEY] = key ? CStringGetTextDatum(key) : (Datum) 0;
+	nulls[INSERT_KEY] = key ? ' ' : 'n';
+	args[INSERT_PAYLOAD] = JsonbPGetDatum(payload);
+	args[INSERT_QUEUE] = CStringGetTextDatum(queue);
 	DurableExecute(&outbox_insert, args, nulls, SPI_OK_INSERT_RETURNING, 0);
 	message_id = DurableColumnInt64(0, OUTBOX_INSERTED_ID);
 	Async_Notify(DURABLE_OUTBOX_CHANNEL, queue);
@@ -105,19 +126,47 @@ static const DurableColumn outbox_columns[OUTBOX_NCOLUMNS] = {
 	[OUTBOX_PAYLOAD] = {"payload", JSONBOID},
 	[OUTBOX_ATTEMPT] = {"attempt", INT4OID},
 };
+/* a claim's values, which the statements of a claim on Citus share */
+typedef struct ClaimValues
+{
+	Datum		now;
+	Datum		publisher;
+	Datum		lease_until;
+	Datum		fence;
+	Datum		queue;
+	int32		batch;
+} ClaimValues;
+
+enum
+{
+	CLAIM_NOW,
+	CLAIM_PUBLISHER,
+	CLAIM_LEASE_UNTIL,
+	CLAIM_BATCH,
+	CLAIM_FENCE,
+	CLAIM_QUEUE,
+	CLAIM_NPARAMS
+};
+static const DurableParam outbox_claim_params[CLAIM_NPARAMS] = {
+	[CLAIM_NOW] = {"now", TIMESTAMPTZOID},
+	[CLAIM_PUBLISHER] = {"publisher", TEXTOID},
+	[CLAIM_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[CLAIM_BATCH] = {"batch", INT4OID},
+	[CLAIM_FENCE] = {"fence", INT8OID},
+	[CLAIM_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement outbox_claim = {
 	.name = "outbox_claim",
-	.sql = "UPDATE durable.outbox o SET"
-	" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
+	.sql = "UPDATE durable.outbox o SET fence = $fence,"
+	" attempt = o.attempt + 1, publisher = $publisher, lease_until = $lease_until"
 	" WHERE o.message_id = ANY (ARRAY("
 	"  SELECT message_id FROM durable.outbox"
-	"  WHERE queue_name = $6 AND published_at IS NULL"
-	"  AND (lease_until IS NULL OR lease_until < $1)"
-	"  ORDER BY message_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	"  WHERE queue_name = $queue AND published_at IS NULL"
+	"  AND (lease_until IS NULL OR lease_until < $now)"
+	"  ORDER BY message_id LIMIT $batch FOR UPDATE SKIP LOCKED))"
 	" AND o.published_at IS NULL"
 	" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
-	.nargs = 6, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID,
-	INT8OID, TEXTOID},
+	DURABLE_PARAMS(outbox_claim_params),
 	DURABLE_COLUMNS(outbox_columns),
 };
 
@@ -137,31 +186,62 @@ static const DurableColumn candidate_columns[CANDIDATE_NCOLUMNS] = {
 	[CANDIDATE_PARTITION] = {"partition_key", INT4OID},
 	[CANDIDATE_MESSAGE_ID] = {"message_id", INT8OID},
 };
+enum
+{
+	CANDIDATES_NOW,
+	CANDIDATES_BATCH,
+	CANDIDATES_AFTER,
+	CANDIDATES_QUEUE,
+	CANDIDATES_NPARAMS
+};
+static const DurableParam outbox_candidates_params[CANDIDATES_NPARAMS] = {
+	[CANDIDATES_NOW] = {"now", TIMESTAMPTZOID},
+	[CANDIDATES_BATCH] = {"batch", INT4OID},
+	[CANDIDATES_AFTER] = {"after", INT8OID},
+	[CANDIDATES_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement outbox_candidates = {
 	.name = "outbox_candidates",
 	.sql = "SELECT partition_key, message_id FROM durable.outbox"
-	" WHERE queue_name = $4 AND published_at IS NULL"
-	" AND (lease_until IS NULL OR lease_until < $1)"
-	" AND message_id > $3"
-	" ORDER BY message_id LIMIT $2",
-	.nargs = 4, .argtypes = {TIMESTAMPTZOID, INT4OID, INT8OID, TEXTOID},
+	" WHERE queue_name = $queue AND published_at IS NULL"
+	" AND (lease_until IS NULL OR lease_until < $now)"
+	" AND message_id > $after"
+	" ORDER BY message_id LIMIT $batch",
+	DURABLE_PARAMS(outbox_candidates_params),
 	DURABLE_COLUMNS(candidate_columns),
 };
 
+enum
+{
+	CLAIM_ONE_NOW,
+	CLAIM_ONE_PUBLISHER,
+	CLAIM_ONE_LEASE_UNTIL,
+	CLAIM_ONE_MESSAGE_ID,
+	CLAIM_ONE_FENCE,
+	CLAIM_ONE_PARTITION,
+	CLAIM_ONE_NPARAMS
+};
+static const DurableParam outbox_claim_one_params[CLAIM_ONE_NPARAMS] = {
+	[CLAIM_ONE_NOW] = {"now", TIMESTAMPTZOID},
+	[CLAIM_ONE_PUBLISHER] = {"publisher", TEXTOID},
+	[CLAIM_ONE_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[CLAIM_ONE_MESSAGE_ID] = {"message_id", INT8OID},
+	[CLAIM_ONE_FENCE] = {"fence", INT8OID},
+	[CLAIM_ONE_PARTITION] = {"partition", INT4OID},
+};
 static DurableStatement outbox_claim_one = {
 	.name = "outbox_claim_one",
-	.sql = "UPDATE durable.outbox o SET"
-	" fence = $5, attempt = o.attempt + 1, publisher = $2, lease_until = $3"
-	" WHERE o.partition_key = $6 AND o.message_id = ANY (ARRAY("
+	.sql = "UPDATE durable.outbox o SET fence = $fence,"
+	" attempt = o.attempt + 1, publisher = $publisher, lease_until = $lease_until"
+	" WHERE o.partition_key = $partition AND o.message_id = ANY (ARRAY("
 	"  SELECT message_id FROM durable.outbox"
-	"  WHERE partition_key = $6 AND message_id = $4"
+	"  WHERE partition_key = $partition AND message_id = $message_id"
 	"  AND published_at IS NULL"
-	"  AND (lease_until IS NULL OR lease_until < $1)"
+	"  AND (lease_until IS NULL OR lease_until < $now)"
 	"  FOR UPDATE SKIP LOCKED))"
 	" AND o.published_at IS NULL"
 	" RETURNING o.message_id, o.fence, o.topic, o.key, o.payload, o.attempt",
-	.nargs = 6, .argtypes = {TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT8OID,
-	INT8OID, INT4OID},
+	DURABLE_PARAMS(outbox_claim_one_params),
 	DURABLE_COLUMNS(outbox_columns),
 };
 
@@ -186,16 +266,21 @@ static DurableStatement outbox_fence = {
  *		took meanwhile is passed over, as SKIP LOCKED would.
  */
 static void
-claim_each(Tuplestorestate *store, Datum *claim_args)
+claim_each(Tuplestorestate *store, const ClaimValues *claim)
 {
-	int32		batch = DatumGetInt32(claim_args[3]);
 	int32		claimed = 0;
-	Datum		args[6];
-	Datum		candidate_args[4] = {claim_args[0], claim_args[3], Int64GetDatum(0),
-	claim_args[5]};
+	Datum		args[CLAIM_ONE_NPARAMS];
+	Datum		candidate_args[CANDIDATES_NPARAMS];
 	uint64		n;
 
-	memcpy(args, claim_args, sizeof(Datum) * 5);
+	candidate_args[CANDIDATES_NOW] = claim->now;
+	candidate_args[CANDIDATES_BATCH] = Int32GetDatum(claim->batch);
+	candidate_args[CANDIDATES_AFTER] = Int64GetDatum(0);
+	candidate_args[CANDIDATES_QUEUE] = claim->queue;
+	args[CLAIM_ONE_NOW] = claim->now;
+	args[CLAIM_ONE_PUBLISHER] = claim->publisher;
+	args[CLAIM_ONE_LEASE_UNTIL] = claim->lease_until;
+	args[CLAIM_ONE_FENCE] = claim->fence;
 	do
 	{
 		Datum	   *partitions;
@@ -211,11 +296,11 @@ claim_each(Tuplestorestate *store, Datum *claim_args)
 			partitions[row] = DurableColumnDatum(row, CANDIDATE_PARTITION, &isnull);
 			ids[row] = DurableColumnDatum(row, CANDIDATE_MESSAGE_ID, &isnull);
 		}
-		for (uint64 row = 0; row < n && claimed < batch; row++)
+		for (uint64 row = 0; row < n && claimed < claim->batch; row++)
 		{
-			args[5] = partitions[row];
-			args[3] = ids[row];
-			candidate_args[2] = args[3];
+			args[CLAIM_ONE_PARTITION] = partitions[row];
+			args[CLAIM_ONE_MESSAGE_ID] = ids[row];
+			candidate_args[CANDIDATES_AFTER] = ids[row];
 			if (DurableExecute(&outbox_claim_one, args, NULL,
 							   SPI_OK_UPDATE_RETURNING, 0) == 1)
 			{
@@ -225,7 +310,7 @@ claim_each(Tuplestorestate *store, Datum *claim_args)
 		}
 		pfree(partitions);
 		pfree(ids);
-	} while (n > 0 && claimed < batch);
+	} while (n > 0 && claimed < claim->batch);
 }
 
 /* 42704 for an unknown queue, 42501 unless the caller may publish from it */
@@ -249,31 +334,39 @@ void
 DurableOutboxClaim(const char *queue, const char *publisher, int32 batch,
 				   Interval *lease, Tuplestorestate *store)
 {
-	Datum		args[6];
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	ClaimValues claim;
 	int64		fence;
 	uint64		n;
 
 	check_publisher(queue);
-	args[0] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[1] = CStringGetTextDatum(publisher);
-	args[2] = TimestampTzGetDatum(DurableTimePlus(DatumGetTimestampTz(args[0]), lease));
-	args[3] = Int32GetDatum(batch);
-
 	DurableExecute(&outbox_fence, NULL, NULL, SPI_OK_SELECT, 0);
 	fence = DurableColumnInt64(0, OUTBOX_NEXT_FENCE);
 	/* each node has its own sequence: on Citus a fence carries its node */
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
-	args[4] = Int64GetDatum(fence);
-	args[5] = CStringGetTextDatum(queue);
+	claim.now = TimestampTzGetDatum(now);
+	claim.publisher = CStringGetTextDatum(publisher);
+	claim.lease_until = TimestampTzGetDatum(DurableTimePlus(now, lease));
+	claim.fence = Int64GetDatum(fence);
+	claim.queue = CStringGetTextDatum(queue);
+	claim.batch = batch;
 	if (!DurableDistributed())
 	{
+		Datum		args[CLAIM_NPARAMS];
+
+		args[CLAIM_NOW] = claim.now;
+		args[CLAIM_PUBLISHER] = claim.publisher;
+		args[CLAIM_LEASE_UNTIL] = claim.lease_until;
+		args[CLAIM_BATCH] = Int32GetDatum(batch);
+		args[CLAIM_FENCE] = claim.fence;
+		args[CLAIM_QUEUE] = claim.queue;
 		n = DurableExecute(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 		for (uint64 row = 0; row < n; row++)
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 	}
 	else
-		claim_each(store, args);
+		claim_each(store, &claim);
 }
 
 static int
@@ -285,19 +378,34 @@ compare_ids(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+enum
+{
+	ACK_MESSAGE_IDS,
+	ACK_FENCE,
+	ACK_NOW,
+	ACK_PARTITIONS,
+	ACK_QUEUE,
+	ACK_NPARAMS
+};
+static const DurableParam outbox_ack_params[ACK_NPARAMS] = {
+	[ACK_MESSAGE_IDS] = {"message_ids", INT8ARRAYOID},
+	[ACK_FENCE] = {"fence", INT8OID},
+	[ACK_NOW] = {"now", TIMESTAMPTZOID},
+	[ACK_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[ACK_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement outbox_ack = {
 	.name = "outbox_ack",
-	.sql = "UPDATE durable.outbox SET published_at = $3, lease_until = NULL"
-	" WHERE partition_key = ANY ($4) AND message_id = ANY ($1)"
-	" AND fence = $2 AND published_at IS NULL AND queue_name = $5",
-	.nargs = 5, .argtypes = {INT8ARRAYOID, INT8OID, TIMESTAMPTZOID, INT4ARRAYOID,
-	TEXTOID},
+	.sql = "UPDATE durable.outbox SET published_at = $now, lease_until = NULL"
+	" WHERE partition_key = ANY ($partitions) AND message_id = ANY ($message_ids)"
+	" AND fence = $fence AND published_at IS NULL AND queue_name = $queue",
+	DURABLE_PARAMS(outbox_ack_params),
 };
 
 /*
  * ack_by_shard
- *		outbox_ack on Citus, once per shard of the messages (with args[1]
- *		and args[2] bound): over many shards it would be a multi-shard
+ *		outbox_ack on Citus, once per shard of the messages (with its
+ *		fence, time and queue bound in args): over many shards it would be a multi-shard
  *		update, which Citus commits in two phases even on one node.
  *		Returns how many were acknowledged.
  */
@@ -324,10 +432,12 @@ ack_by_shard(Datum *elems, Datum *partitions, int n, Datum *args)
 			run_ids[i] = elems[order[bounds[r] + i]];
 			run_partitions[i] = partitions[order[bounds[r] + i]];
 		}
-		args[0] = PointerGetDatum(construct_array(run_ids, len, INT8OID,
-												  sizeof(int64), true, TYPALIGN_DOUBLE));
-		args[3] = PointerGetDatum(construct_array(run_partitions, len, INT4OID,
-												  sizeof(int32), true, TYPALIGN_INT));
+		args[ACK_MESSAGE_IDS] =
+			PointerGetDatum(construct_array(run_ids, len, INT8OID,
+											sizeof(int64), true, TYPALIGN_DOUBLE));
+		args[ACK_PARTITIONS] =
+			PointerGetDatum(construct_array(run_partitions, len, INT4OID,
+											sizeof(int32), true, TYPALIGN_INT));
 		acked += DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
 	}
 	return acked;
@@ -345,7 +455,7 @@ uint64
 DurableOutboxAck(const char *queue, Datum *elems, int nelems, int64 fence)
 {
 	Datum	   *partitions;
-	Datum		args[5];
+	Datum		args[ACK_NPARAMS];
 	uint64		acked;
 	int			ndistinct;
 
@@ -367,17 +477,19 @@ DurableOutboxAck(const char *queue, Datum *elems, int nelems, int64 fence)
 	for (int i = 0; i < nelems; i++)
 		partitions[i] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(elems[i])));
 
-	args[1] = Int64GetDatum(fence);
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[4] = CStringGetTextDatum(queue);
+	args[ACK_FENCE] = Int64GetDatum(fence);
+	args[ACK_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[ACK_QUEUE] = CStringGetTextDatum(queue);
 	if (DurableDistributed())
 		acked = ack_by_shard(elems, partitions, nelems, args);
 	else
 	{
-		args[0] = PointerGetDatum(construct_array(elems, nelems, INT8OID,
-												  sizeof(int64), true, TYPALIGN_DOUBLE));
-		args[3] = PointerGetDatum(construct_array(partitions, nelems, INT4OID,
-												  sizeof(int32), true, TYPALIGN_INT));
+		args[ACK_MESSAGE_IDS] =
+			PointerGetDatum(construct_array(elems, nelems, INT8OID,
+											sizeof(int64), true, TYPALIGN_DOUBLE));
+		args[ACK_PARTITIONS] =
+			PointerGetDatum(construct_array(partitions, nelems, INT4OID,
+											sizeof(int32), true, TYPALIGN_INT));
 		acked = DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
 	}
 	if (acked != (uint64) nelems)

@@ -135,14 +135,29 @@ DurableFailingParts(const char *prefix, uint64 *count)
 	return parts;
 }
 
+enum
+{
+	SET_PART,
+	SET_SQLSTATE,
+	SET_ERROR,
+	SET_NOW,
+	SET_NPARAMS
+};
+static const DurableParam tick_failure_set_params[SET_NPARAMS] = {
+	[SET_PART] = {"part", TEXTOID},
+	[SET_SQLSTATE] = {"sqlstate", TEXTOID},
+	[SET_ERROR] = {"error", TEXTOID},
+	[SET_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement tick_failure_set = {
 	.name = "tick_failure_set",
 	.sql = "INSERT INTO durable.tick_failures AS f (part, sqlstate, error,"
-	" failing_since, last_failed_at, failures) VALUES ($1, $2, $3, $4, $4, 1)"
+	" failing_since, last_failed_at, failures)"
+	" VALUES ($part, $sqlstate, $error, $now, $now, 1)"
 	" ON CONFLICT (part) DO UPDATE SET sqlstate = EXCLUDED.sqlstate,"
 	" error = EXCLUDED.error, last_failed_at = EXCLUDED.last_failed_at,"
 	" failures = f.failures + 1",
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_PARAMS(tick_failure_set_params),
 };
 
 /*
@@ -155,7 +170,7 @@ void
 DurablePartFailedWith(const char *part, const char *sqlstate,
 					  const char *message, bool unreachable)
 {
-	Datum		args[4];
+	Datum		args[SET_NPARAMS];
 
 	if (failing_part(part) == NULL)
 	{
@@ -176,10 +191,10 @@ DurablePartFailedWith(const char *part, const char *sqlstate,
 		failing_parts = lappend(failing_parts, pstrdup(part));
 		MemoryContextSwitchTo(old);
 	}
-	args[0] = CStringGetTextDatum(part);
-	args[1] = CStringGetTextDatum(sqlstate);
-	args[2] = CStringGetTextDatum(message);
-	args[3] = TimestampTzGetDatum(parts_now);
+	args[SET_PART] = CStringGetTextDatum(part);
+	args[SET_SQLSTATE] = CStringGetTextDatum(sqlstate);
+	args[SET_ERROR] = CStringGetTextDatum(message);
+	args[SET_NOW] = TimestampTzGetDatum(parts_now);
 	DurableExecute(&tick_failure_set, args, NULL, SPI_OK_INSERT, 0);
 }
 
@@ -199,10 +214,18 @@ DurablePartFailed(const char *part, const ErrorData *edata)
 	pfree(sqlstate);
 }
 
+enum
+{
+	CLEAR_PART,
+	CLEAR_NPARAMS
+};
+static const DurableParam tick_failure_clear_params[CLEAR_NPARAMS] = {
+	[CLEAR_PART] = {"part", TEXTOID},
+};
 static DurableStatement tick_failure_clear = {
 	.name = "tick_failure_clear",
-	.sql = "DELETE FROM durable.tick_failures WHERE part = $1",
-	.nargs = 1, .argtypes = {TEXTOID},
+	.sql = "DELETE FROM durable.tick_failures WHERE part = $part",
+	DURABLE_PARAMS(tick_failure_clear_params),
 };
 
 /*
@@ -215,9 +238,10 @@ static DurableStatement tick_failure_clear = {
 bool
 DurablePartForget(const char *part)
 {
-	Datum		arg = CStringGetTextDatum(part);
+	Datum		args[CLEAR_NPARAMS];
 
-	return DurableExecute(&tick_failure_clear, &arg, NULL, SPI_OK_DELETE, 0) > 0;
+	args[CLEAR_PART] = CStringGetTextDatum(part);
+	return DurableExecute(&tick_failure_clear, args, NULL, SPI_OK_DELETE, 0) > 0;
 }
 
 /*

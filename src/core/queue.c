@@ -51,18 +51,27 @@ static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
 	[QUEUE_PAUSED_PARTITIONS] = {"paused_partitions", INT4ARRAYOID},
 };
 
-/* a queue's settings, by name ($1), as queue_columns */
+/* a queue's settings, by name, as queue_columns */
 #define QUEUE_SELECT \
 	"SELECT partition_base, partitions, lease, max_attempts, deadline," \
 	" notify, paused, restricted, concurrency_limit, version_timeout," \
 	" paused_partitions" \
-	" FROM durable.queues WHERE queue_name = $1"
+	" FROM durable.queues WHERE queue_name = $queue"
+
+/* the parameters of QUEUE_SELECT */
+enum
+{
+	GET_QUEUE,
+	GET_NPARAMS
+};
+static const DurableParam queue_get_params[GET_NPARAMS] = {
+	[GET_QUEUE] = {"queue", TEXTOID},
+};
 
 static DurableStatement queue_get = {
 	.name = "queue_get",
 	.sql = QUEUE_SELECT,
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_get_params),
 	DURABLE_COLUMNS(queue_columns),
 	.reads_reference = true,
 };
@@ -71,8 +80,7 @@ static DurableStatement queue_get_share = {
 	.name = "queue_get_share",
 	.sql = QUEUE_SELECT
 	" FOR KEY SHARE",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_get_params),
 	DURABLE_COLUMNS(queue_columns),
 };
 
@@ -80,8 +88,7 @@ static DurableStatement queue_get_for_drop = {
 	.name = "queue_get_for_drop",
 	.sql = QUEUE_SELECT
 	" FOR UPDATE",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_get_params),
 	DURABLE_COLUMNS(queue_columns),
 };
 
@@ -98,11 +105,12 @@ DurableReportNoQueue(const char *queue)
 static void
 read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 {
-	Datum		arg = CStringGetTextDatum(queue);
+	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
 
-	if (DurableExecute(stmt, &arg, NULL, SPI_OK_SELECT, 1) == 0)
+	args[GET_QUEUE] = CStringGetTextDatum(queue);
+	if (DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 1) == 0)
 		DurableReportNoQueue(queue);
 
 	result->partition_base = DurableColumnInt32(0, QUEUE_PARTITION_BASE);
@@ -246,6 +254,42 @@ bind_interval(Datum *args, char *nulls, int i, Interval *value)
 	nulls[i] = value ? ' ' : 'n';
 }
 
+enum
+{
+	INSERT_QUEUE,
+	INSERT_PARTITION_BASE,
+	INSERT_PARTITIONS,
+	INSERT_LEASE,
+	INSERT_MAX_ATTEMPTS,
+	INSERT_RETRY_BASE,
+	INSERT_RETRY_CAP,
+	INSERT_DEADLINE,
+	INSERT_RETRY_CAPACITY,
+	INSERT_RETRY_REFILL_RATE,
+	INSERT_NOW,
+	INSERT_PROGRESS_TIMEOUT,
+	INSERT_NOTIFY,
+	INSERT_CONCURRENCY_LIMIT,
+	INSERT_VERSION_TIMEOUT,
+	INSERT_NPARAMS
+};
+static const DurableParam queue_insert_params[INSERT_NPARAMS] = {
+	[INSERT_QUEUE] = {"queue", TEXTOID},
+	[INSERT_PARTITION_BASE] = {"partition_base", INT4OID},
+	[INSERT_PARTITIONS] = {"partitions", INT4OID},
+	[INSERT_LEASE] = {"lease", INTERVALOID},
+	[INSERT_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[INSERT_RETRY_BASE] = {"retry_base", INT4OID},
+	[INSERT_RETRY_CAP] = {"retry_cap", INT4OID},
+	[INSERT_DEADLINE] = {"deadline", INTERVALOID},
+	[INSERT_RETRY_CAPACITY] = {"retry_capacity", INT4OID},
+	[INSERT_RETRY_REFILL_RATE] = {"retry_refill_rate", FLOAT8OID},
+	[INSERT_NOW] = {"now", TIMESTAMPTZOID},
+	[INSERT_PROGRESS_TIMEOUT] = {"progress_timeout", INTERVALOID},
+	[INSERT_NOTIFY] = {"notify", BOOLOID},
+	[INSERT_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+	[INSERT_VERSION_TIMEOUT] = {"version_timeout", INTERVALOID},
+};
 static DurableStatement queue_insert = {
 	.name = "queue_insert",
 	.sql = "INSERT INTO durable.queues (queue_name, partition_base, partitions,"
@@ -253,13 +297,12 @@ static DurableStatement queue_insert = {
 	" retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at,"
 	" progress_timeout, notify, created_at, concurrency_limit,"
 	" version_timeout)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-	" COALESCE($9, 0), $11, $12, $13, $11, $14, $15)"
+	" VALUES ($queue, $partition_base, $partitions, $lease, $max_attempts,"
+	" $retry_base, $retry_cap, $deadline, $retry_capacity, $retry_refill_rate,"
+	" COALESCE($retry_capacity, 0), $now, $progress_timeout, $notify, $now,"
+	" $concurrency_limit, $version_timeout)"
 	" ON CONFLICT (queue_name) DO NOTHING",
-	.nargs = 15,
-	.argtypes = {TEXTOID, INT4OID, INT4OID, INTERVALOID, INT4OID, INT4OID, INT4OID,
-		INTERVALOID, INT4OID, FLOAT8OID, TIMESTAMPTZOID, INTERVALOID, BOOLOID,
-	INT4OID, INTERVALOID},
+	DURABLE_PARAMS(queue_insert_params),
 };
 
 /*
@@ -272,25 +315,25 @@ static DurableStatement queue_insert = {
 void
 DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
 {
-	Datum		args[15];
-	char		nulls[15];
+	Datum		args[INSERT_NPARAMS];
+	char		nulls[INSERT_NPARAMS];
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = Int32GetDatum(queue_partition_base(queue));
-	args[2] = Int32GetDatum(settings->partitions);
-	args[3] = PointerGetDatum(settings->lease);
-	args[4] = Int32GetDatum(settings->max_attempts);
-	args[5] = Int32GetDatum(settings->retry_base);
-	args[6] = Int32GetDatum(settings->retry_cap);
-	bind_interval(args, nulls, 7, settings->deadline);
-	bind_int(args, nulls, 8, settings->retry_capacity);
-	args[9] = Float8GetDatum(settings->retry_refill_rate);
-	args[10] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	bind_interval(args, nulls, 11, settings->progress_timeout);
-	args[12] = BoolGetDatum(settings->notify);
-	bind_int(args, nulls, 13, settings->concurrency_limit);
-	bind_interval(args, nulls, 14, settings->version_timeout);
+	args[INSERT_QUEUE] = CStringGetTextDatum(queue);
+	args[INSERT_PARTITION_BASE] = Int32GetDatum(queue_partition_base(queue));
+	args[INSERT_PARTITIONS] = Int32GetDatum(settings->partitions);
+	args[INSERT_LEASE] = PointerGetDatum(settings->lease);
+	args[INSERT_MAX_ATTEMPTS] = Int32GetDatum(settings->max_attempts);
+	args[INSERT_RETRY_BASE] = Int32GetDatum(settings->retry_base);
+	args[INSERT_RETRY_CAP] = Int32GetDatum(settings->retry_cap);
+	bind_interval(args, nulls, INSERT_DEADLINE, settings->deadline);
+	bind_int(args, nulls, INSERT_RETRY_CAPACITY, settings->retry_capacity);
+	args[INSERT_RETRY_REFILL_RATE] = Float8GetDatum(settings->retry_refill_rate);
+	args[INSERT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	bind_interval(args, nulls, INSERT_PROGRESS_TIMEOUT, settings->progress_timeout);
+	args[INSERT_NOTIFY] = BoolGetDatum(settings->notify);
+	bind_int(args, nulls, INSERT_CONCURRENCY_LIMIT, settings->concurrency_limit);
+	bind_interval(args, nulls, INSERT_VERSION_TIMEOUT, settings->version_timeout);
 	if (DurableExecute(&queue_insert, args, nulls, SPI_OK_INSERT, 0) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -298,28 +341,70 @@ DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
 				errhint("Change its settings with durable_alter_queue()."));
 }
 
+enum
+{
+	ALTER_QUEUE,
+	ALTER_LEASE,
+	ALTER_MAX_ATTEMPTS,
+	ALTER_RETRY_BASE,
+	ALTER_RETRY_CAP,
+	ALTER_DEADLINE,
+	ALTER_RETRY_CAPACITY,
+	ALTER_RETRY_REFILL_RATE,
+	ALTER_PROGRESS_TIMEOUT,
+	ALTER_NOTIFY,
+	ALTER_CLEAR_DEADLINE,
+	ALTER_CLEAR_RETRY_CAPACITY,
+	ALTER_CLEAR_PROGRESS_TIMEOUT,
+	ALTER_CONCURRENCY_LIMIT,
+	ALTER_CLEAR_CONCURRENCY_LIMIT,
+	ALTER_VERSION_TIMEOUT,
+	ALTER_CLEAR_VERSION_TIMEOUT,
+	ALTER_NPARAMS
+};
+static const DurableParam queue_alter_params[ALTER_NPARAMS] = {
+	[ALTER_QUEUE] = {"queue", TEXTOID},
+	[ALTER_LEASE] = {"lease", INTERVALOID},
+	[ALTER_MAX_ATTEMPTS] = {"max_attempts", INT4OID},
+	[ALTER_RETRY_BASE] = {"retry_base", INT4OID},
+	[ALTER_RETRY_CAP] = {"retry_cap", INT4OID},
+	[ALTER_DEADLINE] = {"deadline", INTERVALOID},
+	[ALTER_RETRY_CAPACITY] = {"retry_capacity", INT4OID},
+	[ALTER_RETRY_REFILL_RATE] = {"retry_refill_rate", FLOAT8OID},
+	[ALTER_PROGRESS_TIMEOUT] = {"progress_timeout", INTERVALOID},
+	[ALTER_NOTIFY] = {"notify", BOOLOID},
+	[ALTER_CLEAR_DEADLINE] = {"clear_deadline", BOOLOID},
+	[ALTER_CLEAR_RETRY_CAPACITY] = {"clear_retry_capacity", BOOLOID},
+	[ALTER_CLEAR_PROGRESS_TIMEOUT] = {"clear_progress_timeout", BOOLOID},
+	[ALTER_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+	[ALTER_CLEAR_CONCURRENCY_LIMIT] = {"clear_concurrency_limit", BOOLOID},
+	[ALTER_VERSION_TIMEOUT] = {"version_timeout", INTERVALOID},
+	[ALTER_CLEAR_VERSION_TIMEOUT] = {"clear_version_timeout", BOOLOID},
+};
 static DurableStatement queue_alter = {
 	.name = "queue_alter",
 	.sql = "UPDATE durable.queues SET"
-	" lease = COALESCE($2, lease),"
-	" max_attempts = COALESCE($3, max_attempts),"
-	" retry_base = COALESCE($4, retry_base),"
-	" retry_cap = COALESCE($5, retry_cap),"
-	" deadline = CASE WHEN $11 THEN NULL ELSE COALESCE($6, deadline) END,"
-	" retry_capacity = CASE WHEN $12 THEN NULL ELSE COALESCE($7, retry_capacity) END,"
-	" retry_tokens = CASE WHEN $7 IS NULL THEN retry_tokens"
-	"  WHEN retry_capacity IS NULL THEN $7::float8"
-	"  ELSE LEAST(retry_tokens, $7::float8) END,"
-	" retry_refill_rate = COALESCE($8, retry_refill_rate),"
-	" progress_timeout = CASE WHEN $13 THEN NULL ELSE COALESCE($9, progress_timeout) END,"
-	" notify = COALESCE($10, notify),"
-	" concurrency_limit = CASE WHEN $15 THEN NULL ELSE COALESCE($14, concurrency_limit) END,"
-	" version_timeout = CASE WHEN $17 THEN NULL ELSE COALESCE($16, version_timeout) END"
-	" WHERE queue_name = $1",
-	.nargs = 17,
-	.argtypes = {TEXTOID, INTERVALOID, INT4OID, INT4OID, INT4OID, INTERVALOID,
-		INT4OID, FLOAT8OID, INTERVALOID, BOOLOID, BOOLOID, BOOLOID, BOOLOID,
-	INT4OID, BOOLOID, INTERVALOID, BOOLOID},
+	" lease = COALESCE($lease, lease),"
+	" max_attempts = COALESCE($max_attempts, max_attempts),"
+	" retry_base = COALESCE($retry_base, retry_base),"
+	" retry_cap = COALESCE($retry_cap, retry_cap),"
+	" deadline = CASE WHEN $clear_deadline THEN NULL"
+	"  ELSE COALESCE($deadline, deadline) END,"
+	" retry_capacity = CASE WHEN $clear_retry_capacity THEN NULL"
+	"  ELSE COALESCE($retry_capacity, retry_capacity) END,"
+	" retry_tokens = CASE WHEN $retry_capacity IS NULL THEN retry_tokens"
+	"  WHEN retry_capacity IS NULL THEN $retry_capacity::float8"
+	"  ELSE LEAST(retry_tokens, $retry_capacity::float8) END,"
+	" retry_refill_rate = COALESCE($retry_refill_rate, retry_refill_rate),"
+	" progress_timeout = CASE WHEN $clear_progress_timeout THEN NULL"
+	"  ELSE COALESCE($progress_timeout, progress_timeout) END,"
+	" notify = COALESCE($notify, notify),"
+	" concurrency_limit = CASE WHEN $clear_concurrency_limit THEN NULL"
+	"  ELSE COALESCE($concurrency_limit, concurrency_limit) END,"
+	" version_timeout = CASE WHEN $clear_version_timeout THEN NULL"
+	"  ELSE COALESCE($version_timeout, version_timeout) END"
+	" WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_alter_params),
 };
 
 /*
@@ -332,59 +417,96 @@ static DurableStatement queue_alter = {
 void
 DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 {
-	Datum		args[17];
-	char		nulls[17];
+	Datum		args[ALTER_NPARAMS];
+	char		nulls[ALTER_NPARAMS];
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = CStringGetTextDatum(queue);
-	bind_interval(args, nulls, 1, settings->lease);
-	bind_int(args, nulls, 2, settings->max_attempts);
-	bind_int(args, nulls, 3, settings->retry_base);
-	bind_int(args, nulls, 4, settings->retry_cap);
-	bind_interval(args, nulls, 5, settings->deadline);
-	bind_int(args, nulls, 6, settings->retry_capacity);
-	args[7] = Float8GetDatum(settings->retry_refill_rate);
-	nulls[7] = settings->retry_refill_rate > 0 ? ' ' : 'n';
-	bind_interval(args, nulls, 8, settings->progress_timeout);
-	args[9] = BoolGetDatum(settings->notify);
-	nulls[9] = settings->has_notify ? ' ' : 'n';
-	args[10] = BoolGetDatum(settings->clear_deadline);
-	args[11] = BoolGetDatum(settings->clear_retry_capacity);
-	args[12] = BoolGetDatum(settings->clear_progress_timeout);
-	bind_int(args, nulls, 13, settings->concurrency_limit);
-	args[14] = BoolGetDatum(settings->clear_concurrency_limit);
-	bind_interval(args, nulls, 15, settings->version_timeout);
-	args[16] = BoolGetDatum(settings->clear_version_timeout);
+	args[ALTER_QUEUE] = CStringGetTextDatum(queue);
+	bind_interval(args, nulls, ALTER_LEASE, settings->lease);
+	bind_int(args, nulls, ALTER_MAX_ATTEMPTS, settings->max_attempts);
+	bind_int(args, nulls, ALTER_RETRY_BASE, settings->retry_base);
+	bind_int(args, nulls, ALTER_RETRY_CAP, settings->retry_cap);
+	bind_interval(args, nulls, ALTER_DEADLINE, settings->deadline);
+	bind_int(args, nulls, ALTER_RETRY_CAPACITY, settings->retry_capacity);
+	args[ALTER_RETRY_REFILL_RATE] = Float8GetDatum(settings->retry_refill_rate);
+	nulls[ALTER_RETRY_REFILL_RATE] = settings->retry_refill_rate > 0 ? ' ' : 'n';
+	bind_interval(args, nulls, ALTER_PROGRESS_TIMEOUT, settings->progress_timeout);
+	args[ALTER_NOTIFY] = BoolGetDatum(settings->notify);
+	nulls[ALTER_NOTIFY] = settings->has_notify ? ' ' : 'n';
+	args[ALTER_CLEAR_DEADLINE] = BoolGetDatum(settings->clear_deadline);
+	args[ALTER_CLEAR_RETRY_CAPACITY] = BoolGetDatum(settings->clear_retry_capacity);
+	args[ALTER_CLEAR_PROGRESS_TIMEOUT] = BoolGetDatum(settings->clear_progress_timeout);
+	bind_int(args, nulls, ALTER_CONCURRENCY_LIMIT, settings->concurrency_limit);
+	args[ALTER_CLEAR_CONCURRENCY_LIMIT] = BoolGetDatum(settings->clear_concurrency_limit);
+	bind_interval(args, nulls, ALTER_VERSION_TIMEOUT, settings->version_timeout);
+	args[ALTER_CLEAR_VERSION_TIMEOUT] = BoolGetDatum(settings->clear_version_timeout);
 	if (DurableExecute(&queue_alter, args, nulls, SPI_OK_UPDATE, 0) == 0)
 		DurableReportNoQueue(queue);
 }
 
+enum
+{
+	PAUSED_QUEUE,
+	PAUSED_PAUSED,
+	PAUSED_NPARAMS
+};
+static const DurableParam queue_set_paused_params[PAUSED_NPARAMS] = {
+	[PAUSED_QUEUE] = {"queue", TEXTOID},
+	[PAUSED_PAUSED] = {"paused", BOOLOID},
+};
 static DurableStatement queue_set_paused = {
 	.name = "queue_set_paused",
-	.sql = "UPDATE durable.queues SET paused = $2"
-	" WHERE queue_name = $1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, BOOLOID},
+	.sql = "UPDATE durable.queues SET paused = $paused"
+	" WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_set_paused_params),
 };
 
-/* who paused or resumed a queue, or one of its partitions ($3 or NULL) */
+/* who paused or resumed a queue, or one of its partitions (or NULL) */
+enum
+{
+	LOG_QUEUE,
+	LOG_PAUSED,
+	LOG_PARTITION,
+	LOG_NOW,
+	LOG_ROLE,
+	LOG_NPARAMS
+};
+static const DurableParam queue_log_params[LOG_NPARAMS] = {
+	[LOG_QUEUE] = {"queue", TEXTOID},
+	[LOG_PAUSED] = {"paused", BOOLOID},
+	[LOG_PARTITION] = {"partition", INT4OID},
+	[LOG_NOW] = {"now", TIMESTAMPTZOID},
+	[LOG_ROLE] = {"role", TEXTOID},
+};
 static DurableStatement queue_log = {
 	.name = "queue_log",
 	.sql = "INSERT INTO durable.queue_log (queue_name, at, kind, partition_key, role)"
-	" VALUES ($1, $4, CASE WHEN $2 THEN 'paused' ELSE 'resumed' END, $3, $5)",
-	.nargs = 5,
-	.argtypes = {TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, TEXTOID},
+	" VALUES ($queue, $now,"
+	" CASE WHEN $paused THEN 'paused' ELSE 'resumed' END, $partition, $role)",
+	DURABLE_PARAMS(queue_log_params),
 };
 
-/* a partition ($3) of a queue paused (or resumed, $2 false), once */
+/* a partition of a queue paused (or resumed, paused false), once */
+enum
+{
+	PARTITION_PAUSED_QUEUE,
+	PARTITION_PAUSED_PAUSED,
+	PARTITION_PAUSED_PARTITION,
+	PARTITION_PAUSED_NPARAMS
+};
+static const DurableParam queue_set_partition_paused_params[PARTITION_PAUSED_NPARAMS] = {
+	[PARTITION_PAUSED_QUEUE] = {"queue", TEXTOID},
+	[PARTITION_PAUSED_PAUSED] = {"paused", BOOLOID},
+	[PARTITION_PAUSED_PARTITION] = {"partition", INT4OID},
+};
 static DurableStatement queue_set_partition_paused = {
 	.name = "queue_set_partition_paused",
 	.sql = "UPDATE durable.queues SET paused_partitions ="
-	" ARRAY(SELECT p FROM pg_catalog.unnest(paused_partitions) p WHERE p <> $3"
-	"  UNION SELECT $3 WHERE $2 ORDER BY 1)"
-	" WHERE queue_name = $1",
-	.nargs = 3,
-	.argtypes = {TEXTOID, BOOLOID, INT4OID},
+	" ARRAY(SELECT p FROM pg_catalog.unnest(paused_partitions) p"
+	"  WHERE p <> $partition"
+	"  UNION SELECT $partition WHERE $paused ORDER BY 1)"
+	" WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_set_partition_paused_params),
 };
 
 /*
@@ -400,29 +522,37 @@ static DurableStatement queue_set_partition_paused = {
 void
 DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 {
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		log[LOG_NPARAMS];
+	char		nulls[LOG_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
 	DurableQueue settings;
 
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = BoolGetDatum(paused);
 	if (partition < 0)
 	{
+		Datum		args[PAUSED_NPARAMS];
+
+		args[PAUSED_QUEUE] = CStringGetTextDatum(queue);
+		args[PAUSED_PAUSED] = BoolGetDatum(paused);
 		if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
 			DurableReportNoQueue(queue);
-		nulls[2] = 'n';
+		nulls[LOG_PARTITION] = 'n';
 	}
 	else
 	{
+		Datum		args[PARTITION_PAUSED_NPARAMS];
+
 		DurableQueueGet(queue, &settings);
 		DurableCheckQueuePartition(queue, &settings, partition);
-		args[2] = Int32GetDatum(partition);
+		args[PARTITION_PAUSED_QUEUE] = CStringGetTextDatum(queue);
+		args[PARTITION_PAUSED_PAUSED] = BoolGetDatum(paused);
+		args[PARTITION_PAUSED_PARTITION] = Int32GetDatum(partition);
 		DurableExecute(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
 	}
-	args[2] = Int32GetDatum(partition);
-	args[3] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[4] = CStringGetTextDatum(DurableCallerName());
-	DurableExecute(&queue_log, args, nulls, SPI_OK_INSERT, 0);
+	log[LOG_QUEUE] = CStringGetTextDatum(queue);
+	log[LOG_PAUSED] = BoolGetDatum(paused);
+	log[LOG_PARTITION] = Int32GetDatum(partition);
+	log[LOG_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	log[LOG_ROLE] = CStringGetTextDatum(DurableCallerName());
+	DurableExecute(&queue_log, log, nulls, SPI_OK_INSERT, 0);
 }
 
 /* the schedules that target a queue */

@@ -39,13 +39,27 @@
 /* how long a key that never finishes is remembered */
 #define DURABLE_REQUEST_RETENTION_DAYS 1
 
+/* a request's key, and the values every statement of it binds */
 typedef struct RequestKey
 {
-	Datum		args[3];		/* partition, scope, key */
-	Datum		queue;			/* the last argument of every statement */
+	Datum		partition;
+	Datum		scope_text;
+	Datum		key_text;
+	Datum		queue;
 	const char *scope;
 	const char *key;
 } RequestKey;
+
+/* bind a key's values to the parameters of a statement that has them */
+static void
+bind_key(Datum *args, const RequestKey *rk, int partition, int scope,
+		 int key, int queue)
+{
+	args[partition] = rk->partition;
+	args[scope] = rk->scope_text;
+	args[key] = rk->key_text;
+	args[queue] = rk->queue;
+}
 
 /*
  * request_key
@@ -67,9 +81,9 @@ request_key(const char *queue, const char *scope, const char *key,
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
 	rk->scope = scope;
 	rk->key = key;
-	rk->args[0] = Int32GetDatum(DurableQueuePairPartition(&settings, scope, key));
-	rk->args[1] = CStringGetTextDatum(scope);
-	rk->args[2] = CStringGetTextDatum(key);
+	rk->partition = Int32GetDatum(DurableQueuePairPartition(&settings, scope, key));
+	rk->scope_text = CStringGetTextDatum(scope);
+	rk->key_text = CStringGetTextDatum(key);
 	rk->queue = CStringGetTextDatum(queue);
 }
 
@@ -138,14 +152,29 @@ static const DurableColumn key_columns[KEY_NCOLUMNS] = {
 	[KEY_RESPONSE] = {"response", JSONBOID},
 	[KEY_FENCE] = {"fence", INT8OID},
 };
+enum
+{
+	LOCK_PARTITION,
+	LOCK_SCOPE,
+	LOCK_KEY,
+	LOCK_QUEUE,
+	LOCK_NPARAMS
+};
+static const DurableParam idempotent_lock_params[LOCK_NPARAMS] = {
+	[LOCK_PARTITION] = {"partition", INT4OID},
+	[LOCK_SCOPE] = {"scope", TEXTOID},
+	[LOCK_KEY] = {"key", TEXTOID},
+	[LOCK_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement idempotent_lock = {
 	.name = "idempotent_lock",
 	.sql = "SELECT request_hash, completed, locked_until, expires_at,"
 	" recovery_point, response, fence"
 	" FROM durable.idempotency_keys"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $4"
+	" WHERE partition_key = $partition AND scope = $scope AND key = $key"
+	" AND queue_name = $queue"
 	" FOR NO KEY UPDATE",
-	.nargs = 4, .argtypes = {INT4OID, TEXTOID, TEXTOID, TEXTOID},
+	DURABLE_PARAMS(idempotent_lock_params),
 	DURABLE_COLUMNS(key_columns),
 };
 
@@ -153,8 +182,9 @@ static DurableStatement idempotent_lock = {
 static void
 lock_key(const RequestKey *rk)
 {
-	Datum		args[4] = {rk->args[0], rk->args[1], rk->args[2], rk->queue};
+	Datum		args[LOCK_NPARAMS];
 
+	bind_key(args, rk, LOCK_PARTITION, LOCK_SCOPE, LOCK_KEY, LOCK_QUEUE);
 	if (DurableExecute(&idempotent_lock, args, NULL, SPI_OK_SELECT, 1) == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -163,15 +193,40 @@ lock_key(const RequestKey *rk)
 				errhint("Begin it with durable_idempotent_begin()."));
 }
 
+/* a key started anew: inserted, or restarted after its retention */
+enum
+{
+	START_PARTITION,
+	START_SCOPE,
+	START_KEY,
+	START_REQUEST_HASH,
+	START_NOW,
+	START_LOCKED_UNTIL,
+	START_EXPIRES_AT,
+	START_FENCE,
+	START_QUEUE,
+	START_NPARAMS
+};
+static const DurableParam idempotent_start_params[START_NPARAMS] = {
+	[START_PARTITION] = {"partition", INT4OID},
+	[START_SCOPE] = {"scope", TEXTOID},
+	[START_KEY] = {"key", TEXTOID},
+	[START_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[START_NOW] = {"now", TIMESTAMPTZOID},
+	[START_LOCKED_UNTIL] = {"locked_until", TIMESTAMPTZOID},
+	[START_EXPIRES_AT] = {"expires_at", TIMESTAMPTZOID},
+	[START_FENCE] = {"fence", INT8OID},
+	[START_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement idempotent_insert = {
 	.name = "idempotent_insert",
 	.sql = "INSERT INTO durable.idempotency_keys (partition_key, scope, key,"
 	" request_hash, created_at, locked_until, expires_at, recovery_point,"
 	" fence, queue_name)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, 'started', COALESCE($8, 1), $9)"
+	" VALUES ($partition, $scope, $key, $request_hash, $now, $locked_until,"
+	" $expires_at, 'started', COALESCE($fence, 1), $queue)"
 	" ON CONFLICT (partition_key, queue_name, scope, key) DO NOTHING",
-	.nargs = 9, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID},
+	DURABLE_PARAMS(idempotent_start_params),
 };
 
 /* restart and update return the key's fence */
@@ -185,29 +240,58 @@ static const DurableColumn key_fence_columns[KEY_NEW_FENCE_NCOLUMNS] = {
 };
 static DurableStatement idempotent_restart = {
 	.name = "idempotent_restart",
-	.sql = "UPDATE durable.idempotency_keys SET request_hash = $4, completed = false,"
-	" created_at = $5, locked_until = $6, expires_at = $7,"
-	" recovery_point = 'started', response = NULL,"
-	" fence = COALESCE($8, fence + 1)"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $9"
+	.sql = "UPDATE durable.idempotency_keys SET request_hash = $request_hash,"
+	" completed = false, created_at = $now, locked_until = $locked_until,"
+	" expires_at = $expires_at, recovery_point = 'started', response = NULL,"
+	" fence = COALESCE($fence, fence + 1)"
+	" WHERE partition_key = $partition AND scope = $scope AND key = $key"
+	" AND queue_name = $queue"
 	" RETURNING fence",
-	.nargs = 9, .argtypes = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID},
+	DURABLE_PARAMS(idempotent_start_params),
 	DURABLE_COLUMNS(key_fence_columns),
 };
 
+/* the fence moves by fence_step, or to new_fence when there is one */
+enum
+{
+	UPDATE_PARTITION,
+	UPDATE_SCOPE,
+	UPDATE_KEY,
+	UPDATE_LOCKED_UNTIL,
+	UPDATE_RECOVERY_POINT,
+	UPDATE_COMPLETED,
+	UPDATE_RESPONSE,
+	UPDATE_EXPIRES_AT,
+	UPDATE_FENCE_STEP,
+	UPDATE_NEW_FENCE,
+	UPDATE_QUEUE,
+	UPDATE_NPARAMS
+};
+static const DurableParam idempotent_update_params[UPDATE_NPARAMS] = {
+	[UPDATE_PARTITION] = {"partition", INT4OID},
+	[UPDATE_SCOPE] = {"scope", TEXTOID},
+	[UPDATE_KEY] = {"key", TEXTOID},
+	[UPDATE_LOCKED_UNTIL] = {"locked_until", TIMESTAMPTZOID},
+	[UPDATE_RECOVERY_POINT] = {"recovery_point", TEXTOID},
+	[UPDATE_COMPLETED] = {"completed", BOOLOID},
+	[UPDATE_RESPONSE] = {"response", JSONBOID},
+	[UPDATE_EXPIRES_AT] = {"expires_at", TIMESTAMPTZOID},
+	[UPDATE_FENCE_STEP] = {"fence_step", INT8OID},
+	[UPDATE_NEW_FENCE] = {"new_fence", INT8OID},
+	[UPDATE_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement idempotent_update = {
 	.name = "idempotent_update",
 	.sql = "UPDATE durable.idempotency_keys SET"
-	" locked_until = COALESCE($4, locked_until),"
-	" recovery_point = COALESCE($5, recovery_point),"
-	" completed = $6, response = COALESCE($7, response),"
-	" expires_at = COALESCE($8, expires_at),"
-	" fence = COALESCE($10, fence + $9)"
-	" WHERE partition_key = $1 AND scope = $2 AND key = $3 AND queue_name = $11"
+	" locked_until = COALESCE($locked_until, locked_until),"
+	" recovery_point = COALESCE($recovery_point, recovery_point),"
+	" completed = $completed, response = COALESCE($response, response),"
+	" expires_at = COALESCE($expires_at, expires_at),"
+	" fence = COALESCE($new_fence, fence + $fence_step)"
+	" WHERE partition_key = $partition AND scope = $scope AND key = $key"
+	" AND queue_name = $queue"
 	" RETURNING fence",
-	.nargs = 11, .argtypes = {INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID,
-	BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID, INT8OID, TEXTOID},
+	DURABLE_PARAMS(idempotent_update_params),
 	DURABLE_COLUMNS(key_fence_columns),
 };
 
@@ -241,26 +325,25 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
 	bytea	   *hash = DurableJsonbHash(request);
-	Datum		args[9];
-	char		args_nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[START_NPARAMS];
+	char		args_nulls[START_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	Datum		response;
 	bool		response_null;
 	char	   *point;
 
 	request_key(queue, scope, key, true, &rk);
-	memcpy(args, rk.args, sizeof(rk.args));
-	args[3] = PointerGetDatum(hash);
-	args[8] = rk.queue;
-	args[4] = TimestampTzGetDatum(now);
-	args[5] = TimestampTzGetDatum(DurableTimePlus(now, lock));
-	args[6] = TimestampTzGetDatum(DurableTimePlus(now, &retention));
+	bind_key(args, &rk, START_PARTITION, START_SCOPE, START_KEY, START_QUEUE);
+	args[START_REQUEST_HASH] = PointerGetDatum(hash);
+	args[START_NOW] = TimestampTzGetDatum(now);
+	args[START_LOCKED_UNTIL] = TimestampTzGetDatum(DurableTimePlus(now, lock));
+	args[START_EXPIRES_AT] = TimestampTzGetDatum(DurableTimePlus(now, &retention));
 
-	new_fence(&args[7], &args_nulls[7]);
+	new_fence(&args[START_FENCE], &args_nulls[START_FENCE]);
 	if (DurableExecute(&idempotent_insert, args, args_nulls, SPI_OK_INSERT, 0) == 1)
 	{
 		set_status(out, "started", "started",
-				   args_nulls[7] == 'n' ? 1 : DatumGetInt64(args[7]),
+				   args_nulls[START_FENCE] == 'n' ? 1 : DatumGetInt64(args[START_FENCE]),
 				   (Datum) 0, true);
 		return;
 	}
@@ -296,20 +379,23 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 		set_status(out, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
-		Datum		update[11];
-		char		nulls[11] = {' ', ' ', ' ', ' ', 'n', ' ', 'n', 'n', ' ', ' ', ' '};
+		Datum		update[UPDATE_NPARAMS];
+		char		nulls[UPDATE_NPARAMS];
 
 		/*
 		 * The last owner's lock ran out: take over at its recovery point,
 		 * under a new fence that fences the last owner off.
 		 */
-		memcpy(update, rk.args, sizeof(rk.args));
-		update[3] = args[5];
-		update[5] = BoolGetDatum(false);
-		update[8] = Int64GetDatum(1);
-		update[9] = args[7];
-		nulls[9] = args_nulls[7];
-		update[10] = rk.queue;
+		memset(nulls, ' ', sizeof(nulls));
+		bind_key(update, &rk, UPDATE_PARTITION, UPDATE_SCOPE, UPDATE_KEY, UPDATE_QUEUE);
+		update[UPDATE_LOCKED_UNTIL] = args[START_LOCKED_UNTIL];
+		nulls[UPDATE_RECOVERY_POINT] = 'n';
+		update[UPDATE_COMPLETED] = BoolGetDatum(false);
+		nulls[UPDATE_RESPONSE] = 'n';
+		nulls[UPDATE_EXPIRES_AT] = 'n';
+		update[UPDATE_FENCE_STEP] = Int64GetDatum(1);
+		update[UPDATE_NEW_FENCE] = args[START_FENCE];
+		nulls[UPDATE_NEW_FENCE] = args_nulls[START_FENCE];
 		DurableExecute(&idempotent_update, update, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0);
 		set_status(out, "started", point,
@@ -352,20 +438,25 @@ DurableIdempotentAdvance(const char *queue, const char *scope, const char *key,
 						 int64 fence, text *recovery_point, Interval *lock)
 {
 	RequestKey	rk;
-	Datum		update[11];
-	char		nulls[11] = {' ', ' ', ' ', 'n', ' ', ' ', 'n', 'n', ' ', 'n', ' '};
+	Datum		update[UPDATE_NPARAMS];
+	char		nulls[UPDATE_NPARAMS];
 
 	request_key(queue, scope, key, false, &rk);
-	memcpy(update, rk.args, sizeof(rk.args));
-	update[10] = rk.queue;
-	update[4] = PointerGetDatum(recovery_point);
-	update[5] = BoolGetDatum(false);
-	update[8] = Int64GetDatum(0);
+	memset(nulls, ' ', sizeof(nulls));
+	bind_key(update, &rk, UPDATE_PARTITION, UPDATE_SCOPE, UPDATE_KEY, UPDATE_QUEUE);
+	nulls[UPDATE_LOCKED_UNTIL] = 'n';
+	update[UPDATE_RECOVERY_POINT] = PointerGetDatum(recovery_point);
+	update[UPDATE_COMPLETED] = BoolGetDatum(false);
+	nulls[UPDATE_RESPONSE] = 'n';
+	nulls[UPDATE_EXPIRES_AT] = 'n';
+	update[UPDATE_FENCE_STEP] = Int64GetDatum(0);
+	nulls[UPDATE_NEW_FENCE] = 'n';
 	if (lock != NULL)
 	{
-		update[3] = TimestampTzGetDatum(DurableTimePlus(GetCurrentTransactionStartTimestamp(),
-														lock));
-		nulls[3] = ' ';
+		update[UPDATE_LOCKED_UNTIL] =
+			TimestampTzGetDatum(DurableTimePlus(GetCurrentTransactionStartTimestamp(),
+												lock));
+		nulls[UPDATE_LOCKED_UNTIL] = ' ';
 	}
 
 	require_held(&rk, fence);
@@ -384,19 +475,20 @@ DurableIdempotentFinish(const char *queue, const char *scope, const char *key,
 						int64 fence, Jsonb *response, Interval *retention)
 {
 	RequestKey	rk;
-	Datum		update[11];
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 'n', ' '};
+	Datum		update[UPDATE_NPARAMS];
+	char		nulls[UPDATE_NPARAMS];
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
 	request_key(queue, scope, key, false, &rk);
-	memcpy(update, rk.args, sizeof(rk.args));
-	update[10] = rk.queue;
-	update[3] = TimestampTzGetDatum(now);
-	update[4] = CStringGetTextDatum("finished");
-	update[5] = BoolGetDatum(true);
-	update[6] = JsonbPGetDatum(response);
-	update[7] = TimestampTzGetDatum(DurableTimePlus(now, retention));
-	update[8] = Int64GetDatum(0);
+	memset(nulls, ' ', sizeof(nulls));
+	bind_key(update, &rk, UPDATE_PARTITION, UPDATE_SCOPE, UPDATE_KEY, UPDATE_QUEUE);
+	update[UPDATE_LOCKED_UNTIL] = TimestampTzGetDatum(now);
+	update[UPDATE_RECOVERY_POINT] = CStringGetTextDatum("finished");
+	update[UPDATE_COMPLETED] = BoolGetDatum(true);
+	update[UPDATE_RESPONSE] = JsonbPGetDatum(response);
+	update[UPDATE_EXPIRES_AT] = TimestampTzGetDatum(DurableTimePlus(now, retention));
+	update[UPDATE_FENCE_STEP] = Int64GetDatum(0);
+	nulls[UPDATE_NEW_FENCE] = 'n';
 
 	require_held(&rk, fence);
 	DurableExecute(&idempotent_update, update, nulls,

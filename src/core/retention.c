@@ -72,12 +72,24 @@ static const DurableColumn history_columns[HISTORY_NCOLUMNS] = {
 	[HISTORY_ERROR_CODE] = {"error_code", TEXTOID},
 	[HISTORY_ERROR_MESSAGE] = {"error_message", TEXTOID},
 };
+enum
+{
+	HISTORY_NOW,
+	HISTORY_RETENTION,
+	HISTORY_BATCH,
+	HISTORY_NPARAMS
+};
+static const DurableParam maintain_history_params[HISTORY_NPARAMS] = {
+	[HISTORY_NOW] = {"now", TIMESTAMPTZOID},
+	[HISTORY_RETENTION] = {"retention", INT4OID},
+	[HISTORY_BATCH] = {"batch", INT4OID},
+};
 static DurableStatement maintain_history_stmt = {
 	.name = "maintain_history",
 	.sql = "SELECT task_id, action, part, error_code, error_message"
-	" FROM durable.maintain_history($1,"
-	" pg_catalog.make_interval(secs => $2), $3)",
-	.nargs = 3, .argtypes = {TIMESTAMPTZOID, INT4OID, INT4OID},
+	" FROM durable.maintain_history($now,"
+	" pg_catalog.make_interval(secs => $retention), $batch)",
+	DURABLE_PARAMS(maintain_history_params),
 	DURABLE_COLUMNS(history_columns),
 };
 
@@ -93,8 +105,8 @@ static uint64
 maintain_history(void *arg)
 {
 	RetentionWork *work = (RetentionWork *) arg;
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		args[HISTORY_NPARAMS];
+	char		nulls[HISTORY_NPARAMS] = {' ', ' ', ' '};
 	uint64		rows;
 	uint64		removed = 0;
 	bool		busy = false;
@@ -102,10 +114,10 @@ maintain_history(void *arg)
 	char	  **parts;
 	uint64		nparts;
 
-	args[0] = TimestampTzGetDatum(work->now);
-	args[1] = Int32GetDatum(durable_retention);
-	nulls[1] = durable_retention >= 0 && !work->days_only ? ' ' : 'n';
-	args[2] = Int32GetDatum(work->batch);
+	args[HISTORY_NOW] = TimestampTzGetDatum(work->now);
+	args[HISTORY_RETENTION] = Int32GetDatum(durable_retention);
+	nulls[HISTORY_RETENTION] = durable_retention >= 0 && !work->days_only ? ' ' : 'n';
+	args[HISTORY_BATCH] = Int32GetDatum(work->batch);
 	rows = DurableExecute(&maintain_history_stmt, args, nulls, SPI_OK_SELECT, 0);
 	for (uint64 row = 0; row < rows; row++)
 	{
@@ -152,47 +164,62 @@ maintain_history(void *arg)
 	return removed;
 }
 
+/* the parameters of every retain statement: rows before the cutoff, a batch */
+enum
+{
+	RETAIN_CUTOFF,
+	RETAIN_BATCH,
+	RETAIN_NPARAMS
+};
+static const DurableParam retain_params[RETAIN_NPARAMS] = {
+	[RETAIN_CUTOFF] = {"cutoff", TIMESTAMPTZOID},
+	[RETAIN_BATCH] = {"batch", INT4OID},
+};
+
 /* retention of one table each, a part of the tick apiece */
 #define RETAIN(table, column) \
 	"DELETE FROM durable." table " WHERE ctid = ANY (ARRAY(" \
-	" SELECT ctid FROM durable." table " WHERE " column " < $1" \
-	" LIMIT $2 FOR UPDATE SKIP LOCKED))"
+	" SELECT ctid FROM durable." table " WHERE " column " < $cutoff" \
+	" LIMIT $batch FOR UPDATE SKIP LOCKED))"
 
 static DurableStatement retain_inbox = {
 	.name = "retain_inbox",
 	.sql = RETAIN("inbox", "received_at"),
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(retain_params),
 };
 static DurableStatement retain_outbox = {
 	.name = "retain_outbox",
 	.sql = RETAIN("outbox", "published_at"),
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(retain_params),
 };
 static DurableStatement retain_keys = {
 	.name = "retain_keys",
 	.sql = RETAIN("idempotency_keys", "expires_at"),
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(retain_params),
 };
 
 /*
  * On Citus, where rows are locked (SKIP LOCKED) only in a statement on one
  * shard: each table in one statement on all shards, without a batch
- * limit, run by the coordinator's reconciler alone ($2 unused).
+ * limit, run by the coordinator's reconciler alone ($batch unused).
  */
 static DurableStatement retain_inbox_all = {
 	.name = "retain_inbox_all",
-	.sql = "DELETE FROM durable.inbox WHERE received_at < $1 AND $2 IS NOT NULL",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	.sql = "DELETE FROM durable.inbox WHERE received_at < $cutoff"
+	" AND $batch IS NOT NULL",
+	DURABLE_PARAMS(retain_params),
 };
 static DurableStatement retain_outbox_all = {
 	.name = "retain_outbox_all",
-	.sql = "DELETE FROM durable.outbox WHERE published_at < $1 AND $2 IS NOT NULL",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	.sql = "DELETE FROM durable.outbox WHERE published_at < $cutoff"
+	" AND $batch IS NOT NULL",
+	DURABLE_PARAMS(retain_params),
 };
 static DurableStatement retain_keys_all = {
 	.name = "retain_keys_all",
-	.sql = "DELETE FROM durable.idempotency_keys WHERE expires_at < $1 AND $2 IS NOT NULL",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	.sql = "DELETE FROM durable.idempotency_keys WHERE expires_at < $cutoff"
+	" AND $batch IS NOT NULL",
+	DURABLE_PARAMS(retain_params),
 };
 
 /* the events emitted before the cutoff, or awaited then and no more */
@@ -200,33 +227,33 @@ static DurableStatement retain_events = {
 	.name = "retain_events",
 	.sql = "DELETE FROM durable.emitted_events WHERE ctid = ANY (ARRAY("
 	" SELECT e.ctid FROM durable.emitted_events e"
-	" WHERE COALESCE(e.emitted_at, e.created_at) < $1"
+	" WHERE COALESCE(e.emitted_at, e.created_at) < $cutoff"
 	" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
 	"  WHERE w.partition_key = e.partition_key AND w.queue_name = e.queue_name"
 	"  AND w.event = e.event))"
-	" LIMIT $2 FOR UPDATE SKIP LOCKED))",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	" LIMIT $batch FOR UPDATE SKIP LOCKED))",
+	DURABLE_PARAMS(retain_params),
 };
 
 /* on Citus: on every shard in one statement, as the tables below */
 static DurableStatement retain_events_all = {
 	.name = "retain_events_all",
 	.sql = "DELETE FROM durable.emitted_events e"
-	" WHERE COALESCE(e.emitted_at, e.created_at) < $1 AND $2 IS NOT NULL"
+	" WHERE COALESCE(e.emitted_at, e.created_at) < $cutoff AND $batch IS NOT NULL"
 	" AND (e.emitted_at IS NOT NULL OR NOT EXISTS (SELECT FROM durable.event_waits w"
 	"  WHERE w.partition_key = e.partition_key AND w.queue_name = e.queue_name"
 	"  AND w.event = e.event))",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(retain_params),
 };
 
 static uint64
 retain_table(void *arg)
 {
 	RetentionWork *work = (RetentionWork *) arg;
-	Datum		args[2];
+	Datum		args[RETAIN_NPARAMS];
 
-	args[0] = TimestampTzGetDatum(work->cutoff);
-	args[1] = Int32GetDatum(work->batch);
+	args[RETAIN_CUTOFF] = TimestampTzGetDatum(work->cutoff);
+	args[RETAIN_BATCH] = Int32GetDatum(work->batch);
 	return DurableExecute(work->stmt, args, NULL, SPI_OK_DELETE, 0);
 }
 

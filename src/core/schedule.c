@@ -47,25 +47,57 @@ enum
 static const DurableColumn locked_columns[LOCKED_NCOLUMNS] = {
 	[LOCKED_LAST_RUN] = {"last_run", TIMESTAMPTZOID},
 };
+enum
+{
+	LOCK_NAME,
+	LOCK_NPARAMS
+};
+static const DurableParam schedule_lock_params[LOCK_NPARAMS] = {
+	[LOCK_NAME] = {"name", TEXTOID},
+};
 static DurableStatement schedule_lock = {
 	.name = "schedule_lock",
-	.sql = "SELECT last_run FROM durable.schedules WHERE schedule_name = $1 FOR UPDATE",
-	.nargs = 1, .argtypes = {TEXTOID},
+	.sql = "SELECT last_run FROM durable.schedules WHERE schedule_name = $name FOR UPDATE",
+	DURABLE_PARAMS(schedule_lock_params),
 	DURABLE_COLUMNS(locked_columns),
 };
 
+enum
+{
+	UPSERT_NAME,
+	UPSERT_CRON,
+	UPSERT_TIMEZONE,
+	UPSERT_QUEUE,
+	UPSERT_PAYLOAD,
+	UPSERT_BACKFILL,
+	UPSERT_NEXT_RUN,
+	UPSERT_NOW,
+	UPSERT_ROLE,
+	UPSERT_NPARAMS
+};
+static const DurableParam schedule_upsert_params[UPSERT_NPARAMS] = {
+	[UPSERT_NAME] = {"name", TEXTOID},
+	[UPSERT_CRON] = {"cron", TEXTOID},
+	[UPSERT_TIMEZONE] = {"timezone", TEXTOID},
+	[UPSERT_QUEUE] = {"queue", TEXTOID},
+	[UPSERT_PAYLOAD] = {"payload", JSONBOID},
+	[UPSERT_BACKFILL] = {"backfill", BOOLOID},
+	[UPSERT_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+	[UPSERT_NOW] = {"now", TIMESTAMPTZOID},
+	[UPSERT_ROLE] = {"role", TEXTOID},
+};
 static DurableStatement schedule_upsert = {
 	.name = "schedule_upsert",
 	.sql = "INSERT INTO durable.schedules AS s (schedule_name, cron, timezone,"
 	" queue_name, payload, backfill, next_run, created_at, role)"
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+	" VALUES ($name, $cron, $timezone, $queue, $payload, $backfill, $next_run,"
+	" $now, $role)"
 	" ON CONFLICT (schedule_name) DO UPDATE SET cron = EXCLUDED.cron,"
 	" timezone = EXCLUDED.timezone, queue_name = EXCLUDED.queue_name,"
 	" payload = EXCLUDED.payload, backfill = EXCLUDED.backfill,"
 	" next_run = EXCLUDED.next_run, role = EXCLUDED.role,"
 	" last_error = NULL, last_error_at = NULL",
-	.nargs = 9, .argtypes = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID,
-	BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+	DURABLE_PARAMS(schedule_upsert_params),
 };
 
 /*
@@ -86,8 +118,8 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 	pg_tz	   *tz;
 	DurableQueue settings;
 	TimestampTz next;
-	Datum		arg;
-	Datum		args[9];
+	Datum		lock[LOCK_NPARAMS];
+	Datum		args[UPSERT_NPARAMS];
 
 	DurableCronParse(text, &cron);
 	tz = DurableTimeZone(zone);
@@ -101,8 +133,8 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 	 * key would be taken by another request).  Its row lock, waited for,
 	 * shows the last run committed.
 	 */
-	arg = CStringGetTextDatum(name);
-	if (DurableExecute(&schedule_lock, &arg, NULL, SPI_OK_SELECT, 1) == 1)
+	lock[LOCK_NAME] = CStringGetTextDatum(name);
+	if (DurableExecute(&schedule_lock, lock, NULL, SPI_OK_SELECT, 1) == 1)
 	{
 		bool		isnull;
 		Datum		last_run = DurableColumnDatum(0, LOCKED_LAST_RUN, &isnull);
@@ -115,24 +147,32 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("cron expression \"%s\" never fires after now", text));
-	args[0] = CStringGetTextDatum(name);
-	args[1] = CStringGetTextDatum(text);
-	args[2] = CStringGetTextDatum(zone);
-	args[3] = CStringGetTextDatum(queue);
-	args[4] = JsonbPGetDatum(payload);
-	args[5] = BoolGetDatum(backfill);
-	args[6] = TimestampTzGetDatum(next);
-	args[7] = TimestampTzGetDatum(now);
-	args[8] = CStringGetTextDatum(DurableCallerName());
+	args[UPSERT_NAME] = CStringGetTextDatum(name);
+	args[UPSERT_CRON] = CStringGetTextDatum(text);
+	args[UPSERT_TIMEZONE] = CStringGetTextDatum(zone);
+	args[UPSERT_QUEUE] = CStringGetTextDatum(queue);
+	args[UPSERT_PAYLOAD] = JsonbPGetDatum(payload);
+	args[UPSERT_BACKFILL] = BoolGetDatum(backfill);
+	args[UPSERT_NEXT_RUN] = TimestampTzGetDatum(next);
+	args[UPSERT_NOW] = TimestampTzGetDatum(now);
+	args[UPSERT_ROLE] = CStringGetTextDatum(DurableCallerName());
 	DurableExecute(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
 	forget_failure(name);
 	return next;
 }
 
+enum
+{
+	DELETE_NAME,
+	DELETE_NPARAMS
+};
+static const DurableParam schedule_delete_params[DELETE_NPARAMS] = {
+	[DELETE_NAME] = {"name", TEXTOID},
+};
 static DurableStatement schedule_delete = {
 	.name = "schedule_delete",
-	.sql = "DELETE FROM durable.schedules WHERE schedule_name = $1",
-	.nargs = 1, .argtypes = {TEXTOID},
+	.sql = "DELETE FROM durable.schedules WHERE schedule_name = $name",
+	DURABLE_PARAMS(schedule_delete_params),
 };
 
 /*
@@ -143,10 +183,11 @@ static DurableStatement schedule_delete = {
 bool
 DurableUnschedule(const char *name)
 {
-	Datum		arg = CStringGetTextDatum(name);
+	Datum		args[DELETE_NPARAMS];
 	bool		removed;
 
-	removed = DurableExecute(&schedule_delete, &arg, NULL, SPI_OK_DELETE, 0) > 0;
+	args[DELETE_NAME] = CStringGetTextDatum(name);
+	removed = DurableExecute(&schedule_delete, args, NULL, SPI_OK_DELETE, 0) > 0;
 	forget_failure(name);
 	return removed;
 }
@@ -171,16 +212,26 @@ static const DurableColumn due_columns[DUE_NCOLUMNS] = {
 	[DUE_BACKFILL] = {"backfill", BOOLOID},
 	[DUE_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
 };
+enum
+{
+	DUE_NOW,
+	DUE_BATCH,
+	DUE_NPARAMS
+};
+static const DurableParam schedules_due_params[DUE_NPARAMS] = {
+	[DUE_NOW] = {"now", TIMESTAMPTZOID},
+	[DUE_BATCH] = {"batch", INT4OID},
+};
 static DurableStatement schedules_due = {
 	.name = "schedules_due",
 	.sql = "SELECT s.schedule_name, s.cron, s.timezone, s.queue_name, s.payload,"
 	" s.backfill, s.next_run"
 	" FROM durable.schedules s"
 	" JOIN durable.queues q ON q.queue_name = s.queue_name"
-	" WHERE s.next_run <= $1"
-	" ORDER BY s.next_run LIMIT $2"
+	" WHERE s.next_run <= $now"
+	" ORDER BY s.next_run LIMIT $batch"
 	" FOR NO KEY UPDATE OF s SKIP LOCKED",
-	.nargs = 2, .argtypes = {TIMESTAMPTZOID, INT4OID},
+	DURABLE_PARAMS(schedules_due_params),
 	DURABLE_COLUMNS(due_columns),
 };
 
@@ -224,22 +275,50 @@ enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence)
 	return DurableEnqueue(&req, &settings, due->now);
 }
 
+enum
+{
+	ADVANCE_NAME,
+	ADVANCE_NEXT_RUN,
+	ADVANCE_LAST_RUN,
+	ADVANCE_TASK_ID,
+	ADVANCE_NPARAMS
+};
+static const DurableParam schedule_advance_params[ADVANCE_NPARAMS] = {
+	[ADVANCE_NAME] = {"name", TEXTOID},
+	[ADVANCE_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+	[ADVANCE_LAST_RUN] = {"last_run", TIMESTAMPTZOID},
+	[ADVANCE_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement schedule_advance = {
 	.name = "schedule_advance",
-	.sql = "UPDATE durable.schedules SET next_run = $2, last_run = $3,"
-	" last_task_id = COALESCE($4, last_task_id),"
+	.sql = "UPDATE durable.schedules SET next_run = $next_run, last_run = $last_run,"
+	" last_task_id = COALESCE($task_id, last_task_id),"
 	" last_error = NULL, last_error_at = NULL"
-	" WHERE schedule_name = $1",
-	.nargs = 4, .argtypes = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID},
+	" WHERE schedule_name = $name",
+	DURABLE_PARAMS(schedule_advance_params),
 };
 
 /* an occurrence that could not be enqueued is skipped, with why */
+enum
+{
+	SKIP_NAME,
+	SKIP_NEXT_RUN,
+	SKIP_ERROR,
+	SKIP_NOW,
+	SKIP_NPARAMS
+};
+static const DurableParam schedule_skip_params[SKIP_NPARAMS] = {
+	[SKIP_NAME] = {"name", TEXTOID},
+	[SKIP_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+	[SKIP_ERROR] = {"error", TEXTOID},
+	[SKIP_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement schedule_skip = {
 	.name = "schedule_skip",
-	.sql = "UPDATE durable.schedules SET next_run = $2, last_error = $3,"
-	" last_error_at = COALESCE(last_error_at, $4)"
-	" WHERE schedule_name = $1",
-	.nargs = 4, .argtypes = {TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID},
+	.sql = "UPDATE durable.schedules SET next_run = $next_run, last_error = $error,"
+	" last_error_at = COALESCE(last_error_at, $now)"
+	" WHERE schedule_name = $name",
+	DURABLE_PARAMS(schedule_skip_params),
 };
 
 /*
@@ -260,8 +339,8 @@ run_schedule(void *arg)
 	TimestampTz next;
 	int64		task_id = 0;
 	uint64		enqueued = 0;
-	Datum		advance[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		advance[ADVANCE_NPARAMS];
+	char		nulls[ADVANCE_NPARAMS] = {' ', ' ', ' ', ' '};
 
 	DurableCronParse(due->cron, &cron);
 	if (!due->backfill)
@@ -271,11 +350,13 @@ run_schedule(void *arg)
 		next = DurableCronNext(&cron, occurrence, tz);
 		if (due->skip != 0 && occurrence >= due->skip)
 		{
-			advance[0] = CStringGetTextDatum(due->name);
-			advance[1] = TimestampTzGetDatum(next);
-			advance[2] = CStringGetTextDatum(due->error);
-			advance[3] = TimestampTzGetDatum(due->now);
-			DurableExecute(&schedule_skip, advance, NULL, SPI_OK_UPDATE, 0);
+			Datum		skip[SKIP_NPARAMS];
+
+			skip[SKIP_NAME] = CStringGetTextDatum(due->name);
+			skip[SKIP_NEXT_RUN] = TimestampTzGetDatum(next);
+			skip[SKIP_ERROR] = CStringGetTextDatum(due->error);
+			skip[SKIP_NOW] = TimestampTzGetDatum(due->now);
+			DurableExecute(&schedule_skip, skip, NULL, SPI_OK_UPDATE, 0);
 			return enqueued;
 		}
 		due->attempting = occurrence;
@@ -287,11 +368,11 @@ run_schedule(void *arg)
 			break;
 		occurrence = next;
 	}
-	advance[0] = CStringGetTextDatum(due->name);
-	advance[1] = TimestampTzGetDatum(next);
-	advance[2] = TimestampTzGetDatum(occurrence);
-	advance[3] = Int64GetDatum(task_id);
-	nulls[3] = task_id != 0 ? ' ' : 'n';
+	advance[ADVANCE_NAME] = CStringGetTextDatum(due->name);
+	advance[ADVANCE_NEXT_RUN] = TimestampTzGetDatum(next);
+	advance[ADVANCE_LAST_RUN] = TimestampTzGetDatum(occurrence);
+	advance[ADVANCE_TASK_ID] = Int64GetDatum(task_id);
+	nulls[ADVANCE_TASK_ID] = task_id != 0 ? ' ' : 'n';
 	DurableExecute(&schedule_advance, advance, nulls, SPI_OK_UPDATE, 0);
 	return enqueued;
 }
@@ -315,13 +396,13 @@ uint64
 DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 					void *arg)
 {
-	Datum		args[2];
+	Datum		args[DUE_NPARAMS];
 	uint64		n;
 	DueSchedule *due;
 	uint64		enqueued = 0;
 
-	args[0] = TimestampTzGetDatum(now);
-	args[1] = Int32GetDatum(batch);
+	args[DUE_NOW] = TimestampTzGetDatum(now);
+	args[DUE_BATCH] = Int32GetDatum(batch);
 	n = DurableExecute(&schedules_due, args, NULL, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;

@@ -55,40 +55,58 @@ static const DurableColumn probe_columns[PROBE_NCOLUMNS] = {
 
 static const DurableColumn found_columns[1] = {{"found", BOOLOID}};
 
-/* (partition, queue, now) */
+/* the parameters of claim_probe and probe_here_ready */
+enum
+{
+	PROBE_PARTITION,
+	PROBE_QUEUE,
+	PROBE_NOW,
+	PROBE_NPARAMS
+};
+static const DurableParam probe_params[PROBE_NPARAMS] = {
+	[PROBE_PARTITION] = {"partition", INT4OID},
+	[PROBE_QUEUE] = {"queue", TEXTOID},
+	[PROBE_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement claim_probe = {
 	.name = "claim_probe",
 	.sql = "SELECT EXISTS (SELECT FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND queue_name = $2"
-	"  AND state IN ('ready', 'waiting') AND run_at <= $3) AS ready,"
+	"  WHERE partition_key = $partition AND queue_name = $queue"
+	"  AND state IN ('ready', 'waiting') AND run_at <= $now) AS ready,"
 	" EXISTS (SELECT FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND state = 'running' AND lease_until < $3) AS expired",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
+	"  WHERE partition_key = $partition AND state = 'running'"
+	"  AND lease_until < $now) AS expired",
+	DURABLE_PARAMS(probe_params),
 	DURABLE_COLUMNS(probe_columns),
 	.by_partition = true,
 };
 
-/* (partition, queue, now) */
 static DurableStatement probe_here_ready = {
 	.name = "probe_here_ready",
 	.sql = "SELECT true AS found FROM durable.live_tasks"
-	" WHERE partition_key = $1 AND queue_name = $2"
-	" AND state IN ('ready', 'waiting') AND run_at <= $3 LIMIT 1",
-	.nargs = 3,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID},
+	" WHERE partition_key = $partition AND queue_name = $queue"
+	" AND state IN ('ready', 'waiting') AND run_at <= $now LIMIT 1",
+	DURABLE_PARAMS(probe_params),
 	DURABLE_COLUMNS(found_columns),
 	.by_partition = true,
 };
 
-/* (partition, now) */
+enum
+{
+	EXPIRED_PARTITION,
+	EXPIRED_NOW,
+	EXPIRED_NPARAMS
+};
+static const DurableParam probe_here_expired_params[EXPIRED_NPARAMS] = {
+	[EXPIRED_PARTITION] = {"partition", INT4OID},
+	[EXPIRED_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement probe_here_expired = {
 	.name = "probe_here_expired",
 	.sql = "SELECT true AS found FROM durable.live_tasks"
-	" WHERE partition_key = $1 AND state = 'running' AND lease_until < $2"
-	" LIMIT 1",
-	.nargs = 2,
-	.argtypes = {INT4OID, TIMESTAMPTZOID},
+	" WHERE partition_key = $partition AND state = 'running'"
+	" AND lease_until < $now LIMIT 1",
+	DURABLE_PARAMS(probe_here_expired_params),
 	DURABLE_COLUMNS(found_columns),
 	.by_partition = true,
 };
@@ -116,17 +134,19 @@ DurableClaimOrder(const DurableQueue *settings, uint32 turn, DurableNodeWalk *wa
 	return walk->partitions;
 }
 
+/* claim_probe, with its values (probe_params) */
 static uint64
-run_probe(void *args)
+run_probe(void *probe)
 {
-	return DurableExecute(&claim_probe, (Datum *) args, NULL, SPI_OK_SELECT, 0);
+	return DurableExecute(&claim_probe, (Datum *) probe, NULL, SPI_OK_SELECT, 0);
 }
 
 /*
  * DurableClaimProbe
  *		Read whether the i-th partition of a claim's walk has ready work,
- *		and whether it has expired leases (args as the claim's: partition,
- *		queue, now; on this node, expired leases are looked for only where
+ *		and whether it has expired leases (args the claim's values, whose
+ *		first three are the partition, the queue and now, which the probes
+ *		bind by name; on this node, expired leases are looked for only where
  *		there is no ready work).  Returns false, reading nothing, for a node
  *		that is down: one that failed a moment ago, or whose connection
  *		fails now (class 08; any other error is raised).
@@ -137,22 +157,28 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 {
 	int32		group = walk->places[i].group;
 	ErrorData  *error;
+	Datum		probe[PROBE_NPARAMS];
 
 	if (DurableNodeDown(group))
 		return false;
+	probe[PROBE_PARTITION] = args[0];
+	probe[PROBE_QUEUE] = args[1];
+	probe[PROBE_NOW] = args[2];
 	if (group < 0 || group == DurableLocalGroup())
 	{
-		Datum		expired_args[2] = {args[0], args[2]};
+		Datum		expired_args[EXPIRED_NPARAMS];
 
-		*ready = DurableExecute(&probe_here_ready, args, NULL, SPI_OK_SELECT, 0) > 0;
+		expired_args[EXPIRED_PARTITION] = probe[PROBE_PARTITION];
+		expired_args[EXPIRED_NOW] = probe[PROBE_NOW];
+		*ready = DurableExecute(&probe_here_ready, probe, NULL, SPI_OK_SELECT, 0) > 0;
 		*expired = !*ready &&
 			DurableExecute(&probe_here_expired, expired_args, NULL,
 						   SPI_OK_SELECT, 0) > 0;
 		return true;
 	}
 	if (bms_is_member(group, walk->reached))
-		DurableExecute(&claim_probe, args, NULL, SPI_OK_SELECT, 0);
-	else if (DurableTry(run_probe, args, NULL, &error))
+		DurableExecute(&claim_probe, probe, NULL, SPI_OK_SELECT, 0);
+	else if (DurableTry(run_probe, probe, NULL, &error))
 		walk->reached = bms_add_member(walk->reached, group);
 	else
 	{
@@ -188,21 +214,36 @@ static const DurableColumn shard_renewed_columns[SHARD_RENEWED_NCOLUMNS] = {
 	[SHARD_RENEWED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
 };
 
-/* (ids, fences, now, lease, the partitions of one shard) */
+/* the tasks of one shard, by the partitions of the shard */
+enum
+{
+	BEAT_TASK_IDS,
+	BEAT_FENCES,
+	BEAT_NOW,
+	BEAT_LEASE,
+	BEAT_PARTITIONS,
+	BEAT_NPARAMS
+};
+static const DurableParam heartbeat_shard_params[BEAT_NPARAMS] = {
+	[BEAT_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[BEAT_FENCES] = {"fences", INT8ARRAYOID},
+	[BEAT_NOW] = {"now", TIMESTAMPTZOID},
+	[BEAT_LEASE] = {"lease", INTERVALOID},
+	[BEAT_PARTITIONS] = {"partitions", INT4ARRAYOID},
+};
 static DurableStatement heartbeat_shard = {
 	.name = "heartbeat_shard",
 	.sql = "UPDATE durable.live_tasks t SET"
-	"  lease = COALESCE($4, t.lease),"
-	"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
-	"  heartbeat_at = $3"
+	"  lease = COALESCE($lease, t.lease),"
+	"  lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, t.lease)") ","
+	"  heartbeat_at = $now"
 	" FROM durable.queues q"
-	" WHERE t.partition_key = ANY ($5)"
+	" WHERE t.partition_key = ANY ($partitions)"
 	" AND (t.task_id, t.fence) IN (SELECT * FROM ROWS FROM"
-	"  (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int8[])))"
+	"  (pg_catalog.unnest($task_ids::int8[]), pg_catalog.unnest($fences::int8[])))"
 	" AND t.state = 'running' AND q.queue_name = t.queue_name"
 	" RETURNING t.task_id, t.fence, t.queue_name, q.restricted, t.lease_until",
-	.nargs = 5,
-	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID, INT4ARRAYOID},
+	DURABLE_PARAMS(heartbeat_shard_params),
 	DURABLE_COLUMNS(shard_renewed_columns),
 };
 
@@ -239,8 +280,8 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 	int		   *bounds = palloc(sizeof(int) * (n + 1));
 	char	  **queues = palloc0(sizeof(char *) * n);
 	bool	   *restricted = palloc0(sizeof(bool) * n);
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[BEAT_NPARAMS];
+	char		nulls[BEAT_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
 	int			nids;
 	int			runs;
 
@@ -258,18 +299,19 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 	}
 	runs = DurableGroupByShard(keys, n, order, bounds);
 
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(lease);
-	nulls[3] = lease ? ' ' : 'n';
+	args[BEAT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[BEAT_LEASE] = PointerGetDatum(lease);
+	nulls[BEAT_LEASE] = lease ? ' ' : 'n';
 	for (int r = 0; r < runs; r++)
 	{
 		int			from = bounds[r];
 		int			to = bounds[r + 1];
 		uint64		rows;
 
-		args[0] = PointerGetDatum(run_array(id_values, order, from, to, INT8OID));
-		args[1] = PointerGetDatum(run_array(fence_values, order, from, to, INT8OID));
-		args[4] = PointerGetDatum(run_array(partitions, order, from, to, INT4OID));
+		args[BEAT_TASK_IDS] = PointerGetDatum(run_array(id_values, order, from, to, INT8OID));
+		args[BEAT_FENCES] = PointerGetDatum(run_array(fence_values, order, from, to, INT8OID));
+		args[BEAT_PARTITIONS] = PointerGetDatum(run_array(partitions, order, from, to,
+														 INT4OID));
 		rows = DurableExecute(&heartbeat_shard, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
 		for (uint64 row = 0; row < rows; row++)
 		{

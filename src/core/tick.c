@@ -124,23 +124,32 @@ static DurableStatement partitions_all = {
 };
 
 /*
- * Of the partitions in $1, those with a running task whose lease expired
+ * Of the partitions given, those with a running task whose lease expired
  * or whose progress stopped: what the per-partition statements below look
  * for, in one statement rather than two per partition.  On Citus it is one
  * task per shard, where two per partition would each be planned again.
  */
+enum
+{
+	DUE_PARTITIONS,
+	DUE_NOW,
+	DUE_NPARAMS
+};
+static const DurableParam partitions_due_params[DUE_NPARAMS] = {
+	[DUE_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[DUE_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement partitions_due = {
 	.name = "partitions_due",
 	.sql = "SELECT DISTINCT t.partition_key AS p"
 	" FROM durable.live_tasks t"
 	" JOIN durable.queues q ON q.queue_name = t.queue_name"
-	" WHERE t.partition_key = ANY ($1) AND t.state = 'running'"
-	" AND (t.lease_until < $2"
+	" WHERE t.partition_key = ANY ($partitions) AND t.state = 'running'"
+	" AND (t.lease_until < $now"
 	"  OR (q.progress_timeout IS NOT NULL"
-	"   AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
+	"   AND t.progress_at < " UTC_PLUS("$now", "-", "q.progress_timeout")
 	"   AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)))",
-	.nargs = 2,
-	.argtypes = {INT4ARRAYOID, TIMESTAMPTZOID},
+	DURABLE_PARAMS(partitions_due_params),
 	DURABLE_COLUMNS(partition_columns),
 };
 
@@ -193,14 +202,15 @@ static uint64
 narrow_to_due(void *arg)
 {
 	DueWork    *work = (DueWork *) arg;
-	Datum		args[2];
+	Datum		args[DUE_NPARAMS];
 	Datum	   *keys = palloc(sizeof(Datum) * Max(work->count, 1));
 
 	for (uint64 i = 0; i < work->count; i++)
 		keys[i] = Int32GetDatum(work->partitions[i]);
-	args[0] = PointerGetDatum(construct_array(keys, (int) work->count, INT4OID,
-											  sizeof(int32), true, TYPALIGN_INT));
-	args[1] = TimestampTzGetDatum(work->now);
+	args[DUE_PARTITIONS] = PointerGetDatum(construct_array(keys, (int) work->count,
+														   INT4OID, sizeof(int32),
+														   true, TYPALIGN_INT));
+	args[DUE_NOW] = TimestampTzGetDatum(work->now);
 	work->count = read_partitions(work->partitions,
 								  DurableExecute(&partitions_due, args, NULL,
 												 SPI_OK_SELECT, 0));

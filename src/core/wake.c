@@ -34,7 +34,7 @@ static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
 };
 
 /*
- * One task's wait, still waiting and not past its deadline, ends now ($4:
+ * One task's wait, still waiting and not past its deadline, ends now ($ending:
  * what its entry gains); a waiting task is ready at once.  The deadline is
  * compared in a query of its own: Citus refuses a cast from text to time,
  * which depends on settings, in an UPDATE.  On Citus, one statement per
@@ -42,18 +42,40 @@ static const DurableColumn woken_columns[WOKEN_NCOLUMNS] = {
  */
 #define WAKE_WAITING \
 	"SELECT partition_key, task_id FROM durable.live_tasks" \
-	" WHERE partition_key = $1 AND task_id = $2" \
-	" AND waits -> $3 ->> 'status' = 'waiting'" \
-	" AND (waits -> $3 ->> 'until' IS NULL OR " WAIT_UNTIL("waits -> $3") " > $5)" \
+	" WHERE partition_key = $partition AND task_id = $task_id" \
+	" AND waits -> $name ->> 'status' = 'waiting'" \
+	" AND (waits -> $name ->> 'until' IS NULL" \
+	"  OR " WAIT_UNTIL("waits -> $name") " > $now)" \
 	" FOR UPDATE"
 #define WAKE_SET \
-	" SET waits = pg_catalog.jsonb_set(t.waits, ARRAY[$3], (t.waits -> $3) || $4)," \
-	" run_at = CASE WHEN t.state = 'waiting' THEN $5 ELSE t.run_at END," \
+	" SET waits = pg_catalog.jsonb_set(t.waits, ARRAY[$name]," \
+	"  (t.waits -> $name) || $ending)," \
+	" run_at = CASE WHEN t.state = 'waiting' THEN $now ELSE t.run_at END," \
 	" version = t.version + 1"
 #define WAKE_QUEUE(queue) \
 	"SELECT " queue "::text AS queue_name, q.notify IS TRUE AS notify" \
 	" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = " queue
 
+enum
+{
+	WAKE_PARTITION,
+	WAKE_TASK_ID,
+	WAKE_NAME,
+	WAKE_ENDING,
+	WAKE_NOW,
+	WAKE_ROLE,
+	WAKE_DETAIL,
+	WAKE_NPARAMS
+};
+static const DurableParam wait_wake_params[WAKE_NPARAMS] = {
+	[WAKE_PARTITION] = {"partition", INT4OID},
+	[WAKE_TASK_ID] = {"task_id", INT8OID},
+	[WAKE_NAME] = {"name", TEXTOID},
+	[WAKE_ENDING] = {"ending", JSONBOID},
+	[WAKE_NOW] = {"now", TIMESTAMPTZOID},
+	[WAKE_ROLE] = {"role", TEXTOID},
+	[WAKE_DETAIL] = {"detail", JSONBOID},
+};
 static DurableStatement wait_wake = {
 	.name = "wait_wake",
 	.sql = "WITH c AS (" WAKE_WAITING "),"
@@ -63,16 +85,15 @@ static DurableStatement wait_wake = {
 	"  t.queue_name),"
 	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 	"  fence, at, kind, actor, detail, role)"
-	"  SELECT partition_key, task_id, version, state, fence, $5, 'woken', $6,"
-	"  $7, $6 FROM u)"
+	"  SELECT partition_key, task_id, version, state, fence, $now, 'woken', $role,"
+	"  $detail, $role FROM u)"
 	" SELECT u.queue_name, q.notify IS TRUE AS notify FROM u" QUEUE_OF_U,
-	.nargs = 7, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID,
-	TIMESTAMPTZOID, TEXTOID, JSONBOID},
+	DURABLE_PARAMS(wait_wake_params),
 	DURABLE_COLUMNS(woken_columns),
 	.nsplit = 4,
 	.split = {
 		{WAKE_WAITING, DURABLE_SPLIT_NO_INPUT, true},
-		/* $8, $9: partition_key, task_id */
+		/* $8, $9 (past the parameters): partition_key, task_id */
 		{"UPDATE durable.live_tasks t" WAKE_SET
 			" WHERE t.partition_key = $8 AND t.task_id = $9"
 			" RETURNING t.partition_key, t.task_id, t.version, t.state, t.fence,"
@@ -81,7 +102,7 @@ static DurableStatement wait_wake = {
 		/* $8..$13: partition_key, task_id, version, state, fence, queue_name */
 		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 			" fence, at, kind, actor, detail, role)"
-			" VALUES ($8, $9, $10, $11, $12, $5, 'woken', $6, $7, $6)"
+			" VALUES ($8, $9, $10, $11, $12, $now, 'woken', $role, $detail, $role)"
 			" RETURNING $13::text AS queue_name",
 		1, true},
 		/* $8: queue_name */
@@ -103,16 +124,16 @@ bool
 DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
 				TimestampTz now)
 {
-	Datum		args[7];
+	Datum		args[WAKE_NPARAMS];
 	const char *queue;
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = CStringGetTextDatum(name);
-	args[3] = JsonbPGetDatum(ending);
-	args[4] = TimestampTzGetDatum(now);
-	args[5] = CStringGetTextDatum(DurableCallerName());
-	args[6] = JsonbPGetDatum(detail);
+	args[WAKE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[WAKE_TASK_ID] = Int64GetDatum(task_id);
+	args[WAKE_NAME] = CStringGetTextDatum(name);
+	args[WAKE_ENDING] = JsonbPGetDatum(ending);
+	args[WAKE_NOW] = TimestampTzGetDatum(now);
+	args[WAKE_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[WAKE_DETAIL] = JsonbPGetDatum(detail);
 	if (DurableExecute(&wait_wake, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 	queue = DurableColumnText(0, WOKEN_QUEUE);
@@ -123,17 +144,29 @@ DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
 }
 
 /* a child has finished: its spawn in its parent's row says so */
+enum
+{
+	MARK_PARTITION,
+	MARK_TASK_ID,
+	MARK_CHILD_ID,
+	MARK_NPARAMS
+};
+static const DurableParam parent_mark_params[MARK_NPARAMS] = {
+	[MARK_PARTITION] = {"partition", INT4OID},
+	[MARK_TASK_ID] = {"task_id", INT8OID},
+	[MARK_CHILD_ID] = {"child_id", INT8OID},
+};
 static DurableStatement parent_mark = {
 	.name = "parent_mark",
 	.sql = "WITH s AS (SELECT w.key FROM durable.live_tasks t,"
 	"  pg_catalog.jsonb_each(t.waits) w"
-	"  WHERE t.partition_key = $1 AND t.task_id = $2"
-	"  AND w.value ->> 'kind' = 'spawn' AND (w.value ->> 'task_id')::int8 = $3)"
+	"  WHERE t.partition_key = $partition AND t.task_id = $task_id"
+	"  AND w.value ->> 'kind' = 'spawn'"
+	"  AND (w.value ->> 'task_id')::int8 = $child_id)"
 	" UPDATE durable.live_tasks t SET waits = pg_catalog.jsonb_set(t.waits,"
 	"  ARRAY[s.key], (t.waits -> s.key) || '{\"child_finished\": true}')"
-	" FROM s WHERE t.partition_key = $1 AND t.task_id = $2",
-	.nargs = 3,
-	.argtypes = {INT4OID, INT8OID, INT8OID},
+	" FROM s WHERE t.partition_key = $partition AND t.task_id = $task_id",
+	DURABLE_PARAMS(parent_mark_params),
 };
 
 /*
@@ -150,6 +183,16 @@ static const DurableColumn join_columns[JOIN_NCOLUMNS] = {
 	[JOIN_NAME] = {"name", TEXTOID},
 	[JOIN_UNMARKED] = {"unmarked", INT8ARRAYOID},
 };
+enum
+{
+	JOINS_PARTITION,
+	JOINS_TASK_ID,
+	JOINS_NPARAMS
+};
+static const DurableParam parent_joins_params[JOINS_NPARAMS] = {
+	[JOINS_PARTITION] = {"partition", INT4OID},
+	[JOINS_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement parent_joins = {
 	.name = "parent_joins",
 	.sql = "SELECT j.key AS name, ARRAY(SELECT (s.value ->> 'task_id')::int8"
@@ -158,18 +201,28 @@ static DurableStatement parent_joins = {
 	"  AND (pg_catalog.jsonb_typeof(j.value -> 'args' -> 'children') = 'null'"
 	"   OR j.value -> 'args' -> 'children' ? s.key)) AS unmarked"
 	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) j"
-	" WHERE t.partition_key = $1 AND t.task_id = $2 AND t.state = 'waiting'"
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id"
+	" AND t.state = 'waiting'"
 	" AND j.value ->> 'kind' = 'join' AND j.value ->> 'status' = 'waiting'",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(parent_joins_params),
 	DURABLE_COLUMNS(join_columns),
 };
 
+enum
+{
+	LIVE_PARTITION,
+	LIVE_TASK_ID,
+	LIVE_NPARAMS
+};
+static const DurableParam child_live_params[LIVE_NPARAMS] = {
+	[LIVE_PARTITION] = {"partition", INT4OID},
+	[LIVE_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement child_live = {
 	.name = "child_live",
-	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
+	.sql = "SELECT FROM durable.live_tasks"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(child_live_params),
 };
 
 /* whether none of the children a join names without a mark is live */
@@ -183,10 +236,10 @@ unmarked_finished(ArrayType *unmarked)
 					  TYPALIGN_DOUBLE, &ids, NULL, &n);
 	for (int i = 0; i < n; i++)
 	{
-		Datum		key[2];
+		Datum		key[LIVE_NPARAMS];
 
-		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
-		key[1] = ids[i];
+		key[LIVE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
+		key[LIVE_TASK_ID] = ids[i];
 		if (DurableExecute(&child_live, key, NULL, SPI_OK_SELECT, 1) > 0)
 			return false;
 	}
@@ -210,17 +263,20 @@ unmarked_finished(ArrayType *unmarked)
 void
 DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
 {
-	Datum		args[3];
+	Datum		mark[MARK_NPARAMS];
+	Datum		joins[JOINS_NPARAMS];
 	uint64		n;
 	char	  **names;
 	ArrayType **unmarked;
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
-	args[1] = Int64GetDatum(parent_id);
-	args[2] = Int64GetDatum(child_id);
-	if (DurableExecute(&parent_mark, args, NULL, SPI_OK_UPDATE, 0) == 0)
+	mark[MARK_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	mark[MARK_TASK_ID] = Int64GetDatum(parent_id);
+	mark[MARK_CHILD_ID] = Int64GetDatum(child_id);
+	if (DurableExecute(&parent_mark, mark, NULL, SPI_OK_UPDATE, 0) == 0)
 		return;
-	n = DurableExecute(&parent_joins, args, NULL, SPI_OK_SELECT, 0);
+	joins[JOINS_PARTITION] = mark[MARK_PARTITION];
+	joins[JOINS_TASK_ID] = mark[MARK_TASK_ID];
+	n = DurableExecute(&parent_joins, joins, NULL, SPI_OK_SELECT, 0);
 	names = palloc(sizeof(char *) * Max(n, 1));
 	unmarked = palloc(sizeof(ArrayType *) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)

@@ -60,6 +60,14 @@ static const DurableColumn placed_columns[PLACED_NCOLUMNS] = {
 	[PLACED_RELID] = {"relid", OIDOID},
 };
 
+enum
+{
+	PLACEMENTS_PARTITIONS,
+	PLACEMENTS_NPARAMS
+};
+static const DurableParam partition_placements_params[PLACEMENTS_NPARAMS] = {
+	[PLACEMENTS_PARTITIONS] = {"partitions", INT4ARRAYOID},
+};
 /* a shard of durable.live_tasks has one placement (no replication) */
 static DurableStatement partition_placements = {
 	.name = "partition_placements",
@@ -68,11 +76,10 @@ static DurableStatement partition_placements = {
 	"  WHERE pl.shardid OPERATOR(pg_catalog.=) s"
 	"  ORDER BY pl.groupid LIMIT 1) AS groupid,"
 	" 'durable.live_tasks'::pg_catalog.regclass::pg_catalog.oid AS relid"
-	" FROM pg_catalog.unnest($1::pg_catalog.int4[]) p,"
+	" FROM pg_catalog.unnest($partitions::pg_catalog.int4[]) p,"
 	" LATERAL pg_catalog.get_shard_id_for_distribution_column("
 	"  'durable.live_tasks'::pg_catalog.regclass, p) s",
-	.nargs = 1,
-	.argtypes = {INT4ARRAYOID},
+	DURABLE_PARAMS(partition_placements_params),
 	DURABLE_COLUMNS(placed_columns),
 };
 
@@ -122,11 +129,13 @@ DurablePlacePartitions(const int32 *partitions, int n, DurablePlacement *places)
 			missing[nmissing++] = Int32GetDatum(partitions[i]);
 	if (nmissing > 0)
 	{
-		Datum		arg = PointerGetDatum(construct_array(missing, nmissing, INT4OID,
-														  sizeof(int32), true,
-														  TYPALIGN_INT));
-		uint64		rows = DurableExecute(&partition_placements, &arg, NULL,
-										  SPI_OK_SELECT, 0);
+		Datum		args[PLACEMENTS_NPARAMS];
+		uint64		rows;
+
+		args[PLACEMENTS_PARTITIONS] =
+			PointerGetDatum(construct_array(missing, nmissing, INT4OID,
+											sizeof(int32), true, TYPALIGN_INT));
+		rows = DurableExecute(&partition_placements, args, NULL, SPI_OK_SELECT, 0);
 
 		for (uint64 r = 0; r < rows; r++)
 		{

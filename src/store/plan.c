@@ -603,6 +603,7 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		forget_plans();
 		prepared_distributed = distributed;
 	}
+	DurableResolveParameters(stmt);
 	DurableCheckTables(stmt);
 	last_executed = stmt;
 	if (distributed && stmt->by_partition)

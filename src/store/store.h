@@ -26,8 +26,10 @@
  *		DurableExecute(&queue_get, args, NULL, SPI_OK_SELECT, 1);
  *		lease = DurableColumnDatum(0, QUEUE_LEASE, &isnull);
  *
- * At first prepare the plan cache checks that the text uses exactly the
- * parameters declared, and that the result has exactly the columns
+ * A statement may name its parameters too ($queue in its text, declared
+ * as its columns are, DURABLE_PARAMS), so that they are bound by name
+ * (params.c).  At first prepare the plan cache checks that the text uses
+ * exactly the parameters declared, and that the result has exactly the columns
  * declared, by name and type; a statement that does not is an ERROR
  * naming it, on its first use, which every test reaches.
  *
@@ -55,6 +57,13 @@ typedef struct DurableColumn
 	const char *name;
 	Oid			type;
 } DurableColumn;
+
+/* a parameter: its name, as the statement's text names it ($name), and type */
+typedef struct DurableParam
+{
+	const char *name;
+	Oid			type;
+} DurableParam;
 
 /*
  * A table whose columns a statement restates, by position, as the module
@@ -104,7 +113,8 @@ typedef struct DurableStatement
 	const char *name;			/* for messages */
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[DURABLE_MAX_ARGS];
+	Oid			argtypes[DURABLE_MAX_ARGS]; /* from params, when it names them */
+	const DurableParam *params; /* by name, or NULL for $1.. (params.c) */
 	const DurableColumn *columns;	/* of its result, NULL for none */
 	int			ncolumns;
 	int			nsplit;			/* steps of its split, or 0 */
@@ -136,6 +146,7 @@ typedef struct DurableStatement
 	bool		delegated;
 
 	/* kept by the plan cache, per backend */
+	bool		params_resolved;	/* texts rewritten with $n (params.c) */
 	SPIPlanPtr	plan;
 	SPIPlanPtr	local_plan;		/* of reads_reference, on Citus */
 	SPIPlanPtr	delegated_plan; /* of the call that runs it elsewhere */
@@ -145,6 +156,11 @@ typedef struct DurableStatement
 
 /* the result columns of a statement, from their array */
 #define DURABLE_COLUMNS(array) .columns = (array), .ncolumns = lengthof(array)
+/* the parameters of a statement by name, from their array */
+#define DURABLE_PARAMS(array) .params = (array), .nargs = lengthof(array)
+
+/* ---- params.c ---- */
+extern void DurableResolveParameters(DurableStatement *stmt);
 
 /* ---- plan.c ---- */
 extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,

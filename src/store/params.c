@@ -1,0 +1,133 @@
+/*-------------------------------------------------------------------------
+ *
+ * params.c
+ *	  Statements whose parameters are named: "$queue" in the text, bound
+ *	  by the declaration's constants.
+ *
+ * A statement may declare its parameters as it declares its result
+ * columns, by name and type in an array indexed by an enum of its module,
+ * and name them in its text:
+ *
+ *		enum { QUEUE_GET_QUEUE, QUEUE_GET_NPARAMS };
+ *		static const DurableParam queue_get_params[QUEUE_GET_NPARAMS] = {
+ *			[QUEUE_GET_QUEUE] = {"queue", TEXTOID},
+ *		};
+ *		... .sql = "... WHERE queue_name = $queue",
+ *			DURABLE_PARAMS(queue_get_params), ...
+ *		args[QUEUE_GET_QUEUE] = CStringGetTextDatum(queue);
+ *
+ * so that the text, the declaration and the code that binds a value name
+ * the same thing, and a value is never bound to the wrong position.  On
+ * the statement's first use its texts are rewritten once, in
+ * TopMemoryContext, with $n for each name (n counted from 1 in the
+ * declaration's order), and its parameter types taken from the
+ * declaration: everything after that (the plan cache, Citus's splits and
+ * delegated calls, tools/statements) sees positional parameters.  A name
+ * the declaration lacks, or a positional parameter among named ones, is an
+ * ERROR naming the statement; a declared name the text never uses is
+ * caught with the positional ones (plan.c's check_parameters).  The steps
+ * of a split read their input's columns by position after the named
+ * parameters ("$*", or $n past the last of them).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "utils/memutils.h"
+
+static bool
+name_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool
+name_char(char c)
+{
+	return name_start(c) || (c >= '0' && c <= '9');
+}
+
+/*
+ * resolve_text
+ *		sql with each $name of the declaration replaced by its $n, outside
+ *		quoted literals and identifiers; a step of a split (step >= 0) may
+ *		also read its input's columns by position, past the parameters.
+ */
+static char *
+resolve_text(const DurableStatement *stmt, int step, const char *sql)
+{
+	StringInfoData buf;
+	char		quote = '\0';
+
+	initStringInfo(&buf);
+	for (const char *p = sql; *p; p++)
+	{
+		if (quote != '\0')
+		{
+			if (*p == quote)
+				quote = '\0';
+		}
+		else if (*p == '\'' || *p == '"')
+			quote = *p;
+		else if (*p == '$' && name_start(p[1]))
+		{
+			const char *name = p + 1;
+			int			len = 0;
+			int			found = -1;
+
+			while (name_char(name[len]))
+				len++;
+			for (int i = 0; i < stmt->nargs && found < 0; i++)
+				if (strlen(stmt->params[i].name) == (size_t) len &&
+					strncmp(stmt->params[i].name, name, len) == 0)
+					found = i;
+			if (found < 0)
+				elog(ERROR, "%sstatement \"%s\" uses parameter $%.*s, which it does not declare",
+					 step >= 0 ? "a step of " : "", stmt->name, len, name);
+			appendStringInfo(&buf, "$%d", found + 1);
+			p += len;
+			continue;
+		}
+		else if (*p == '$' && p[1] >= '0' && p[1] <= '9')
+		{
+			int			n = atoi(p + 1);
+
+			if (n <= stmt->nargs)
+				elog(ERROR, "%sstatement \"%s\" names its parameters, but uses $%d",
+					 step >= 0 ? "a step of " : "", stmt->name, n);
+		}
+		appendStringInfoChar(&buf, *p);
+	}
+	return buf.data;
+}
+
+/*
+ * DurableResolveParameters
+ *		On the first use of a statement that names its parameters, its texts
+ *		with positional parameters and its parameter types, once per backend.
+ */
+void
+DurableResolveParameters(DurableStatement *stmt)
+{
+	MemoryContext old;
+
+	if (stmt->params == NULL || stmt->params_resolved)
+		return;
+	if (stmt->nargs > DURABLE_MAX_ARGS)
+		elog(ERROR, "statement \"%s\" declares %d parameters, more than %d",
+			 stmt->name, stmt->nargs, DURABLE_MAX_ARGS);
+	if ((stmt->by_partition || stmt->delegated) &&
+		(stmt->nargs == 0 || stmt->params[0].type != INT4OID))
+		elog(ERROR, "statement \"%s\" of one partition must declare the partition first",
+			 stmt->name);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	stmt->sql = resolve_text(stmt, -1, stmt->sql);
+	for (int k = 0; k < stmt->nsplit; k++)
+		stmt->split[k].sql = resolve_text(stmt, k, stmt->split[k].sql);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < stmt->nargs; i++)
+		stmt->argtypes[i] = stmt->params[i].type;
+	stmt->params_resolved = true;
+}
