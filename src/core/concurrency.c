@@ -9,10 +9,12 @@
  * keys all the time, and each would leave its row behind for good: so the
  * tick removes a key's row once no claim has written it for
  * DURABLE_KEY_IDLE and the key has no task that could run (ready, waiting
- * or running) in its queue.  Removing it is safe at any moment: a claim
- * that comes later makes the row again, one that holds it is skipped
- * (SKIP LOCKED), and one making it anew waits for the removal's commit.
- * The idle time only spares a busy key the churn of a row made and
+ * or running) in its queue.  Removing it is safe at any moment: the
+ * removal skips a row a claim holds (SKIP LOCKED); a claim that meets a
+ * row being removed skips it too and takes no task of the key that time,
+ * and the next claim makes the row again (under REPEATABLE READ one whose
+ * snapshot still saw the row is refused with 40001, as when another claim
+ * wrote it).  The idle time spares a busy key the churn of a row made and
  * removed between two of its tasks.
  *
  * A partition with old rows is a part of the tick of its own; on Citus
@@ -29,6 +31,13 @@
 
 /* how long a key's row stays once no claim has written it */
 #define DURABLE_KEY_IDLE "1 hour"
+
+/*
+ * How often a tick looks for idle rows (a read of every row's claimed_at,
+ * which has no index: a claim writes it, and an index would cost every
+ * keyed claim), once per process; rows wait an hour anyway.
+ */
+#define DURABLE_KEY_RETIRE_EVERY_MS 60000
 
 enum
 {
@@ -168,10 +177,18 @@ uint64
 DurableRetireConcurrencyKeys(const int32 *partitions, uint64 npartitions,
 							 TimestampTz now, int batch)
 {
-	IdleWork	idle = {now, palloc(sizeof(int32) * Max(npartitions, 1)), npartitions};
+	static TimestampTz last_look = 0;
+	IdleWork	idle;
 	uint64		nidle = 0;
 	uint64		retired = 0;
 
+	if (last_look != 0 &&
+		!TimestampDifferenceExceeds(last_look, now, DURABLE_KEY_RETIRE_EVERY_MS))
+		return 0;
+	last_look = now;
+	idle.now = now;
+	idle.partitions = palloc(sizeof(int32) * Max(npartitions, 1));
+	idle.npartitions = npartitions;
 	memcpy(idle.partitions, partitions, sizeof(int32) * npartitions);
 	if (npartitions > 0)
 		(void) DurableRunPart("concurrency keys", find_idle_partitions, &idle, &nidle);

@@ -310,8 +310,9 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	/* on Citus, the coordinator enqueues what the schedules owe */
 	if (!DurableCitusWorker())
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
-	DurableTakeOwedTokens(now);
 	retired = DurableRetireConcurrencyKeys(in_use, nin_use, now, batch);
+	/* last: the queues' buckets stay locked from here to the commit */
+	DurableTakeOwedTokens(now);
 	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
 	pfree(in_use);

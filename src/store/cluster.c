@@ -229,7 +229,7 @@ report_table(const DurableTable *table, int n, Form_pg_attribute found)
 					  format_type_extended(found->atttypid, -1,
 										   FORMAT_TYPE_FORCE_QUALIFY),
 					  declared->name, declared->type),
-			errhint("Change durable's tables only through its update scripts: ALTER EXTENSION durable UPDATE."));
+			errhint("Undo the change to the table: durable's tables change only through its update scripts."));
 	pg_unreachable();
 }
 

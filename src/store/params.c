@@ -111,7 +111,8 @@ resolve_text(const DurableStatement *stmt, int step, const char *sql)
 void
 DurableResolveParameters(DurableStatement *stmt)
 {
-	MemoryContext old;
+	char	   *sql;
+	char	   *split[DURABLE_MAX_SPLIT_STEPS];
 
 	if (stmt->params == NULL || stmt->params_resolved)
 		return;
@@ -122,11 +123,13 @@ DurableResolveParameters(DurableStatement *stmt)
 		(stmt->nargs == 0 || stmt->params[0].type != INT4OID))
 		elog(ERROR, "statement \"%s\" of one partition must declare the partition first",
 			 stmt->name);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	stmt->sql = resolve_text(stmt, -1, stmt->sql);
+	/* every text first, so that an ERROR leaves the statement as declared */
+	sql = resolve_text(stmt, -1, stmt->sql);
 	for (int k = 0; k < stmt->nsplit; k++)
-		stmt->split[k].sql = resolve_text(stmt, k, stmt->split[k].sql);
-	MemoryContextSwitchTo(old);
+		split[k] = resolve_text(stmt, k, stmt->split[k].sql);
+	stmt->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	for (int k = 0; k < stmt->nsplit; k++)
+		stmt->split[k].sql = MemoryContextStrdup(TopMemoryContext, split[k]);
 	for (int i = 0; i < stmt->nargs; i++)
 		stmt->argtypes[i] = stmt->params[i].type;
 	stmt->params_resolved = true;

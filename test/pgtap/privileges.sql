@@ -108,7 +108,7 @@ SELECT function_privs_are('public', f, args, 'durable_operator', ARRAY['EXECUTE'
 FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_resume', ARRAY['text', 'integer']),
              ('durable_cancel', ARRAY['bigint', 'text']),
-             ('durable_reconcile', ARRAY['integer']),
+             ('durable_reconcile', ARRAY['integer', 'text']),
              ('durable_drop_queue', ARRAY['text', 'boolean']),
              ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
              ('durable_migrate', ARRAY['text', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean', 'integer']),
@@ -118,7 +118,7 @@ FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY[]::text[])
 FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_cancel', ARRAY['bigint', 'text']),
-             ('durable_reconcile', ARRAY['integer']),
+             ('durable_reconcile', ARRAY['integer', 'text']),
              ('durable_migrate', ARRAY['bigint', 'jsonb', 'jsonb', 'text', 'jsonb', 'boolean']),
              ('durable_quarantine', ARRAY['bigint', 'text']),
              ('durable_expire_lease', ARRAY['bigint', 'text'])) AS v(f, args);
