@@ -132,7 +132,8 @@ server_setting(const char *name)
  * undo_setting
  *		Set back one setting a database or a role set to the server's value.
  *		session_authorization has none in a worker (it connects as the
- *		bootstrap superuser without setting it): that role is its value.
+ *		bootstrap superuser without setting it, and reads as NULL before
+ *		PostgreSQL 17, as an empty string since): that role is its value.
  */
 static void
 undo_setting(const char *name)
@@ -140,7 +141,8 @@ undo_setting(const char *name)
 	const ServerSetting *kept = server_setting(name);
 	const char *value = kept != NULL ? kept->value : NULL;
 
-	if (value == NULL && strcmp(name, "session_authorization") == 0)
+	if ((value == NULL || value[0] == '\0') &&
+		strcmp(name, "session_authorization") == 0)
 		value = GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false);
 	if (value == NULL ||
 		set_config_option(name, value, PGC_SU_BACKEND, PGC_S_OVERRIDE,
