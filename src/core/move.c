@@ -27,8 +27,8 @@
 
 /* the row a move takes, by the parameters of transition */
 #define MOVE_WHERE \
-	" WHERE partition_key = $1 AND task_id = $2 AND fence = $3" \
-	" AND state = $4::durable.task_state AND steps_in_doubt <= $15"
+	" WHERE partition_key = $partition AND task_id = $task_id AND fence = $fence" \
+	" AND state = $from_state::durable.task_state AND steps_in_doubt <= $max_in_doubt"
 
 /*
  * What a move returns.  Whether the task's queue is restricted is read by
@@ -38,20 +38,67 @@
 #define MOVE_RETURNING \
 	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name"
 
-#define TRANSITION_ARGTYPES \
-	{INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID, INT8OID, \
-	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, \
-	 TEXTOID, JSONBOID, INT4OID, BOOLOID, TEXTOID, BOOLOID}
+/*
+ * The parameters of a move, which transition, finish and revive share (and
+ * row.h's expressions name): the partition first, as a statement of one
+ * partition must declare it.  Delegated on Citus, transition and finish
+ * send their values in this order (store/delegate.c).
+ */
+enum
+{
+	MOVE_PARTITION,
+	MOVE_TASK_ID,
+	MOVE_FENCE,
+	MOVE_FROM_STATE,
+	MOVE_TO_STATE,
+	MOVE_REVOKE,
+	MOVE_RUN_AT,
+	MOVE_STOP_CODE,
+	MOVE_ERROR,
+	MOVE_RESULT,
+	MOVE_NOW,
+	MOVE_KIND,
+	MOVE_ACTOR,
+	MOVE_DETAIL,
+	MOVE_MAX_IN_DOUBT,
+	MOVE_RESET_ATTEMPTS,
+	MOVE_ROLE,
+	MOVE_GIVE_BACK_ATTEMPT,
+	MOVE_NPARAMS
+};
+static const DurableParam move_params[MOVE_NPARAMS] = {
+	[MOVE_PARTITION] = {"partition", INT4OID},
+	[MOVE_TASK_ID] = {"task_id", INT8OID},
+	[MOVE_FENCE] = {"fence", INT8OID},
+	[MOVE_FROM_STATE] = {"from_state", TEXTOID},
+	[MOVE_TO_STATE] = {"to_state", TEXTOID},
+	/* what the fence grows by: 1 when the move revokes a lease */
+	[MOVE_REVOKE] = {"revoke", INT8OID},
+	[MOVE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[MOVE_STOP_CODE] = {"stop_code", TEXTOID},
+	[MOVE_ERROR] = {"error", JSONBOID},
+	[MOVE_RESULT] = {"result", JSONBOID},
+	[MOVE_NOW] = {"now", TIMESTAMPTZOID},
+	[MOVE_KIND] = {"kind", TEXTOID},
+	[MOVE_ACTOR] = {"actor", TEXTOID},
+	[MOVE_DETAIL] = {"detail", JSONBOID},
+	/* the most steps in doubt the task may have for the move */
+	[MOVE_MAX_IN_DOUBT] = {"max_in_doubt", INT4OID},
+	[MOVE_RESET_ATTEMPTS] = {"reset_attempts", BOOLOID},
+	[MOVE_ROLE] = {"role", TEXTOID},
+	[MOVE_GIVE_BACK_ATTEMPT] = {"give_back_attempt", BOOLOID},
+};
 
 /* the changes of a move (the parameters of transition) */
 #define MOVE_SET \
-	" state = $5::durable.task_state, fence = fence + $6, version = version + 1," \
-	" run_at = COALESCE($7, run_at), stop_code = $8," \
-	" last_error = COALESCE($9, last_error), result = COALESCE($10, result)," \
+	" state = $to_state::durable.task_state, fence = fence + $revoke," \
+	" version = version + 1," \
+	" run_at = COALESCE($run_at, run_at), stop_code = $stop_code," \
+	" last_error = COALESCE($error, last_error), result = COALESCE($result, result)," \
 	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL"
 
 /* a lease's column given as a parameter, when the move ends the lease */
-#define ENDS_LEASE_PARAM(param) "CASE WHEN $4 = 'running' THEN " param " END"
+#define ENDS_LEASE_PARAM(param) "CASE WHEN $from_state = 'running' THEN " param " END"
 
 /* queue, owner and whether the queue is restricted, after a move */
 #define MOVED_QUEUE(seq, queue, owner) \
@@ -109,13 +156,13 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 DurableStatement DurableTransitionStatement = {
 	.name = "transition",
 	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
-	"  state = $5::durable.task_state,"
-	"  fence = fence + $6,"
+	"  state = $to_state::durable.task_state,"
+	"  fence = fence + $revoke,"
 	"  version = version + 1,"
-	"  run_at = COALESCE($7, run_at),"
-	"  stop_code = $8,"
-	"  last_error = COALESCE($9, last_error),"
-	"  result = COALESCE($10, result),"
+	"  run_at = COALESCE($run_at, run_at),"
+	"  stop_code = $stop_code,"
+	"  last_error = COALESCE($error, last_error),"
+	"  result = COALESCE($result, result),"
 	"  attempt = " MOVED_ATTEMPT ","
 	"  lease = NULL, lease_until = NULL"
 	MOVE_WHERE
@@ -124,23 +171,23 @@ DurableStatement DurableTransitionStatement = {
 	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 	"  fence, at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
 	"  lease_kind, lease_actor, lease_role)"
-	"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
-	"  COALESCE($13, owner), $14, $17, " ENDS_LEASE("claim_seq") ","
-	"  " ENDS_LEASE("fence - $6") ", " ENDS_LEASE("claimed_at") ","
+	"  SELECT partition_key, task_id, version, state, fence, $now, $kind,"
+	"  COALESCE($actor, owner), $detail, $role, " ENDS_LEASE("claim_seq") ","
+	"  " ENDS_LEASE("fence - $revoke") ", " ENDS_LEASE("claimed_at") ","
 	"  " ENDS_LEASE("claim_kind") ", " ENDS_LEASE("owner") ","
 	"  " ENDS_LEASE("claim_role") " FROM u"
 	"  RETURNING seq)"
 	" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
 	QUEUE_OF_U,
-	.nargs = 18,
-	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_PARAMS(move_params),
 	DURABLE_COLUMNS(moved_columns),
 	.by_partition = true,
 	.delegated = true,
 	.nsplit = 3,
 	.split = {
 	/* $19.. partition_key, task_id, version, fence, state, owner, queue_name,
-	 * claimed_at, claim_seq, claim_kind, claim_role */
+	 * claimed_at, claim_seq, claim_kind, claim_role: the first step's row,
+	 * after the 18 parameters */
 	{"UPDATE durable.live_tasks SET" MOVE_SET MOVE_WHERE
 		" RETURNING partition_key, task_id, version, fence, state, owner,"
 		" queue_name, claimed_at, claim_seq, claim_kind, claim_role",
@@ -148,8 +195,9 @@ DurableStatement DurableTransitionStatement = {
 	{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
 		" at, kind, actor, detail, role, lease_seq, lease_fence, lease_at,"
 		" lease_kind, lease_actor, lease_role)"
-		" VALUES ($19, $20, $21, $23, $22, $11, $12, COALESCE($13, $24), $14, $17,"
-		" " ENDS_LEASE_PARAM("$27") ", " ENDS_LEASE_PARAM("$22 - $6") ","
+		" VALUES ($19, $20, $21, $23, $22, $now, $kind, COALESCE($actor, $24),"
+		" $detail, $role,"
+		" " ENDS_LEASE_PARAM("$27") ", " ENDS_LEASE_PARAM("$22 - $revoke") ","
 		" " ENDS_LEASE_PARAM("$26") ", " ENDS_LEASE_PARAM("$28") ","
 		" " ENDS_LEASE_PARAM("$24") ", " ENDS_LEASE_PARAM("$29") ")"
 		" RETURNING seq, $25::text, $24::text",
@@ -169,11 +217,10 @@ DurableStatement DurableFinishStatement = {
 	"  RETURNING s.*),"
 	/* finished_at, step_history's one column more, is the finish's time */
 	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
-	"  SELECT " STEP_TABLE_COLUMNS ", $11 FROM s)"
+	"  SELECT " STEP_TABLE_COLUMNS ", $now FROM s)"
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
 	" u.waits, u.claimed_at FROM u" QUEUE_OF_U,
-	.nargs = 18,
-	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_PARAMS(move_params),
 	DURABLE_COLUMNS(finished_columns),
 	DURABLE_ROW_TABLES,
 	.by_partition = true,
@@ -187,11 +234,11 @@ DurableStatement DurableFinishStatement = {
 	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
 		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
 	0, true, true},
-	{"DELETE FROM durable.live_steps WHERE partition_key = $1 AND task_id = $2"
+	{"DELETE FROM durable.live_steps WHERE partition_key = $partition AND task_id = $task_id"
 		" RETURNING " STEP_TABLE_COLUMNS,
 	DURABLE_SPLIT_NO_INPUT, false, true},
 	{"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
-		" VALUES ($*, $11)",
+		" VALUES ($*, $now)",
 	2, false, true},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
 		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits,"
@@ -222,13 +269,12 @@ static DurableStatement revive = {
 	"  SELECT " STEP_TABLE_COLUMNS " FROM s),"
 	" e AS (INSERT INTO durable.event_log (partition_key, task_id, seq, state,"
 	"  fence, at, kind, actor, detail, role)"
-	"  SELECT partition_key, task_id, version, state, fence, $11, $12,"
-	"  COALESCE($13, owner), $14, $17 FROM u"
+	"  SELECT partition_key, task_id, version, state, fence, $now, $kind,"
+	"  COALESCE($actor, owner), $detail, $role FROM u"
 	"  RETURNING seq)"
 	" SELECT e.seq, u.queue_name, u.owner, q.restricted FROM u CROSS JOIN e"
 	QUEUE_OF_U,
-	.nargs = 18,
-	.argtypes = TRANSITION_ARGTYPES,
+	DURABLE_PARAMS(move_params),
 	DURABLE_COLUMNS(moved_columns),
 	DURABLE_ROW_TABLES,
 };
@@ -247,8 +293,8 @@ bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now, DurableMoved *moved)
 {
-	Datum		args[18];
-	char		nulls[18];
+	Datum		args[MOVE_NPARAMS];
+	char		nulls[MOVE_NPARAMS];
 	DurableStatement *stmt;
 
 	/*
@@ -260,30 +306,30 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		 move->run_at != DURABLE_AWAITING_RECONCILE);
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = Int64GetDatum(move->fence);
-	args[3] = CStringGetTextDatum(DurableTaskStateName(move->from_state));
-	args[4] = CStringGetTextDatum(DurableTaskStateName(move->to_state));
-	args[5] = Int64GetDatum(move->revoke ? 1 : 0);
-	args[6] = TimestampTzGetDatum(move->run_at);
-	nulls[6] = move->run_at == 0 ? 'n' : ' ';
-	args[7] = move->stop_code ? CStringGetTextDatum(move->stop_code) : (Datum) 0;
-	nulls[7] = move->stop_code ? ' ' : 'n';
-	args[8] = JsonbPGetDatum(move->error);
-	nulls[8] = move->error ? ' ' : 'n';
-	args[9] = JsonbPGetDatum(move->result);
-	nulls[9] = move->result ? ' ' : 'n';
-	args[10] = TimestampTzGetDatum(now);
-	args[11] = CStringGetTextDatum(move->kind);
-	args[12] = move->actor ? CStringGetTextDatum(move->actor) : (Datum) 0;
-	nulls[12] = move->actor ? ' ' : 'n';
-	args[13] = JsonbPGetDatum(move->detail);
-	nulls[13] = move->detail ? ' ' : 'n';
-	args[14] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
-	args[15] = BoolGetDatum(move->reset_attempts);
-	args[16] = CStringGetTextDatum(DurableCallerName());
-	args[17] = BoolGetDatum(move->give_back_attempt);
+	args[MOVE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[MOVE_TASK_ID] = Int64GetDatum(task->task_id);
+	args[MOVE_FENCE] = Int64GetDatum(move->fence);
+	args[MOVE_FROM_STATE] = CStringGetTextDatum(DurableTaskStateName(move->from_state));
+	args[MOVE_TO_STATE] = CStringGetTextDatum(DurableTaskStateName(move->to_state));
+	args[MOVE_REVOKE] = Int64GetDatum(move->revoke ? 1 : 0);
+	args[MOVE_RUN_AT] = TimestampTzGetDatum(move->run_at);
+	nulls[MOVE_RUN_AT] = move->run_at == 0 ? 'n' : ' ';
+	args[MOVE_STOP_CODE] = move->stop_code ? CStringGetTextDatum(move->stop_code) : (Datum) 0;
+	nulls[MOVE_STOP_CODE] = move->stop_code ? ' ' : 'n';
+	args[MOVE_ERROR] = JsonbPGetDatum(move->error);
+	nulls[MOVE_ERROR] = move->error ? ' ' : 'n';
+	args[MOVE_RESULT] = JsonbPGetDatum(move->result);
+	nulls[MOVE_RESULT] = move->result ? ' ' : 'n';
+	args[MOVE_NOW] = TimestampTzGetDatum(now);
+	args[MOVE_KIND] = CStringGetTextDatum(move->kind);
+	args[MOVE_ACTOR] = move->actor ? CStringGetTextDatum(move->actor) : (Datum) 0;
+	nulls[MOVE_ACTOR] = move->actor ? ' ' : 'n';
+	args[MOVE_DETAIL] = JsonbPGetDatum(move->detail);
+	nulls[MOVE_DETAIL] = move->detail ? ' ' : 'n';
+	args[MOVE_MAX_IN_DOUBT] = Int32GetDatum(move->allow_doubt && !releases ? PG_INT32_MAX : 0);
+	args[MOVE_RESET_ATTEMPTS] = BoolGetDatum(move->reset_attempts);
+	args[MOVE_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[MOVE_GIVE_BACK_ATTEMPT] = BoolGetDatum(move->give_back_attempt);
 
 	/* a task that finishes moves to history; a replayed one comes back */
 	if (DurableTaskIsTerminal(move->to_state))
@@ -342,11 +388,18 @@ count_move(const DurableMove *move, bool finish, TimestampTz now)
 		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - DatumGetTimestampTz(claimed_at));
 }
 
+enum
+{
+	DROP_TASK_ID,
+	DROP_NPARAMS
+};
+static const DurableParam event_waits_drop_params[DROP_NPARAMS] = {
+	[DROP_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement event_waits_drop = {
 	.name = "event_waits_drop",
-	.sql = "DELETE FROM durable.event_waits WHERE task_id = $1",
-	.nargs = 1,
-	.argtypes = {INT8OID},
+	.sql = "DELETE FROM durable.event_waits WHERE task_id = $task_id",
+	DURABLE_PARAMS(event_waits_drop_params),
 };
 
 /* the children a task spawned, from its waits */
@@ -360,12 +413,19 @@ static const DurableColumn spawned_columns[SPAWNED_NCOLUMNS] = {
 	[SPAWNED_CHILDREN] = {"children", INT8ARRAYOID},
 };
 
+enum
+{
+	SPAWNED_WAITS,
+	SPAWNED_NPARAMS
+};
+static const DurableParam spawned_params[SPAWNED_NPARAMS] = {
+	[SPAWNED_WAITS] = {"waits", JSONBOID},
+};
 static DurableStatement spawned_children = {
 	.name = "spawned_children",
 	.sql = "SELECT pg_catalog.array_agg((w.value ->> 'task_id')::int8) AS children"
-	" FROM pg_catalog.jsonb_each($1) w WHERE w.value ->> 'kind' = 'spawn'",
-	.nargs = 1,
-	.argtypes = {JSONBOID},
+	" FROM pg_catalog.jsonb_each($waits) w WHERE w.value ->> 'kind' = 'spawn'",
+	DURABLE_PARAMS(spawned_params),
 	DURABLE_COLUMNS(spawned_columns),
 };
 

@@ -261,13 +261,25 @@ enum
 static const DurableColumn checkpoint_columns[CHECKPOINT_NCOLUMNS] = {
 	[CHECKPOINT_VERSION] = {"checkpoint_version", INT4OID},
 };
+enum
+{
+	CHECKPOINT_PARTITION,
+	CHECKPOINT_TASK_ID,
+	CHECKPOINT_CHECKPOINT,
+	CHECKPOINT_NPARAMS
+};
+static const DurableParam checkpoint_params[CHECKPOINT_NPARAMS] = {
+	[CHECKPOINT_PARTITION] = {"partition", INT4OID},
+	[CHECKPOINT_TASK_ID] = {"task_id", INT8OID},
+	[CHECKPOINT_CHECKPOINT] = {"checkpoint", JSONBOID},
+};
 static DurableStatement checkpoint_save = {
 	.name = "checkpoint",
-	.sql = "UPDATE durable.live_tasks SET checkpoint = $3,"
+	.sql = "UPDATE durable.live_tasks SET checkpoint = $checkpoint,"
 	" checkpoint_version = checkpoint_version + 1"
-	" WHERE partition_key = $1 AND task_id = $2"
+	" WHERE partition_key = $partition AND task_id = $task_id"
 	" RETURNING checkpoint_version",
-	.nargs = 3, .argtypes = {INT4OID, INT8OID, JSONBOID},
+	DURABLE_PARAMS(checkpoint_params),
 	DURABLE_COLUMNS(checkpoint_columns),
 };
 
@@ -282,7 +294,7 @@ DurableSaveCheckpoint(int64 task_id, int64 fence, Jsonb *checkpoint,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
-	Datum		args[3];
+	Datum		args[CHECKPOINT_NPARAMS];
 	DurableDetail detail;
 
 	DurableTaskHeld(task_id, fence, &task);
@@ -296,9 +308,9 @@ DurableSaveCheckpoint(int64 task_id, int64 fence, Jsonb *checkpoint,
 				errdetail("Expected version %d, but the current version is %d.",
 						  expected, task.checkpoint_version));
 	}
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = JsonbPGetDatum(checkpoint);
+	args[CHECKPOINT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[CHECKPOINT_TASK_ID] = Int64GetDatum(task_id);
+	args[CHECKPOINT_CHECKPOINT] = JsonbPGetDatum(checkpoint);
 	DurableExecute(&checkpoint_save, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 
 	DurableDetailInit(&detail);
@@ -322,16 +334,26 @@ static const DurableColumn compensate_columns[COMPENSATE_NCOLUMNS] = {
  * The steps to compensate, newest first, with their compensations' class:
  * the class of the compensation planned already, else the step's own.
  */
+enum
+{
+	COMPENSATE_PARTITION,
+	COMPENSATE_TASK_ID,
+	COMPENSATE_NPARAMS
+};
+static const DurableParam compensate_params[COMPENSATE_NPARAMS] = {
+	[COMPENSATE_PARTITION] = {"partition", INT4OID},
+	[COMPENSATE_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement steps_to_compensate = {
 	.name = "steps_to_compensate",
 	.sql = "SELECT s.step, COALESCE(c.class, s.class)::text AS class"
 	" FROM durable.live_steps s LEFT JOIN durable.live_steps c"
 	" ON c.partition_key = s.partition_key AND c.task_id = s.task_id"
 	" AND c.compensates = s.step"
-	" WHERE s.partition_key = $1 AND s.task_id = $2"
+	" WHERE s.partition_key = $partition AND s.task_id = $task_id"
 	" AND s.state IN ('committed', 'compensated') AND s.compensates IS NULL"
 	" ORDER BY s.ordinal DESC",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(compensate_params),
 	DURABLE_COLUMNS(compensate_columns),
 };
 
@@ -353,14 +375,14 @@ DurableCompensate(int64 task_id, int64 fence, int nclasses, const char **names,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
-	Datum		args[2];
+	Datum		args[COMPENSATE_NPARAMS];
 	uint64		n;
 	DurableCompensation *out;
 	const char **class;
 
 	DurableTaskHeld(task_id, fence, &task);
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
+	args[COMPENSATE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[COMPENSATE_TASK_ID] = Int64GetDatum(task_id);
 	n = DurableExecute(&steps_to_compensate, args, NULL, SPI_OK_SELECT, 0);
 	out = palloc(sizeof(DurableCompensation) * Max(n, 1));
 	class = palloc(sizeof(char *) * Max(n, 1));

@@ -30,7 +30,7 @@
  * (FORMAT_TYPE_FORCE_QUALIFY).  finish, revive and commit say what the
  * move writes there from the row it takes: AS_IS (the column as it was)
  * or TO("expression").  The expressions use the parameters of the move's
- * statement: finish and revive those of move.c's transition ($1 to $18),
+ * statement: finish and revive those of move.c's move_params, by name,
  * commit those of commit.c's commit_batch ($4 the time, $5 the role,
  * committed_result the result given).
  *
@@ -44,8 +44,8 @@
 
 /* the attempt after a move, by the parameters of transition */
 #define MOVED_ATTEMPT \
-	"CASE WHEN $16 THEN 0" \
-	" WHEN $18 THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
+	"CASE WHEN $reset_attempts THEN 0" \
+	" WHEN $give_back_attempt THEN pg_catalog.int4larger(attempt - 1, 0) ELSE attempt END"
 
 /*
  * A running lease is its own open event: the claim sets claimed_at,
@@ -54,7 +54,7 @@
  * event's lease_* columns, or for a task that finishes, in its row in
  * history, which is also its last event).  durable.events shows both.
  */
-#define ENDS_LEASE(col) "CASE WHEN $4 = 'running' THEN " col " END"
+#define ENDS_LEASE(col) "CASE WHEN $from_state = 'running' THEN " col " END"
 
 /*
  * A finished state from its name, without the enum's input function: Citus
@@ -82,27 +82,27 @@
 	COLUMN(payload, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
 	COLUMN(metadata, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
 	COLUMN(checkpoint, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
-	COLUMN(result, "pg_catalog.jsonb", TO("COALESCE($10, result)"), \
-		   TO("COALESCE($10, result)"), TO("COALESCE(committed_result, result)")) \
-	COLUMN(last_error, "pg_catalog.jsonb", TO("COALESCE($9, last_error)"), \
-		   TO("COALESCE($9, last_error)"), AS_IS) \
-	COLUMN(stop_code, "pg_catalog.text", TO("$8"), TO("$8"), TO("NULL")) \
+	COLUMN(result, "pg_catalog.jsonb", TO("COALESCE($result, result)"), \
+		   TO("COALESCE($result, result)"), TO("COALESCE(committed_result, result)")) \
+	COLUMN(last_error, "pg_catalog.jsonb", TO("COALESCE($error, last_error)"), \
+		   TO("COALESCE($error, last_error)"), AS_IS) \
+	COLUMN(stop_code, "pg_catalog.text", TO("$stop_code"), TO("$stop_code"), TO("NULL")) \
 	COLUMN(stuck_alarm_at, "timestamp with time zone", AS_IS, AS_IS, AS_IS) \
-	COLUMN(finished_at, "timestamp with time zone", TO("$11"), TO("NULL"), TO("$4")) \
+	COLUMN(finished_at, "timestamp with time zone", TO("$now"), TO("NULL"), TO("$4")) \
 	COLUMN(claim_fence, "bigint", TO(ENDS_LEASE("fence")), TO("NULL"), TO("fence")) \
-	COLUMN(final_kind, "pg_catalog.text", TO("$12"), TO("NULL"), TO("'completed'")) \
-	COLUMN(final_actor, "pg_catalog.text", TO("COALESCE($13, owner)"), TO("NULL"), \
+	COLUMN(final_kind, "pg_catalog.text", TO("$kind"), TO("NULL"), TO("'completed'")) \
+	COLUMN(final_actor, "pg_catalog.text", TO("COALESCE($actor, owner)"), TO("NULL"), \
 		   TO("owner")) \
-	COLUMN(final_role, "pg_catalog.text", TO("$17"), TO("NULL"), TO("$5")) \
-	COLUMN(final_detail, "pg_catalog.jsonb", TO("$14"), TO("NULL"), TO("NULL")) \
-	COLUMN(run_at, "timestamp with time zone", TO("COALESCE($7, run_at)"), \
-		   TO("COALESCE($7, run_at)"), AS_IS) \
-	COLUMN(state, "durable.task_state", TO(FINISHED_STATE("$5")), \
-		   TO("$5::durable.task_state"), TO("'completed'")) \
+	COLUMN(final_role, "pg_catalog.text", TO("$role"), TO("NULL"), TO("$5")) \
+	COLUMN(final_detail, "pg_catalog.jsonb", TO("$detail"), TO("NULL"), TO("NULL")) \
+	COLUMN(run_at, "timestamp with time zone", TO("COALESCE($run_at, run_at)"), \
+		   TO("COALESCE($run_at, run_at)"), AS_IS) \
+	COLUMN(state, "durable.task_state", TO(FINISHED_STATE("$to_state")), \
+		   TO("$to_state::durable.task_state"), TO("'completed'")) \
 	COLUMN(attempt, "integer", TO(MOVED_ATTEMPT), TO(MOVED_ATTEMPT), AS_IS) \
 	COLUMN(version, "integer", TO("version + 1"), TO("version + 1"), \
 		   TO("version + 1")) \
-	COLUMN(fence, "bigint", TO("fence + $6"), TO("fence + $6"), AS_IS) \
+	COLUMN(fence, "bigint", TO("fence + $revoke"), TO("fence + $revoke"), AS_IS) \
 	COLUMN(lease_until, "timestamp with time zone", TO("NULL::timestamptz"), \
 		   TO("NULL"), TO("NULL")) \
 	COLUMN(heartbeat_at, "timestamp with time zone", AS_IS, AS_IS, AS_IS) \

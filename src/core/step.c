@@ -91,13 +91,25 @@ static const DurableColumn step_columns[STEP_NCOLUMNS] = {
 	[STEP_RECEIPT] = {"receipt", TEXTOID},
 	[STEP_COMPENSATES] = {"compensates", TEXTOID},
 };
+enum
+{
+	GET_PARTITION,
+	GET_TASK_ID,
+	GET_STEP,
+	GET_NPARAMS
+};
+static const DurableParam step_get_params[GET_NPARAMS] = {
+	[GET_PARTITION] = {"partition", INT4OID},
+	[GET_TASK_ID] = {"task_id", INT8OID},
+	[GET_STEP] = {"step", TEXTOID},
+};
 static DurableStatement step_get = {
 	.name = "step_get",
 	.sql = "SELECT state::text, class::text, version, attempt, ordinal,"
 	" idempotency_key, request_hash, result, receipt, compensates"
 	" FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2 AND step = $3",
-	.nargs = 3, .argtypes = {INT4OID, INT8OID, TEXTOID},
+	" WHERE partition_key = $partition AND task_id = $task_id AND step = $step",
+	DURABLE_PARAMS(step_get_params),
 	DURABLE_COLUMNS(step_columns),
 };
 
@@ -109,13 +121,13 @@ static DurableStatement step_get = {
 bool
 DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 {
-	Datum		args[3];
+	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = CStringGetTextDatum(name);
+	args[GET_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[GET_TASK_ID] = Int64GetDatum(task->task_id);
+	args[GET_STEP] = CStringGetTextDatum(name);
 	if (DurableExecute(&step_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 
@@ -155,13 +167,24 @@ enum
 static const DurableColumn step_name_columns[STEP_NAME_NCOLUMNS] = {
 	[STEP_NAME] = {"step", TEXTOID},
 };
+/* the steps of one task */
+enum
+{
+	STEPS_PARTITION,
+	STEPS_TASK_ID,
+	STEPS_NPARAMS
+};
+static const DurableParam steps_params[STEPS_NPARAMS] = {
+	[STEPS_PARTITION] = {"partition", INT4OID},
+	[STEPS_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement steps_in_doubt = {
 	.name = "steps_in_doubt",
 	.sql = "SELECT step FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2"
+	" WHERE partition_key = $partition AND task_id = $task_id"
 	" AND state IN ('started', 'unknown')"
 	" ORDER BY ordinal DESC",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(steps_params),
 	DURABLE_COLUMNS(step_name_columns),
 };
 
@@ -172,13 +195,13 @@ static DurableStatement steps_in_doubt = {
 bool
 DurableStepInDoubt(const DurableTask *task, DurableStep *step)
 {
-	Datum		args[2];
+	Datum		args[STEPS_NPARAMS];
 	char	   *name;
 
 	if (task->steps_in_doubt == 0)
 		return false;
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
+	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[STEPS_TASK_ID] = Int64GetDatum(task->task_id);
 	if (DurableExecute(&steps_in_doubt, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 	name = DurableColumnText(0, STEP_NAME);
@@ -188,10 +211,10 @@ DurableStepInDoubt(const DurableTask *task, DurableStep *step)
 static DurableStatement steps_unsettled = {
 	.name = "steps_unsettled",
 	.sql = "SELECT step FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2"
+	" WHERE partition_key = $partition AND task_id = $task_id"
 	" AND state IN ('started', 'unknown', 'failed')"
 	" ORDER BY ordinal DESC",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(steps_params),
 	DURABLE_COLUMNS(step_name_columns),
 };
 
@@ -204,11 +227,11 @@ static DurableStatement steps_unsettled = {
 char	  **
 DurableUnsettledSteps(const DurableTask *task, uint64 *n)
 {
-	Datum		args[2];
+	Datum		args[STEPS_NPARAMS];
 	char	  **names;
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
+	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[STEPS_TASK_ID] = Int64GetDatum(task->task_id);
 	*n = DurableExecute(&steps_unsettled, args, NULL, SPI_OK_SELECT, 0);
 	names = palloc(sizeof(char *) * Max(*n, 1));
 	for (uint64 i = 0; i < *n; i++)
@@ -257,22 +280,56 @@ enum
 static const DurableColumn step_updated_columns[STEP_UPDATED_NCOLUMNS] = {
 	[STEP_UPDATED_VERSION] = {"version", INT4OID},
 };
+enum
+{
+	UPDATE_PARTITION,
+	UPDATE_TASK_ID,
+	UPDATE_STEP,
+	UPDATE_STATE,
+	UPDATE_NEW_ATTEMPT,
+	UPDATE_NOW,
+	UPDATE_RESULT,
+	UPDATE_RECEIPT,
+	UPDATE_EFFECT_ID,
+	UPDATE_EVIDENCE,
+	UPDATE_ERROR_CLASS,
+	UPDATE_ERROR,
+	UPDATE_CLEAR_EVIDENCE,
+	UPDATE_EXPECTED,
+	UPDATE_NPARAMS
+};
+static const DurableParam step_update_params[UPDATE_NPARAMS] = {
+	[UPDATE_PARTITION] = {"partition", INT4OID},
+	[UPDATE_TASK_ID] = {"task_id", INT8OID},
+	[UPDATE_STEP] = {"step", TEXTOID},
+	[UPDATE_STATE] = {"state", TEXTOID},
+	[UPDATE_NEW_ATTEMPT] = {"new_attempt", INT4OID},
+	[UPDATE_NOW] = {"now", TIMESTAMPTZOID},
+	[UPDATE_RESULT] = {"result", JSONBOID},
+	[UPDATE_RECEIPT] = {"receipt", TEXTOID},
+	[UPDATE_EFFECT_ID] = {"effect_id", TEXTOID},
+	[UPDATE_EVIDENCE] = {"evidence", JSONBOID},
+	[UPDATE_ERROR_CLASS] = {"error_class", TEXTOID},
+	[UPDATE_ERROR] = {"error", JSONBOID},
+	[UPDATE_CLEAR_EVIDENCE] = {"clear_evidence", BOOLOID},
+	[UPDATE_EXPECTED] = {"expected", INT4OID},
+};
 static DurableStatement step_update = {
 	.name = "step_update",
-	.sql = "UPDATE durable.live_steps SET state = $4::durable.step_state,"
-	" version = version + 1, attempt = attempt + $5, updated_at = $6,"
-	" result = COALESCE($7, result),"
-	" receipt = CASE WHEN $13 THEN NULL ELSE COALESCE($8, receipt) END,"
-	" effect_id = CASE WHEN $13 THEN NULL ELSE COALESCE($9, effect_id) END,"
-	" evidence = CASE WHEN $13 THEN NULL ELSE COALESCE($10, evidence) END,"
-	" error_class = COALESCE($11, error_class),"
-	" error = COALESCE($12, error)"
-	" WHERE partition_key = $1 AND task_id = $2 AND step = $3"
-	" AND version = $14"
+	.sql = "UPDATE durable.live_steps SET state = $state::durable.step_state,"
+	" version = version + 1, attempt = attempt + $new_attempt, updated_at = $now,"
+	" result = COALESCE($result, result),"
+	" receipt = CASE WHEN $clear_evidence THEN NULL ELSE COALESCE($receipt, receipt) END,"
+	" effect_id = CASE WHEN $clear_evidence THEN NULL"
+	" ELSE COALESCE($effect_id, effect_id) END,"
+	" evidence = CASE WHEN $clear_evidence THEN NULL"
+	" ELSE COALESCE($evidence, evidence) END,"
+	" error_class = COALESCE($error_class, error_class),"
+	" error = COALESCE($error, error)"
+	" WHERE partition_key = $partition AND task_id = $task_id AND step = $step"
+	" AND version = $expected"
 	" RETURNING version",
-	.nargs = 14, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID,
-		TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID,
-	JSONBOID, BOOLOID, INT4OID},
+	DURABLE_PARAMS(step_update_params),
 	DURABLE_COLUMNS(step_updated_columns),
 };
 
@@ -287,8 +344,8 @@ void
 DurableStepChangeState(DurableTask *task, DurableStep *step,
 					   const DurableStepChange *change, TimestampTz now)
 {
-	Datum		args[14];
-	char		nulls[14];
+	Datum		args[UPDATE_NPARAMS];
+	char		nulls[UPDATE_NPARAMS];
 	DurableDetail own_detail;
 	DurableDetail *detail = change->detail;
 	int32		doubt_delta;
@@ -298,26 +355,26 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		report_bad_transition(task, step, change->to_state);
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = CStringGetTextDatum(step->name);
-	args[3] = CStringGetTextDatum(DurableStepStateName(change->to_state));
-	args[4] = Int32GetDatum(change->new_attempt ? 1 : 0);
-	args[5] = TimestampTzGetDatum(now);
-	args[6] = JsonbPGetDatum(change->result);
-	nulls[6] = change->result ? ' ' : 'n';
-	args[7] = change->receipt ? CStringGetTextDatum(change->receipt) : (Datum) 0;
-	nulls[7] = change->receipt ? ' ' : 'n';
-	args[8] = change->effect_id ? CStringGetTextDatum(change->effect_id) : (Datum) 0;
-	nulls[8] = change->effect_id ? ' ' : 'n';
-	args[9] = JsonbPGetDatum(change->evidence);
-	nulls[9] = change->evidence ? ' ' : 'n';
-	args[10] = change->error_class ? CStringGetTextDatum(change->error_class) : (Datum) 0;
-	nulls[10] = change->error_class ? ' ' : 'n';
-	args[11] = JsonbPGetDatum(change->error);
-	nulls[11] = change->error ? ' ' : 'n';
-	args[12] = BoolGetDatum(change->clear_evidence);
-	args[13] = Int32GetDatum(step->version);
+	args[UPDATE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[UPDATE_TASK_ID] = Int64GetDatum(task->task_id);
+	args[UPDATE_STEP] = CStringGetTextDatum(step->name);
+	args[UPDATE_STATE] = CStringGetTextDatum(DurableStepStateName(change->to_state));
+	args[UPDATE_NEW_ATTEMPT] = Int32GetDatum(change->new_attempt ? 1 : 0);
+	args[UPDATE_NOW] = TimestampTzGetDatum(now);
+	args[UPDATE_RESULT] = JsonbPGetDatum(change->result);
+	nulls[UPDATE_RESULT] = change->result ? ' ' : 'n';
+	args[UPDATE_RECEIPT] = change->receipt ? CStringGetTextDatum(change->receipt) : (Datum) 0;
+	nulls[UPDATE_RECEIPT] = change->receipt ? ' ' : 'n';
+	args[UPDATE_EFFECT_ID] = change->effect_id ? CStringGetTextDatum(change->effect_id) : (Datum) 0;
+	nulls[UPDATE_EFFECT_ID] = change->effect_id ? ' ' : 'n';
+	args[UPDATE_EVIDENCE] = JsonbPGetDatum(change->evidence);
+	nulls[UPDATE_EVIDENCE] = change->evidence ? ' ' : 'n';
+	args[UPDATE_ERROR_CLASS] = change->error_class ? CStringGetTextDatum(change->error_class) : (Datum) 0;
+	nulls[UPDATE_ERROR_CLASS] = change->error_class ? ' ' : 'n';
+	args[UPDATE_ERROR] = JsonbPGetDatum(change->error);
+	nulls[UPDATE_ERROR] = change->error ? ' ' : 'n';
+	args[UPDATE_CLEAR_EVIDENCE] = BoolGetDatum(change->clear_evidence);
+	args[UPDATE_EXPECTED] = Int32GetDatum(step->version);
 	if (DurableExecute(&step_update, args, nulls,
 					   SPI_OK_UPDATE_RETURNING, 0) != 1)
 		elog(ERROR, "step \"%s\" of task %lld changed under its task's row lock",
@@ -358,16 +415,41 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		step->receipt = change->receipt;
 }
 
+enum
+{
+	INSERT_PARTITION,
+	INSERT_TASK_ID,
+	INSERT_STEP,
+	INSERT_CLASS,
+	INSERT_ORDINAL,
+	INSERT_NOW,
+	INSERT_IDEMPOTENCY_KEY,
+	INSERT_REQUEST_HASH,
+	INSERT_REQUEST,
+	INSERT_COMPENSATES,
+	INSERT_NPARAMS
+};
+static const DurableParam step_insert_params[INSERT_NPARAMS] = {
+	[INSERT_PARTITION] = {"partition", INT4OID},
+	[INSERT_TASK_ID] = {"task_id", INT8OID},
+	[INSERT_STEP] = {"step", TEXTOID},
+	[INSERT_CLASS] = {"class", TEXTOID},
+	[INSERT_ORDINAL] = {"ordinal", INT4OID},
+	[INSERT_NOW] = {"now", TIMESTAMPTZOID},
+	[INSERT_IDEMPOTENCY_KEY] = {"idempotency_key", TEXTOID},
+	[INSERT_REQUEST_HASH] = {"request_hash", BYTEAOID},
+	[INSERT_REQUEST] = {"request", JSONBOID},
+	[INSERT_COMPENSATES] = {"compensates", TEXTOID},
+};
 static DurableStatement step_insert = {
 	.name = "step_insert",
 	.sql = "INSERT INTO durable.live_steps (partition_key, task_id, step, state, class,"
 	" ordinal, created_at, updated_at, idempotency_key, request_hash,"
 	" request, compensates)"
-	" VALUES ($1, $2, $3, 'planned', $4::durable.activity_class, $5, $6, $6,"
-	" $7, $8, $9, $10)"
+	" VALUES ($partition, $task_id, $step, 'planned', $class::durable.activity_class,"
+	" $ordinal, $now, $now, $idempotency_key, $request_hash, $request, $compensates)"
 	" ON CONFLICT (partition_key, task_id, step) DO NOTHING",
-	.nargs = 10, .argtypes = {INT4OID, INT8OID, TEXTOID, TEXTOID, INT4OID,
-	TIMESTAMPTZOID, TEXTOID, BYTEAOID, JSONBOID, TEXTOID},
+	DURABLE_PARAMS(step_insert_params),
 };
 
 /*
@@ -386,8 +468,8 @@ DurablePlanStep(DurableTask *task, const char *name, const char *class,
 	char		task_text[32];
 	char	   *key;
 	bytea	   *hash;
-	Datum		args[10];
-	char		nulls[10];
+	Datum		args[INSERT_NPARAMS];
+	char		nulls[INSERT_NPARAMS];
 	DurableDetail detail;
 
 	if (request != NULL)
@@ -427,18 +509,18 @@ DurablePlanStep(DurableTask *task, const char *name, const char *class,
 	key = DurableIdempotencyKey(nparts, parts);
 
 	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = CStringGetTextDatum(name);
-	args[3] = CStringGetTextDatum(class);
-	args[4] = Int32GetDatum(task->version + 1);	/* the plan event's seq */
-	args[5] = TimestampTzGetDatum(now);
-	args[6] = CStringGetTextDatum(key);
-	args[7] = PointerGetDatum(hash);
-	args[8] = JsonbPGetDatum(request);
-	nulls[8] = request ? ' ' : 'n';
-	args[9] = compensates ? CStringGetTextDatum(compensates) : (Datum) 0;
-	nulls[9] = compensates ? ' ' : 'n';
+	args[INSERT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[INSERT_TASK_ID] = Int64GetDatum(task->task_id);
+	args[INSERT_STEP] = CStringGetTextDatum(name);
+	args[INSERT_CLASS] = CStringGetTextDatum(class);
+	args[INSERT_ORDINAL] = Int32GetDatum(task->version + 1);	/* the plan event's seq */
+	args[INSERT_NOW] = TimestampTzGetDatum(now);
+	args[INSERT_IDEMPOTENCY_KEY] = CStringGetTextDatum(key);
+	args[INSERT_REQUEST_HASH] = PointerGetDatum(hash);
+	args[INSERT_REQUEST] = JsonbPGetDatum(request);
+	nulls[INSERT_REQUEST] = request ? ' ' : 'n';
+	args[INSERT_COMPENSATES] = compensates ? CStringGetTextDatum(compensates) : (Datum) 0;
+	nulls[INSERT_COMPENSATES] = compensates ? ' ' : 'n';
 	if (DurableExecute(&step_insert, args, nulls, SPI_OK_INSERT, 0) != 1)
 		elog(ERROR, "step \"%s\" of task %lld appeared under its task's row lock",
 			 name, (long long) task->task_id);

@@ -27,8 +27,8 @@
 	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
 	" FROM " table " t" \
 	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
-	" WHERE t.partition_key = $1" \
-	" AND t.task_id = $2"
+	" WHERE t.partition_key = $partition" \
+	" AND t.task_id = $task_id"
 
 /* the columns of task_get and task_lock (TASK_COLUMNS) */
 enum
@@ -75,17 +75,29 @@ static const DurableColumn task_columns[TASK_NCOLUMNS] = {
 	[TASK_RESTRICTED] = {"restricted", BOOLOID},
 };
 
+/* the statements of one task, by its key */
+enum
+{
+	KEY_PARTITION,
+	KEY_TASK_ID,
+	KEY_NPARAMS
+};
+static const DurableParam task_key_params[KEY_NPARAMS] = {
+	[KEY_PARTITION] = {"partition", INT4OID},
+	[KEY_TASK_ID] = {"task_id", INT8OID},
+};
+
 static DurableStatement task_get = {
 	.name = "task_get",
 	.sql = TASK_COLUMNS("durable.tasks"),
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(task_columns),
 };
 
 static DurableStatement task_lock = {
 	.name = "task_lock",
 	.sql = TASK_COLUMNS("durable.live_tasks") " FOR NO KEY UPDATE OF t",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(task_columns),
 };
 
@@ -105,14 +117,14 @@ int32_or(uint64 row, int col, int32 fallback)
 bool
 DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 {
-	Datum		args[2];
+	Datum		args[KEY_NPARAMS];
 	bool		isnull;
 	Datum		d;
 
 	task->partition = DURABLE_TASK_PARTITION(task_id);
 	task->task_id = task_id;
-	args[0] = Int32GetDatum(task->partition);
-	args[1] = Int64GetDatum(task_id);
+	args[KEY_PARTITION] = Int32GetDatum(task->partition);
+	args[KEY_TASK_ID] = Int64GetDatum(task_id);
 	/*
 	 * Only live tasks are locked: a finished one is in history, where
 	 * nothing but a replay moves it, and is read there to say its state.
@@ -190,10 +202,10 @@ static const DurableColumn doubt_columns[DOUBT_NCOLUMNS] = {
 static DurableStatement task_step_in_doubt = {
 	.name = "task_step_in_doubt",
 	.sql = "SELECT step, state::text AS state FROM durable.live_steps"
-	" WHERE partition_key = $1 AND task_id = $2"
+	" WHERE partition_key = $partition AND task_id = $task_id"
 	" AND state IN ('started', 'unknown')"
 	" ORDER BY ordinal DESC LIMIT 1",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(doubt_columns),
 };
 
@@ -212,13 +224,13 @@ void
 DurableReportRefusal(int64 task_id, int64 fence)
 {
 	DurableTask task;
-	Datum		args[2];
+	Datum		args[KEY_NPARAMS];
 
 	if (!DurableTaskFetch(task_id, false, &task))
 		DurableReportUnknownTask(task_id);
 	DurableCheckTaskAccess(task_id, task.queue, task.restricted);
-	args[0] = Int32GetDatum(task.partition);
-	args[1] = Int64GetDatum(task_id);
+	args[KEY_PARTITION] = Int32GetDatum(task.partition);
+	args[KEY_TASK_ID] = Int64GetDatum(task_id);
 	if (task.fence == fence && task.state == DURABLE_TASK_RUNNING &&
 		task.steps_in_doubt > 0 &&
 		DurableExecute(&task_step_in_doubt, args, NULL, SPI_OK_SELECT, 1) > 0)
@@ -312,31 +324,57 @@ static const DurableColumn append_columns[APPEND_NCOLUMNS] = {
 	[APPEND_SEQ] = {"seq", INT4OID},
 };
 
+enum
+{
+	APPEND_PARTITION,
+	APPEND_TASK_ID,
+	APPEND_NOW,
+	APPEND_KIND,
+	APPEND_ACTOR,
+	APPEND_DETAIL,
+	APPEND_STEP,
+	APPEND_DOUBT_DELTA,
+	APPEND_ROLE,
+	APPEND_NPARAMS
+};
+
+static const DurableParam event_append_params[APPEND_NPARAMS] = {
+	[APPEND_PARTITION] = {"partition", INT4OID},
+	[APPEND_TASK_ID] = {"task_id", INT8OID},
+	[APPEND_NOW] = {"now", TIMESTAMPTZOID},
+	[APPEND_KIND] = {"kind", TEXTOID},
+	[APPEND_ACTOR] = {"actor", TEXTOID},
+	[APPEND_DETAIL] = {"detail", JSONBOID},
+	[APPEND_STEP] = {"step", TEXTOID},
+	[APPEND_DOUBT_DELTA] = {"doubt_delta", INT4OID},
+	[APPEND_ROLE] = {"role", TEXTOID},
+};
+
 static DurableStatement event_append = {
 	.name = "event_append",
 	.sql = "WITH t AS (UPDATE durable.live_tasks SET version = version + 1,"
-	"  steps_in_doubt = steps_in_doubt + $8"
-	"  WHERE partition_key = $1 AND task_id = $2"
+	"  steps_in_doubt = steps_in_doubt + $doubt_delta"
+	"  WHERE partition_key = $partition AND task_id = $task_id"
 	"  RETURNING partition_key, task_id, version, fence, state, owner)"
 	" INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
 	" at, kind, actor, detail, step, role)"
-	" SELECT partition_key, task_id, version, state, fence, $3, $4,"
-	" COALESCE($5, owner), $6, $7, $9 FROM t"
+	" SELECT partition_key, task_id, version, state, fence, $now, $kind,"
+	" COALESCE($actor, owner), $detail, $step, $role FROM t"
 	" RETURNING seq",
-	.nargs = 9,
-	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID,
-	TEXTOID, INT4OID, TEXTOID},
+	DURABLE_PARAMS(event_append_params),
 	DURABLE_COLUMNS(append_columns),
 	.nsplit = 2,
 	.split = {
 		{"UPDATE durable.live_tasks SET version = version + 1,"
-			" steps_in_doubt = steps_in_doubt + $8"
-			" WHERE partition_key = $1 AND task_id = $2"
+			" steps_in_doubt = steps_in_doubt + $doubt_delta"
+			" WHERE partition_key = $partition AND task_id = $task_id"
 			" RETURNING partition_key, task_id, version, fence, state, owner",
 		DURABLE_SPLIT_NO_INPUT, true},
+		/* $10.. partition_key, task_id, version, fence, state, owner */
 		{"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence,"
 			" at, kind, actor, detail, step, role)"
-			" VALUES ($10, $11, $12, $14, $13, $3, $4, COALESCE($5, $15), $6, $7, $9)"
+			" VALUES ($10, $11, $12, $14, $13, $now, $kind, COALESCE($actor, $15),"
+			" $detail, $step, $role)"
 			" RETURNING seq",
 		0, true},
 	},
@@ -353,21 +391,21 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 				   const char *actor, Jsonb *detail, const char *step,
 				   int32 doubt_delta)
 {
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[APPEND_NPARAMS];
+	char		nulls[APPEND_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = TimestampTzGetDatum(now);
-	args[3] = CStringGetTextDatum(kind);
-	args[4] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
-	nulls[4] = actor ? ' ' : 'n';
-	args[5] = JsonbPGetDatum(detail);
-	nulls[5] = detail ? ' ' : 'n';
-	args[6] = step ? CStringGetTextDatum(step) : (Datum) 0;
-	nulls[6] = step ? ' ' : 'n';
-	args[7] = Int32GetDatum(doubt_delta);
-	args[8] = CStringGetTextDatum(DurableCallerName());
+	args[APPEND_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
+	args[APPEND_TASK_ID] = Int64GetDatum(task->task_id);
+	args[APPEND_NOW] = TimestampTzGetDatum(now);
+	args[APPEND_KIND] = CStringGetTextDatum(kind);
+	args[APPEND_ACTOR] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
+	nulls[APPEND_ACTOR] = actor ? ' ' : 'n';
+	args[APPEND_DETAIL] = JsonbPGetDatum(detail);
+	nulls[APPEND_DETAIL] = detail ? ' ' : 'n';
+	args[APPEND_STEP] = step ? CStringGetTextDatum(step) : (Datum) 0;
+	nulls[APPEND_STEP] = step ? ' ' : 'n';
+	args[APPEND_DOUBT_DELTA] = Int32GetDatum(doubt_delta);
+	args[APPEND_ROLE] = CStringGetTextDatum(DurableCallerName());
 	if (DurableExecute(&event_append, args, nulls,
 					   SPI_OK_INSERT_RETURNING, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
@@ -389,8 +427,8 @@ static const DurableColumn parent_columns[PARENT_NCOLUMNS] = {
 static DurableStatement task_parent = {
 	.name = "task_parent",
 	.sql = "SELECT parent_id FROM durable.live_tasks"
-	" WHERE partition_key = $1 AND task_id = $2 AND parent_id IS NOT NULL",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	" WHERE partition_key = $partition AND task_id = $task_id AND parent_id IS NOT NULL",
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(parent_columns),
 };
 
@@ -407,8 +445,8 @@ static const DurableColumn parent_state_columns[PARENT_STATE_NCOLUMNS] = {
 static DurableStatement task_parent_state = {
 	.name = "task_parent_state",
 	.sql = "SELECT t.state::text AS state FROM durable.tasks t"
-	" WHERE t.partition_key = $1 AND t.task_id = $2",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id",
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(parent_state_columns),
 };
 
@@ -422,17 +460,17 @@ static DurableStatement task_parent_state = {
 int64
 DurableCancelledParent(const DurableTask *task)
 {
-	Datum		args[2];
+	Datum		args[KEY_NPARAMS];
 	int64		parent_id;
 
-	args[0] = Int32GetDatum(task->partition);
-	args[1] = Int64GetDatum(task->task_id);
+	args[KEY_PARTITION] = Int32GetDatum(task->partition);
+	args[KEY_TASK_ID] = Int64GetDatum(task->task_id);
 	if (DurableExecute(&task_parent, args, NULL, SPI_OK_SELECT, 0) == 0)
 		return 0;
 	parent_id = DurableColumnInt64(0, PARENT_ID);
 	/* its state wherever it is, live or in history */
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
-	args[1] = Int64GetDatum(parent_id);
+	args[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
+	args[KEY_TASK_ID] = Int64GetDatum(parent_id);
 	if (DurableExecute(&task_parent_state, args, NULL, SPI_OK_SELECT, 0) == 0)
 		return 0;				/* retention has removed it */
 	return DurableParseTaskState(DurableColumnText(0, PARENT_STATE)) ==

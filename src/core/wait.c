@@ -51,15 +51,27 @@ static const DurableColumn wait_columns[WAIT_NCOLUMNS] = {
 	[WAIT_COL_PAYLOAD] = {"payload", JSONBOID},
 	[WAIT_COL_CHILD] = {"task_id", INT8OID},
 };
+enum
+{
+	GET_PARTITION,
+	GET_TASK_ID,
+	GET_NAME,
+	GET_NPARAMS
+};
+static const DurableParam wait_get_params[GET_NPARAMS] = {
+	[GET_PARTITION] = {"partition", INT4OID},
+	[GET_TASK_ID] = {"task_id", INT8OID},
+	[GET_NAME] = {"name", TEXTOID},
+};
 static DurableStatement wait_get = {
 	.name = "wait_get",
 	.sql = "SELECT w ->> 'kind' AS kind, w -> 'args' AS args,"
 	" w ->> 'status' AS status, " WAIT_UNTIL("w") " AS until,"
 	" w -> 'payload' AS payload, (w ->> 'task_id')::int8 AS task_id"
-	" FROM (SELECT waits -> $3 AS w FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND task_id = $2) t"
+	" FROM (SELECT waits -> $name AS w FROM durable.live_tasks"
+	"  WHERE partition_key = $partition AND task_id = $task_id) t"
 	" WHERE w IS NOT NULL",
-	.nargs = 3, .argtypes = {INT4OID, INT8OID, TEXTOID},
+	DURABLE_PARAMS(wait_get_params),
 	DURABLE_COLUMNS(wait_columns),
 };
 
@@ -71,13 +83,13 @@ static DurableStatement wait_get = {
 bool
 DurableWaitFetch(const DurableTask *task, const char *name, DurableWait *wait)
 {
-	Datum		args[3];
+	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
 
-	args[0] = Int32GetDatum(task->partition);
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = CStringGetTextDatum(name);
+	args[GET_PARTITION] = Int32GetDatum(task->partition);
+	args[GET_TASK_ID] = Int64GetDatum(task->task_id);
+	args[GET_NAME] = CStringGetTextDatum(name);
 	if (DurableExecute(&wait_get, args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;
 	wait->kind = DurableColumnText(0, WAIT_COL_KIND);
@@ -128,13 +140,27 @@ DurableWaitCheck(const DurableTask *task, const char *name,
 				errhint("A replay must make the same calls; give a new wait a new name."));
 }
 
+enum
+{
+	SET_PARTITION,
+	SET_TASK_ID,
+	SET_NAME,
+	SET_ENTRY,
+	SET_NPARAMS
+};
+static const DurableParam wait_set_params[SET_NPARAMS] = {
+	[SET_PARTITION] = {"partition", INT4OID},
+	[SET_TASK_ID] = {"task_id", INT8OID},
+	[SET_NAME] = {"name", TEXTOID},
+	[SET_ENTRY] = {"entry", JSONBOID},
+};
 static DurableStatement wait_set = {
 	.name = "wait_set",
 	.sql = "UPDATE durable.live_tasks SET waits ="
 	" COALESCE(waits, '{}'::pg_catalog.jsonb)"
-	"  || pg_catalog.jsonb_build_object($3::text, $4::pg_catalog.jsonb)"
-	" WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 4, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID},
+	"  || pg_catalog.jsonb_build_object($name::text, $entry::pg_catalog.jsonb)"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(wait_set_params),
 };
 
 /*
@@ -147,7 +173,7 @@ DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
 				  Jsonb *payload, int64 child_id, TimestampTz now)
 {
 	DurableDetail entry;
-	Datum		values[4];
+	Datum		values[SET_NPARAMS];
 
 	DurableDetailInit(&entry);
 	DurableDetailText(&entry, "kind", kind);
@@ -160,22 +186,36 @@ DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
 		DurableDetailJsonb(&entry, "payload", payload);
 	if (child_id != 0)
 		DurableDetailInt(&entry, "task_id", child_id);
-	values[0] = Int32GetDatum(task->partition);
-	values[1] = Int64GetDatum(task->task_id);
-	values[2] = CStringGetTextDatum(name);
-	values[3] = JsonbPGetDatum(DurableDetailFinish(&entry));
+	values[SET_PARTITION] = Int32GetDatum(task->partition);
+	values[SET_TASK_ID] = Int64GetDatum(task->task_id);
+	values[SET_NAME] = CStringGetTextDatum(name);
+	values[SET_ENTRY] = JsonbPGetDatum(DurableDetailFinish(&entry));
 	if (DurableExecute(&wait_set, values, NULL, SPI_OK_UPDATE, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 }
 
-/* $4: the entry's new keys, DurableWaitEnding's */
+/* $ending: the entry's new keys, DurableWaitEnding's */
+enum
+{
+	RESOLVE_PARTITION,
+	RESOLVE_TASK_ID,
+	RESOLVE_NAME,
+	RESOLVE_ENDING,
+	RESOLVE_NPARAMS
+};
+static const DurableParam wait_resolve_params[RESOLVE_NPARAMS] = {
+	[RESOLVE_PARTITION] = {"partition", INT4OID},
+	[RESOLVE_TASK_ID] = {"task_id", INT8OID},
+	[RESOLVE_NAME] = {"name", TEXTOID},
+	[RESOLVE_ENDING] = {"ending", JSONBOID},
+};
 static DurableStatement wait_resolve = {
 	.name = "wait_resolve",
 	.sql = "UPDATE durable.live_tasks SET waits = pg_catalog.jsonb_set(waits,"
-	" ARRAY[$3::text], (waits -> $3::text) || $4::pg_catalog.jsonb)"
-	" WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 4, .argtypes = {INT4OID, INT8OID, TEXTOID, JSONBOID},
+	" ARRAY[$name::text], (waits -> $name::text) || $ending::pg_catalog.jsonb)"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(wait_resolve_params),
 };
 
 /*
@@ -208,13 +248,13 @@ void
 DurableWaitResolve(DurableTask *task, const char *name, const char *status,
 				   Jsonb *payload, TimestampTz now)
 {
-	Datum		values[4];
+	Datum		values[RESOLVE_NPARAMS];
 	DurableDetail detail;
 
-	values[0] = Int32GetDatum(task->partition);
-	values[1] = Int64GetDatum(task->task_id);
-	values[2] = CStringGetTextDatum(name);
-	values[3] = JsonbPGetDatum(DurableWaitEnding(status, payload, now));
+	values[RESOLVE_PARTITION] = Int32GetDatum(task->partition);
+	values[RESOLVE_TASK_ID] = Int64GetDatum(task->task_id);
+	values[RESOLVE_NAME] = CStringGetTextDatum(name);
+	values[RESOLVE_ENDING] = JsonbPGetDatum(DurableWaitEnding(status, payload, now));
 	if (DurableExecute(&wait_resolve, values, NULL, SPI_OK_UPDATE, 0) != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
