@@ -34,22 +34,39 @@ static const DurableColumn heartbeat_columns[HEARTBEAT_NCOLUMNS] = {
 	[HEARTBEAT_RESTRICTED] = {"restricted", BOOLOID},
 };
 
+enum
+{
+	HEARTBEAT_PARTITION,
+	HEARTBEAT_TASK_ID,
+	HEARTBEAT_NOW,
+	HEARTBEAT_LEASE,
+	HEARTBEAT_PROGRESS,
+	HEARTBEAT_FENCE,
+	HEARTBEAT_NPARAMS
+};
+static const DurableParam heartbeat_params[HEARTBEAT_NPARAMS] = {
+	[HEARTBEAT_PARTITION] = {"partition", INT4OID},
+	[HEARTBEAT_TASK_ID] = {"task_id", INT8OID},
+	[HEARTBEAT_NOW] = {"now", TIMESTAMPTZOID},
+	[HEARTBEAT_LEASE] = {"lease", INTERVALOID},
+	[HEARTBEAT_PROGRESS] = {"progress", TEXTOID},
+	[HEARTBEAT_FENCE] = {"fence", INT8OID},
+};
 static DurableStatement heartbeat = {
 	.name = "heartbeat",
 	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
-	" lease = COALESCE($4, lease),"
-	" lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, lease)") ","
-	" heartbeat_at = $3,"
-	" progress_at = CASE WHEN $5::text IS NOT NULL"
-	"  AND $5::text IS DISTINCT FROM progress THEN $3 ELSE progress_at END,"
-	" progress = COALESCE($5, progress)"
-	" WHERE partition_key = $1"
-	" AND task_id = $2"
-	" AND fence = $6 AND state = 'running'"
+	" lease = COALESCE($lease, lease),"
+	" lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, lease)") ","
+	" heartbeat_at = $now,"
+	" progress_at = CASE WHEN $progress::text IS NOT NULL"
+	"  AND $progress::text IS DISTINCT FROM progress THEN $now ELSE progress_at END,"
+	" progress = COALESCE($progress, progress)"
+	" WHERE partition_key = $partition"
+	" AND task_id = $task_id"
+	" AND fence = $fence AND state = 'running'"
 	" RETURNING lease_until, queue_name)"
 	" SELECT u.lease_until, u.queue_name, q.restricted FROM u" QUEUE_OF_U,
-	.nargs = 6,
-	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
+	DURABLE_PARAMS(heartbeat_params),
 	DURABLE_COLUMNS(heartbeat_columns),
 };
 
@@ -64,19 +81,19 @@ static DurableStatement heartbeat = {
 TimestampTz
 DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease)
 {
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[HEARTBEAT_NPARAMS];
+	char		nulls[HEARTBEAT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' '};
 	TimestampTz lease_until;
 	bool		isnull;
 
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(lease);
-	nulls[3] = lease ? ' ' : 'n';
-	args[4] = PointerGetDatum(progress);
-	nulls[4] = progress ? ' ' : 'n';
-	args[5] = Int64GetDatum(fence);
+	args[HEARTBEAT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[HEARTBEAT_TASK_ID] = Int64GetDatum(task_id);
+	args[HEARTBEAT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[HEARTBEAT_LEASE] = PointerGetDatum(lease);
+	nulls[HEARTBEAT_LEASE] = lease ? ' ' : 'n';
+	args[HEARTBEAT_PROGRESS] = PointerGetDatum(progress);
+	nulls[HEARTBEAT_PROGRESS] = progress ? ' ' : 'n';
+	args[HEARTBEAT_FENCE] = Int64GetDatum(fence);
 	if (DurableExecute(&heartbeat, args, nulls, SPI_OK_SELECT, 0) == 0)
 		DurableReportRefusal(task_id, fence);
 	lease_until = DatumGetTimestampTz(DurableColumnDatum(0, HEARTBEAT_LEASE_UNTIL, &isnull));
@@ -103,14 +120,28 @@ static const DurableColumn renewed_columns[RENEWED_NCOLUMNS] = {
 	[RENEWED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
 };
 
+enum
+{
+	BATCH_TASK_IDS,
+	BATCH_FENCES,
+	BATCH_NOW,
+	BATCH_LEASE,
+	BATCH_NPARAMS
+};
+static const DurableParam heartbeat_batch_params[BATCH_NPARAMS] = {
+	[BATCH_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[BATCH_FENCES] = {"fences", INT8ARRAYOID},
+	[BATCH_NOW] = {"now", TIMESTAMPTZOID},
+	[BATCH_LEASE] = {"lease", INTERVALOID},
+};
 static DurableStatement heartbeat_batch = {
 	.name = "heartbeat_batch",
-	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
-	"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
+	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($task_ids::int8[]),"
+	"  pg_catalog.unnest($fences::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
 	" u AS (UPDATE durable.live_tasks t SET"
-	"  lease = COALESCE($4, t.lease),"
-	"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
-	"  heartbeat_at = $3"
+	"  lease = COALESCE($lease, t.lease),"
+	"  lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, t.lease)") ","
+	"  heartbeat_at = $now"
 	"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 	"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
 	"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"
@@ -118,8 +149,7 @@ static DurableStatement heartbeat_batch = {
 	" FROM i LEFT JOIN u ON u.task_id = i.task_id AND u.fence = i.fence"
 	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
 	" ORDER BY i.n",
-	.nargs = 4,
-	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID},
+	DURABLE_PARAMS(heartbeat_batch_params),
 	DURABLE_COLUMNS(renewed_columns),
 };
 
@@ -138,8 +168,8 @@ void
 DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 					  int n, int64 *task_ids, TimestampTz *until, bool *held)
 {
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		args[BATCH_NPARAMS];
+	char		nulls[BATCH_NPARAMS] = {' ', ' ', ' ', ' '};
 	uint64		rows;
 	char	  **queues;
 	bool	   *restricted;
@@ -150,11 +180,11 @@ DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 		DurableHeartbeatBatchSharded(ids, fences, lease, n, task_ids, until, held);
 		return;
 	}
-	args[0] = PointerGetDatum(ids);
-	args[1] = PointerGetDatum(fences);
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(lease);
-	nulls[3] = lease ? ' ' : 'n';
+	args[BATCH_TASK_IDS] = PointerGetDatum(ids);
+	args[BATCH_FENCES] = PointerGetDatum(fences);
+	args[BATCH_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[BATCH_LEASE] = PointerGetDatum(lease);
+	nulls[BATCH_LEASE] = lease ? ' ' : 'n';
 	rows = DurableExecute(&heartbeat_batch, args, nulls, SPI_OK_SELECT, 0);
 	if (rows != (uint64) n)
 		elog(ERROR, "batch heartbeat returned %llu rows for %d tasks",
