@@ -31,8 +31,8 @@
  * move writes there from the row it takes: AS_IS (the column as it was)
  * or TO("expression").  The expressions use the parameters of the move's
  * statement: finish and revive those of move.c's transition ($1 to $18),
- * commit those of commit.c's commit_batch ($4 the time, $5 the role,
- * committed_result the result given).
+ * commit those of commit.c's commit_batch, by name ($now the time, $role
+ * the role, committed_result the result given).
  *
  * The first column is declared with FIRST, the others with COLUMN: a
  * generator gives each the separator it needs.
@@ -88,12 +88,12 @@
 		   TO("COALESCE($9, last_error)"), AS_IS) \
 	COLUMN(stop_code, "pg_catalog.text", TO("$8"), TO("$8"), TO("NULL")) \
 	COLUMN(stuck_alarm_at, "timestamp with time zone", AS_IS, AS_IS, AS_IS) \
-	COLUMN(finished_at, "timestamp with time zone", TO("$11"), TO("NULL"), TO("$4")) \
+	COLUMN(finished_at, "timestamp with time zone", TO("$11"), TO("NULL"), TO("$now")) \
 	COLUMN(claim_fence, "bigint", TO(ENDS_LEASE("fence")), TO("NULL"), TO("fence")) \
 	COLUMN(final_kind, "pg_catalog.text", TO("$12"), TO("NULL"), TO("'completed'")) \
 	COLUMN(final_actor, "pg_catalog.text", TO("COALESCE($13, owner)"), TO("NULL"), \
 		   TO("owner")) \
-	COLUMN(final_role, "pg_catalog.text", TO("$17"), TO("NULL"), TO("$5")) \
+	COLUMN(final_role, "pg_catalog.text", TO("$17"), TO("NULL"), TO("$role")) \
 	COLUMN(final_detail, "pg_catalog.jsonb", TO("$14"), TO("NULL"), TO("NULL")) \
 	COLUMN(run_at, "timestamp with time zone", TO("COALESCE($7, run_at)"), \
 		   TO("COALESCE($7, run_at)"), AS_IS) \
