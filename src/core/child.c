@@ -209,15 +209,26 @@ static const DurableColumn spawned_columns[SPAWNED_NCOLUMNS] = {
 	[SPAWNED_TASK_ID] = {"task_id", INT8OID},
 	[SPAWNED_MARKED] = {"marked", BOOLOID},
 };
+/* the statements of one task, by its key */
+enum
+{
+	KEY_PARTITION,
+	KEY_TASK_ID,
+	KEY_NPARAMS
+};
+static const DurableParam task_key_params[KEY_NPARAMS] = {
+	[KEY_PARTITION] = {"partition", INT4OID},
+	[KEY_TASK_ID] = {"task_id", INT8OID},
+};
 static DurableStatement spawned = {
 	.name = "spawned",
 	.sql = "SELECT w.key, (w.value ->> 'task_id')::int8 AS task_id,"
 	" w.value ? 'child_finished' AS marked"
 	" FROM durable.live_tasks t, pg_catalog.jsonb_each(t.waits) w"
-	" WHERE t.partition_key = $1 AND t.task_id = $2"
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id"
 	" AND w.value ->> 'kind' = 'spawn'"
 	" ORDER BY 2",
-	.nargs = 2, .argtypes = {INT4OID, INT8OID},
+	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(spawned_columns),
 };
 
@@ -239,18 +250,28 @@ static const DurableColumn child_columns[CHILD_NCOLUMNS] = {
 /* a live task's row, once no transaction that moves it is under way */
 static DurableStatement child_settle = {
 	.name = "child_settle",
-	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2"
-	" FOR KEY SHARE",
-	.nargs = 2,
-	.argtypes = {INT4OID, INT8OID},
+	.sql = "SELECT FROM durable.live_tasks WHERE partition_key = $partition"
+	" AND task_id = $task_id FOR KEY SHARE",
+	DURABLE_PARAMS(task_key_params),
+};
+
+enum
+{
+	STATES_TASK_IDS,
+	STATES_PARTITIONS,
+	STATES_NPARAMS
+};
+static const DurableParam child_states_params[STATES_NPARAMS] = {
+	[STATES_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[STATES_PARTITIONS] = {"partitions", INT4ARRAYOID},
 };
 
 static DurableStatement child_states = {
 	.name = "child_states",
 	.sql = "SELECT t.task_id, t.state::text, t.result, t.last_error"
 	" FROM durable.tasks t"
-	" WHERE t.partition_key = ANY ($2) AND t.task_id = ANY ($1)",
-	.nargs = 2, .argtypes = {INT8ARRAYOID, INT4ARRAYOID},
+	" WHERE t.partition_key = ANY ($partitions) AND t.task_id = ANY ($task_ids)",
+	DURABLE_PARAMS(child_states_params),
 	DURABLE_COLUMNS(child_columns),
 };
 
@@ -283,10 +304,10 @@ settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows
 	}
 	for (int i = 0; i < npending; i++)
 	{
-		Datum		key[2];
+		Datum		key[KEY_NPARAMS];
 
-		key[0] = Int32GetDatum(DURABLE_TASK_PARTITION(pending[i]));
-		key[1] = Int64GetDatum(pending[i]);
+		key[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(pending[i]));
+		key[KEY_TASK_ID] = Int64GetDatum(pending[i]);
 		DurableExecute(&child_settle, key, NULL, SPI_OK_SELECT, 0);
 	}
 	return npending > 0;
@@ -303,7 +324,7 @@ static Jsonb *
 children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 				bool *all_finished)
 {
-	Datum		key[2];
+	Datum		key[KEY_NPARAMS];
 	uint64		n;
 	char	  **child_names;
 	int64	   *child_ids;
@@ -313,8 +334,8 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 	Datum	   *partitions;
 	StringInfoData buf;
 
-	key[0] = Int32GetDatum(task->partition);
-	key[1] = Int64GetDatum(task->task_id);
+	key[KEY_PARTITION] = Int32GetDatum(task->partition);
+	key[KEY_TASK_ID] = Int64GetDatum(task->task_id);
 	n = DurableExecute(&spawned, key, NULL, SPI_OK_SELECT, 0);
 	child_names = palloc(sizeof(char *) * Max(n, 1));
 	child_ids = palloc(sizeof(int64) * Max(n, 1));
@@ -362,12 +383,12 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		partitions[i] = Int32GetDatum(DURABLE_TASK_PARTITION(child_ids[i]));
 	}
 	{
-		Datum		states[2];
+		Datum		states[STATES_NPARAMS];
 
-		states[0] = PointerGetDatum(construct_array(ids, count, INT8OID, sizeof(int64),
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		states[1] = PointerGetDatum(construct_array(partitions, count, INT4OID,
-													sizeof(int32), true, TYPALIGN_INT));
+		states[STATES_TASK_IDS] = PointerGetDatum(construct_array(ids, count, INT8OID, sizeof(int64),
+																  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		states[STATES_PARTITIONS] = PointerGetDatum(construct_array(partitions, count, INT4OID,
+																	sizeof(int32), true, TYPALIGN_INT));
 		n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
 
 		/*

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- *	  Leases: claims of ready tasks and of steps awaiting a look-up,
- *	  heartbeats, and a claim given back (release).
+ *	  Leases: claims of ready tasks and of steps awaiting a look-up, and
+ *	  a claim given back (release); heartbeats are heartbeat.c's.
  *
  * A claim leases ready tasks with FOR UPDATE SKIP LOCKED and increments
  * each one's fence; every later write names that fence and is rejected
@@ -19,14 +19,13 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "core/sql.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 /*
- * A claim in a queue with a concurrency limit ($12) takes a task c of a key
+ * A claim in a queue with a concurrency limit takes a task c of a key
  * only while the key's running tasks and its tasks ahead of c in claim
  * order that could be claimed now are fewer than the limit, counted in
  * the partitions where the key's tasks are, in one probe that stops at the
@@ -42,27 +41,80 @@
  * raises 40001 when taken: the claim is refused.
  *
  * A task lives in its concurrency key's partition (enqueue.c), so the
- * key's tasks are in the partition claimed, $1; on one server they are
- * counted in all of the queue's ($11), which also finds those enqueued
- * before 0.8.0 in other partitions, and a key's row is in the queue's
- * first partition whichever partition is claimed.  On
+ * key's tasks are in the partition claimed; on one server they are
+ * counted in all of the queue's partitions, which also finds those
+ * enqueued before 0.8.0 in other partitions, and a key's row is in the
+ * queue's first partition whichever partition is claimed.  On
  * Citus the count and the key's row stay on the partition's shard.
  */
-#define KEY_BUSY(where, limit) \
+#define KEY_BUSY(where) \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
-	" WHERE " where " AND k.queue_name = $2" \
+	" WHERE " where " AND k.queue_name = $queue" \
 	" AND k.concurrency_key = c.concurrency_key" \
 	" AND k.state IN ('ready', 'waiting', 'running')" \
-	" AND (k.state = 'running' OR k.run_at <= $3" \
+	" AND (k.state = 'running' OR k.run_at <= $now" \
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
 	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
-	" LIMIT " limit ") k)"
-#define KEY_IN_QUEUE(partitions) "k.partition_key = ANY (" partitions ")"
-#define KEY_IN_PARTITION(partitions) \
-	"k.partition_key = $1 AND k.partition_key = ANY (" partitions ")"
+	" LIMIT $concurrency_limit) k)"
+#define KEY_IN_QUEUE "k.partition_key = ANY ($partitions)"
+#define KEY_IN_PARTITION \
+	"k.partition_key = $partition AND k.partition_key = ANY ($partitions)"
 
 /* round-robin start over a queue's partitions */
 static uint32 next_claim_partition;
+
+/*
+ * A claim's parameters, as its statements declare them: the partition,
+ * the queue, now, how many tasks at most, the worker, the lease, its end,
+ * the caller's role, the versions the worker runs and those it pins (NULL
+ * for a worker that did not say what it runs); in a queue with a
+ * concurrency limit also the queue's partitions, the limit and the keys
+ * held.  The look-up's claim takes the first eight.  On Citus the probes
+ * (sharded.c) read the first three of these values.
+ */
+enum
+{
+	CLAIM_PARTITION,
+	CLAIM_QUEUE,
+	CLAIM_NOW,
+	CLAIM_BATCH,
+	CLAIM_WORKER,
+	CLAIM_LEASE,
+	CLAIM_LEASE_UNTIL,
+	CLAIM_ROLE,
+	CLAIM_RUNS,
+	CLAIM_PINS,
+	CLAIM_PARTITIONS,
+	CLAIM_CONCURRENCY_LIMIT,
+	CLAIM_HELD,
+	CLAIM_NPARAMS
+};
+#define CLAIM_LEASE_PARAMS \
+	[CLAIM_PARTITION] = {"partition", INT4OID}, \
+	[CLAIM_QUEUE] = {"queue", TEXTOID}, \
+	[CLAIM_NOW] = {"now", TIMESTAMPTZOID}, \
+	[CLAIM_BATCH] = {"batch", INT4OID}, \
+	[CLAIM_WORKER] = {"worker", TEXTOID}, \
+	[CLAIM_LEASE] = {"lease", INTERVALOID}, \
+	[CLAIM_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID}, \
+	[CLAIM_ROLE] = {"role", TEXTOID}
+#define CLAIM_VERSIONS_PARAMS \
+	[CLAIM_RUNS] = {"runs", JSONBOID}, \
+	[CLAIM_PINS] = {"pins", JSONBOID}
+static const DurableParam claim_params[CLAIM_PARTITIONS] = {
+	CLAIM_LEASE_PARAMS,
+	CLAIM_VERSIONS_PARAMS,
+};
+static const DurableParam claim_limited_params[CLAIM_NPARAMS] = {
+	CLAIM_LEASE_PARAMS,
+	CLAIM_VERSIONS_PARAMS,
+	[CLAIM_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[CLAIM_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+	[CLAIM_HELD] = {"held", TEXTARRAYOID},
+};
+static const DurableParam reconcile_claim_params[CLAIM_RUNS] = {
+	CLAIM_LEASE_PARAMS,
+};
 
 /* what a claim returns: the columns of durable_claim's result */
 enum
@@ -92,66 +144,54 @@ static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
 /*
  * The versions a claim pins a task to: those it is pinned to, and for the
  * names it is not pinned to yet, the ones the worker starts new work
- * under ($10, NULL for a worker that did not say what it runs).
+ * under ($pins, NULL for a worker that did not say what it runs).
  */
 #define PINNED_VERSIONS \
-	"CASE WHEN $10::jsonb IS NULL THEN t.versions" \
-	" ELSE $10 || COALESCE(t.versions, '{}') END"
+	"CASE WHEN $pins::jsonb IS NULL THEN t.versions" \
+	" ELSE $pins || COALESCE(t.versions, '{}') END"
 
 /*
- * What a claim changes in the row it takes ($3 now, $5 the worker, $6 the
- * lease, $7 its end, $8 the caller's role).  The claim that pins versions
+ * What a claim changes in the row it takes.  The claim that pins versions
  * is recorded as kind 'pinned' rather than 'claimed'; workflow_version
  * stays what the versions say of "workflow".
  */
 #define CLAIM_UPDATE \
-	"UPDATE durable.live_tasks t SET state = 'running', owner = $5," \
-	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL," \
-	"  progress_at = $3, fence = t.fence + 1, attempt = t.attempt + 1," \
-	"  version = t.version + 1, claimed_at = $3, claim_seq = t.version + 1," \
+	"UPDATE durable.live_tasks t SET state = 'running', owner = $worker," \
+	"  lease = $lease, lease_until = $lease_until, heartbeat_at = $now, progress = NULL," \
+	"  progress_at = $now, fence = t.fence + 1, attempt = t.attempt + 1," \
+	"  version = t.version + 1, claimed_at = $now, claim_seq = t.version + 1," \
 	"  claim_kind = CASE WHEN (" PINNED_VERSIONS ") IS DISTINCT FROM t.versions" \
-	"   THEN 'pinned' ELSE 'claimed' END, claim_role = $8," \
+	"   THEN 'pinned' ELSE 'claimed' END, claim_role = $role," \
 	"  versions = " PINNED_VERSIONS "," \
 	"  workflow_version = (" PINNED_VERSIONS ") ->> 'workflow'"
 
 /*
- * A task a worker may take: unpinned, or pinned to versions it runs ($9,
- * NULL for a worker that did not say, which takes any).
+ * A task a worker may take: unpinned, or pinned to versions it runs
+ * ($runs, NULL for a worker that did not say, which takes any).
  */
-#define RUNS_VERSIONS_OF(runs) \
-	" AND (" runs "::jsonb IS NULL OR versions IS NULL" \
-	"  OR durable.versions_run(versions, " runs "))"
-#define RUNS_VERSIONS RUNS_VERSIONS_OF("$9")
+#define RUNS_VERSIONS \
+	" AND ($runs::jsonb IS NULL OR versions IS NULL" \
+	"  OR durable.versions_run(versions, $runs))"
 
 /* the ready tasks of a partition a claim takes, first first, locked */
 #define READY_TO_CLAIM \
 	"   SELECT task_id FROM durable.live_tasks" \
-	"   WHERE partition_key = $1 AND queue_name = $2" \
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3" RUNS_VERSIONS \
+	"   WHERE partition_key = $partition AND queue_name = $queue" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $now" RUNS_VERSIONS \
 	"   ORDER BY priority DESC, run_at, task_id" \
-	"   LIMIT $4 FOR UPDATE SKIP LOCKED"
-
-/*
- * (partition, queue, now, limit, worker, lease, lease_until, role, the
- * versions the worker runs, those it pins)
- */
-#define CLAIM_ARGTYPES \
-	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
-	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID}
-#define CLAIM_NARGS 10
+	"   LIMIT $batch FOR UPDATE SKIP LOCKED"
 
 static DurableStatement claim = {
 	.name = "claim",
 	.sql = "WITH u AS (" CLAIM_UPDATE
-	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+	"  WHERE t.partition_key = $partition AND t.task_id = ANY (ARRAY("
 	READY_TO_CLAIM "))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
 	"  t.run_at)"
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
 	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id",
-	.nargs = CLAIM_NARGS,
-	.argtypes = CLAIM_ARGTYPES,
+	DURABLE_PARAMS(claim_params),
 	DURABLE_COLUMNS(claimed_columns),
 };
 
@@ -171,17 +211,16 @@ static DurableStatement claim = {
 DurableStatement DurableClaimOneStatement = {
 	.name = "claim_one",
 	.sql = CLAIM_UPDATE
-	"  WHERE t.partition_key = $1 AND t.task_id = ("
+	"  WHERE t.partition_key = $partition AND t.task_id = ("
 	READY_TO_CLAIM ")" CLAIMED_RETURNING,
-	.nargs = CLAIM_NARGS,
-	.argtypes = CLAIM_ARGTYPES,
+	DURABLE_PARAMS(claim_params),
 	DURABLE_COLUMNS(claimed_columns),
 	.by_partition = true,
 	.delegated = true,
 	.nsplit = 2,
 	.split = {
 		{READY_TO_CLAIM, DURABLE_SPLIT_NO_INPUT, true, true},
-		{CLAIM_UPDATE "  WHERE t.partition_key = $1 AND t.task_id = $*"
+		{CLAIM_UPDATE "  WHERE t.partition_key = $partition AND t.task_id = $*"
 		CLAIMED_RETURNING, 0, true, true},
 	},
 };
@@ -190,40 +229,40 @@ DurableStatement DurableClaimOneStatement = {
  * The tasks a claim in a queue with a concurrency limit may take, first
  * first: without a key, or of a key with fewer than limit busy (and held).
  */
-#define LIMITED_READY(where, limit, runs, held) \
+#define LIMITED_READY(where, held) \
 	"   FROM durable.live_tasks c" \
-	"   WHERE partition_key = $1 AND queue_name = $2" \
-	"   AND state IN ('ready', 'waiting') AND run_at <= $3" \
-	RUNS_VERSIONS_OF(runs) \
+	"   WHERE partition_key = $partition AND queue_name = $queue" \
+	"   AND state IN ('ready', 'waiting') AND run_at <= $now" \
+	RUNS_VERSIONS \
 	"   AND (concurrency_key IS NULL OR " held \
-	"    " KEY_BUSY(where, limit) " < " limit ")" \
-	"   ORDER BY priority DESC, run_at, task_id LIMIT $4"
+	"    " KEY_BUSY(where) " < $concurrency_limit)" \
+	"   ORDER BY priority DESC, run_at, task_id LIMIT $batch"
 
 /*
  * The rows of the keys of the tasks a claim would take (locked, so that
  * one another claim is taking is left out), taken and written: made when
  * missing (only then waiting, for a claim making the same row), skipped
- * when another claim holds them; returns the keys held.  $1-$4 as a
- * claim's, then the versions the worker runs, the queue's partitions, its
- * concurrency limit, and (on one server) the partition of the keys' rows.
+ * when another claim holds them; returns the keys held.  Its parameters
+ * are a claim's that it reads, and (on one server) the partition of the
+ * keys' rows.
  */
 #define CLAIM_KEYS(where, rows) \
 	"WITH k AS (SELECT DISTINCT concurrency_key FROM (SELECT concurrency_key" \
-	LIMITED_READY(where, "$7", "$5", "") " FOR UPDATE SKIP LOCKED)" \
+	LIMITED_READY(where, "") " FOR UPDATE SKIP LOCKED)" \
 	" c WHERE concurrency_key IS NOT NULL)," \
 	" i AS (INSERT INTO durable.concurrency_keys" \
 	"  (partition_key, queue_name, concurrency_key, claimed_at)" \
-	"  SELECT " rows ", $2, concurrency_key, $3 FROM k WHERE NOT EXISTS (SELECT" \
+	"  SELECT " rows ", $queue, concurrency_key, $now FROM k WHERE NOT EXISTS (SELECT" \
 	"   FROM durable.concurrency_keys e WHERE e.partition_key = " rows \
-	"   AND e.queue_name = $2 AND e.concurrency_key = k.concurrency_key)" \
+	"   AND e.queue_name = $queue AND e.concurrency_key = k.concurrency_key)" \
 	"  ORDER BY concurrency_key" \
 	"  ON CONFLICT (partition_key, queue_name, concurrency_key) DO NOTHING" \
 	"  RETURNING concurrency_key)," \
-	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $3" \
-	"  WHERE h.partition_key = " rows " AND h.queue_name = $2" \
+	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $now" \
+	"  WHERE h.partition_key = " rows " AND h.queue_name = $queue" \
 	"  AND h.concurrency_key IN (SELECT l.concurrency_key" \
 	"   FROM durable.concurrency_keys l WHERE l.partition_key = " rows \
-	"   AND l.queue_name = $2 AND l.concurrency_key IN (SELECT * FROM k)" \
+	"   AND l.queue_name = $queue AND l.concurrency_key IN (SELECT * FROM k)" \
 	"   ORDER BY l.concurrency_key FOR UPDATE SKIP LOCKED)" \
 	"  RETURNING h.concurrency_key)" \
 	" SELECT ARRAY(SELECT concurrency_key FROM i" \
@@ -239,75 +278,100 @@ static const DurableColumn held_columns[HELD_NCOLUMNS] = {
 	[HELD_KEYS] = {"held", TEXTARRAYOID},
 };
 
-#define CLAIM_KEYS_ARGTYPES \
-	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, JSONBOID, INT4ARRAYOID, \
-	 INT4OID, INT4OID}
+enum
+{
+	KEYS_PARTITION,
+	KEYS_QUEUE,
+	KEYS_NOW,
+	KEYS_BATCH,
+	KEYS_RUNS,
+	KEYS_PARTITIONS,
+	KEYS_CONCURRENCY_LIMIT,
+	KEYS_ROWS_PARTITION,
+	KEYS_NPARAMS
+};
+#define CLAIM_KEYS_PARAMS \
+	[KEYS_PARTITION] = {"partition", INT4OID}, \
+	[KEYS_QUEUE] = {"queue", TEXTOID}, \
+	[KEYS_NOW] = {"now", TIMESTAMPTZOID}, \
+	[KEYS_BATCH] = {"batch", INT4OID}, \
+	[KEYS_RUNS] = {"runs", JSONBOID}, \
+	[KEYS_PARTITIONS] = {"partitions", INT4ARRAYOID}, \
+	[KEYS_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID}
+static const DurableParam claim_keys_params[KEYS_NPARAMS] = {
+	CLAIM_KEYS_PARAMS,
+	[KEYS_ROWS_PARTITION] = {"rows_partition", INT4OID},
+};
+static const DurableParam claim_keys_here_params[KEYS_ROWS_PARTITION] = {
+	CLAIM_KEYS_PARAMS,
+};
 
 static DurableStatement claim_keys = {
 	.name = "claim_keys",
-	.sql = CLAIM_KEYS(KEY_IN_QUEUE("$6"), "$8"),
-	.nargs = 8,
-	.argtypes = CLAIM_KEYS_ARGTYPES,
+	.sql = CLAIM_KEYS(KEY_IN_QUEUE, "$rows_partition"),
+	DURABLE_PARAMS(claim_keys_params),
 	DURABLE_COLUMNS(held_columns),
 };
 
-/* on Citus: the key counted, and its row, in the claimed partition ($1) */
+/* on Citus: the key counted, and its row, in the claimed partition */
 static DurableStatement claim_keys_here = {
 	.name = "claim_keys_here",
-	.sql = CLAIM_KEYS(KEY_IN_PARTITION("$6"), "$1"),
-	.nargs = 7,
-	.argtypes = CLAIM_KEYS_ARGTYPES,
+	.sql = CLAIM_KEYS(KEY_IN_PARTITION, "$partition"),
+	DURABLE_PARAMS(claim_keys_here_params),
 	DURABLE_COLUMNS(held_columns),
 };
 
-/* a claim in a queue with a concurrency limit, of the keys held ($13) */
+/* a claim in a queue with a concurrency limit, of the keys held */
 #define CLAIM_LIMITED(where) \
 	"WITH u AS (" CLAIM_UPDATE \
-	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY(" \
-	"   SELECT task_id" LIMITED_READY(where, "$12", "$9", \
-	"concurrency_key = ANY ($13) AND") \
+	"  WHERE t.partition_key = $partition AND t.task_id = ANY (ARRAY(" \
+	"   SELECT task_id" LIMITED_READY(where, \
+	"concurrency_key = ANY ($held) AND") \
 	"   FOR UPDATE SKIP LOCKED))" \
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until," \
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority," \
 	"  t.run_at)" \
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint," \
 	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id"
-#define CLAIM_LIMITED_ARGTYPES \
-	{INT4OID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INTERVALOID, \
-	 TIMESTAMPTZOID, TEXTOID, JSONBOID, JSONBOID, INT4ARRAYOID, INT4OID, \
-	 TEXTARRAYOID}
 
 static DurableStatement claim_limited = {
 	.name = "claim_limited",
-	.sql = CLAIM_LIMITED(KEY_IN_QUEUE("$11")),
-	.nargs = 13,
-	.argtypes = CLAIM_LIMITED_ARGTYPES,
+	.sql = CLAIM_LIMITED(KEY_IN_QUEUE),
+	DURABLE_PARAMS(claim_limited_params),
 	DURABLE_COLUMNS(claimed_columns),
 };
 
 /* on Citus: the key counted on the claimed partition's shard */
 static DurableStatement claim_limited_here = {
 	.name = "claim_limited_here",
-	.sql = CLAIM_LIMITED(KEY_IN_PARTITION("$11")),
-	.nargs = 13,
-	.argtypes = CLAIM_LIMITED_ARGTYPES,
+	.sql = CLAIM_LIMITED(KEY_IN_PARTITION),
+	DURABLE_PARAMS(claim_limited_params),
 	DURABLE_COLUMNS(claimed_columns),
 };
 
-/* claim_keys in partition args[0]: the keys held, claim_limited's $13 */
+/* claim_keys in the claim's partition: the keys held, into args */
 static void
-hold_keys(Datum *args, const char *nulls, int32 key_partition)
+hold_keys(Datum *args, const char *nulls, int32 rows_partition)
 {
 	bool		distributed = DurableDistributed();
-	Datum		keys_args[8] = {args[0], args[1], args[2], args[3], args[8],
-	args[10], args[11], Int32GetDatum(key_partition)};
-	char		keys_nulls[8] = {' ', ' ', ' ', ' ', nulls[8], ' ', ' ', ' '};
+	Datum		keys_args[KEYS_NPARAMS];
+	char		keys_nulls[KEYS_NPARAMS];
 	bool		isnull;
 
+	memset(keys_nulls, ' ', sizeof(keys_nulls));
+	keys_args[KEYS_PARTITION] = args[CLAIM_PARTITION];
+	keys_args[KEYS_QUEUE] = args[CLAIM_QUEUE];
+	keys_args[KEYS_NOW] = args[CLAIM_NOW];
+	keys_args[KEYS_BATCH] = args[CLAIM_BATCH];
+	keys_args[KEYS_RUNS] = args[CLAIM_RUNS];
+	keys_nulls[KEYS_RUNS] = nulls[CLAIM_RUNS];
+	keys_args[KEYS_PARTITIONS] = args[CLAIM_PARTITIONS];
+	keys_args[KEYS_CONCURRENCY_LIMIT] = args[CLAIM_CONCURRENCY_LIMIT];
+	keys_args[KEYS_ROWS_PARTITION] = Int32GetDatum(rows_partition);
 	DurableExecute(distributed ? &claim_keys_here : &claim_keys, keys_args,
 				   keys_nulls, SPI_OK_SELECT, 1);
-	args[12] = PointerGetDatum(DatumGetArrayTypePCopy(DurableColumnDatum(0, HELD_KEYS,
-																		 &isnull)));
+	args[CLAIM_HELD] = PointerGetDatum(DatumGetArrayTypePCopy(DurableColumnDatum(0, HELD_KEYS,
+																				 &isnull)));
 }
 
 /* what a claim of steps awaiting a look-up returns */
@@ -333,24 +397,23 @@ static const DurableColumn reconcile_columns[RECONCILE_NCOLUMNS] = {
 
 static DurableStatement reconcile_claim = {
 	.name = "reconcile_claim",
-	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $5,"
-	"  lease = $6, lease_until = $7, heartbeat_at = $3, progress = NULL,"
-	"  progress_at = $3, fence = t.fence + 1, version = t.version + 1,"
-	"  claimed_at = $3, claim_seq = t.version + 1,"
-	"  claim_kind = 'reconcile_claimed', claim_role = $8"
-	"  WHERE t.partition_key = $1 AND t.task_id = ANY (ARRAY("
+	.sql = "WITH u AS (UPDATE durable.live_tasks t SET state = 'running', owner = $worker,"
+	"  lease = $lease, lease_until = $lease_until, heartbeat_at = $now, progress = NULL,"
+	"  progress_at = $now, fence = t.fence + 1, version = t.version + 1,"
+	"  claimed_at = $now, claim_seq = t.version + 1,"
+	"  claim_kind = 'reconcile_claimed', claim_role = $role"
+	"  WHERE t.partition_key = $partition AND t.task_id = ANY (ARRAY("
 	"   SELECT task_id FROM durable.live_tasks"
-	"   WHERE partition_key = $1 AND queue_name = $2"
+	"   WHERE partition_key = $partition AND queue_name = $queue"
 	"   AND state = 'waiting' AND run_at = 'infinity' AND steps_in_doubt > 0"
-	"   ORDER BY task_id LIMIT $4 FOR UPDATE SKIP LOCKED))"
+	"   ORDER BY task_id LIMIT $batch FOR UPDATE SKIP LOCKED))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until, t.version)"
 	" SELECT u.task_id, u.fence, u.lease_until, s.step, s.idempotency_key,"
 	" s.request"
 	" FROM u JOIN durable.live_steps s ON s.partition_key = u.partition_key"
 	" AND s.task_id = u.task_id AND s.state = 'unknown'"
 	" ORDER BY u.task_id",
-	.nargs = 8,
-	.argtypes = CLAIM_ARGTYPES,
+	DURABLE_PARAMS(reconcile_claim_params),
 	DURABLE_COLUMNS(reconcile_columns),
 };
 
@@ -361,7 +424,7 @@ static DurableStatement reconcile_claim = {
  *		partition from a rotating start: ready work (DURABLE_CLAIM_READY,
  *		rows as claimed_columns) or steps awaiting a look-up
  *		(DURABLE_CLAIM_RECONCILE, rows as reconcile_columns); both
- *		statements take CLAIM_ARGTYPES (the look-up its first eight).
+ *		statements take a claim's parameters (the look-up its first eight).
  *		runs, when not NULL, is what the worker says it runs (checked by
  *		DurableVersionsRuns): only tasks pinned to versions it runs are
  *		handed out, and those not pinned yet are pinned.  Every claim is
@@ -382,8 +445,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[13];
-	char		nulls[13];
+	Datum		args[CLAIM_NPARAMS];
+	char		nulls[CLAIM_NPARAMS];
 	int			claimed = 0;
 	bool		ready_work = kind == DURABLE_CLAIM_READY;
 	DurableStatement *stmt = ready_work ? &claim : &reconcile_claim;
@@ -409,20 +472,20 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	if (ready_work && settings.concurrency_limit > 0)
 	{
 		stmt = DurableDistributed() ? &claim_limited_here : &claim_limited;
-		args[10] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-		args[11] = Int32GetDatum(settings.concurrency_limit);
+		args[CLAIM_PARTITIONS] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+		args[CLAIM_CONCURRENCY_LIMIT] = Int32GetDatum(settings.concurrency_limit);
 	}
 
-	args[1] = CStringGetTextDatum(queue);
-	args[2] = TimestampTzGetDatum(now);
-	args[4] = CStringGetTextDatum(worker);
-	args[5] = IntervalPGetDatum(lease ? lease : &settings.lease);
-	args[6] = TimestampTzGetDatum(DurableTimePlus(now, lease ? lease : &settings.lease));
-	args[7] = CStringGetTextDatum(DurableCallerName());
-	args[8] = JsonbPGetDatum(runs);
-	nulls[8] = runs ? ' ' : 'n';
-	args[9] = JsonbPGetDatum(pin);
-	nulls[9] = nulls[8];
+	args[CLAIM_QUEUE] = CStringGetTextDatum(queue);
+	args[CLAIM_NOW] = TimestampTzGetDatum(now);
+	args[CLAIM_WORKER] = CStringGetTextDatum(worker);
+	args[CLAIM_LEASE] = IntervalPGetDatum(lease ? lease : &settings.lease);
+	args[CLAIM_LEASE_UNTIL] = TimestampTzGetDatum(DurableTimePlus(now, lease ? lease : &settings.lease));
+	args[CLAIM_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[CLAIM_RUNS] = JsonbPGetDatum(runs);
+	nulls[CLAIM_RUNS] = runs ? ' ' : 'n';
+	args[CLAIM_PINS] = JsonbPGetDatum(pin);
+	nulls[CLAIM_PINS] = nulls[CLAIM_RUNS];
 
 	/* on Citus, this node's partitions first, then node by node */
 	if (ready_work && DurableDistributed())
@@ -441,8 +504,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 
 		if (DurablePartitionPaused(&settings, partition))
 			continue;
-		args[0] = Int32GetDatum(partition);
-		args[3] = Int32GetDatum(wanted);
+		args[CLAIM_PARTITION] = Int32GetDatum(partition);
+		args[CLAIM_BATCH] = Int32GetDatum(wanted);
 
 		/*
 		 * On Citus a statement that locks rows makes its node a participant
@@ -496,163 +559,6 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	if (ready_work)
 		DurableCount(queue, DURABLE_COUNT_CLAIMED, claimed);
 	return claimed;
-}
-
-/* the new lease end of a heartbeat, and the task's queue */
-enum
-{
-	HEARTBEAT_LEASE_UNTIL,
-	HEARTBEAT_QUEUE,
-	HEARTBEAT_RESTRICTED,
-	HEARTBEAT_NCOLUMNS
-};
-
-static const DurableColumn heartbeat_columns[HEARTBEAT_NCOLUMNS] = {
-	[HEARTBEAT_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
-	[HEARTBEAT_QUEUE] = {"queue_name", TEXTOID},
-	[HEARTBEAT_RESTRICTED] = {"restricted", BOOLOID},
-};
-
-static DurableStatement heartbeat = {
-	.name = "heartbeat",
-	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
-	" lease = COALESCE($4, lease),"
-	" lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, lease)") ","
-	" heartbeat_at = $3,"
-	" progress_at = CASE WHEN $5::text IS NOT NULL"
-	"  AND $5::text IS DISTINCT FROM progress THEN $3 ELSE progress_at END,"
-	" progress = COALESCE($5, progress)"
-	" WHERE partition_key = $1"
-	" AND task_id = $2"
-	" AND fence = $6 AND state = 'running'"
-	" RETURNING lease_until, queue_name)"
-	" SELECT u.lease_until, u.queue_name, q.restricted FROM u" QUEUE_OF_U,
-	.nargs = 6,
-	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
-	DURABLE_COLUMNS(heartbeat_columns),
-};
-
-/*
- * DurableHeartbeatTask
- *		Extend the lease of a task held under fence to now + lease (its
- *		current lease when NULL) and record progress (when not NULL);
- *		progress_at moves only when progress changes.  Returns the new
- *		lease end.  Raises 55U01 for a stale fence, 42501 for a role the
- *		task's queue does not let work.
- */
-TimestampTz
-DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease)
-{
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	TimestampTz lease_until;
-	bool		isnull;
-
-	args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[1] = Int64GetDatum(task_id);
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(lease);
-	nulls[3] = lease ? ' ' : 'n';
-	args[4] = PointerGetDatum(progress);
-	nulls[4] = progress ? ' ' : 'n';
-	args[5] = Int64GetDatum(fence);
-	if (DurableExecute(&heartbeat, args, nulls, SPI_OK_SELECT, 0) == 0)
-		DurableReportRefusal(task_id, fence);
-	lease_until = DatumGetTimestampTz(DurableColumnDatum(0, HEARTBEAT_LEASE_UNTIL, &isnull));
-	DurableCheckTaskAccess(task_id, DurableColumnText(0, HEARTBEAT_QUEUE),
-						   !DurableColumnIsNull(0, HEARTBEAT_RESTRICTED) &&
-						   DurableColumnBool(0, HEARTBEAT_RESTRICTED));
-	return lease_until;
-}
-
-/* a row per task of a batch heartbeat, in the order given */
-enum
-{
-	RENEWED_TASK_ID,
-	RENEWED_QUEUE,
-	RENEWED_RESTRICTED,
-	RENEWED_LEASE_UNTIL,
-	RENEWED_NCOLUMNS
-};
-
-static const DurableColumn renewed_columns[RENEWED_NCOLUMNS] = {
-	[RENEWED_TASK_ID] = {"task_id", INT8OID},
-	[RENEWED_QUEUE] = {"queue_name", TEXTOID},
-	[RENEWED_RESTRICTED] = {"restricted", BOOLOID},
-	[RENEWED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
-};
-
-static DurableStatement heartbeat_batch = {
-	.name = "heartbeat_batch",
-	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
-	"  pg_catalog.unnest($2::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
-	" u AS (UPDATE durable.live_tasks t SET"
-	"  lease = COALESCE($4, t.lease),"
-	"  lease_until = " UTC_PLUS("$3", "+", "COALESCE($4, t.lease)") ","
-	"  heartbeat_at = $3"
-	"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
-	"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
-	"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"
-	" SELECT i.task_id, u.queue_name, q.restricted, u.lease_until"
-	" FROM i LEFT JOIN u ON u.task_id = i.task_id AND u.fence = i.fence"
-	" LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
-	" ORDER BY i.n",
-	.nargs = 4,
-	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, INTERVALOID},
-	DURABLE_COLUMNS(renewed_columns),
-};
-
-/*
- * DurableHeartbeatBatch
- *		Extend the lease of every task of a batch of n (at least one) that
- *		is still running under its fence, in one statement; for each task,
- *		in the order given, its id, whether the caller still held it, and
- *		its new lease end, into task_ids, held and until, which the caller
- *		allocates.  Progress is not touched.  Raises 42501 (and renews
- *		nothing) when a task's queue does not let the caller's role work,
- *		whether the caller held the task or not, and for an unknown task
- *		where some restricted queue does not (DurableCheckBatchAccess).
- */
-void
-DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
-					  int n, int64 *task_ids, TimestampTz *until, bool *held)
-{
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	uint64		rows;
-	char	  **queues;
-	bool	   *restricted;
-
-	/* on Citus, shard by shard: this statement would run on every shard */
-	if (DurableDistributed())
-	{
-		DurableHeartbeatBatchSharded(ids, fences, lease, n, task_ids, until, held);
-		return;
-	}
-	args[0] = PointerGetDatum(ids);
-	args[1] = PointerGetDatum(fences);
-	args[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	args[3] = PointerGetDatum(lease);
-	nulls[3] = lease ? ' ' : 'n';
-	rows = DurableExecute(&heartbeat_batch, args, nulls, SPI_OK_SELECT, 0);
-	if (rows != (uint64) n)
-		elog(ERROR, "batch heartbeat returned %llu rows for %d tasks",
-			 (unsigned long long) rows, n);
-	queues = palloc(sizeof(char *) * rows);
-	restricted = palloc(sizeof(bool) * rows);
-	for (uint64 r = 0; r < rows; r++)
-	{
-		bool		isnull;
-		Datum		d = DurableColumnDatum(r, RENEWED_LEASE_UNTIL, &isnull);
-
-		task_ids[r] = DurableColumnInt64(r, RENEWED_TASK_ID);
-		held[r] = !isnull;
-		until[r] = isnull ? 0 : DatumGetTimestampTz(d);
-		queues[r] = isnull ? NULL : DurableColumnText(r, RENEWED_QUEUE);
-		restricted[r] = !DurableColumnIsNull(r, RENEWED_RESTRICTED) &&
-			DurableColumnBool(r, RENEWED_RESTRICTED);
-	}
-	DurableCheckBatchAccess(task_ids, queues, restricted, held, n);
 }
 
 /*

@@ -161,10 +161,26 @@ static const DurableColumn committed_columns[COMMITTED_NCOLUMNS] = {
 	[COMMITTED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
 };
 
+enum
+{
+	BATCH_TASK_IDS,
+	BATCH_FENCES,
+	BATCH_RESULTS,
+	BATCH_NOW,
+	BATCH_ROLE,
+	BATCH_NPARAMS
+};
+static const DurableParam commit_batch_params[BATCH_NPARAMS] = {
+	[BATCH_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[BATCH_FENCES] = {"fences", INT8ARRAYOID},
+	[BATCH_RESULTS] = {"results", JSONBARRAYOID},
+	[BATCH_NOW] = {"now", TIMESTAMPTZOID},
+	[BATCH_ROLE] = {"role", TEXTOID},
+};
 static DurableStatement commit_batch = {
 	.name = "commit_batch",
-	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]),"
-	"  pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::jsonb[]))"
+	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($task_ids::int8[]),"
+	"  pg_catalog.unnest($fences::int8[]), pg_catalog.unnest($results::jsonb[]))"
 	"  AS i(task_id, fence, result)),"
 	" d AS (DELETE FROM durable.live_tasks t USING i"
 	"  WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
@@ -179,11 +195,10 @@ static DurableStatement commit_batch = {
 	"  RETURNING s.*),"
 	/* finished_at, step_history's one column more, is the commit's time */
 	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
-	"  SELECT " STEP_TABLE_COLUMNS ", $4 FROM s)"
+	"  SELECT " STEP_TABLE_COLUMNS ", $now FROM s)"
 	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id, u.claimed_at FROM u"
 	" JOIN durable.queues q ON q.queue_name = u.queue_name",
-	.nargs = 5,
-	.argtypes = {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID},
+	DURABLE_PARAMS(commit_batch_params),
 	DURABLE_COLUMNS(committed_columns),
 	DURABLE_ROW_TABLES,
 };
@@ -199,8 +214,8 @@ static DurableStatement commit_batch = {
 void
 DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 {
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[BATCH_NPARAMS];
+	char		nulls[BATCH_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
 	uint64		done;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	char	  **queues;
@@ -214,12 +229,12 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		commit_each(ids, fences, results);
 		return;
 	}
-	args[0] = PointerGetDatum(ids);
-	args[1] = PointerGetDatum(fences);
-	args[2] = PointerGetDatum(results);
-	nulls[2] = results ? ' ' : 'n';
-	args[3] = TimestampTzGetDatum(now);
-	args[4] = CStringGetTextDatum(DurableCallerName());
+	args[BATCH_TASK_IDS] = PointerGetDatum(ids);
+	args[BATCH_FENCES] = PointerGetDatum(fences);
+	args[BATCH_RESULTS] = PointerGetDatum(results);
+	nulls[BATCH_RESULTS] = results ? ' ' : 'n';
+	args[BATCH_NOW] = TimestampTzGetDatum(now);
+	args[BATCH_ROLE] = CStringGetTextDatum(DurableCallerName());
 	done = DurableExecute(&commit_batch, args, nulls, SPI_OK_SELECT, 0);
 	if (done != (uint64) n)
 	{

@@ -112,13 +112,14 @@ extern int	DurableClaim(DurableClaimKind kind, const char *queue,
 						 const char *worker, Interval *lease, int batch,
 						 Jsonb *runs, Tuplestorestate *store,
 						 TupleDesc desc);
+extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
+
+/* ---- heartbeat.c: leases renewed ---- */
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 										text *progress, Interval *lease);
 extern void DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences,
 								  Interval *lease, int n, int64 *task_ids,
 								  TimestampTz *until, bool *held);
-
-extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
 
 /* ---- commit.c: a task's commit, failure or cancellation ---- */
 extern void DurableCommitTask(int64 task_id, int64 fence, Jsonb *result);

@@ -61,6 +61,21 @@ static const DurableColumn expired_columns[EXPIRED_NCOLUMNS] = {
 	[EXPIRED_STEPS_IN_DOUBT] = {"steps_in_doubt", INT4OID},
 	[EXPIRED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 };
+/* the statements that look for leases to settle in one partition */
+enum
+{
+	FIND_PARTITION,
+	FIND_NOW,
+	FIND_BATCH,
+	FIND_QUEUE,
+	FIND_NPARAMS
+};
+static const DurableParam find_params[FIND_NPARAMS] = {
+	[FIND_PARTITION] = {"partition", INT4OID},
+	[FIND_NOW] = {"now", TIMESTAMPTZOID},
+	[FIND_BATCH] = {"batch", INT4OID},
+	[FIND_QUEUE] = {"queue", TEXTOID},
+};
 static DurableStatement expired = {
 	.name = "expired",
 	.sql = "SELECT t.task_id, t.fence, t.attempt, t.max_attempts, t.class::text,"
@@ -69,15 +84,28 @@ static DurableStatement expired = {
 	" t.run_at"
 	" FROM durable.live_tasks t"
 	" JOIN durable.queues q ON q.queue_name = t.queue_name"
-	" WHERE t.partition_key = $1"
+	" WHERE t.partition_key = $partition"
 	" AND t.state = 'running'"
-	" AND t.lease_until < $2"
-	" AND ($4::text IS NULL OR t.queue_name = $4)"
-	" ORDER BY t.lease_until LIMIT $3"
+	" AND t.lease_until < $now"
+	" AND ($queue::text IS NULL OR t.queue_name = $queue)"
+	" ORDER BY t.lease_until LIMIT $batch"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED",
-	.nargs = 4, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID},
+	DURABLE_PARAMS(find_params),
 	DURABLE_COLUMNS(expired_columns),
 };
+
+/* the values of expired and stuck */
+static void
+find_args(Datum *args, char *nulls, int32 partition, const char *queue,
+		  TimestampTz now, int batch)
+{
+	memset(nulls, ' ', FIND_NPARAMS);
+	args[FIND_PARTITION] = Int32GetDatum(partition);
+	args[FIND_NOW] = TimestampTzGetDatum(now);
+	args[FIND_BATCH] = Int32GetDatum(batch);
+	args[FIND_QUEUE] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+	nulls[FIND_QUEUE] = queue ? ' ' : 'n';
+}
 
 /* copy an expired lease out of the SPI result, which the next statement replaces */
 static void
@@ -184,15 +212,12 @@ uint64
 DurableReconcilePartition(int32 partition, const char *queue, TimestampTz now,
 						  int batch, DurableSettledCallback callback, void *arg)
 {
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', queue ? ' ' : 'n'};
+	Datum		args[FIND_NPARAMS];
+	char		nulls[FIND_NPARAMS];
 	uint64		n;
 	DurableTask *tasks;
 
-	args[0] = Int32GetDatum(partition);
-	args[1] = TimestampTzGetDatum(now);
-	args[2] = Int32GetDatum(batch);
-	args[3] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+	find_args(args, nulls, partition, queue, now, batch);
 	n = DurableExecute(&expired, args, nulls, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
@@ -260,22 +285,34 @@ static DurableStatement stuck = {
 	.sql = "SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout"
 	" FROM durable.live_tasks t"
 	" JOIN durable.queues q ON q.queue_name = t.queue_name"
-	" WHERE t.partition_key = $1 AND t.state = 'running'"
+	" WHERE t.partition_key = $partition AND t.state = 'running'"
 	" AND q.progress_timeout IS NOT NULL"
-	" AND t.progress_at < " UTC_PLUS("$2", "-", "q.progress_timeout")
+	" AND t.progress_at < " UTC_PLUS("$now", "-", "q.progress_timeout")
 	" AND (t.stuck_alarm_at IS NULL OR t.stuck_alarm_at < t.progress_at)"
-	" AND ($4::text IS NULL OR t.queue_name = $4)"
-	" ORDER BY t.lease_until LIMIT $3"
+	" AND ($queue::text IS NULL OR t.queue_name = $queue)"
+	" ORDER BY t.lease_until LIMIT $batch"
 	" FOR NO KEY UPDATE OF t SKIP LOCKED",
-	.nargs = 4, .argtypes = {INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID},
+	DURABLE_PARAMS(find_params),
 	DURABLE_COLUMNS(stuck_columns),
 };
 
+enum
+{
+	MARK_PARTITION,
+	MARK_TASK_ID,
+	MARK_NOW,
+	MARK_NPARAMS
+};
+static const DurableParam stuck_mark_params[MARK_NPARAMS] = {
+	[MARK_PARTITION] = {"partition", INT4OID},
+	[MARK_TASK_ID] = {"task_id", INT8OID},
+	[MARK_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement stuck_mark = {
 	.name = "stuck_mark",
-	.sql = "UPDATE durable.live_tasks SET stuck_alarm_at = $3"
-	" WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 3, .argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID},
+	.sql = "UPDATE durable.live_tasks SET stuck_alarm_at = $now"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(stuck_mark_params),
 };
 
 /*
@@ -291,16 +328,13 @@ uint64
 DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 						int batch, DurableSettledCallback callback, void *arg)
 {
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', queue ? ' ' : 'n'};
+	Datum		args[FIND_NPARAMS];
+	char		nulls[FIND_NPARAMS];
 	uint64		n;
 	int64	   *ids;
 	Jsonb	  **details;
 
-	args[0] = Int32GetDatum(partition);
-	args[1] = TimestampTzGetDatum(now);
-	args[2] = Int32GetDatum(batch);
-	args[3] = queue ? CStringGetTextDatum(queue) : (Datum) 0;
+	find_args(args, nulls, partition, queue, now, batch);
 	n = DurableExecute(&stuck, args, nulls, SPI_OK_SELECT, 0);
 	if (n == 0)
 		return 0;
@@ -326,13 +360,13 @@ DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 	for (uint64 i = 0; i < n; i++)
 	{
 		DurableTask task = {0};
-		Datum		mark[3];
+		Datum		mark[MARK_NPARAMS];
 		char		payload[32];
 
 		task.task_id = ids[i];
-		mark[0] = Int32GetDatum(partition);
-		mark[1] = Int64GetDatum(ids[i]);
-		mark[2] = TimestampTzGetDatum(now);
+		mark[MARK_PARTITION] = Int32GetDatum(partition);
+		mark[MARK_TASK_ID] = Int64GetDatum(ids[i]);
+		mark[MARK_NOW] = TimestampTzGetDatum(now);
 		DurableExecute(&stuck_mark, mark, NULL, SPI_OK_UPDATE, 0);
 		DurableAppendEvent(&task, now, "stuck", DURABLE_RECONCILER_ACTOR,
 						   details[i], NULL, 0);

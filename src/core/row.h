@@ -30,8 +30,8 @@
  * (FORMAT_TYPE_FORCE_QUALIFY).  finish, revive and commit say what the
  * move writes there from the row it takes: AS_IS (the column as it was)
  * or TO("expression").  The expressions use the parameters of the move's
- * statement: finish and revive those of move.c's move_params, by name,
- * commit those of commit.c's commit_batch ($4 the time, $5 the role,
+ * statement, by name: finish and revive those of move.c's move_params,
+ * commit those of commit.c's commit_batch ($now the time, $role the role,
  * committed_result the result given).
  *
  * The first column is declared with FIRST, the others with COLUMN: a
@@ -88,12 +88,12 @@
 		   TO("COALESCE($error, last_error)"), AS_IS) \
 	COLUMN(stop_code, "pg_catalog.text", TO("$stop_code"), TO("$stop_code"), TO("NULL")) \
 	COLUMN(stuck_alarm_at, "timestamp with time zone", AS_IS, AS_IS, AS_IS) \
-	COLUMN(finished_at, "timestamp with time zone", TO("$now"), TO("NULL"), TO("$4")) \
+	COLUMN(finished_at, "timestamp with time zone", TO("$now"), TO("NULL"), TO("$now")) \
 	COLUMN(claim_fence, "bigint", TO(ENDS_LEASE("fence")), TO("NULL"), TO("fence")) \
 	COLUMN(final_kind, "pg_catalog.text", TO("$kind"), TO("NULL"), TO("'completed'")) \
 	COLUMN(final_actor, "pg_catalog.text", TO("COALESCE($actor, owner)"), TO("NULL"), \
 		   TO("owner")) \
-	COLUMN(final_role, "pg_catalog.text", TO("$role"), TO("NULL"), TO("$5")) \
+	COLUMN(final_role, "pg_catalog.text", TO("$role"), TO("NULL"), TO("$role")) \
 	COLUMN(final_detail, "pg_catalog.jsonb", TO("$detail"), TO("NULL"), TO("NULL")) \
 	COLUMN(run_at, "timestamp with time zone", TO("COALESCE($run_at, run_at)"), \
 		   TO("COALESCE($run_at, run_at)"), AS_IS) \
