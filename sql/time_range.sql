@@ -63,7 +63,7 @@ SELECT durable_create_queue('far', progress_timeout => '200000 years');
 SELECT durable_create_queue('far', lease => '290000 years');
 SELECT durable_alter_queue('mixed', progress_timeout => '200000 years');
 SELECT progress_timeout FROM durable.queues WHERE queue_name = 'mixed';
-SELECT count(*) >= 0 AS tick_runs FROM durable_reconcile();
+DO $$ BEGIN PERFORM durable_reconcile(); END $$;  -- the tick runs under it without an error
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'deep,far,mixed,r1,tr'

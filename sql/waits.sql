@@ -151,7 +151,7 @@ INSERT INTO durable.emitted_events (partition_key, queue_name, event, created_at
 VALUES (1, 'flow', 'lonely', now() - interval '8 days');
 UPDATE durable.emitted_events SET emitted_at = now() - interval '8 days',
        created_at = now() - interval '8 days' WHERE event IN ('old:1');
-SELECT count(*) >= 0 AS reconciled FROM durable_reconcile();
+DO $$ BEGIN PERFORM durable_reconcile(); END $$;  -- the tick runs; what it retained is read below
 SELECT event FROM durable.emitted_events WHERE event IN ('old:1', 'lonely', 'review:3') ORDER BY event;
 -- Children
 SELECT durable_enqueue('flow', '{"order": 4}') AS t4 \gset

@@ -24,8 +24,9 @@
  * declaration: everything after that (the plan cache, Citus's splits and
  * delegated calls, tools/statements) sees positional parameters.  A name
  * the declaration lacks, or a positional parameter among named ones, is an
- * ERROR naming the statement; a declared name the text never uses is
- * caught with the positional ones (plan.c's check_parameters).  The steps
+ * ERROR naming the statement, as is a statement with parameters that does
+ * not name them; a declared name the text never uses is caught with the
+ * positional ones (plan.c's check_parameters).  The steps
  * of a split read their input's columns by position after the named
  * parameters ("$*", or $n past the last of them).
  *
@@ -114,8 +115,15 @@ DurableResolveParameters(DurableStatement *stmt)
 	char	   *sql;
 	char	   *split[DURABLE_MAX_SPLIT_STEPS];
 
-	if (stmt->params == NULL || stmt->params_resolved)
+	if (stmt->params_resolved)
 		return;
+	if (stmt->params == NULL)
+	{
+		if (stmt->nargs > 0)
+			elog(ERROR, "statement \"%s\" binds its parameters by position, not by name",
+				 stmt->name);
+		return;
+	}
 	if (stmt->nargs > DURABLE_MAX_ARGS)
 		elog(ERROR, "statement \"%s\" declares %d parameters, more than %d",
 			 stmt->name, stmt->nargs, DURABLE_MAX_ARGS);

@@ -6,10 +6,14 @@
  *	  their results read by named columns.  Nothing here knows about tasks.
  *
  * A module declares each statement it runs as a DurableStatement next to
- * the code that binds it: the text, the parameter types, and the result
- * columns by name and type, indexed by an enum of the module's own, so
- * that results are read by name:
+ * the code that binds it: the text, its parameters by name and type, and
+ * the result columns by name and type, each indexed by an enum of the
+ * module's own, so that values are bound and results read by name:
  *
+ *		enum { QUEUE_GET_QUEUE, QUEUE_GET_NPARAMS };
+ *		static const DurableParam queue_get_params[QUEUE_GET_NPARAMS] = {
+ *			[QUEUE_GET_QUEUE] = {"queue", TEXTOID},
+ *		};
  *		enum { QUEUE_PARTITIONS, QUEUE_LEASE, QUEUE_NCOLUMNS };
  *		static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
  *			[QUEUE_PARTITIONS] = {"partitions", INT4OID},
@@ -18,20 +22,21 @@
  *		static DurableStatement queue_get = {
  *			.name = "queue_get",
  *			.sql = "SELECT partitions, lease FROM durable.queues"
- *				   " WHERE queue_name = $1",
- *			.nargs = 1, .argtypes = {TEXTOID},
+ *				   " WHERE queue_name = $queue",
+ *			DURABLE_PARAMS(queue_get_params),
  *			DURABLE_COLUMNS(queue_columns),
  *		};
  *		...
+ *		args[QUEUE_GET_QUEUE] = CStringGetTextDatum(queue);
  *		DurableExecute(&queue_get, args, NULL, SPI_OK_SELECT, 1);
  *		lease = DurableColumnDatum(0, QUEUE_LEASE, &isnull);
  *
- * A statement may name its parameters too ($queue in its text, declared
- * as its columns are, DURABLE_PARAMS), so that they are bound by name
- * (params.c).  At first prepare the plan cache checks that the text uses
- * exactly the parameters declared, and that the result has exactly the columns
- * declared, by name and type; a statement that does not is an ERROR
- * naming it, on its first use, which every test reaches.
+ * params.c rewrites the text with $n once, on the statement's first use.
+ * At first prepare the plan cache checks that the text uses exactly the
+ * parameters declared, and that the result has exactly the columns
+ * declared, by name and type; a statement that does not, or that binds
+ * its parameters by position, is an ERROR naming it, on its first use,
+ * which every test reaches.
  *
  * A statement may carry a split: the same statement as one statement per
  * table, which runs instead of it when durable's tables are distributed by
@@ -112,9 +117,9 @@ typedef struct DurableStatement
 {
 	const char *name;			/* for messages */
 	const char *sql;
-	int			nargs;
-	Oid			argtypes[DURABLE_MAX_ARGS]; /* from params, when it names them */
-	const DurableParam *params; /* by name, or NULL for $1.. (params.c) */
+	const DurableParam *params; /* by name (params.c) */
+	int			nargs;			/* of params */
+	Oid			argtypes[DURABLE_MAX_ARGS]; /* from params (params.c) */
 	const DurableColumn *columns;	/* of its result, NULL for none */
 	int			ncolumns;
 	int			nsplit;			/* steps of its split, or 0 */
