@@ -47,6 +47,11 @@ SELECT durable_step_start(:t, :f, 'a', 1) + durable_step_start(:t, :f, 'b', 1) A
 SELECT pg_sleep(0.01);
 SELECT action FROM durable_reconcile(queue => 'doubt');
 SELECT durable_resolve(:t, 'mark_committed', 'ops', '{}');
+-- a retry is refused while a step is in doubt, named or not (55U04): it
+-- settles no step
+\set VERBOSITY sqlstate
+SELECT durable_resolve(:t, 'retry', 'ops', '{}');
+\set VERBOSITY default
 SELECT durable_resolve(:t, 'retry', 'ops', '{}', step => 'a');
 SELECT durable_resolve(:t, 'mark_committed', 'ops', '{}', step => 'nope');
 SELECT durable_resolve(:t, 'mark_not_executed', 'ops', '{"checked": true}', step => 'a');

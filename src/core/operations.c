@@ -103,6 +103,13 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 				errmsg("task %lld is not in review", (long long) task_id),
 				errdetail("The task is in state %s.", DurableTaskStateName(task.state)),
 				errhint("durable_resolve() settles tasks in state needs_review; use durable_cancel() or durable_replay_dead_letters() otherwise."));
+	if (decision == DURABLE_RESOLVE_RETRY && step_name == NULL &&
+		task.steps_in_doubt > 1)
+		ereport(ERROR,
+				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+				errmsg("cannot retry task %lld while the outcome of %d of its steps is unknown",
+					   (long long) task_id, task.steps_in_doubt),
+				errhint("Decide each step first: mark_committed if it took effect, mark_not_executed if it did not."));
 	has_step = decision != DURABLE_RESOLVE_CANCEL &&
 		resolved_step(&task, step_name, &step);
 	if (decision == DURABLE_RESOLVE_RETRY && has_step)
