@@ -64,15 +64,24 @@ static const DurableColumn tokens_columns[TOKENS_NCOLUMNS] = {
 	[TOKENS_PARTITIONS] = {"partitions", INT4OID},
 };
 
+/* the statements of a queue by its name */
+enum
+{
+	QUEUE_QUEUE,
+	QUEUE_NPARAMS
+};
+static const DurableParam queue_params[QUEUE_NPARAMS] = {
+	[QUEUE_QUEUE] = {"queue", TEXTOID},
+};
+
 #define QUEUE_TOKENS \
 	"SELECT retry_capacity, retry_refill_rate, retry_tokens, retry_tokens_at," \
-	" partitions FROM durable.queues WHERE queue_name = $1"
+	" partitions FROM durable.queues WHERE queue_name = $queue"
 
 static DurableStatement queue_tokens_lock = {
 	.name = "queue_tokens_lock",
 	.sql = QUEUE_TOKENS " FOR NO KEY UPDATE",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_params),
 	DURABLE_COLUMNS(tokens_columns),
 };
 
@@ -80,8 +89,7 @@ static DurableStatement queue_tokens_lock = {
 static DurableStatement queue_tokens_lock_nowait = {
 	.name = "queue_tokens_lock_nowait",
 	.sql = QUEUE_TOKENS " FOR NO KEY UPDATE NOWAIT",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_params),
 	DURABLE_COLUMNS(tokens_columns),
 };
 
@@ -89,12 +97,11 @@ static DurableStatement queue_tokens_lock_nowait = {
 static DurableStatement queue_tokens_read = {
 	.name = "queue_tokens_read",
 	.sql = QUEUE_TOKENS,
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	DURABLE_PARAMS(queue_params),
 	DURABLE_COLUMNS(tokens_columns),
 };
 
-/* a partition's bucket, locked; made full ($3 at $4) on first use */
+/* a partition's bucket, locked; made full ($tokens) on first use */
 enum
 {
 	BUCKET_TOKENS,
@@ -107,47 +114,87 @@ static const DurableColumn bucket_columns[BUCKET_NCOLUMNS] = {
 	[BUCKET_AT] = {"tokens_at", TIMESTAMPTZOID},
 };
 
+enum
+{
+	PBUCKET_PARTITION,
+	PBUCKET_QUEUE,
+	PBUCKET_TOKENS,
+	PBUCKET_TOKENS_AT,
+	PBUCKET_NPARAMS
+};
+static const DurableParam bucket_params[PBUCKET_NPARAMS] = {
+	[PBUCKET_PARTITION] = {"partition", INT4OID},
+	[PBUCKET_QUEUE] = {"queue", TEXTOID},
+	[PBUCKET_TOKENS] = {"tokens", FLOAT8OID},
+	[PBUCKET_TOKENS_AT] = {"tokens_at", TIMESTAMPTZOID},
+};
+
 static DurableStatement bucket_lock = {
 	.name = "retry_bucket_lock",
 	.sql = "INSERT INTO durable.retry_buckets AS b"
-	" (partition_key, queue_name, tokens, tokens_at) VALUES ($1, $2, $3, $4)"
+	" (partition_key, queue_name, tokens, tokens_at)"
+	" VALUES ($partition, $queue, $tokens, $tokens_at)"
 	" ON CONFLICT (partition_key, queue_name) DO UPDATE SET tokens = b.tokens"
 	" RETURNING b.tokens, b.tokens_at",
-	.nargs = 4,
-	.argtypes = {INT4OID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
+	DURABLE_PARAMS(bucket_params),
 	DURABLE_COLUMNS(bucket_columns),
 };
 
 static DurableStatement bucket_set = {
 	.name = "retry_bucket_set",
-	.sql = "UPDATE durable.retry_buckets SET tokens = $3, tokens_at = $4"
-	" WHERE partition_key = $1 AND queue_name = $2",
-	.nargs = 4,
-	.argtypes = {INT4OID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
+	.sql = "UPDATE durable.retry_buckets"
+	" SET tokens = $tokens, tokens_at = $tokens_at"
+	" WHERE partition_key = $partition AND queue_name = $queue",
+	DURABLE_PARAMS(bucket_params),
+};
+
+/* a queue's bucket in its row (one partition on one server) */
+enum
+{
+	QTOKENS_QUEUE,
+	QTOKENS_TOKENS,
+	QTOKENS_AT,
+	QTOKENS_NPARAMS
+};
+static const DurableParam queue_tokens_set_params[QTOKENS_NPARAMS] = {
+	[QTOKENS_QUEUE] = {"queue", TEXTOID},
+	[QTOKENS_TOKENS] = {"tokens", FLOAT8OID},
+	[QTOKENS_AT] = {"tokens_at", TIMESTAMPTZOID},
 };
 
 static DurableStatement queue_tokens_set = {
 	.name = "queue_tokens_set",
-	.sql = "UPDATE durable.queues SET retry_tokens = $2, retry_tokens_at = $3"
-	" WHERE queue_name = $1",
-	.nargs = 3,
-	.argtypes = {TEXTOID, FLOAT8OID, TIMESTAMPTZOID},
+	.sql = "UPDATE durable.queues SET retry_tokens = $tokens,"
+	" retry_tokens_at = $tokens_at"
+	" WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_tokens_set_params),
+};
+
+enum
+{
+	DEFER_PARTITION,
+	DEFER_TASK_ID,
+	DEFER_RUN_AT,
+	DEFER_NPARAMS
+};
+static const DurableParam task_defer_params[DEFER_NPARAMS] = {
+	[DEFER_PARTITION] = {"partition", INT4OID},
+	[DEFER_TASK_ID] = {"task_id", INT8OID},
+	[DEFER_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 };
 
 static DurableStatement task_defer = {
 	.name = "task_defer",
-	.sql = "UPDATE durable.live_tasks SET run_at = $3"
-	" WHERE partition_key = $1 AND task_id = $2"
-	" AND state = 'waiting' AND run_at < $3",
-	.nargs = 3,
-	.argtypes = {INT4OID, INT8OID, TIMESTAMPTZOID},
+	.sql = "UPDATE durable.live_tasks SET run_at = $run_at"
+	" WHERE partition_key = $partition AND task_id = $task_id"
+	" AND state = 'waiting' AND run_at < $run_at",
+	DURABLE_PARAMS(task_defer_params),
 };
 
 static DurableStatement buckets_forget = {
 	.name = "retry_buckets_forget",
-	.sql = "DELETE FROM durable.retry_buckets WHERE queue_name = $1",
-	.nargs = 1,
-	.argtypes = {TEXTOID},
+	.sql = "DELETE FROM durable.retry_buckets WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_params),
 };
 
 /*
@@ -158,9 +205,10 @@ static DurableStatement buckets_forget = {
 void
 DurableForgetRetryBuckets(const char *queue)
 {
-	Datum		arg = CStringGetTextDatum(queue);
+	Datum		args[QUEUE_NPARAMS];
 
-	DurableExecute(&buckets_forget, &arg, NULL, SPI_OK_DELETE, 0);
+	args[QUEUE_QUEUE] = CStringGetTextDatum(queue);
+	DurableExecute(&buckets_forget, args, NULL, SPI_OK_DELETE, 0);
 }
 
 /*
@@ -214,7 +262,9 @@ static bool
 take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 			const int64 *task_ids, TimestampTz *times, bool nowait)
 {
-	Datum		args[4];
+	Datum		queue_args[QUEUE_NPARAMS];
+	Datum		bucket_args[PBUCKET_NPARAMS];
+	Datum		set_args[QTOKENS_NPARAMS];
 	bool		isnull;
 	double		capacity;
 	double		rate;
@@ -223,10 +273,10 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	int32		partitions;
 	bool		split;
 
-	args[0] = CStringGetTextDatum(queue);
+	queue_args[QUEUE_QUEUE] = CStringGetTextDatum(queue);
 	if (DurableExecute(DurableDistributed() ? &queue_tokens_read :
 					   nowait ? &queue_tokens_lock_nowait : &queue_tokens_lock,
-					   args, NULL, SPI_OK_SELECT, 1) == 0)
+					   queue_args, NULL, SPI_OK_SELECT, 1) == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
 	capacity = DatumGetInt32(DurableColumnDatum(0, TOKENS_CAPACITY, &isnull));
@@ -241,11 +291,11 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	{
 		capacity /= partitions;
 		rate /= partitions;
-		args[0] = Int32GetDatum(partition);
-		args[1] = CStringGetTextDatum(queue);
-		args[2] = Float8GetDatum(capacity);
-		args[3] = TimestampTzGetDatum(now);
-		DurableExecute(&bucket_lock, args, NULL, SPI_OK_INSERT_RETURNING, 0);
+		bucket_args[PBUCKET_PARTITION] = Int32GetDatum(partition);
+		bucket_args[PBUCKET_QUEUE] = queue_args[QUEUE_QUEUE];
+		bucket_args[PBUCKET_TOKENS] = Float8GetDatum(capacity);
+		bucket_args[PBUCKET_TOKENS_AT] = TimestampTzGetDatum(now);
+		DurableExecute(&bucket_lock, bucket_args, NULL, SPI_OK_INSERT_RETURNING, 0);
 		tokens = DatumGetFloat8(DurableColumnDatum(0, BUCKET_TOKENS, &isnull));
 		at = DatumGetTimestampTz(DurableColumnDatum(0, BUCKET_AT, &isnull));
 	}
@@ -284,14 +334,15 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 
 	if (split)
 	{
-		args[2] = Float8GetDatum(tokens);
-		args[3] = TimestampTzGetDatum(at);
-		DurableExecute(&bucket_set, args, NULL, SPI_OK_UPDATE, 0);
+		bucket_args[PBUCKET_TOKENS] = Float8GetDatum(tokens);
+		bucket_args[PBUCKET_TOKENS_AT] = TimestampTzGetDatum(at);
+		DurableExecute(&bucket_set, bucket_args, NULL, SPI_OK_UPDATE, 0);
 		return true;
 	}
-	args[1] = Float8GetDatum(tokens);
-	args[2] = TimestampTzGetDatum(at);
-	DurableExecute(&queue_tokens_set, args, NULL, SPI_OK_UPDATE, 0);
+	set_args[QTOKENS_QUEUE] = queue_args[QUEUE_QUEUE];
+	set_args[QTOKENS_TOKENS] = Float8GetDatum(tokens);
+	set_args[QTOKENS_AT] = TimestampTzGetDatum(at);
+	DurableExecute(&queue_tokens_set, set_args, NULL, SPI_OK_UPDATE, 0);
 	return true;
 }
 
@@ -452,14 +503,14 @@ take_queue_tokens(void *arg)
 	{
 		DurableTask task = {0};
 		DurableDetail detail;
-		Datum		args[3];
+		Datum		args[DEFER_NPARAMS];
 
 		if (times[i] <= q->owed[i]->run_at)
 			continue;
 		task.task_id = q->owed[i]->task_id;
-		args[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
-		args[1] = Int64GetDatum(task.task_id);
-		args[2] = TimestampTzGetDatum(times[i]);
+		args[DEFER_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
+		args[DEFER_TASK_ID] = Int64GetDatum(task.task_id);
+		args[DEFER_RUN_AT] = TimestampTzGetDatum(times[i]);
 		if (DurableExecute(&task_defer, args, NULL, SPI_OK_UPDATE, 0) != 1)
 			continue;			/* no longer waiting: nothing to defer */
 		DurableDetailInit(&detail);

@@ -181,20 +181,20 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 }
 
 /*
- * failed tasks of a queue ($2) that may be replayed, in the partitions
- * given, of a reason ($4: a stop code, or what a quarantine said) or any
+ * failed tasks of a queue that may be replayed, in the partitions given, of
+ * a reason (a stop code, or what a quarantine said) or any
  */
 #define DEAD_LETTERS(partitions) \
 	"SELECT t.task_id FROM durable.task_history t" \
-	" WHERE t.partition_key " partitions " AND t.queue_name = $2" \
+	" WHERE t.partition_key " partitions " AND t.queue_name = $queue" \
 	" AND t.state = 'failed'" \
-	" AND ($4::text IS NULL OR t.stop_code = $4" \
-	"  OR (t.stop_code = 'quarantined' AND t.last_error ->> 'reason' = $4))" \
+	" AND ($reason::text IS NULL OR t.stop_code = $reason" \
+	"  OR (t.stop_code = 'quarantined' AND t.last_error ->> 'reason' = $reason))" \
 	" AND t.steps_in_doubt = 0" \
 	" AND NOT EXISTS (SELECT FROM durable.step_history s" \
 	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id" \
 	"  AND s.state = 'failed')" \
-	" ORDER BY t.finished_at LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED"
+	" ORDER BY t.finished_at LIMIT $batch FOR NO KEY UPDATE OF t SKIP LOCKED"
 
 enum
 {
@@ -204,18 +204,46 @@ enum
 static const DurableColumn dead_letter_columns[DEAD_LETTER_NCOLUMNS] = {
 	[DEAD_LETTER_TASK_ID] = {"task_id", INT8OID},
 };
+enum
+{
+	DEAD_PARTITIONS,
+	DEAD_QUEUE,
+	DEAD_BATCH,
+	DEAD_REASON,
+	DEAD_NPARAMS
+};
+static const DurableParam dead_letters_params[DEAD_NPARAMS] = {
+	[DEAD_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[DEAD_QUEUE] = {"queue", TEXTOID},
+	[DEAD_BATCH] = {"batch", INT4OID},
+	[DEAD_REASON] = {"reason", TEXTOID},
+};
 static DurableStatement dead_letters = {
 	.name = "dead_letters",
-	.sql = DEAD_LETTERS("= ANY ($1)"),
-	.nargs = 4, .argtypes = {INT4ARRAYOID, TEXTOID, INT4OID, TEXTOID},
+	.sql = DEAD_LETTERS("= ANY ($partitions)"),
+	DURABLE_PARAMS(dead_letters_params),
 	DURABLE_COLUMNS(dead_letter_columns),
 };
 
 /* on Citus, which locks rows only in a statement on one shard */
+enum
+{
+	DEAD_ONE_PARTITION,
+	DEAD_ONE_QUEUE,
+	DEAD_ONE_BATCH,
+	DEAD_ONE_REASON,
+	DEAD_ONE_NPARAMS
+};
+static const DurableParam dead_letters_one_params[DEAD_ONE_NPARAMS] = {
+	[DEAD_ONE_PARTITION] = {"partition", INT4OID},
+	[DEAD_ONE_QUEUE] = {"queue", TEXTOID},
+	[DEAD_ONE_BATCH] = {"batch", INT4OID},
+	[DEAD_ONE_REASON] = {"reason", TEXTOID},
+};
 static DurableStatement dead_letters_one = {
 	.name = "dead_letters_one",
-	.sql = DEAD_LETTERS("= $1"),
-	.nargs = 4, .argtypes = {INT4OID, TEXTOID, INT4OID, TEXTOID},
+	.sql = DEAD_LETTERS("= $partition"),
+	DURABLE_PARAMS(dead_letters_one_params),
 	DURABLE_COLUMNS(dead_letter_columns),
 };
 
@@ -236,17 +264,14 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		args[DEAD_NPARAMS];
+	char		nulls[DEAD_NPARAMS] = {' ', ' ', ' ', ' '};
 	uint64		n;
 	int64	   *ids;
 
 	DurableQueueGetShared(queue, &settings);
 	if (partition >= 0)
 		DurableCheckQueuePartition(queue, &settings, partition);
-	args[1] = CStringGetTextDatum(queue);
-	args[3] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
-	nulls[3] = reason ? ' ' : 'n';
 	ids = palloc(sizeof(int64) * batch);
 	n = 0;
 	if (!DurableDistributed())
@@ -260,18 +285,27 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 			partitions = construct_array(&only, 1, INT4OID, sizeof(int32),
 										 true, TYPALIGN_INT);
 		}
-		args[0] = PointerGetDatum(partitions);
-		args[2] = Int32GetDatum(batch);
+		args[DEAD_PARTITIONS] = PointerGetDatum(partitions);
+		args[DEAD_QUEUE] = CStringGetTextDatum(queue);
+		args[DEAD_BATCH] = Int32GetDatum(batch);
+		args[DEAD_REASON] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+		nulls[DEAD_REASON] = reason ? ' ' : 'n';
 		n = DurableExecute(&dead_letters, args, nulls, SPI_OK_SELECT, 0);
 		for (uint64 i = 0; i < n; i++)
 			ids[i] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 	}
 	else
 	{
+		Datum		one[DEAD_ONE_NPARAMS];
+		char		one_nulls[DEAD_ONE_NPARAMS] = {' ', ' ', ' ', ' '};
+
 		/*
 		 * Citus locks rows (SKIP LOCKED) only in a statement on one shard:
 		 * one partition at a time, each the oldest of its own.
 		 */
+		one[DEAD_ONE_QUEUE] = CStringGetTextDatum(queue);
+		one[DEAD_ONE_REASON] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+		one_nulls[DEAD_ONE_REASON] = reason ? ' ' : 'n';
 		for (int p = 0; p < settings.partitions && n < (uint64) batch; p++)
 		{
 			int32		here = DurableQueuePartition(&settings, p);
@@ -279,9 +313,10 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 
 			if (partition >= 0 && here != partition)
 				continue;
-			args[0] = Int32GetDatum(here);
-			args[2] = Int32GetDatum(batch - (int32) n);
-			found = DurableExecute(&dead_letters_one, args, nulls, SPI_OK_SELECT, 0);
+			one[DEAD_ONE_PARTITION] = Int32GetDatum(here);
+			one[DEAD_ONE_BATCH] = Int32GetDatum(batch - (int32) n);
+			found = DurableExecute(&dead_letters_one, one, one_nulls,
+								   SPI_OK_SELECT, 0);
 			for (uint64 i = 0; i < found; i++)
 				ids[n++] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
 		}

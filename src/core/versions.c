@@ -45,16 +45,32 @@ typedef struct SeenWorker
 
 static HTAB *seen_workers;
 
+enum
+{
+	SEEN_QUEUE,
+	SEEN_WORKER,
+	SEEN_VERSIONS,
+	SEEN_ROLE,
+	SEEN_NOW,
+	SEEN_NPARAMS
+};
+static const DurableParam worker_seen_params[SEEN_NPARAMS] = {
+	[SEEN_QUEUE] = {"queue", TEXTOID},
+	[SEEN_WORKER] = {"worker", TEXTOID},
+	[SEEN_VERSIONS] = {"versions", JSONBOID},
+	[SEEN_ROLE] = {"role", TEXTOID},
+	[SEEN_NOW] = {"now", TIMESTAMPTZOID},
+};
 static DurableStatement worker_seen = {
 	.name = "worker_seen",
 	.sql = "INSERT INTO durable.workers_seen AS w (queue_name, worker, versions,"
-	" role, first_claim_at, last_claim_at) VALUES ($1, $2, $3, $4, $5, $5)"
+	" role, first_claim_at, last_claim_at)"
+	" VALUES ($queue, $worker, $versions, $role, $now, $now)"
 	" ON CONFLICT (queue_name, worker) DO UPDATE SET versions = EXCLUDED.versions,"
 	" role = EXCLUDED.role, last_claim_at = EXCLUDED.last_claim_at"
 	" WHERE w.last_claim_at < EXCLUDED.last_claim_at"
 	" OR w.versions IS DISTINCT FROM EXCLUDED.versions",
-	.nargs = 5,
-	.argtypes = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID},
+	DURABLE_PARAMS(worker_seen_params),
 };
 
 /*
@@ -73,8 +89,8 @@ DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
 	StringInfoData id;
 	SeenWorker *seen;
 	bool		found;
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[SEEN_NPARAMS];
+	char		nulls[SEEN_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
 	uint8		key[PG_SHA256_DIGEST_LENGTH];
 
 	if (seen_workers == NULL || hash_get_num_entries(seen_workers) >= SEEN_WORKERS_MAX)
@@ -100,12 +116,12 @@ DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
 		now - seen->recorded_at < WORKER_RECORD_INTERVAL)
 		return;
 
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(worker);
-	args[2] = JsonbPGetDatum(runs);
-	nulls[2] = runs ? ' ' : 'n';
-	args[3] = CStringGetTextDatum(DurableCallerName());
-	args[4] = TimestampTzGetDatum(now);
+	args[SEEN_QUEUE] = CStringGetTextDatum(queue);
+	args[SEEN_WORKER] = CStringGetTextDatum(worker);
+	args[SEEN_VERSIONS] = JsonbPGetDatum(runs);
+	nulls[SEEN_VERSIONS] = runs ? ' ' : 'n';
+	args[SEEN_ROLE] = CStringGetTextDatum(DurableCallerName());
+	args[SEEN_NOW] = TimestampTzGetDatum(now);
 	DurableExecute(&worker_seen, args, nulls, SPI_OK_INSERT, 0);
 	seen->recorded_at = now;
 }
@@ -129,23 +145,50 @@ static const DurableColumn pinned_columns[PINNED_NCOLUMNS] = {
 	[PINNED_STOP_CODE] = {"stop_code", TEXTOID},
 };
 
+enum
+{
+	PINNED_PARTITION,
+	PINNED_TASK_ID,
+	PINNED_FROM,
+	PINNED_TO,
+	PINNED_NPARAMS
+};
+static const DurableParam task_pinned_params[PINNED_NPARAMS] = {
+	[PINNED_PARTITION] = {"partition", INT4OID},
+	[PINNED_TASK_ID] = {"task_id", INT8OID},
+	[PINNED_FROM] = {"from", JSONBOID},
+	[PINNED_TO] = {"to", JSONBOID},
+};
+
 static DurableStatement task_pinned = {
 	.name = "task_pinned",
-	.sql = "SELECT versions, COALESCE(versions, '{}') || $4 AS migrated,"
-	" COALESCE(versions, '{}') @> $3 AS matches, stop_code"
-	" FROM durable.live_tasks WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 4,
-	.argtypes = {INT4OID, INT8OID, JSONBOID, JSONBOID},
+	.sql = "SELECT versions, COALESCE(versions, '{}') || $to AS migrated,"
+	" COALESCE(versions, '{}') @> $from AS matches, stop_code"
+	" FROM durable.live_tasks"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(task_pinned_params),
 	DURABLE_COLUMNS(pinned_columns),
+};
+
+enum
+{
+	PIN_PARTITION,
+	PIN_TASK_ID,
+	PIN_VERSIONS,
+	PIN_NPARAMS
+};
+static const DurableParam task_pin_params[PIN_NPARAMS] = {
+	[PIN_PARTITION] = {"partition", INT4OID},
+	[PIN_TASK_ID] = {"task_id", INT8OID},
+	[PIN_VERSIONS] = {"versions", JSONBOID},
 };
 
 static DurableStatement task_pin = {
 	.name = "task_pin",
-	.sql = "UPDATE durable.live_tasks SET versions = $3,"
-	" workflow_version = $3 ->> 'workflow'"
-	" WHERE partition_key = $1 AND task_id = $2",
-	.nargs = 3,
-	.argtypes = {INT4OID, INT8OID, JSONBOID},
+	.sql = "UPDATE durable.live_tasks SET versions = $versions,"
+	" workflow_version = $versions ->> 'workflow'"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(task_pin_params),
 };
 
 /* the unfinished tasks of a queue that a migration would move */
@@ -159,15 +202,31 @@ static const DurableColumn migratable_columns[MIGRATABLE_NCOLUMNS] = {
 	[MIGRATABLE_TASK_ID] = {"task_id", INT8OID},
 };
 
+enum
+{
+	MIGRATABLE_PARTITIONS,
+	MIGRATABLE_QUEUE,
+	MIGRATABLE_FROM,
+	MIGRATABLE_TO,
+	MIGRATABLE_BATCH,
+	MIGRATABLE_NPARAMS
+};
+static const DurableParam queue_migratable_params[MIGRATABLE_NPARAMS] = {
+	[MIGRATABLE_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[MIGRATABLE_QUEUE] = {"queue", TEXTOID},
+	[MIGRATABLE_FROM] = {"from", JSONBOID},
+	[MIGRATABLE_TO] = {"to", JSONBOID},
+	[MIGRATABLE_BATCH] = {"batch", INT4OID},
+};
+
 static DurableStatement queue_migratable = {
 	.name = "queue_migratable",
 	.sql = "SELECT task_id FROM durable.live_tasks"
-	" WHERE partition_key = ANY ($1) AND queue_name = $2"
-	" AND COALESCE(versions, '{}') @> $3"
-	" AND NOT COALESCE(versions, '{}') @> $4"
-	" ORDER BY task_id LIMIT $5",
-	.nargs = 5,
-	.argtypes = {INT4ARRAYOID, TEXTOID, JSONBOID, JSONBOID, INT4OID},
+	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue"
+	" AND COALESCE(versions, '{}') @> $from"
+	" AND NOT COALESCE(versions, '{}') @> $to"
+	" ORDER BY task_id LIMIT $batch",
+	DURABLE_PARAMS(queue_migratable_params),
 	DURABLE_COLUMNS(migratable_columns),
 };
 
@@ -190,7 +249,8 @@ static bool
 migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 			   TimestampTz now)
 {
-	Datum		args[4];
+	Datum		args[PINNED_NPARAMS];
+	Datum		pin[PIN_NPARAMS];
 	Jsonb	   *old;
 	Jsonb	   *migrated;
 	const char *stop_code;
@@ -199,10 +259,10 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	DurableMove move = {0};
 	bool		stays = false;
 
-	args[0] = Int32GetDatum(task->partition);
-	args[1] = Int64GetDatum(task->task_id);
-	args[2] = JsonbPGetDatum(m->from);
-	args[3] = JsonbPGetDatum(m->to);
+	args[PINNED_PARTITION] = Int32GetDatum(task->partition);
+	args[PINNED_TASK_ID] = Int64GetDatum(task->task_id);
+	args[PINNED_FROM] = JsonbPGetDatum(m->from);
+	args[PINNED_TO] = JsonbPGetDatum(m->to);
 	/* the caller locked a live task: it cannot have left the live table */
 	if (DurableExecute(&task_pinned, args, NULL, SPI_OK_SELECT, 1) == 0)
 		elog(ERROR, "task %lld left durable.live_tasks under its row lock",
@@ -287,8 +347,10 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 		move.detail = DurableDetailFinish(&detail);
 		DurableMoveLockedTask(task, &move, now);
 	}
-	args[2] = JsonbPGetDatum(migrated);
-	DurableExecute(&task_pin, args, NULL, SPI_OK_UPDATE, 1);
+	pin[PIN_PARTITION] = Int32GetDatum(task->partition);
+	pin[PIN_TASK_ID] = Int64GetDatum(task->task_id);
+	pin[PIN_VERSIONS] = JsonbPGetDatum(migrated);
+	DurableExecute(&task_pin, pin, NULL, SPI_OK_UPDATE, 1);
 	DurableCount(task->queue, DURABLE_COUNT_MIGRATED, 1);
 	report_migrated(m, task->task_id,
 					DurableTaskStateName(stays ? task->state : move.to_state),
@@ -329,17 +391,17 @@ DurableMigrateQueue(const char *queue, int32 batch, const DurableMigration *m)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
-	Datum		args[5];
+	Datum		args[MIGRATABLE_NPARAMS];
 	uint64		n;
 	uint64		migrated = 0;
 	int64	   *ids;
 
 	DurableQueueGet(queue, &settings);
-	args[0] = PointerGetDatum(DurableQueuePartitionArray(&settings));
-	args[1] = CStringGetTextDatum(queue);
-	args[2] = JsonbPGetDatum(m->from);
-	args[3] = JsonbPGetDatum(m->to);
-	args[4] = Int32GetDatum(batch);
+	args[MIGRATABLE_PARTITIONS] = PointerGetDatum(DurableQueuePartitionArray(&settings));
+	args[MIGRATABLE_QUEUE] = CStringGetTextDatum(queue);
+	args[MIGRATABLE_FROM] = JsonbPGetDatum(m->from);
+	args[MIGRATABLE_TO] = JsonbPGetDatum(m->to);
+	args[MIGRATABLE_BATCH] = Int32GetDatum(batch);
 	n = DurableExecute(&queue_migratable, args, NULL, SPI_OK_SELECT, 0);
 	ids = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
@@ -379,7 +441,7 @@ static DurableStatement versioned_queues = {
 	DURABLE_COLUMNS(vqueue_columns),
 };
 
-/* what the workers alive in a queue ($1) run: since $2 */
+/* what the workers alive in a queue run: those seen since $since */
 enum
 {
 	ALIVE_RUNS,
@@ -394,6 +456,17 @@ static const DurableColumn alive_columns[ALIVE_NCOLUMNS] = {
 	[ALIVE_ANY] = {"any", BOOLOID},
 };
 
+enum
+{
+	ALIVE_QUEUE,
+	ALIVE_SINCE,
+	ALIVE_NPARAMS
+};
+static const DurableParam workers_alive_params[ALIVE_NPARAMS] = {
+	[ALIVE_QUEUE] = {"queue", TEXTOID},
+	[ALIVE_SINCE] = {"since", TIMESTAMPTZOID},
+};
+
 static DurableStatement workers_alive = {
 	.name = "workers_alive",
 	.sql = "SELECT COALESCE(pg_catalog.array_agg(DISTINCT versions)"
@@ -401,16 +474,16 @@ static DurableStatement workers_alive = {
 	" COALESCE(pg_catalog.jsonb_agg(DISTINCT versions)"
 	"  FILTER (WHERE versions IS NOT NULL), '[]') AS list,"
 	" pg_catalog.bool_or(versions IS NULL) IS TRUE AS any"
-	" FROM durable.workers_seen WHERE queue_name = $1 AND last_claim_at > $2",
-	.nargs = 2,
-	.argtypes = {TEXTOID, TIMESTAMPTZOID},
+	" FROM durable.workers_seen"
+	" WHERE queue_name = $queue AND last_claim_at > $since",
+	DURABLE_PARAMS(workers_alive_params),
 	DURABLE_COLUMNS(alive_columns),
 };
 
 /*
- * The ready tasks at the front of a partition's claim order ($5 of them:
- * those that no worker takes stay there) due since $4 or before, pinned to
- * versions that none of the runs of $6 runs.
+ * The ready tasks at the front of a partition's claim order ($batch of
+ * them: those that no worker takes stay there) due since $since or before,
+ * pinned to versions that none of the runs of $runs runs.
  */
 enum
 {
@@ -424,19 +497,37 @@ static const DurableColumn unrunnable_columns[UNRUNNABLE_NCOLUMNS] = {
 	[UNRUNNABLE_VERSIONS] = {"versions", JSONBOID},
 };
 
+enum
+{
+	UNRUNNABLE_PARTITION,
+	UNRUNNABLE_QUEUE,
+	UNRUNNABLE_NOW,
+	UNRUNNABLE_SINCE,
+	UNRUNNABLE_BATCH,
+	UNRUNNABLE_RUNS,
+	UNRUNNABLE_NPARAMS
+};
+static const DurableParam unrunnable_params[UNRUNNABLE_NPARAMS] = {
+	[UNRUNNABLE_PARTITION] = {"partition", INT4OID},
+	[UNRUNNABLE_QUEUE] = {"queue", TEXTOID},
+	[UNRUNNABLE_NOW] = {"now", TIMESTAMPTZOID},
+	[UNRUNNABLE_SINCE] = {"since", TIMESTAMPTZOID},
+	[UNRUNNABLE_BATCH] = {"batch", INT4OID},
+	[UNRUNNABLE_RUNS] = {"runs", JSONBARRAYOID},
+};
+
 static DurableStatement unrunnable = {
 	.name = "unrunnable",
 	.sql = "SELECT c.task_id, c.versions FROM (SELECT task_id, versions, run_at"
 	"  FROM durable.live_tasks"
-	"  WHERE partition_key = $1 AND queue_name = $2"
-	"  AND state IN ('ready', 'waiting') AND run_at <= $3"
-	"  ORDER BY priority DESC, run_at, task_id LIMIT $5) c"
-	" WHERE c.run_at <= $4 AND c.versions IS NOT NULL"
-	" AND NOT EXISTS (SELECT FROM pg_catalog.unnest($6::pg_catalog.jsonb[]) a(runs)"
+	"  WHERE partition_key = $partition AND queue_name = $queue"
+	"  AND state IN ('ready', 'waiting') AND run_at <= $now"
+	"  ORDER BY priority DESC, run_at, task_id LIMIT $batch) c"
+	" WHERE c.run_at <= $since AND c.versions IS NOT NULL"
+	" AND NOT EXISTS (SELECT FROM"
+	" pg_catalog.unnest($runs::pg_catalog.jsonb[]) a(runs)"
 	"  WHERE durable.versions_run(c.versions, a.runs))",
-	.nargs = 6,
-	.argtypes = {INT4OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID,
-	JSONBARRAYOID},
+	DURABLE_PARAMS(unrunnable_params),
 	DURABLE_COLUMNS(unrunnable_columns),
 };
 
@@ -460,7 +551,8 @@ review_unrunnable(void *arg)
 	VersionsWork *work = (VersionsWork *) arg;
 	DurableQueue settings;
 	TimestampTz since;
-	Datum		args[6];
+	Datum		alive_args[ALIVE_NPARAMS];
+	Datum		args[UNRUNNABLE_NPARAMS];
 	bool		isnull;
 	Datum		runs;
 	Jsonb	   *alive;
@@ -479,20 +571,20 @@ review_unrunnable(void *arg)
 	back.day = -settings.version_timeout.day;
 	back.time = -settings.version_timeout.time;
 	since = DurableTimePlus(work->now, &back) - WORKER_RECORD_INTERVAL;
-	args[0] = CStringGetTextDatum(work->queue);
-	args[1] = TimestampTzGetDatum(since);
-	DurableExecute(&workers_alive, args, NULL, SPI_OK_SELECT, 1);
+	alive_args[ALIVE_QUEUE] = CStringGetTextDatum(work->queue);
+	alive_args[ALIVE_SINCE] = TimestampTzGetDatum(since);
+	DurableExecute(&workers_alive, alive_args, NULL, SPI_OK_SELECT, 1);
 	/* a worker that did not say what it runs takes any task */
 	if (DurableColumnBool(0, ALIVE_ANY))
 		return 0;
 	runs = PointerGetDatum(PG_DETOAST_DATUM_COPY(DurableColumnDatum(0, ALIVE_RUNS, &isnull)));
 	alive = DatumGetJsonbPCopy(DurableColumnDatum(0, ALIVE_LIST, &isnull));
 
-	args[1] = CStringGetTextDatum(work->queue);
-	args[2] = TimestampTzGetDatum(work->now);
-	args[3] = TimestampTzGetDatum(since);
-	args[4] = Int32GetDatum(work->batch);
-	args[5] = runs;
+	args[UNRUNNABLE_QUEUE] = alive_args[ALIVE_QUEUE];
+	args[UNRUNNABLE_NOW] = TimestampTzGetDatum(work->now);
+	args[UNRUNNABLE_SINCE] = alive_args[ALIVE_SINCE];
+	args[UNRUNNABLE_BATCH] = Int32GetDatum(work->batch);
+	args[UNRUNNABLE_RUNS] = runs;
 	for (int p = 0; p < settings.partitions && moved < (uint64) work->batch; p++)
 	{
 		int32		partition = DurableQueuePartition(&settings, p);
@@ -502,7 +594,7 @@ review_unrunnable(void *arg)
 
 		if (DurablePartitionPaused(&settings, partition))
 			continue;
-		args[0] = Int32GetDatum(partition);
+		args[UNRUNNABLE_PARTITION] = Int32GetDatum(partition);
 		n = DurableExecute(&unrunnable, args, NULL, SPI_OK_SELECT, 0);
 		ids = palloc(sizeof(int64) * Max(n, 1));
 		pinned = palloc(sizeof(Jsonb *) * Max(n, 1));
