@@ -260,7 +260,8 @@ append_gauge(StringInfo buf, const char *metric, const char *queue,
 static void
 append_gauges(StringInfo buf)
 {
-	uint64		n = DurableExecute(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	DurableResult res = DurableRun(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	uint64		n = res.rows;
 	bool		isnull;
 	static const struct
 	{
@@ -276,26 +277,26 @@ append_gauges(StringInfo buf)
 				  "Unfinished tasks by state: ready (due), running, waiting (not due: a wait or a retry), needs_review, scheduled (due later, of those ready or waiting).");
 	for (uint64 r = 0; r < n; r++)
 		for (int s = 0; s < (int) lengthof(states); s++)
-			append_gauge(buf, "durable_tasks", DurableColumnText(r, GAUGE_QUEUE),
+			append_gauge(buf, "durable_tasks", DurableGetText(res, r, GAUGE_QUEUE),
 						 states[s].state,
-						 (double) DurableColumnInt64(r, states[s].column));
+						 (double) DurableGetInt64(res, r, states[s].column));
 	append_header(buf, "durable_oldest_ready_age_seconds", "gauge",
 				  "Age of the oldest task that is due and not claimed (0 for none).");
 	for (uint64 r = 0; r < n; r++)
 		append_gauge(buf, "durable_oldest_ready_age_seconds",
-					 DurableColumnText(r, GAUGE_QUEUE), NULL,
-					 DatumGetFloat8(DurableColumnDatum(r, GAUGE_OLDEST_READY, &isnull)));
+					 DurableGetText(res, r, GAUGE_QUEUE), NULL,
+					 DatumGetFloat8(DurableGetDatum(res, r, GAUGE_OLDEST_READY, &isnull)));
 	append_header(buf, "durable_oldest_heartbeat_age_seconds", "gauge",
 				  "Age of the oldest heartbeat of a running task (0 for none).");
 	for (uint64 r = 0; r < n; r++)
 		append_gauge(buf, "durable_oldest_heartbeat_age_seconds",
-					 DurableColumnText(r, GAUGE_QUEUE), NULL,
-					 DatumGetFloat8(DurableColumnDatum(r, GAUGE_OLDEST_HEARTBEAT, &isnull)));
+					 DurableGetText(res, r, GAUGE_QUEUE), NULL,
+					 DatumGetFloat8(DurableGetDatum(res, r, GAUGE_OLDEST_HEARTBEAT, &isnull)));
 	append_header(buf, "durable_queue_paused", "gauge",
 				  "1 when the queue or one of its partitions is paused.");
 	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_queue_paused", DurableColumnText(r, GAUGE_QUEUE), NULL,
-					 DurableColumnBool(r, GAUGE_PAUSED) ? 1 : 0);
+		append_gauge(buf, "durable_queue_paused", DurableGetText(res, r, GAUGE_QUEUE), NULL,
+					 DurableGetBool(res, r, GAUGE_PAUSED) ? 1 : 0);
 }
 
 /*
@@ -310,6 +311,7 @@ PG_FUNCTION_INFO_V1(durable_metrics_prometheus);
 Datum
 durable_metrics_prometheus(PG_FUNCTION_ARGS)
 {
+	DurableResult res;
 	TimestampTz now = GetCurrentTimestamp();
 	StringInfoData buf;
 	DurableQueueCounters *queues;
@@ -337,11 +339,11 @@ durable_metrics_prometheus(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	append_gauges(&buf);
-	DurableExecute(&failing_parts, NULL, NULL, SPI_OK_SELECT, 1);
+	res = DurableRun(&failing_parts, NULL, NULL, SPI_OK_SELECT, 1);
 	append_header(&buf, "durable_reconciler_failing_parts", "gauge",
 				  "Parts of the tick that fail (durable.status).");
 	appendStringInfo(&buf, "durable_reconciler_failing_parts " INT64_FORMAT "\n",
-					 DurableColumnInt64(0, FAILING_PARTS));
+					 DurableGetInt64(res, 0, FAILING_PARTS));
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf.data, buf.len));
 }

@@ -124,22 +124,22 @@ caller_holds(const char *sequence, DurableQueuePrivilege what)
 		pg_class_aclcheck(relid, caller, privilege_modes[what]) == ACLCHECK_OK;
 }
 
-/* the grants sequence of row 0 of the last statement, or NULL */
+/* the grants sequence of a row of queue_access or queue_restrict, or NULL */
 static char *
-row_sequence(uint64 row)
+row_sequence(DurableResult res, uint64 row)
 {
-	return DurableColumnIsNull(row, ACCESS_SEQUENCE) ? NULL :
-		DurableColumnText(row, ACCESS_SEQUENCE);
+	return DurableGetIsNull(res, row, ACCESS_SEQUENCE) ? NULL :
+		DurableGetText(res, row, ACCESS_SEQUENCE);
 }
 
-/* a queue's row by queue_access: whether there is one */
-static bool
+/* a queue's row by queue_access: none when there is no such queue */
+static DurableResult
 read_access(const char *queue)
 {
 	Datum		args[ACCESS_NPARAMS];
 
 	args[ACCESS_QUEUE] = CStringGetTextDatum(queue);
-	return DurableExecute(&queue_access, args, NULL, SPI_OK_SELECT, 1) > 0;
+	return DurableRun(&queue_access, args, NULL, SPI_OK_SELECT, 1);
 }
 
 /*
@@ -150,9 +150,11 @@ read_access(const char *queue)
 bool
 DurableMayUseQueue(const char *queue, DurableQueuePrivilege what)
 {
-	if (!read_access(queue) || !DurableColumnBool(0, ACCESS_RESTRICTED))
+	DurableResult res = read_access(queue);
+
+	if (res.rows == 0 || !DurableGetBool(res, 0, ACCESS_RESTRICTED))
 		return true;
-	return caller_holds(row_sequence(0), what);
+	return caller_holds(row_sequence(res, 0), what);
 }
 
 /*
@@ -246,13 +248,13 @@ DurableCheckTasksAccess(const int64 *task_ids, char **queues,
 bool
 DurableMayWorkOnEveryQueue(void)
 {
-	uint64		n;
+	DurableResult res;
 
 	if (superuser_arg(GetOuterUserId()))
 		return true;
-	n = DurableExecute(&restricted_queues, NULL, NULL, SPI_OK_SELECT, 0);
-	for (uint64 r = 0; r < n; r++)
-		if (!caller_holds(row_sequence(r), DURABLE_PRIV_WORK))
+	res = DurableRun(&restricted_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	for (uint64 r = 0; r < res.rows; r++)
+		if (!caller_holds(row_sequence(res, r), DURABLE_PRIV_WORK))
 			return false;
 	return true;
 }
@@ -370,6 +372,7 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 						bool work, bool grant)
 {
 	DurableQueue settings;
+	DurableResult res;
 	char	   *name;
 	const char *role;
 	const char *privileges;
@@ -381,11 +384,11 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 
 		args[RESTRICT_QUEUE] = CStringGetTextDatum(queue);
 		args[RESTRICT_GRANTS_SEQUENCE] = CStringGetTextDatum(grants_sequence_name(queue));
-		DurableExecute(&queue_restrict, args, NULL, SPI_OK_UPDATE_RETURNING, 1);
+		res = DurableRun(&queue_restrict, args, NULL, SPI_OK_UPDATE_RETURNING, 1);
 	}
 	else
-		(void) read_access(queue);
-	name = row_sequence(0);
+		res = read_access(queue);
+	name = row_sequence(res, 0);
 	if (!OidIsValid(grants_relid(name)))
 	{
 		/* a revoke of a queue never granted has nothing to take back */
@@ -413,11 +416,12 @@ DurableChangeQueueGrant(const char *queue, Oid grantee, bool enqueue,
 void
 DurableDropQueueGrants(const char *queue)
 {
+	DurableResult res = read_access(queue);
 	char	   *name;
 
-	if (!read_access(queue))
+	if (res.rows == 0)
 		return;
-	name = row_sequence(0);
+	name = row_sequence(res, 0);
 	if (OidIsValid(grants_relid(name)))
 		run_utility(psprintf("DROP SEQUENCE %s",
 							 quote_qualified_identifier(DURABLE_SCHEMA, name)));

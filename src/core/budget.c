@@ -208,7 +208,7 @@ DurableForgetRetryBuckets(const char *queue)
 	Datum		args[QUEUE_NPARAMS];
 
 	args[QUEUE_QUEUE] = CStringGetTextDatum(queue);
-	DurableExecute(&buckets_forget, args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&buckets_forget, args, NULL, SPI_OK_DELETE, 0);
 }
 
 /*
@@ -262,6 +262,7 @@ static bool
 take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 			const int64 *task_ids, TimestampTz *times, bool nowait)
 {
+	DurableResult res;
 	Datum		queue_args[QUEUE_NPARAMS];
 	Datum		bucket_args[PBUCKET_NPARAMS];
 	Datum		set_args[QTOKENS_NPARAMS];
@@ -274,18 +275,19 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	bool		split;
 
 	queue_args[QUEUE_QUEUE] = CStringGetTextDatum(queue);
-	if (DurableExecute(DurableDistributed() ? &queue_tokens_read :
-					   nowait ? &queue_tokens_lock_nowait : &queue_tokens_lock,
-					   queue_args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(DurableDistributed() ? &queue_tokens_read :
+					 nowait ? &queue_tokens_lock_nowait : &queue_tokens_lock,
+					 queue_args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;			/* queue dropped under us: nothing to limit */
 
-	capacity = DatumGetInt32(DurableColumnDatum(0, TOKENS_CAPACITY, &isnull));
+	capacity = DatumGetInt32(DurableGetDatum(res, 0, TOKENS_CAPACITY, &isnull));
 	if (isnull)
 		return false;			/* the bucket was removed meanwhile */
-	rate = DatumGetFloat8(DurableColumnDatum(0, TOKENS_RATE, &isnull));
-	tokens = DatumGetFloat8(DurableColumnDatum(0, TOKENS_LEVEL, &isnull));
-	at = DatumGetTimestampTz(DurableColumnDatum(0, TOKENS_AT, &isnull));
-	partitions = DurableColumnInt32(0, TOKENS_PARTITIONS);
+	rate = DatumGetFloat8(DurableGetDatum(res, 0, TOKENS_RATE, &isnull));
+	tokens = DatumGetFloat8(DurableGetDatum(res, 0, TOKENS_LEVEL, &isnull));
+	at = DatumGetTimestampTz(DurableGetDatum(res, 0, TOKENS_AT, &isnull));
+	partitions = DurableGetInt32(res, 0, TOKENS_PARTITIONS);
 	split = partitions > 1 || DurableDistributed();
 	if (split)
 	{
@@ -295,9 +297,9 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 		bucket_args[PBUCKET_QUEUE] = queue_args[QUEUE_QUEUE];
 		bucket_args[PBUCKET_TOKENS] = Float8GetDatum(capacity);
 		bucket_args[PBUCKET_TOKENS_AT] = TimestampTzGetDatum(now);
-		DurableExecute(&bucket_lock, bucket_args, NULL, SPI_OK_INSERT_RETURNING, 0);
-		tokens = DatumGetFloat8(DurableColumnDatum(0, BUCKET_TOKENS, &isnull));
-		at = DatumGetTimestampTz(DurableColumnDatum(0, BUCKET_AT, &isnull));
+		res = DurableRun(&bucket_lock, bucket_args, NULL, SPI_OK_INSERT_RETURNING, 0);
+		tokens = DatumGetFloat8(DurableGetDatum(res, 0, BUCKET_TOKENS, &isnull));
+		at = DatumGetTimestampTz(DurableGetDatum(res, 0, BUCKET_AT, &isnull));
 	}
 
 	/* transaction start times of concurrent retries need not be in order */
@@ -336,13 +338,13 @@ take_tokens(const char *queue, int32 partition, TimestampTz now, int n,
 	{
 		bucket_args[PBUCKET_TOKENS] = Float8GetDatum(tokens);
 		bucket_args[PBUCKET_TOKENS_AT] = TimestampTzGetDatum(at);
-		DurableExecute(&bucket_set, bucket_args, NULL, SPI_OK_UPDATE, 0);
+		DurableRun(&bucket_set, bucket_args, NULL, SPI_OK_UPDATE, 0);
 		return true;
 	}
 	set_args[QTOKENS_QUEUE] = queue_args[QUEUE_QUEUE];
 	set_args[QTOKENS_TOKENS] = Float8GetDatum(tokens);
 	set_args[QTOKENS_AT] = TimestampTzGetDatum(at);
-	DurableExecute(&queue_tokens_set, set_args, NULL, SPI_OK_UPDATE, 0);
+	DurableRun(&queue_tokens_set, set_args, NULL, SPI_OK_UPDATE, 0);
 	return true;
 }
 
@@ -511,7 +513,7 @@ take_queue_tokens(void *arg)
 		args[DEFER_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task.task_id));
 		args[DEFER_TASK_ID] = Int64GetDatum(task.task_id);
 		args[DEFER_RUN_AT] = TimestampTzGetDatum(times[i]);
-		if (DurableExecute(&task_defer, args, NULL, SPI_OK_UPDATE, 0) != 1)
+		if (DurableRun(&task_defer, args, NULL, SPI_OK_UPDATE, 0).rows != 1)
 			continue;			/* no longer waiting: nothing to defer */
 		DurableDetailInit(&detail);
 		DurableDetailTime(&detail, "deferred_until", times[i]);

@@ -132,8 +132,8 @@ retire_partition(void *arg)
 	args[RETIRE_PARTITION] = Int32GetDatum(work->partition);
 	args[RETIRE_NOW] = TimestampTzGetDatum(work->now);
 	args[RETIRE_BATCH] = Int32GetDatum(work->batch);
-	return DurableExecute(DurableDistributed() ? &retire_keys_distributed : &retire_keys,
-						  args, NULL, SPI_OK_DELETE, 0);
+	return DurableRun(DurableDistributed() ? &retire_keys_distributed : &retire_keys,
+					  args, NULL, SPI_OK_DELETE, 0).rows;
 }
 
 /* what the part that finds the partitions with idle rows works on */
@@ -147,6 +147,7 @@ typedef struct IdleWork
 static uint64
 find_idle_partitions(void *arg)
 {
+	DurableResult res;
 	IdleWork   *work = (IdleWork *) arg;
 	Datum		args[IDLE_NPARAMS];
 	Datum	   *keys = palloc(sizeof(Datum) * work->npartitions);
@@ -158,9 +159,10 @@ find_idle_partitions(void *arg)
 	args[IDLE_PARTITIONS] = PointerGetDatum(construct_array(keys, (int) work->npartitions,
 															INT4OID, sizeof(int32), true,
 															TYPALIGN_INT));
-	n = DurableExecute(&old_keys, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&old_keys, args, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	for (uint64 i = 0; i < n; i++)
-		work->partitions[i] = DurableColumnInt32(i, OLD_KEYS_PARTITION);
+		work->partitions[i] = DurableGetInt32(res, i, OLD_KEYS_PARTITION);
 	pfree(keys);
 	return n;
 }

@@ -268,9 +268,9 @@ extern void DurableSetQueuePaused(const char *queue, int32 partition,
 
 /* ---- drop.c ---- */
 extern void DurableDropQueue(const char *queue, bool cascade);
-extern uint64 DurableExecuteInQueue(DurableStatement *stmt, Datum *values,
-									const char *nulls, int expected,
-									const char *queue);
+extern DurableResult DurableRunInQueue(DurableStatement *stmt, Datum *values,
+									   const char *nulls, int expected,
+									   const char *queue);
 
 /* ---- enqueue.c ---- */
 /* the channel on which durable announces ready work; the payload is the queue */

@@ -113,9 +113,11 @@ make_days(bool wait)
 static void
 read_days(void)
 {
-	if (DurableExecute(&days_last, NULL, NULL, SPI_OK_SELECT, 1) == 1 &&
-		!DurableColumnIsNull(0, DAYS_LAST))
-		days_until = end_of_day(DurableColumnText(0, DAYS_LAST));
+	DurableResult res = DurableRun(&days_last, NULL, NULL, SPI_OK_SELECT, 1);
+
+	if (res.rows == 1 &&
+		!DurableGetIsNull(res, 0, DAYS_LAST))
+		days_until = end_of_day(DurableGetText(res, 0, DAYS_LAST));
 }
 
 /*
@@ -191,17 +193,19 @@ static DurableStatement days_make = {
 void
 DurableMakeHistoryDays(TimestampTz now)
 {
+	DurableResult res;
 	Datum		args[MAKE_NPARAMS];
 	uint64		n;
 
 	args[MAKE_NOW] = TimestampTzGetDatum(now);
-	n = DurableExecute(&days_make, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&days_make, args, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 
 	for (uint64 i = 0; i < n; i++)
 		ereport(WARNING,
 				errmsg("could not make %s: %s",
-					   DurableColumnText(i, DAYS_MADE_PART),
-					   DurableColumnText(i, DAYS_MADE_ERROR_MESSAGE)),
-				errdetail("SQLSTATE %s.", DurableColumnText(i, DAYS_MADE_ERROR_CODE)),
+					   DurableGetText(res, i, DAYS_MADE_PART),
+					   DurableGetText(res, i, DAYS_MADE_ERROR_MESSAGE)),
+				errdetail("SQLSTATE %s.", DurableGetText(res, i, DAYS_MADE_ERROR_CODE)),
 				errhint("The next writer that finds the day missing asks again a minute later; the reconciler's tick makes the days too."));
 }

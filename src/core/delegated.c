@@ -27,7 +27,7 @@ static DurableStatement *const delegated_statements[] = {
  *		its parameters as delegate.c sends them (the first the partition,
  *		which must be partition), and put its rows into store, as desc
  *		declares them: the statement's columns.  The statement runs on this
- *		node and reaches no other (DurableExecuteHere).
+ *		node and reaches no other (DurableRunHere).
  */
 void
 DurableRunDelegated(const char *name, int32 partition, ArrayType *sent,
@@ -36,7 +36,7 @@ DurableRunDelegated(const char *name, int32 partition, ArrayType *sent,
 	DurableStatement *stmt = NULL;
 	Datum		values[DURABLE_MAX_ARGS];
 	char		nulls[DURABLE_MAX_ARGS];
-	uint64		rows;
+	DurableResult res;
 
 	for (int i = 0; i < (int) lengthof(delegated_statements); i++)
 		if (strcmp(delegated_statements[i]->name, name) == 0)
@@ -65,7 +65,7 @@ DurableRunDelegated(const char *name, int32 partition, ArrayType *sent,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("statement \"%s\" is of partition %d, not of its first value",
 					   name, partition));
-	rows = DurableExecuteHere(stmt, values, nulls, expected);
-	for (uint64 row = 0; row < rows; row++)
-		tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+	res = DurableRunHere(stmt, values, nulls, expected);
+	for (uint64 row = 0; row < res.rows; row++)
+		tuplestore_puttuple(store, res.tuptable->vals[row]);
 }

@@ -72,14 +72,15 @@ static DurableStatement queue_schedules = {
 #define MAX_REPORTED_SCHEDULES 100
 
 static char *
-schedule_list_text(const char *queue, uint64 n)
+schedule_list_text(const char *queue, DurableResult res)
 {
+	uint64		n = res.rows;
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	for (uint64 r = 0; r < n && r < MAX_REPORTED_SCHEDULES; r++)
 		appendStringInfo(&buf, "%sschedule \"%s\" targets queue \"%s\"",
-						 r > 0 ? "\n" : "", DurableColumnText(r, SCHEDULE_NAME), queue);
+						 r > 0 ? "\n" : "", DurableGetText(res, r, SCHEDULE_NAME), queue);
 	if (n > MAX_REPORTED_SCHEDULES)
 		appendStringInfo(&buf, "\nand %llu other schedules",
 						 (unsigned long long) (n - MAX_REPORTED_SCHEDULES));
@@ -88,19 +89,20 @@ schedule_list_text(const char *queue, uint64 n)
 
 /*
  * The parts of the tick that are the queue's (tick.c): its retry tokens,
- * its versions and its schedules, named from the n rows of queue_schedules, as a
- * text[] datum.
+ * its versions and its schedules, named from the rows of queue_schedules, as
+ * a text[] datum.
  */
 static Datum
-queue_tick_parts(const char *queue, uint64 n)
+queue_tick_parts(const char *queue, DurableResult res)
 {
+	uint64		n = res.rows;
 	Datum	   *names = palloc(sizeof(Datum) * (n + 2));
 
 	names[0] = CStringGetTextDatum(psprintf("retry tokens: %s", queue));
 	names[1] = CStringGetTextDatum(psprintf("versions: %s", queue));
 	for (uint64 r = 0; r < n; r++)
 		names[r + 2] = CStringGetTextDatum(psprintf("schedule: %s",
-													DurableColumnText(r, SCHEDULE_NAME)));
+													DurableGetText(res, r, SCHEDULE_NAME)));
 	return PointerGetDatum(construct_array(names, (int) n + 2, TEXTOID, -1,
 										   false, TYPALIGN_INT));
 }
@@ -244,8 +246,8 @@ static DurableStatement queue_drop_schedules = {
 };
 
 /*
- * DurableExecuteInQueue
- *		DurableExecute for a statement that adds a row of queue (a task, an
+ * DurableRunInQueue
+ *		DurableRun for a statement that adds a row of queue (a task, an
  *		event).  On Citus such a row locks its queue's row only through its
  *		foreign key to durable.queues, on its own node
  *		(DurableQueueGetShared): one that comes while a drop of the queue
@@ -253,18 +255,18 @@ static DurableStatement queue_drop_schedules = {
  *		the drop has committed.  That is reported as one server reports it:
  *		no such queue (42704).  The error ends the transaction.
  */
-uint64
-DurableExecuteInQueue(DurableStatement *stmt, Datum *values, const char *nulls,
-					  int expected, const char *queue)
+DurableResult
+DurableRunInQueue(DurableStatement *stmt, Datum *values, const char *nulls,
+				  int expected, const char *queue)
 {
 	MemoryContext context = CurrentMemoryContext;
-	volatile uint64 n = 0;
+	volatile DurableResult res = {0};
 
 	if (!DurableDistributed())
-		return DurableExecute(stmt, values, nulls, expected, 0);
+		return DurableRun(stmt, values, nulls, expected, 0);
 	PG_TRY();
 	{
-		n = DurableExecute(stmt, values, nulls, expected, 0);
+		res = DurableRun(stmt, values, nulls, expected, 0);
 	}
 	PG_CATCH();
 	{
@@ -278,17 +280,18 @@ DurableExecuteInQueue(DurableStatement *stmt, Datum *values, const char *nulls,
 		DurableReportNoQueue(queue);
 	}
 	PG_END_TRY();
-	return n;
+	return res;
 }
 
 /* 55006 while the queue of args (drop_params) has unfinished tasks */
 static void
 check_unfinished(const char *queue, Datum *args)
 {
+	DurableResult res;
 	int64		unfinished;
 
-	DurableExecute(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
-	unfinished = DurableColumnInt64(0, UNFINISHED_COUNT);
+	res = DurableRun(&queue_unfinished, args, NULL, SPI_OK_SELECT, 0);
+	unfinished = DurableGetInt64(res, 0, UNFINISHED_COUNT);
 	if (unfinished > 0)
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_IN_USE),
@@ -322,10 +325,10 @@ drop_rows(void *arg)
 	 * wake nobody who awaited the old one's.  Before the queue's row, which
 	 * on Citus they reference.
 	 */
-	DurableExecute(&queue_drop_events, work->args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&queue_drop_events, work->args, NULL, SPI_OK_DELETE, 0);
 	/* so do its messages and keys: a new queue of that name starts afresh */
-	DurableExecute(&queue_drop_messages, work->args, NULL, SPI_OK_DELETE, 0);
-	DurableExecute(&queue_drop, work->args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&queue_drop_messages, work->args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&queue_drop, work->args, NULL, SPI_OK_DELETE, 0);
 	return 0;
 }
 
@@ -356,7 +359,7 @@ DurableDropQueue(const char *queue, bool cascade)
 	Datum		queue_args[QUEUE_NPARAMS];
 	Datum		forget[FORGET_NPARAMS];
 	DropWork	work;
-	uint64		schedules;
+	DurableResult schedules;
 	char	   *schedule_names = NULL;
 
 	/*
@@ -378,7 +381,7 @@ DurableDropQueue(const char *queue, bool cascade)
 	 * queue's row does not reach the nodes where an enqueue or an emit
 	 * holds the row through its foreign key (DurableQueueGetShared): the
 	 * two meet at the drop's delete of the row, or at the other's foreign
-	 * key, whichever comes second (below, and DurableExecuteInQueue), and
+	 * key, whichever comes second (below, and DurableRunInQueue), and
 	 * no task or event is left without its queue.
 	 */
 	if (DurableDistributed())
@@ -390,11 +393,11 @@ DurableDropQueue(const char *queue, bool cascade)
 	args[DROP_PARTITIONS] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 	queue_args[QUEUE_QUEUE] = args[DROP_QUEUE];
 	check_unfinished(queue, args);
-	schedules = DurableExecute(&queue_schedules, queue_args, NULL, SPI_OK_SELECT, 0);
-	if (schedules > 0)
+	schedules = DurableRun(&queue_schedules, queue_args, NULL, SPI_OK_SELECT, 0);
+	if (schedules.rows > 0)
 		schedule_names = schedule_list_text(queue, schedules);
 	forget[FORGET_PARTS] = queue_tick_parts(queue, schedules);
-	if (schedules > 0 && !cascade)
+	if (schedules.rows > 0 && !cascade)
 		ereport(ERROR,
 				errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 				errmsg("cannot drop queue \"%s\" because schedules target it",
@@ -430,16 +433,16 @@ DurableDropQueue(const char *queue, bool cascade)
 			work.again = true;
 		}
 	}
-	DurableExecute(&queue_drop_workers, queue_args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&queue_drop_workers, queue_args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
-	DurableExecute(&tick_failures_forget, forget, NULL, SPI_OK_DELETE, 0);
-	if (schedules > 0)
+	DurableRun(&tick_failures_forget, forget, NULL, SPI_OK_DELETE, 0);
+	if (schedules.rows > 0)
 	{
-		DurableExecute(&queue_drop_schedules, queue_args, NULL, SPI_OK_DELETE, 0);
+		DurableRun(&queue_drop_schedules, queue_args, NULL, SPI_OK_DELETE, 0);
 		ereport(NOTICE,
 				errmsg_plural("drop cascades to %llu schedule",
 							  "drop cascades to %llu schedules",
-							  schedules, (unsigned long long) schedules),
+							  schedules.rows, (unsigned long long) schedules.rows),
 				errdetail("%s", schedule_names));
 	}
 }

@@ -287,6 +287,7 @@ int64
 DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 			   TimestampTz now)
 {
+	DurableResult res;
 	Datum		args[ENQUEUE_NPARAMS];
 	char		nulls[ENQUEUE_NPARAMS];
 	const char *key = req->idempotency_key;
@@ -341,11 +342,11 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	nulls[ENQUEUE_CONCURRENCY_KEY] = req->concurrency_key ? ' ' : 'n';
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
-	if (DurableExecuteInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
-							  args, nulls, SPI_OK_INSERT_RETURNING,
-							  req->queue) == 1)
+	res = DurableRunInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
+							args, nulls, SPI_OK_INSERT_RETURNING, req->queue);
+	if (res.rows == 1)
 	{
-		task_id = DurableColumnInt64(0, ENQUEUED_TASK_ID);
+		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);
@@ -513,6 +514,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 					ArrayType *key_array, ArrayType *ckey_array, int n,
 					int64 *result)
 {
+	DurableResult res;
 	DurableQueue settings;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Datum	   *payloads;
@@ -589,7 +591,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		Datum		number[IDS_NPARAMS];
 
 		number[IDS_COUNT] = Int32GetDatum(n);
-		DurableExecute(&task_ids, number, NULL, SPI_OK_SELECT, 0);
+		res = DurableRun(&task_ids, number, NULL, SPI_OK_SELECT, 0);
 		for (int i = 0; i < n; i++)
 		{
 			char	   *key = NULL;
@@ -611,7 +613,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 			partitions[i] = Int32GetDatum(task_partition(&settings, key, ckey));
 			key_partitions[i] = key ?
 				Int32GetDatum(DurableQueueKeyPartition(&settings, key)) : partitions[i];
-			result[i] = DurableColumnInt64(i, IDS_NEXTVAL) << DURABLE_ID_SHIFT |
+			result[i] = DurableGetInt64(res, i, IDS_NEXTVAL) << DURABLE_ID_SHIFT |
 				DURABLE_TASK_ID_SUFFIX(DatumGetInt32(partitions[i]), DurableNodeId());
 			ids[i] = Int64GetDatum(result[i]);
 		}
@@ -657,14 +659,18 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 																 TYPALIGN_INT));
 
 	/* the statement returns the elements whose key was there before */
-	existing = n > 0 ? DurableExecute(&enqueue_batch, args, nulls,
-									  SPI_OK_SELECT, 0) : 0;
+	existing = 0;
+	if (n > 0)
+	{
+		res = DurableRun(&enqueue_batch, args, nulls, SPI_OK_SELECT, 0);
+		existing = res.rows;
+	}
 	if (existing > 0)
 	{
 		int		   *which = palloc(sizeof(int) * existing);
 
 		for (uint64 r = 0; r < existing; r++)
-			which[r] = (int) DurableColumnInt64(r, BEFORE_N) - 1;
+			which[r] = (int) DurableGetInt64(res, r, BEFORE_N) - 1;
 		for (uint64 r = 0; r < existing; r++)
 		{
 			int			i = which[r];

@@ -140,16 +140,17 @@ wake_awaits(const char *queue, const char *event, Datum *key, Jsonb *payload,
 			TimestampTz now)
 {
 	Jsonb	   *ending = DurableWaitEnding("received", payload, now);
-	uint64		n = DurableExecute(&event_awaits_take, key, NULL,
+	DurableResult res = DurableRun(&event_awaits_take, key, NULL,
 								   SPI_OK_DELETE_RETURNING, 0);
+	uint64		n = res.rows;
 	int64	   *task_ids = palloc(sizeof(int64) * Max(n, 1));
 	char	  **names = palloc(sizeof(char *) * Max(n, 1));
 
 	/* the rows first: each wake-up runs a statement of its own */
 	for (uint64 r = 0; r < n; r++)
 	{
-		task_ids[r] = DurableColumnInt64(r, AWAIT_TASK_ID);
-		names[r] = DurableColumnText(r, AWAIT_NAME);
+		task_ids[r] = DurableGetInt64(res, r, AWAIT_TASK_ID);
+		names[r] = DurableGetText(res, r, AWAIT_NAME);
 	}
 	for (uint64 r = 0; r < n; r++)
 	{
@@ -177,6 +178,7 @@ bool
 DurableEmit(const char *queue, const char *event, Jsonb *payload,
 			TimestampTz now)
 {
+	DurableResult res;
 	bytea	   *hash;
 	DurableQueue settings;
 	Datum		args[EMIT_NPARAMS];
@@ -202,8 +204,9 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 	args[EMIT_NOW] = TimestampTzGetDatum(now);
 	args[EMIT_ROLE] = CStringGetTextDatum(DurableCallerName());
 
-	first = DurableExecuteInQueue(&event_emit, args, nulls,
-								  SPI_OK_INSERT_RETURNING, queue) == 1;
+	res = DurableRunInQueue(&event_emit, args, nulls,
+							SPI_OK_INSERT_RETURNING, queue);
+	first = res.rows == 1;
 	if (first)
 	{
 		DurableCount(queue, DURABLE_COUNT_EVENTS_EMITTED, 1);
@@ -214,10 +217,11 @@ DurableEmit(const char *queue, const char *event, Jsonb *payload,
 		bool		isnull;
 		Datum		stored;
 
-		if (DurableExecute(&event_get, key, NULL, SPI_OK_SELECT, 1) == 0)
+		res = DurableRun(&event_get, key, NULL, SPI_OK_SELECT, 1);
+		if (res.rows == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
-		stored = DurableColumnDatum(0, STORED_HASH, &isnull);
+		stored = DurableGetDatum(res, 0, STORED_HASH, &isnull);
 		if (!DurableHashesEqual(isnull ? NULL : DatumGetByteaPP(stored), hash))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
@@ -363,6 +367,7 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 			 const Interval *timeout, const char *queue, TimestampTz now,
 			 Jsonb **payload_out)
 {
+	DurableResult res;
 	DurableTask task;
 	DurableWait wait;
 	DurableQueue settings;
@@ -396,7 +401,7 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 
 			ended[DELETE_TASK_ID] = Int64GetDatum(task_id);
 			ended[DELETE_NAME] = CStringGetTextDatum(name);
-			DurableExecute(&event_wait_delete, ended, NULL, SPI_OK_DELETE, 0);
+			res = DurableRun(&event_wait_delete, ended, NULL, SPI_OK_DELETE, 0);
 			DurableWaitResolve(&task, name, "timed_out", NULL, now);
 			status = "timed_out";
 		}
@@ -422,13 +427,14 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 		place[PLACE_NOW] = TimestampTzGetDatum(now);
 
 		/* the event's row exists and is ours to hold before we look */
-		DurableExecuteInQueue(&event_place, place, NULL, SPI_OK_INSERT, queue);
-		if (DurableExecute(&event_lock, key, NULL, SPI_OK_SELECT, 1) == 0)
+		DurableRunInQueue(&event_place, place, NULL, SPI_OK_INSERT, queue);
+		res = DurableRun(&event_lock, key, NULL, SPI_OK_SELECT, 1);
+		if (res.rows == 0)
 			elog(ERROR, "event \"%s\" of queue \"%s\" vanished under its row lock",
 				 event, queue);
-		if (DurableColumnBool(0, LOCKED_EMITTED))
+		if (DurableGetBool(res, 0, LOCKED_EMITTED))
 		{
-			Datum		d = DurableColumnDatum(0, LOCKED_PAYLOAD, &isnull);
+			Datum		d = DurableGetDatum(res, 0, LOCKED_PAYLOAD, &isnull);
 
 			payload = isnull ? NULL : DatumGetJsonbPCopy(d);
 			DurableWaitRecord(&task, name, "event", args, "waiting", until,
@@ -445,7 +451,7 @@ DurableAwait(int64 task_id, int64 fence, const char *name, const char *event,
 			insert[INSERT_EVENT] = key[KEY_EVENT];
 			insert[INSERT_TASK_ID] = Int64GetDatum(task_id);
 			insert[INSERT_NAME] = CStringGetTextDatum(name);
-			DurableExecute(&event_wait_insert, insert, NULL, SPI_OK_INSERT, 0);
+			res = DurableRun(&event_wait_insert, insert, NULL, SPI_OK_INSERT, 0);
 			DurableWaitRecord(&task, name, "event", args, "waiting", until,
 							  NULL, 0, now);
 			DurableWaitPark(&task, name, "event", until, now);

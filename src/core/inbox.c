@@ -110,6 +110,7 @@ bool
 DurableInboxReceive(const char *queue, const char *consumer,
 					const char *message_id, Jsonb *payload)
 {
+	DurableResult res;
 	bytea	   *hash = payload ? DurableJsonbHash(payload) : NULL;
 	DurableQueue settings;
 	Datum		args[INSERT_NPARAMS];
@@ -129,7 +130,7 @@ DurableInboxReceive(const char *queue, const char *consumer,
 	args[INSERT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[INSERT_QUEUE] = CStringGetTextDatum(queue);
 
-	first = DurableExecute(&inbox_insert, args, nulls, SPI_OK_INSERT, 0) == 1;
+	first = DurableRun(&inbox_insert, args, nulls, SPI_OK_INSERT, 0).rows == 1;
 	if (!first)
 	{
 		Datum		get[GET_NPARAMS];
@@ -140,12 +141,13 @@ DurableInboxReceive(const char *queue, const char *consumer,
 		get[GET_CONSUMER] = args[INSERT_CONSUMER];
 		get[GET_MESSAGE_ID] = args[INSERT_MESSAGE_ID];
 		get[GET_QUEUE] = args[INSERT_QUEUE];
-		if (DurableExecute(&inbox_get, get, NULL, SPI_OK_SELECT, 1) == 0)
+		res = DurableRun(&inbox_get, get, NULL, SPI_OK_SELECT, 1);
+		if (res.rows == 0)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					errmsg("could not serialize access due to a concurrent delivery of message \"%s\"",
 						   message_id));
-		d = DurableColumnDatum(0, INBOX_PAYLOAD_HASH, &isnull);
+		d = DurableGetDatum(res, 0, INBOX_PAYLOAD_HASH, &isnull);
 		if (!DurableRequestMatches(isnull ? NULL : DatumGetByteaPP(d), hash, payload))
 			ereport(ERROR,
 					errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),

@@ -40,6 +40,7 @@ static DurableStatement installation_id = {
 char *
 DurableInstallationId(void)
 {
+	DurableResult res;
 	Oid			schema = get_namespace_oid(DURABLE_SCHEMA, true);
 
 	if (!OidIsValid(schema) ||
@@ -50,7 +51,8 @@ DurableInstallationId(void)
 				errdetail("Table \"%s.installation\" does not exist.",
 						  DURABLE_SCHEMA),
 				errhint("Run ALTER EXTENSION durable UPDATE."));
-	if (DurableExecute(&installation_id, NULL, NULL, SPI_OK_SELECT, 1) != 1)
+	res = DurableRun(&installation_id, NULL, NULL, SPI_OK_SELECT, 1);
+	if (res.rows != 1)
 		elog(ERROR, "durable.installation has no row");
-	return DurableColumnText(0, INSTALLATION_ID);
+	return DurableGetText(res, 0, INSTALLATION_ID);
 }

@@ -102,6 +102,7 @@ int64
 DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
 					  bytea *request_hash, Jsonb *payload)
 {
+	DurableResult res;
 	Datum		existing[EXISTING_NPARAMS];
 	bool		isnull;
 	bytea	   *first_hash;
@@ -110,14 +111,15 @@ DurableEnqueuedBefore(int32 partition, const char *queue, const char *key,
 	existing[EXISTING_PARTITION] = Int32GetDatum(partition);
 	existing[EXISTING_QUEUE] = CStringGetTextDatum(queue);
 	existing[EXISTING_KEY] = CStringGetTextDatum(key);
-	if (DurableExecute(&enqueue_existing, existing, NULL,
-					   SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&enqueue_existing, existing, NULL,
+					 SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				errmsg("could not serialize access due to a concurrent enqueue of idempotency key \"%s\"",
 					   key));
-	task_id = DurableColumnInt64(0, EXISTING_TASK_ID);
-	first_hash = DatumGetByteaPP(DurableColumnDatum(0, EXISTING_REQUEST_HASH, &isnull));
+	task_id = DurableGetInt64(res, 0, EXISTING_TASK_ID);
+	first_hash = DatumGetByteaPP(DurableGetDatum(res, 0, EXISTING_REQUEST_HASH, &isnull));
 	if (isnull || !DurableRequestMatches(first_hash, request_hash, payload))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),

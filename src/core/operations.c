@@ -269,6 +269,7 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 						 const char *reason, const char *actor,
 						 int64 **replayed)
 {
+	DurableResult res;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
 	Datum		args[DEAD_NPARAMS];
@@ -297,9 +298,10 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 		args[DEAD_BATCH] = Int32GetDatum(batch);
 		args[DEAD_REASON] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
 		nulls[DEAD_REASON] = reason ? ' ' : 'n';
-		n = DurableExecute(&dead_letters, args, nulls, SPI_OK_SELECT, 0);
+		res = DurableRun(&dead_letters, args, nulls, SPI_OK_SELECT, 0);
+		n = res.rows;
 		for (uint64 i = 0; i < n; i++)
-			ids[i] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
+			ids[i] = DurableGetInt64(res, i, DEAD_LETTER_TASK_ID);
 	}
 	else
 	{
@@ -322,10 +324,11 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 				continue;
 			one[DEAD_ONE_PARTITION] = Int32GetDatum(here);
 			one[DEAD_ONE_BATCH] = Int32GetDatum(batch - (int32) n);
-			found = DurableExecute(&dead_letters_one, one, one_nulls,
-								   SPI_OK_SELECT, 0);
+			res = DurableRun(&dead_letters_one, one, one_nulls,
+							 SPI_OK_SELECT, 0);
+			found = res.rows;
 			for (uint64 i = 0; i < found; i++)
-				ids[n++] = DurableColumnInt64(i, DEAD_LETTER_TASK_ID);
+				ids[n++] = DurableGetInt64(res, i, DEAD_LETTER_TASK_ID);
 		}
 	}
 

@@ -82,6 +82,7 @@ int64
 DurableOutboxEmit(const char *queue, const char *topic, const char *key,
 				  Jsonb *payload)
 {
+	DurableResult res;
 	DurableQueue settings;
 	int32		partition;
 	Datum		args[INSERT_NPARAMS];
@@ -101,8 +102,8 @@ DurableOutboxEmit(const char *queue, const char *topic, const char *key,
 	nulls[INSERT_KEY] = key ? ' ' : 'n';
 	args[INSERT_PAYLOAD] = JsonbPGetDatum(payload);
 	args[INSERT_QUEUE] = CStringGetTextDatum(queue);
-	DurableExecute(&outbox_insert, args, nulls, SPI_OK_INSERT_RETURNING, 0);
-	message_id = DurableColumnInt64(0, OUTBOX_INSERTED_ID);
+	res = DurableRun(&outbox_insert, args, nulls, SPI_OK_INSERT_RETURNING, 0);
+	message_id = DurableGetInt64(res, 0, OUTBOX_INSERTED_ID);
 	Async_Notify(DURABLE_OUTBOX_CHANNEL, queue);
 	return message_id;
 }
@@ -268,6 +269,7 @@ static DurableStatement outbox_fence = {
 static void
 claim_each(Tuplestorestate *store, const ClaimValues *claim)
 {
+	DurableResult res;
 	int32		claimed = 0;
 	Datum		args[CLAIM_ONE_NPARAMS];
 	Datum		candidate_args[CANDIDATES_NPARAMS];
@@ -288,21 +290,23 @@ claim_each(Tuplestorestate *store, const ClaimValues *claim)
 		bool		isnull;
 
 		/* the next candidates after the last one looked at, in id order */
-		n = DurableExecute(&outbox_candidates, candidate_args, NULL, SPI_OK_SELECT, 0);
+		res = DurableRun(&outbox_candidates, candidate_args, NULL, SPI_OK_SELECT, 0);
+		n = res.rows;
 		partitions = palloc(sizeof(Datum) * Max(n, 1));
 		ids = palloc(sizeof(Datum) * Max(n, 1));
 		for (uint64 row = 0; row < n; row++)
 		{
-			partitions[row] = DurableColumnDatum(row, CANDIDATE_PARTITION, &isnull);
-			ids[row] = DurableColumnDatum(row, CANDIDATE_MESSAGE_ID, &isnull);
+			partitions[row] = DurableGetDatum(res, row, CANDIDATE_PARTITION, &isnull);
+			ids[row] = DurableGetDatum(res, row, CANDIDATE_MESSAGE_ID, &isnull);
 		}
 		for (uint64 row = 0; row < n && claimed < claim->batch; row++)
 		{
 			args[CLAIM_ONE_PARTITION] = partitions[row];
 			args[CLAIM_ONE_MESSAGE_ID] = ids[row];
 			candidate_args[CANDIDATES_AFTER] = ids[row];
-			if (DurableExecute(&outbox_claim_one, args, NULL,
-							   SPI_OK_UPDATE_RETURNING, 0) == 1)
+			res = DurableRun(&outbox_claim_one, args, NULL,
+							 SPI_OK_UPDATE_RETURNING, 0);
+			if (res.rows == 1)
 			{
 				tuplestore_puttuple(store, SPI_tuptable->vals[0]);
 				claimed++;
@@ -334,14 +338,15 @@ void
 DurableOutboxClaim(const char *queue, const char *publisher, int32 batch,
 				   Interval *lease, Tuplestorestate *store)
 {
+	DurableResult res;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	ClaimValues claim;
 	int64		fence;
 	uint64		n;
 
 	check_publisher(queue);
-	DurableExecute(&outbox_fence, NULL, NULL, SPI_OK_SELECT, 0);
-	fence = DurableColumnInt64(0, OUTBOX_NEXT_FENCE);
+	res = DurableRun(&outbox_fence, NULL, NULL, SPI_OK_SELECT, 0);
+	fence = DurableGetInt64(res, 0, OUTBOX_NEXT_FENCE);
 	/* each node has its own sequence: on Citus a fence carries its node */
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
@@ -361,7 +366,8 @@ DurableOutboxClaim(const char *queue, const char *publisher, int32 batch,
 		args[CLAIM_BATCH] = Int32GetDatum(batch);
 		args[CLAIM_FENCE] = claim.fence;
 		args[CLAIM_QUEUE] = claim.queue;
-		n = DurableExecute(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+		res = DurableRun(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+		n = res.rows;
 		for (uint64 row = 0; row < n; row++)
 			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
 	}
@@ -438,7 +444,7 @@ ack_by_shard(Datum *elems, Datum *partitions, int n, Datum *args)
 		args[ACK_PARTITIONS] =
 			PointerGetDatum(construct_array(run_partitions, len, INT4OID,
 											sizeof(int32), true, TYPALIGN_INT));
-		acked += DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
+		acked += DurableRun(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0).rows;
 	}
 	return acked;
 }
@@ -490,7 +496,7 @@ DurableOutboxAck(const char *queue, Datum *elems, int nelems, int64 fence)
 		args[ACK_PARTITIONS] =
 			PointerGetDatum(construct_array(partitions, nelems, INT4OID,
 											sizeof(int32), true, TYPALIGN_INT));
-		acked = DurableExecute(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0);
+		acked = DurableRun(&outbox_ack, args, NULL, SPI_OK_UPDATE, 0).rows;
 	}
 	if (acked != (uint64) nelems)
 		ereport(ERROR,

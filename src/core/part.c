@@ -98,14 +98,16 @@ static DurableStatement tick_failures = {
 void
 DurablePartsBegin(TimestampTz now)
 {
+	DurableResult res;
 	MemoryContext old;
 	uint64		n;
 
-	n = DurableExecute(&tick_failures, NULL, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&tick_failures, NULL, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	failing_parts = NIL;
 	for (uint64 row = 0; row < n; row++)
-		failing_parts = lappend(failing_parts, DurableColumnText(row, FAILURE_PART));
+		failing_parts = lappend(failing_parts, DurableGetText(res, row, FAILURE_PART));
 	MemoryContextSwitchTo(old);
 	failing_lxid = DURABLE_MY_LXID;
 	parts_now = now;
@@ -195,7 +197,7 @@ DurablePartFailedWith(const char *part, const char *sqlstate,
 	args[SET_SQLSTATE] = CStringGetTextDatum(sqlstate);
 	args[SET_ERROR] = CStringGetTextDatum(message);
 	args[SET_NOW] = TimestampTzGetDatum(parts_now);
-	DurableExecute(&tick_failure_set, args, NULL, SPI_OK_INSERT, 0);
+	DurableRun(&tick_failure_set, args, NULL, SPI_OK_INSERT, 0);
 }
 
 /* the same, from the error a part raised */
@@ -241,7 +243,7 @@ DurablePartForget(const char *part)
 	Datum		args[CLEAR_NPARAMS];
 
 	args[CLEAR_PART] = CStringGetTextDatum(part);
-	return DurableExecute(&tick_failure_clear, args, NULL, SPI_OK_DELETE, 0) > 0;
+	return DurableRun(&tick_failure_clear, args, NULL, SPI_OK_DELETE, 0).rows > 0;
 }
 
 /*

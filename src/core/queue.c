@@ -105,32 +105,34 @@ DurableReportNoQueue(const char *queue)
 static void
 read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 {
+	DurableResult res;
 	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
 
 	args[GET_QUEUE] = CStringGetTextDatum(queue);
-	if (DurableExecute(stmt, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(stmt, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		DurableReportNoQueue(queue);
 
-	result->partition_base = DurableColumnInt32(0, QUEUE_PARTITION_BASE);
-	result->partitions = DurableColumnInt32(0, QUEUE_PARTITIONS);
-	result->lease = *DatumGetIntervalP(DurableColumnDatum(0, QUEUE_LEASE, &isnull));
-	result->max_attempts = DurableColumnInt32(0, QUEUE_MAX_ATTEMPTS);
-	d = DurableColumnDatum(0, QUEUE_DEADLINE, &isnull);
+	result->partition_base = DurableGetInt32(res, 0, QUEUE_PARTITION_BASE);
+	result->partitions = DurableGetInt32(res, 0, QUEUE_PARTITIONS);
+	result->lease = *DatumGetIntervalP(DurableGetDatum(res, 0, QUEUE_LEASE, &isnull));
+	result->max_attempts = DurableGetInt32(res, 0, QUEUE_MAX_ATTEMPTS);
+	d = DurableGetDatum(res, 0, QUEUE_DEADLINE, &isnull);
 	result->has_deadline = !isnull;
 	if (!isnull)
 		result->deadline = *DatumGetIntervalP(d);
-	result->notify = DatumGetBool(DurableColumnDatum(0, QUEUE_NOTIFY, &isnull));
-	result->paused = DatumGetBool(DurableColumnDatum(0, QUEUE_PAUSED, &isnull));
-	result->restricted = DatumGetBool(DurableColumnDatum(0, QUEUE_RESTRICTED, &isnull));
-	d = DurableColumnDatum(0, QUEUE_CONCURRENCY_LIMIT, &isnull);
+	result->notify = DatumGetBool(DurableGetDatum(res, 0, QUEUE_NOTIFY, &isnull));
+	result->paused = DatumGetBool(DurableGetDatum(res, 0, QUEUE_PAUSED, &isnull));
+	result->restricted = DatumGetBool(DurableGetDatum(res, 0, QUEUE_RESTRICTED, &isnull));
+	d = DurableGetDatum(res, 0, QUEUE_CONCURRENCY_LIMIT, &isnull);
 	result->concurrency_limit = isnull ? 0 : DatumGetInt32(d);
-	d = DurableColumnDatum(0, QUEUE_VERSION_TIMEOUT, &isnull);
+	d = DurableGetDatum(res, 0, QUEUE_VERSION_TIMEOUT, &isnull);
 	result->has_version_timeout = !isnull;
 	if (!isnull)
 		result->version_timeout = *DatumGetIntervalP(d);
-	d = DurableColumnDatum(0, QUEUE_PAUSED_PARTITIONS, &isnull);
+	d = DurableGetDatum(res, 0, QUEUE_PAUSED_PARTITIONS, &isnull);
 	result->npaused_partitions = 0;
 	if (!isnull)
 	{
@@ -334,7 +336,7 @@ DurableCreateQueue(const char *queue, const DurableQueueSettings *settings)
 	args[INSERT_NOTIFY] = BoolGetDatum(settings->notify);
 	bind_int(args, nulls, INSERT_CONCURRENCY_LIMIT, settings->concurrency_limit);
 	bind_interval(args, nulls, INSERT_VERSION_TIMEOUT, settings->version_timeout);
-	if (DurableExecute(&queue_insert, args, nulls, SPI_OK_INSERT, 0) == 0)
+	if (DurableRun(&queue_insert, args, nulls, SPI_OK_INSERT, 0).rows == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_DUPLICATE_OBJECT),
 				errmsg("queue \"%s\" already exists", queue),
@@ -440,7 +442,7 @@ DurableAlterQueue(const char *queue, const DurableQueueSettings *settings)
 	args[ALTER_CLEAR_CONCURRENCY_LIMIT] = BoolGetDatum(settings->clear_concurrency_limit);
 	bind_interval(args, nulls, ALTER_VERSION_TIMEOUT, settings->version_timeout);
 	args[ALTER_CLEAR_VERSION_TIMEOUT] = BoolGetDatum(settings->clear_version_timeout);
-	if (DurableExecute(&queue_alter, args, nulls, SPI_OK_UPDATE, 0) == 0)
+	if (DurableRun(&queue_alter, args, nulls, SPI_OK_UPDATE, 0).rows == 0)
 		DurableReportNoQueue(queue);
 }
 
@@ -532,7 +534,7 @@ DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 
 		args[PAUSED_QUEUE] = CStringGetTextDatum(queue);
 		args[PAUSED_PAUSED] = BoolGetDatum(paused);
-		if (DurableExecute(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0) == 0)
+		if (DurableRun(&queue_set_paused, args, NULL, SPI_OK_UPDATE, 0).rows == 0)
 			DurableReportNoQueue(queue);
 		nulls[LOG_PARTITION] = 'n';
 	}
@@ -545,14 +547,14 @@ DurableSetQueuePaused(const char *queue, int32 partition, bool paused)
 		args[PARTITION_PAUSED_QUEUE] = CStringGetTextDatum(queue);
 		args[PARTITION_PAUSED_PAUSED] = BoolGetDatum(paused);
 		args[PARTITION_PAUSED_PARTITION] = Int32GetDatum(partition);
-		DurableExecute(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
+		DurableRun(&queue_set_partition_paused, args, NULL, SPI_OK_UPDATE, 0);
 	}
 	log[LOG_QUEUE] = CStringGetTextDatum(queue);
 	log[LOG_PAUSED] = BoolGetDatum(paused);
 	log[LOG_PARTITION] = Int32GetDatum(partition);
 	log[LOG_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	log[LOG_ROLE] = CStringGetTextDatum(DurableCallerName());
-	DurableExecute(&queue_log, log, nulls, SPI_OK_INSERT, 0);
+	DurableRun(&queue_log, log, nulls, SPI_OK_INSERT, 0);
 }
 
 /* the schedules that target a queue */

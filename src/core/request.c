@@ -117,15 +117,17 @@ static DurableStatement idempotent_fence = {
 static void
 new_fence(Datum *value, char *null)
 {
+	DurableResult res;
 	int64		fence;
 
-	if (DurableExecute(&idempotent_fence, NULL, NULL, SPI_OK_SELECT, 0) == 0)
+	res = DurableRun(&idempotent_fence, NULL, NULL, SPI_OK_SELECT, 0);
+	if (res.rows == 0)
 	{
 		*value = (Datum) 0;
 		*null = 'n';
 		return;
 	}
-	fence = DurableColumnInt64(0, NEXT_FENCE);
+	fence = DurableGetInt64(res, 0, NEXT_FENCE);
 	if (DurableDistributed())
 		fence = fence << DURABLE_NODE_BITS | DurableNodeId();
 	*value = Int64GetDatum(fence);
@@ -178,19 +180,22 @@ static DurableStatement idempotent_lock = {
 	DURABLE_COLUMNS(key_columns),
 };
 
-/* lock an existing key, or raise 42704 */
-static void
+/* lock an existing key and read it, or raise 42704 */
+static DurableResult
 lock_key(const RequestKey *rk)
 {
 	Datum		args[LOCK_NPARAMS];
+	DurableResult res;
 
 	bind_key(args, rk, LOCK_PARTITION, LOCK_SCOPE, LOCK_KEY, LOCK_QUEUE);
-	if (DurableExecute(&idempotent_lock, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&idempotent_lock, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("idempotency key \"%s\" in scope \"%s\" does not exist",
 					   rk->key, rk->scope),
 				errhint("Begin it with durable_idempotent_begin()."));
+	return res;
 }
 
 /* a key started anew: inserted, or restarted after its retention */
@@ -321,6 +326,7 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 					   Jsonb *request, Interval *lock,
 					   DurableRequestStatus *out)
 {
+	DurableResult res;
 	RequestKey	rk;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Interval	retention = {0, DURABLE_REQUEST_RETENTION_DAYS, 0};
@@ -340,7 +346,8 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 	args[START_EXPIRES_AT] = TimestampTzGetDatum(DurableTimePlus(now, &retention));
 
 	new_fence(&args[START_FENCE], &args_nulls[START_FENCE]);
-	if (DurableExecute(&idempotent_insert, args, args_nulls, SPI_OK_INSERT, 0) == 1)
+	res = DurableRun(&idempotent_insert, args, args_nulls, SPI_OK_INSERT, 0);
+	if (res.rows == 1)
 	{
 		set_status(out, "started", "started",
 				   args_nulls[START_FENCE] == 'n' ? 1 : DatumGetInt64(args[START_FENCE]),
@@ -348,20 +355,20 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 		return;
 	}
 
-	lock_key(&rk);
-	if (DatumGetTimestampTz(DurableColumnDatum(0, KEY_EXPIRES_AT, &isnull)) <= now)
+	res = lock_key(&rk);
+	if (DatumGetTimestampTz(DurableGetDatum(res, 0, KEY_EXPIRES_AT, &isnull)) <= now)
 	{
 		/*
 		 * Forgotten after its retention window: a new request, under a new
 		 * fence, so that a handler of the old one still cannot write.
 		 */
-		DurableExecute(&idempotent_restart, args, args_nulls,
-					   SPI_OK_UPDATE_RETURNING, 0);
+		res = DurableRun(&idempotent_restart, args, args_nulls,
+						 SPI_OK_UPDATE_RETURNING, 0);
 		set_status(out, "started", "started",
-				   DurableColumnInt64(0, KEY_NEW_FENCE), (Datum) 0, true);
+				   DurableGetInt64(res, 0, KEY_NEW_FENCE), (Datum) 0, true);
 		return;
 	}
-	if (!DurableRequestMatches(DatumGetByteaPP(DurableColumnDatum(0, KEY_REQUEST_HASH, &isnull)),
+	if (!DurableRequestMatches(DatumGetByteaPP(DurableGetDatum(res, 0, KEY_REQUEST_HASH, &isnull)),
 							   hash, request))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT),
@@ -371,11 +378,11 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 						  rk.scope),
 				errhint("Use a new idempotency key for a new request."));
 
-	point = DurableColumnText(0, KEY_RECOVERY_POINT);
-	response = DurableColumnDatum(0, KEY_RESPONSE, &response_null);
-	if (DurableColumnBool(0, KEY_COMPLETED))
+	point = DurableGetText(res, 0, KEY_RECOVERY_POINT);
+	response = DurableGetDatum(res, 0, KEY_RESPONSE, &response_null);
+	if (DurableGetBool(res, 0, KEY_COMPLETED))
 		set_status(out, "completed", point, 0, response, response_null);
-	else if (DatumGetTimestampTz(DurableColumnDatum(0, KEY_LOCKED_UNTIL, &isnull)) > now)
+	else if (DatumGetTimestampTz(DurableGetDatum(res, 0, KEY_LOCKED_UNTIL, &isnull)) > now)
 		set_status(out, "in_progress", point, 0, (Datum) 0, true);
 	else
 	{
@@ -396,10 +403,10 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 		update[UPDATE_FENCE_STEP] = Int64GetDatum(1);
 		update[UPDATE_NEW_FENCE] = args[START_FENCE];
 		nulls[UPDATE_NEW_FENCE] = args_nulls[START_FENCE];
-		DurableExecute(&idempotent_update, update, nulls,
-					   SPI_OK_UPDATE_RETURNING, 0);
+		res = DurableRun(&idempotent_update, update, nulls,
+						 SPI_OK_UPDATE_RETURNING, 0);
 		set_status(out, "started", point,
-				   DurableColumnInt64(0, KEY_NEW_FENCE), (Datum) 0, true);
+				   DurableGetInt64(res, 0, KEY_NEW_FENCE), (Datum) 0, true);
 	}
 }
 
@@ -412,15 +419,16 @@ DurableIdempotentBegin(const char *queue, const char *scope, const char *key,
 static void
 require_held(const RequestKey *rk, int64 fence)
 {
-	lock_key(rk);
-	if (DurableColumnInt64(0, KEY_FENCE) != fence)
+	DurableResult res = lock_key(rk);
+
+	if (DurableGetInt64(res, 0, KEY_FENCE) != fence)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_STALE_FENCING_TOKEN),
 				errmsg("fencing token %lld is stale for idempotency key \"%s\" in scope \"%s\"",
 					   (long long) fence, rk->key, rk->scope),
 				errdetail("The request was taken over by another handler, or this fence was never handed out."),
 				errhint("Stop handling the request and roll back; its current owner answers it."));
-	if (DurableColumnBool(0, KEY_COMPLETED))
+	if (DurableGetBool(res, 0, KEY_COMPLETED))
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
 				errmsg("idempotency key \"%s\" in scope \"%s\" is already completed",
@@ -460,8 +468,8 @@ DurableIdempotentAdvance(const char *queue, const char *scope, const char *key,
 	}
 
 	require_held(&rk, fence);
-	DurableExecute(&idempotent_update, update, nulls,
-				   SPI_OK_UPDATE_RETURNING, 0);
+	DurableRun(&idempotent_update, update, nulls,
+			   SPI_OK_UPDATE_RETURNING, 0);
 }
 
 /*
@@ -491,6 +499,6 @@ DurableIdempotentFinish(const char *queue, const char *scope, const char *key,
 	nulls[UPDATE_NEW_FENCE] = 'n';
 
 	require_held(&rk, fence);
-	DurableExecute(&idempotent_update, update, nulls,
-				   SPI_OK_UPDATE_RETURNING, 0);
+	DurableRun(&idempotent_update, update, nulls,
+			   SPI_OK_UPDATE_RETURNING, 0);
 }

@@ -104,6 +104,7 @@ static DurableStatement maintain_history_stmt = {
 static uint64
 maintain_history(void *arg)
 {
+	DurableResult res;
 	RetentionWork *work = (RetentionWork *) arg;
 	Datum		args[HISTORY_NPARAMS];
 	char		nulls[HISTORY_NPARAMS] = {' ', ' ', ' '};
@@ -118,19 +119,20 @@ maintain_history(void *arg)
 	args[HISTORY_RETENTION] = Int32GetDatum(durable_retention);
 	nulls[HISTORY_RETENTION] = durable_retention >= 0 && !work->days_only ? ' ' : 'n';
 	args[HISTORY_BATCH] = Int32GetDatum(work->batch);
-	rows = DurableExecute(&maintain_history_stmt, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&maintain_history_stmt, args, nulls, SPI_OK_SELECT, 0);
+	rows = res.rows;
 	for (uint64 row = 0; row < rows; row++)
 	{
 		bool		isnull;
-		Datum		id = DurableColumnDatum(row, HISTORY_TASK_ID, &isnull);
-		char	   *action = DurableColumnText(row, HISTORY_ACTION);
+		Datum		id = DurableGetDatum(res, row, HISTORY_TASK_ID, &isnull);
+		char	   *action = DurableGetText(res, row, HISTORY_ACTION);
 
 		if (strcmp(action, "busy") == 0)
 			busy = true;
 		else if (strcmp(action, "failed") == 0)
-			failed = lappend(failed, list_make3(DurableColumnText(row, HISTORY_PART),
-												DurableColumnText(row, HISTORY_ERROR_CODE),
-												DurableColumnText(row, HISTORY_ERROR_MESSAGE)));
+			failed = lappend(failed, list_make3(DurableGetText(res, row, HISTORY_PART),
+												DurableGetText(res, row, HISTORY_ERROR_CODE),
+												DurableGetText(res, row, HISTORY_ERROR_MESSAGE)));
 		else
 		{
 			removed++;
@@ -254,7 +256,7 @@ retain_table(void *arg)
 
 	args[RETAIN_CUTOFF] = TimestampTzGetDatum(work->cutoff);
 	args[RETAIN_BATCH] = Int32GetDatum(work->batch);
-	return DurableExecute(work->stmt, args, NULL, SPI_OK_DELETE, 0);
+	return DurableRun(work->stmt, args, NULL, SPI_OK_DELETE, 0).rows;
 }
 
 /* the tables kept for a while to answer duplicates, a part of the tick each */

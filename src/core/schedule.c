@@ -113,6 +113,7 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 				   const char *queue, Jsonb *payload, bool backfill,
 				   TimestampTz now)
 {
+	DurableResult res;
 	TimestampTz after = now;
 	DurableCron cron;
 	pg_tz	   *tz;
@@ -134,10 +135,11 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 	 * shows the last run committed.
 	 */
 	lock[LOCK_NAME] = CStringGetTextDatum(name);
-	if (DurableExecute(&schedule_lock, lock, NULL, SPI_OK_SELECT, 1) == 1)
+	res = DurableRun(&schedule_lock, lock, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 1)
 	{
 		bool		isnull;
-		Datum		last_run = DurableColumnDatum(0, LOCKED_LAST_RUN, &isnull);
+		Datum		last_run = DurableGetDatum(res, 0, LOCKED_LAST_RUN, &isnull);
 
 		if (!isnull)
 			after = Max(after, DatumGetTimestampTz(last_run));
@@ -156,7 +158,7 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 	args[UPSERT_NEXT_RUN] = TimestampTzGetDatum(next);
 	args[UPSERT_NOW] = TimestampTzGetDatum(now);
 	args[UPSERT_ROLE] = CStringGetTextDatum(DurableCallerName());
-	DurableExecute(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
+	res = DurableRun(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
 	forget_failure(name);
 	return next;
 }
@@ -187,7 +189,7 @@ DurableUnschedule(const char *name)
 	bool		removed;
 
 	args[DELETE_NAME] = CStringGetTextDatum(name);
-	removed = DurableExecute(&schedule_delete, args, NULL, SPI_OK_DELETE, 0) > 0;
+	removed = DurableRun(&schedule_delete, args, NULL, SPI_OK_DELETE, 0).rows > 0;
 	forget_failure(name);
 	return removed;
 }
@@ -356,7 +358,7 @@ run_schedule(void *arg)
 			skip[SKIP_NEXT_RUN] = TimestampTzGetDatum(next);
 			skip[SKIP_ERROR] = CStringGetTextDatum(due->error);
 			skip[SKIP_NOW] = TimestampTzGetDatum(due->now);
-			DurableExecute(&schedule_skip, skip, NULL, SPI_OK_UPDATE, 0);
+			DurableRun(&schedule_skip, skip, NULL, SPI_OK_UPDATE, 0);
 			return enqueued;
 		}
 		due->attempting = occurrence;
@@ -373,7 +375,7 @@ run_schedule(void *arg)
 	advance[ADVANCE_LAST_RUN] = TimestampTzGetDatum(occurrence);
 	advance[ADVANCE_TASK_ID] = Int64GetDatum(task_id);
 	nulls[ADVANCE_TASK_ID] = task_id != 0 ? ' ' : 'n';
-	DurableExecute(&schedule_advance, advance, nulls, SPI_OK_UPDATE, 0);
+	DurableRun(&schedule_advance, advance, nulls, SPI_OK_UPDATE, 0);
 	return enqueued;
 }
 
@@ -396,6 +398,7 @@ uint64
 DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 					void *arg)
 {
+	DurableResult res;
 	Datum		args[DUE_NPARAMS];
 	uint64		n;
 	DueSchedule *due;
@@ -403,7 +406,8 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 
 	args[DUE_NOW] = TimestampTzGetDatum(now);
 	args[DUE_BATCH] = Int32GetDatum(batch);
-	n = DurableExecute(&schedules_due, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&schedules_due, args, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	if (n == 0)
 		return 0;
 	due = palloc0(sizeof(DueSchedule) * n);
@@ -411,13 +415,13 @@ DurableRunSchedules(TimestampTz now, int batch, DurableSettledCallback callback,
 	{
 		bool		isnull;
 
-		due[r].name = DurableColumnText(r, DUE_NAME);
-		due[r].cron = DurableColumnText(r, DUE_CRON);
-		due[r].timezone = DurableColumnText(r, DUE_TIMEZONE);
-		due[r].queue = DurableColumnText(r, DUE_QUEUE);
-		due[r].payload = DatumGetJsonbPCopy(DurableColumnDatum(r, DUE_PAYLOAD, &isnull));
-		due[r].backfill = DurableColumnBool(r, DUE_BACKFILL);
-		due[r].next_run = DatumGetTimestampTz(DurableColumnDatum(r, DUE_NEXT_RUN, &isnull));
+		due[r].name = DurableGetText(res, r, DUE_NAME);
+		due[r].cron = DurableGetText(res, r, DUE_CRON);
+		due[r].timezone = DurableGetText(res, r, DUE_TIMEZONE);
+		due[r].queue = DurableGetText(res, r, DUE_QUEUE);
+		due[r].payload = DatumGetJsonbPCopy(DurableGetDatum(res, r, DUE_PAYLOAD, &isnull));
+		due[r].backfill = DurableGetBool(res, r, DUE_BACKFILL);
+		due[r].next_run = DatumGetTimestampTz(DurableGetDatum(res, r, DUE_NEXT_RUN, &isnull));
 		due[r].now = now;
 		due[r].callback = callback;
 		due[r].arg = arg;

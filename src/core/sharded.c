@@ -134,11 +134,20 @@ DurableClaimOrder(const DurableQueue *settings, uint32 turn, DurableNodeWalk *wa
 	return walk->partitions;
 }
 
-/* claim_probe, with its values (probe_params) */
-static uint64
-run_probe(void *probe)
+/* a run of claim_probe: its values (probe_params), and its result */
+typedef struct ProbeRun
 {
-	return DurableExecute(&claim_probe, (Datum *) probe, NULL, SPI_OK_SELECT, 0);
+	Datum	   *values;
+	DurableResult res;
+} ProbeRun;
+
+static uint64
+run_probe(void *arg)
+{
+	ProbeRun   *run = (ProbeRun *) arg;
+
+	run->res = DurableRun(&claim_probe, run->values, NULL, SPI_OK_SELECT, 0);
+	return run->res.rows;
 }
 
 /*
@@ -158,6 +167,7 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 	int32		group = walk->places[i].group;
 	ErrorData  *error;
 	Datum		probe[PROBE_NPARAMS];
+	ProbeRun	run = {.values = probe};
 
 	if (DurableNodeDown(group))
 		return false;
@@ -170,15 +180,16 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 
 		expired_args[EXPIRED_PARTITION] = probe[PROBE_PARTITION];
 		expired_args[EXPIRED_NOW] = probe[PROBE_NOW];
-		*ready = DurableExecute(&probe_here_ready, probe, NULL, SPI_OK_SELECT, 0) > 0;
+		*ready = DurableRun(&probe_here_ready, probe, NULL,
+							SPI_OK_SELECT, 0).rows > 0;
 		*expired = !*ready &&
-			DurableExecute(&probe_here_expired, expired_args, NULL,
-						   SPI_OK_SELECT, 0) > 0;
+			DurableRun(&probe_here_expired, expired_args, NULL,
+					   SPI_OK_SELECT, 0).rows > 0;
 		return true;
 	}
 	if (bms_is_member(group, walk->reached))
-		DurableExecute(&claim_probe, probe, NULL, SPI_OK_SELECT, 0);
-	else if (DurableTry(run_probe, probe, NULL, &error))
+		(void) run_probe(&run);
+	else if (DurableTry(run_probe, &run, NULL, &error))
 		walk->reached = bms_add_member(walk->reached, group);
 	else
 	{
@@ -191,8 +202,8 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 		FreeErrorData(error);
 		return false;
 	}
-	*ready = DurableColumnBool(0, PROBE_READY);
-	*expired = DurableColumnBool(0, PROBE_EXPIRED);
+	*ready = DurableGetBool(run.res, 0, PROBE_READY);
+	*expired = DurableGetBool(run.res, 0, PROBE_EXPIRED);
 	return true;
 }
 
@@ -272,6 +283,7 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 							 int n, int64 *task_ids, TimestampTz *until,
 							 bool *held)
 {
+	DurableResult res;
 	Datum	   *id_values;
 	Datum	   *fence_values;
 	Datum	   *partitions = palloc(sizeof(Datum) * n);
@@ -312,14 +324,15 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 		args[BEAT_FENCES] = PointerGetDatum(run_array(fence_values, order, from, to, INT8OID));
 		args[BEAT_PARTITIONS] = PointerGetDatum(run_array(partitions, order, from, to,
 														 INT4OID));
-		rows = DurableExecute(&heartbeat_shard, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
+		res = DurableRun(&heartbeat_shard, args, nulls, SPI_OK_UPDATE_RETURNING, 0);
+		rows = res.rows;
 		for (uint64 row = 0; row < rows; row++)
 		{
-			int64		task_id = DurableColumnInt64(row, SHARD_RENEWED_TASK_ID);
-			int64		fence = DurableColumnInt64(row, SHARD_RENEWED_FENCE);
+			int64		task_id = DurableGetInt64(res, row, SHARD_RENEWED_TASK_ID);
+			int64		fence = DurableGetInt64(res, row, SHARD_RENEWED_FENCE);
 			bool		isnull;
-			Datum		lease_until = DurableColumnDatum(row, SHARD_RENEWED_LEASE_UNTIL,
-														 &isnull);
+			Datum		lease_until = DurableGetDatum(res, row, SHARD_RENEWED_LEASE_UNTIL,
+													  &isnull);
 
 			/* every position of the run that names this task and fence */
 			for (int i = from; i < to; i++)
@@ -330,8 +343,8 @@ DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences, Interval *lease,
 					continue;
 				held[p] = true;
 				until[p] = DatumGetTimestampTz(lease_until);
-				queues[p] = DurableColumnText(row, SHARD_RENEWED_QUEUE);
-				restricted[p] = DurableColumnBool(row, SHARD_RENEWED_RESTRICTED);
+				queues[p] = DurableGetText(res, row, SHARD_RENEWED_QUEUE);
+				restricted[p] = DurableGetBool(res, row, SHARD_RENEWED_RESTRICTED);
 			}
 		}
 	}

@@ -153,13 +153,13 @@ static DurableStatement partitions_due = {
 	DURABLE_COLUMNS(partition_columns),
 };
 
-/* the first count partitions of the last statement's, into partitions */
+/* the partitions of a result of partitions_all or partitions_due */
 static uint64
-read_partitions(int32 *partitions, uint64 count)
+read_partitions(int32 *partitions, DurableResult res)
 {
-	for (uint64 i = 0; i < count; i++)
-		partitions[i] = DurableColumnInt32(i, PARTITION_KEY);
-	return count;
+	for (uint64 i = 0; i < res.rows; i++)
+		partitions[i] = DurableGetInt32(res, i, PARTITION_KEY);
+	return res.rows;
 }
 
 /*
@@ -170,10 +170,10 @@ read_partitions(int32 *partitions, uint64 count)
 static int32 *
 partitions_in_use(uint64 *count)
 {
-	uint64		rows = DurableExecute(&partitions_all, NULL, NULL, SPI_OK_SELECT, 0);
-	int32	   *partitions = palloc(sizeof(int32) * Max(rows, 1));
+	DurableResult res = DurableRun(&partitions_all, NULL, NULL, SPI_OK_SELECT, 0);
+	int32	   *partitions = palloc(sizeof(int32) * Max(res.rows, 1));
 
-	*count = read_partitions(partitions, rows);
+	*count = read_partitions(partitions, res);
 	if (DurableDistributed() && MyBackendType == B_BG_WORKER && *count > 0)
 	{
 		DurablePlacement *places = palloc(sizeof(DurablePlacement) * *count);
@@ -212,8 +212,8 @@ narrow_to_due(void *arg)
 														   true, TYPALIGN_INT));
 	args[DUE_NOW] = TimestampTzGetDatum(work->now);
 	work->count = read_partitions(work->partitions,
-								  DurableExecute(&partitions_due, args, NULL,
-												 SPI_OK_SELECT, 0));
+								  DurableRun(&partitions_due, args, NULL,
+											 SPI_OK_SELECT, 0));
 	pfree(keys);
 	return work->count;
 }

@@ -116,11 +116,11 @@ find_tables(void)
 	}
 	else
 	{
-		uint64		n = DurableExecute(&local_task_shards, NULL, NULL,
+		DurableResult res = DurableRun(&local_task_shards, NULL, NULL,
 									   SPI_OK_SELECT, 0);
 
-		for (uint64 row = 0; row < n && nfound < DURABLE_MAX_VACUUMED; row++)
-			strlcpy(found[nfound++].name, DurableColumnText(row, SHARD_NAME), NAMEDATALEN);
+		for (uint64 row = 0; row < res.rows && nfound < DURABLE_MAX_VACUUMED; row++)
+			strlcpy(found[nfound++].name, DurableGetText(res, row, SHARD_NAME), NAMEDATALEN);
 	}
 	for (int i = 0; i < nfound; i++)
 	{

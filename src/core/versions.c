@@ -122,7 +122,7 @@ DurableRecordWorker(const char *queue, const char *worker, Jsonb *runs,
 	nulls[SEEN_VERSIONS] = runs ? ' ' : 'n';
 	args[SEEN_ROLE] = CStringGetTextDatum(DurableCallerName());
 	args[SEEN_NOW] = TimestampTzGetDatum(now);
-	DurableExecute(&worker_seen, args, nulls, SPI_OK_INSERT, 0);
+	DurableRun(&worker_seen, args, nulls, SPI_OK_INSERT, 0);
 	seen->recorded_at = now;
 }
 
@@ -249,6 +249,7 @@ static bool
 migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 			   TimestampTz now)
 {
+	DurableResult res;
 	Datum		args[PINNED_NPARAMS];
 	Datum		pin[PIN_NPARAMS];
 	Jsonb	   *old;
@@ -264,14 +265,15 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	args[PINNED_FROM] = JsonbPGetDatum(m->from);
 	args[PINNED_TO] = JsonbPGetDatum(m->to);
 	/* the caller locked a live task: it cannot have left the live table */
-	if (DurableExecute(&task_pinned, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&task_pinned, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		elog(ERROR, "task %lld left durable.live_tasks under its row lock",
 			 (long long) task->task_id);
-	old = DurableColumnIsNull(0, PINNED_VERSIONS) ? NULL :
-		DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_VERSIONS, &isnull));
-	migrated = DatumGetJsonbPCopy(DurableColumnDatum(0, PINNED_MIGRATED, &isnull));
-	stop_code = DurableColumnText(0, PINNED_STOP_CODE);
-	if (!DurableColumnBool(0, PINNED_MATCHES))
+	old = DurableGetIsNull(res, 0, PINNED_VERSIONS) ? NULL :
+		DatumGetJsonbPCopy(DurableGetDatum(res, 0, PINNED_VERSIONS, &isnull));
+	migrated = DatumGetJsonbPCopy(DurableGetDatum(res, 0, PINNED_MIGRATED, &isnull));
+	stop_code = DurableGetText(res, 0, PINNED_STOP_CODE);
+	if (!DurableGetBool(res, 0, PINNED_MATCHES))
 	{
 		DurableCountNow(task->queue, DURABLE_COUNT_VERSION_CONFLICTS);
 		ereport(ERROR,
@@ -350,7 +352,7 @@ migrate_locked(DurableTask *task, const DurableMigration *m, bool refuse_doubt,
 	pin[PIN_PARTITION] = Int32GetDatum(task->partition);
 	pin[PIN_TASK_ID] = Int64GetDatum(task->task_id);
 	pin[PIN_VERSIONS] = JsonbPGetDatum(migrated);
-	DurableExecute(&task_pin, pin, NULL, SPI_OK_UPDATE, 1);
+	DurableRun(&task_pin, pin, NULL, SPI_OK_UPDATE, 1);
 	DurableCount(task->queue, DURABLE_COUNT_MIGRATED, 1);
 	report_migrated(m, task->task_id,
 					DurableTaskStateName(stays ? task->state : move.to_state),
@@ -389,6 +391,7 @@ DurableMigrateTask(int64 task_id, const DurableMigration *m)
 uint64
 DurableMigrateQueue(const char *queue, int32 batch, const DurableMigration *m)
 {
+	DurableResult res;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableQueue settings;
 	Datum		args[MIGRATABLE_NPARAMS];
@@ -402,10 +405,11 @@ DurableMigrateQueue(const char *queue, int32 batch, const DurableMigration *m)
 	args[MIGRATABLE_FROM] = JsonbPGetDatum(m->from);
 	args[MIGRATABLE_TO] = JsonbPGetDatum(m->to);
 	args[MIGRATABLE_BATCH] = Int32GetDatum(batch);
-	n = DurableExecute(&queue_migratable, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&queue_migratable, args, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	ids = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
-		ids[i] = DurableColumnInt64(i, MIGRATABLE_TASK_ID);
+		ids[i] = DurableGetInt64(res, i, MIGRATABLE_TASK_ID);
 	for (uint64 i = 0; i < n; i++)
 	{
 		DurableTask task;
@@ -548,6 +552,7 @@ typedef struct VersionsWork
 static uint64
 review_unrunnable(void *arg)
 {
+	DurableResult res;
 	VersionsWork *work = (VersionsWork *) arg;
 	DurableQueue settings;
 	TimestampTz since;
@@ -573,12 +578,12 @@ review_unrunnable(void *arg)
 	since = DurableTimePlus(work->now, &back) - WORKER_RECORD_INTERVAL;
 	alive_args[ALIVE_QUEUE] = CStringGetTextDatum(work->queue);
 	alive_args[ALIVE_SINCE] = TimestampTzGetDatum(since);
-	DurableExecute(&workers_alive, alive_args, NULL, SPI_OK_SELECT, 1);
+	res = DurableRun(&workers_alive, alive_args, NULL, SPI_OK_SELECT, 1);
 	/* a worker that did not say what it runs takes any task */
-	if (DurableColumnBool(0, ALIVE_ANY))
+	if (DurableGetBool(res, 0, ALIVE_ANY))
 		return 0;
-	runs = PointerGetDatum(PG_DETOAST_DATUM_COPY(DurableColumnDatum(0, ALIVE_RUNS, &isnull)));
-	alive = DatumGetJsonbPCopy(DurableColumnDatum(0, ALIVE_LIST, &isnull));
+	runs = PointerGetDatum(PG_DETOAST_DATUM_COPY(DurableGetDatum(res, 0, ALIVE_RUNS, &isnull)));
+	alive = DatumGetJsonbPCopy(DurableGetDatum(res, 0, ALIVE_LIST, &isnull));
 
 	args[UNRUNNABLE_QUEUE] = alive_args[ALIVE_QUEUE];
 	args[UNRUNNABLE_NOW] = TimestampTzGetDatum(work->now);
@@ -595,13 +600,14 @@ review_unrunnable(void *arg)
 		if (DurablePartitionPaused(&settings, partition))
 			continue;
 		args[UNRUNNABLE_PARTITION] = Int32GetDatum(partition);
-		n = DurableExecute(&unrunnable, args, NULL, SPI_OK_SELECT, 0);
+		res = DurableRun(&unrunnable, args, NULL, SPI_OK_SELECT, 0);
+		n = res.rows;
 		ids = palloc(sizeof(int64) * Max(n, 1));
 		pinned = palloc(sizeof(Jsonb *) * Max(n, 1));
 		for (uint64 i = 0; i < n; i++)
 		{
-			ids[i] = DurableColumnInt64(i, UNRUNNABLE_TASK_ID);
-			pinned[i] = DatumGetJsonbPCopy(DurableColumnDatum(i, UNRUNNABLE_VERSIONS, &isnull));
+			ids[i] = DurableGetInt64(res, i, UNRUNNABLE_TASK_ID);
+			pinned[i] = DatumGetJsonbPCopy(DurableGetDatum(res, i, UNRUNNABLE_VERSIONS, &isnull));
 		}
 		for (uint64 i = 0; i < n && moved < (uint64) work->batch; i++)
 		{
@@ -645,16 +651,18 @@ uint64
 DurableReviewUnrunnable(TimestampTz now, int batch,
 						DurableSettledCallback callback, void *arg)
 {
+	DurableResult res;
 	uint64		nqueues;
 	char	  **queues;
 	uint64		moved = 0;
 
 	if (DurableCitusWorker())
 		return 0;
-	nqueues = DurableExecute(&versioned_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&versioned_queues, NULL, NULL, SPI_OK_SELECT, 0);
+	nqueues = res.rows;
 	queues = palloc(sizeof(char *) * Max(nqueues, 1));
 	for (uint64 i = 0; i < nqueues; i++)
-		queues[i] = DurableColumnText(i, VQUEUE_NAME);
+		queues[i] = DurableGetText(res, i, VQUEUE_NAME);
 	for (uint64 i = 0; i < nqueues && moved < (uint64) batch; i++)
 	{
 		VersionsWork work = {queues[i], now, batch - (int) moved, callback, arg};

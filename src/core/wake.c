@@ -124,6 +124,7 @@ bool
 DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
 				TimestampTz now)
 {
+	DurableResult res;
 	Datum		args[WAKE_NPARAMS];
 	const char *queue;
 
@@ -134,10 +135,11 @@ DurableWakeWait(int64 task_id, const char *name, Jsonb *ending, Jsonb *detail,
 	args[WAKE_NOW] = TimestampTzGetDatum(now);
 	args[WAKE_ROLE] = CStringGetTextDatum(DurableCallerName());
 	args[WAKE_DETAIL] = JsonbPGetDatum(detail);
-	if (DurableExecute(&wait_wake, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&wait_wake, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;
-	queue = DurableColumnText(0, WOKEN_QUEUE);
-	if (DurableColumnBool(0, WOKEN_NOTIFY))
+	queue = DurableGetText(res, 0, WOKEN_QUEUE);
+	if (DurableGetBool(res, 0, WOKEN_NOTIFY))
 		Async_Notify(DURABLE_READY_CHANNEL, queue);
 	DurableCount(queue, DURABLE_COUNT_WAKEUPS, 1);
 	return true;
@@ -240,7 +242,7 @@ unmarked_finished(ArrayType *unmarked)
 
 		key[LIVE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(DatumGetInt64(ids[i])));
 		key[LIVE_TASK_ID] = ids[i];
-		if (DurableExecute(&child_live, key, NULL, SPI_OK_SELECT, 1) > 0)
+		if (DurableRun(&child_live, key, NULL, SPI_OK_SELECT, 1).rows > 0)
 			return false;
 	}
 	return true;
@@ -263,6 +265,7 @@ unmarked_finished(ArrayType *unmarked)
 void
 DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
 {
+	DurableResult res;
 	Datum		mark[MARK_NPARAMS];
 	Datum		joins[JOINS_NPARAMS];
 	uint64		n;
@@ -272,20 +275,22 @@ DurableWakeParent(int64 parent_id, int64 child_id, TimestampTz now)
 	mark[MARK_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
 	mark[MARK_TASK_ID] = Int64GetDatum(parent_id);
 	mark[MARK_CHILD_ID] = Int64GetDatum(child_id);
-	if (DurableExecute(&parent_mark, mark, NULL, SPI_OK_UPDATE, 0) == 0)
+	res = DurableRun(&parent_mark, mark, NULL, SPI_OK_UPDATE, 0);
+	if (res.rows == 0)
 		return;
 	joins[JOINS_PARTITION] = mark[MARK_PARTITION];
 	joins[JOINS_TASK_ID] = mark[MARK_TASK_ID];
-	n = DurableExecute(&parent_joins, joins, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&parent_joins, joins, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	names = palloc(sizeof(char *) * Max(n, 1));
 	unmarked = palloc(sizeof(ArrayType *) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 	{
 		bool		isnull;
 
-		names[r] = DurableColumnText(r, JOIN_NAME);
-		unmarked[r] = DatumGetArrayTypePCopy(DurableColumnDatum(r, JOIN_UNMARKED,
-																&isnull));
+		names[r] = DurableGetText(res, r, JOIN_NAME);
+		unmarked[r] = DatumGetArrayTypePCopy(DurableGetDatum(res, r, JOIN_UNMARKED,
+															 &isnull));
 	}
 	for (uint64 r = 0; r < n; r++)
 	{

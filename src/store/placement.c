@@ -103,6 +103,7 @@ forget_placements(Datum arg, Oid relid)
 void
 DurablePlacePartitions(const int32 *partitions, int n, DurablePlacement *places)
 {
+	DurableResult res;
 	static bool callback_registered = false;
 	Datum	   *missing;
 	int			nmissing = 0;
@@ -135,22 +136,23 @@ DurablePlacePartitions(const int32 *partitions, int n, DurablePlacement *places)
 		args[PLACEMENTS_PARTITIONS] =
 			PointerGetDatum(construct_array(missing, nmissing, INT4OID,
 											sizeof(int32), true, TYPALIGN_INT));
-		rows = DurableExecute(&partition_placements, args, NULL, SPI_OK_SELECT, 0);
+		res = DurableRun(&partition_placements, args, NULL, SPI_OK_SELECT, 0);
+		rows = res.rows;
 
 		for (uint64 r = 0; r < rows; r++)
 		{
-			int32		partition = DurableColumnInt32(r, PLACED_PARTITION);
+			int32		partition = DurableGetInt32(res, r, PLACED_PARTITION);
 			PlacementEntry *entry = hash_search(placements, &partition,
 												HASH_ENTER, NULL);
 			bool		isnull;
 
-			entry->place.shard = DurableColumnInt64(r, PLACED_SHARD);
-			entry->place.group = DatumGetInt32(DurableColumnDatum(r, PLACED_GROUP,
-																  &isnull));
+			entry->place.shard = DurableGetInt64(res, r, PLACED_SHARD);
+			entry->place.group = DatumGetInt32(DurableGetDatum(res, r, PLACED_GROUP,
+															   &isnull));
 			if (isnull)
 				entry->place.group = -1;
-			placements_relid = DatumGetObjectId(DurableColumnDatum(r, PLACED_RELID,
-																   &isnull));
+			placements_relid = DatumGetObjectId(DurableGetDatum(res, r, PLACED_RELID,
+																&isnull));
 		}
 	}
 	pfree(missing);

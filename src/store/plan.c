@@ -632,20 +632,23 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 }
 
 /*
- * DurableExecute
+ * DurableRun
  *		Run a statement with the given parameters and check that SPI
  *		returned what the caller expects.  nulls follows SPI's convention
  *		(' ' not null, 'n' null) and may be NULL when no value is null.
- *		Returns SPI_processed.  On distributed tables a statement of one
+ *		Returns its result.  On distributed tables a statement of one
  *		partition whose shards are not here runs on their node when it is
  *		delegated, else as its split if it has one, unless its shards are
  *		here; any other statement with a split runs as its split.
  */
-uint64
-DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
-			   int expected, long tcount)
+DurableResult
+DurableRun(DurableStatement *stmt, Datum *values, const char *nulls,
+		   int expected, long tcount)
 {
-	uint64		processed = execute(stmt, values, nulls, expected, tcount, true);
+	DurableResult res;
+
+	res.stmt = stmt;
+	res.rows = execute(stmt, values, nulls, expected, tcount, true);
 
 	/*
 	 * A change of its tables committed while the statement waited for
@@ -655,22 +658,34 @@ DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
 	 * statement wrote under the old shape.
 	 */
 	DurableCheckTables(stmt);
-	return processed;
+	res.tuptable = SPI_tuptable;
+	return res;
 }
 
 /*
- * DurableExecuteHere
- *		DurableExecute for a statement another node sent (delegate.c): it
- *		runs from this node, never sent on again.
+ * DurableRunHere
+ *		DurableRun for a statement another node sent (delegate.c): it runs
+ *		from this node, never sent on again.
  */
-uint64
-DurableExecuteHere(DurableStatement *stmt, Datum *values, const char *nulls,
-				   int expected)
+DurableResult
+DurableRunHere(DurableStatement *stmt, Datum *values, const char *nulls,
+			   int expected)
 {
-	uint64		processed = execute(stmt, values, nulls, expected, 0, false);
+	DurableResult res;
 
-	DurableCheckTables(stmt);	/* as DurableExecute does */
-	return processed;
+	res.stmt = stmt;
+	res.rows = execute(stmt, values, nulls, expected, 0, false);
+	DurableCheckTables(stmt);	/* as DurableRun does */
+	res.tuptable = SPI_tuptable;
+	return res;
+}
+
+/* DurableRun, for the callers that read its result as the last one */
+uint64
+DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
+			   int expected, long tcount)
+{
+	return DurableRun(stmt, values, nulls, expected, tcount).rows;
 }
 
 /*

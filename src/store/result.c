@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * result.c
- *	  Typed access to the columns of the result of the statement
- *	  DurableExecute ran last (plan.c), by its declaration's constants.
+ *	  Typed access to the columns of a statement's result (DurableRun,
+ *	  plan.c), by its declaration's constants.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,83 +10,91 @@
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
 
 /*
  * Accessors for column col (counted from 0, by the declaration's
- * constants) of a row of the result of the last statement executed.  Null
- * handling is explicit: only DurableColumnDatum, DurableColumnText and
- * DurableColumnIsNull accept a NULL.
+ * constants) of a row of a statement's result.  Each checks that the
+ * column is one of the statement's, of the type it reads, and the row one
+ * of its rows: a constant of another statement's columns is an ERROR
+ * naming the statement, never another column's value.  Null handling is
+ * explicit: only DurableGetDatum, DurableGetText and DurableGetIsNull
+ * accept a NULL.
  */
-static inline void
-check_column(int col, Oid type)
+static void
+check_column(DurableResult res, uint64 row, int col, Oid type)
 {
-#ifdef USE_ASSERT_CHECKING
-	const DurableStatement *stmt = DurableLastExecuted();
+	const DurableStatement *stmt = res.stmt;
 
-	Assert(stmt != NULL && SPI_tuptable != NULL);
-	Assert(col < stmt->ncolumns);
-	Assert(type == InvalidOid || stmt->columns[col].type == type);
-#endif
-	(void) col;
-	(void) type;
+	if (stmt == NULL || res.tuptable == NULL)
+		elog(ERROR, "a column read of a statement that returned no rows");
+	if (col < 0 || col >= stmt->ncolumns)
+		elog(ERROR, "statement \"%s\" has no column %d", stmt->name, col + 1);
+	if (type != InvalidOid && stmt->columns[col].type != type &&
+		!(type == INT8OID && stmt->columns[col].type == INT4OID))
+		elog(ERROR, "column \"%s\" of statement \"%s\" is not of type %s",
+			 stmt->columns[col].name, stmt->name, format_type_be(type));
+	if (row >= res.rows)
+		elog(ERROR, "statement \"%s\" returned " UINT64_FORMAT " rows, not row " UINT64_FORMAT,
+			 stmt->name, res.rows, row + 1);
 }
 
 Datum
-DurableColumnDatum(uint64 row, int col, bool *isnull)
+DurableGetDatum(DurableResult res, uint64 row, int col, bool *isnull)
 {
-	check_column(col, InvalidOid);
-	Assert(row < SPI_processed);
-	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+	check_column(res, row, col, InvalidOid);
+	return SPI_getbinval(res.tuptable->vals[row], res.tuptable->tupdesc,
 						 col + 1, isnull);
 }
 
 bool
-DurableColumnIsNull(uint64 row, int col)
+DurableGetIsNull(DurableResult res, uint64 row, int col)
 {
 	bool		isnull;
 
-	(void) DurableColumnDatum(row, col, &isnull);
+	(void) DurableGetDatum(res, row, col, &isnull);
 	return isnull;
 }
 
 /* a column's value, which must not be NULL */
 static Datum
-column_value(uint64 row, int col)
+column_value(DurableResult res, uint64 row, int col, Oid type)
 {
 	bool		isnull;
-	Datum		d = DurableColumnDatum(row, col, &isnull);
+	Datum		d;
 
+	check_column(res, row, col, type);
+	d = SPI_getbinval(res.tuptable->vals[row], res.tuptable->tupdesc,
+					  col + 1, &isnull);
 	if (isnull)
-		elog(ERROR, "unexpected null in column %d of \"%s\"",
-			 col + 1, DurableLastExecuted()->name);
+		elog(ERROR, "unexpected null in column \"%s\" of statement \"%s\"",
+			 res.stmt->columns[col].name, res.stmt->name);
 	return d;
 }
 
 /* an int8 or int4 column */
 int64
-DurableColumnInt64(uint64 row, int col)
+DurableGetInt64(DurableResult res, uint64 row, int col)
 {
-	Datum		d = column_value(row, col);
+	Datum		d = column_value(res, row, col, INT8OID);
 
-	return SPI_gettypeid(SPI_tuptable->tupdesc, col + 1) == INT8OID ?
+	return res.stmt->columns[col].type == INT8OID ?
 		DatumGetInt64(d) : (int64) DatumGetInt32(d);
 }
 
 int32
-DurableColumnInt32(uint64 row, int col)
+DurableGetInt32(DurableResult res, uint64 row, int col)
 {
-	check_column(col, INT4OID);
-	return DatumGetInt32(column_value(row, col));
+	return DatumGetInt32(column_value(res, row, col, INT4OID));
 }
 
 bool
-DurableColumnBool(uint64 row, int col)
+DurableGetBool(DurableResult res, uint64 row, int col)
 {
-	check_column(col, BOOLOID);
-	return DatumGetBool(column_value(row, col));
+	return DatumGetBool(column_value(res, row, col, BOOLOID));
 }
 
 /*
@@ -96,15 +104,15 @@ DurableColumnBool(uint64 row, int col)
  * a time as JSON does, in UTC): what durable keeps of it is one text.
  */
 char *
-DurableColumnText(uint64 row, int col)
+DurableGetText(DurableResult res, uint64 row, int col)
 {
 	bool		isnull;
-	Datum		value = DurableColumnDatum(row, col, &isnull);
+	Datum		value = DurableGetDatum(res, row, col, &isnull);
 	char		buf[MAXDATELEN + 1];
 
 	if (isnull)
 		return NULL;
-	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col + 1))
+	switch (res.stmt->columns[col].type)
 	{
 		case INTERVALOID:
 			{
@@ -129,5 +137,56 @@ DurableColumnText(uint64 row, int col)
 		default:
 			break;
 	}
-	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col + 1);
+	return SPI_getvalue(res.tuptable->vals[row], res.tuptable->tupdesc, col + 1);
+}
+
+/*
+ * The accessors of the result of the statement DurableExecute ran last,
+ * which SPI_tuptable holds, for the callers not yet given its result.
+ */
+static DurableResult
+last_result(void)
+{
+	DurableResult res;
+
+	res.stmt = DurableLastExecuted();
+	res.tuptable = SPI_tuptable;
+	res.rows = SPI_processed;
+	return res;
+}
+
+Datum
+DurableColumnDatum(uint64 row, int col, bool *isnull)
+{
+	return DurableGetDatum(last_result(), row, col, isnull);
+}
+
+bool
+DurableColumnIsNull(uint64 row, int col)
+{
+	return DurableGetIsNull(last_result(), row, col);
+}
+
+int64
+DurableColumnInt64(uint64 row, int col)
+{
+	return DurableGetInt64(last_result(), row, col);
+}
+
+int32
+DurableColumnInt32(uint64 row, int col)
+{
+	return DurableGetInt32(last_result(), row, col);
+}
+
+bool
+DurableColumnBool(uint64 row, int col)
+{
+	return DurableGetBool(last_result(), row, col);
+}
+
+char *
+DurableColumnText(uint64 row, int col)
+{
+	return DurableGetText(last_result(), row, col);
 }

@@ -28,8 +28,13 @@
  *		};
  *		...
  *		args[QUEUE_GET_QUEUE] = CStringGetTextDatum(queue);
- *		DurableExecute(&queue_get, args, NULL, SPI_OK_SELECT, 1);
- *		lease = DurableColumnDatum(0, QUEUE_LEASE, &isnull);
+ *		res = DurableRun(&queue_get, args, NULL, SPI_OK_SELECT, 1);
+ *		if (res.rows == 1)
+ *			lease = DurableGetDatum(res, 0, QUEUE_LEASE, &isnull);
+ *
+ * DurableRun returns the statement's result, a handle whose accessors
+ * (result.c) check that the column read is one of that statement's, of
+ * the type read, and the row one of its rows.
  *
  * params.c rewrites the text with $n once, on the statement's first use.
  * At first prepare the plan cache checks that the text uses exactly the
@@ -167,11 +172,26 @@ typedef struct DurableStatement
 /* ---- params.c ---- */
 extern void DurableResolveParameters(DurableStatement *stmt);
 
+/*
+ * The result of one run of a statement: its rows, read by the constants of
+ * its declaration's columns (result.c).  It stays readable when other
+ * statements run after it: SPI keeps each result until SPI_finish, or
+ * until the subtransaction that made it aborts.
+ */
+typedef struct DurableResult
+{
+	const DurableStatement *stmt;
+	SPITupleTable *tuptable;
+	uint64		rows;
+} DurableResult;
+
 /* ---- plan.c ---- */
+extern DurableResult DurableRun(DurableStatement *stmt, Datum *values,
+								const char *nulls, int expected, long tcount);
+extern DurableResult DurableRunHere(DurableStatement *stmt, Datum *values,
+									const char *nulls, int expected);
 extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
 							 const char *nulls, int expected, long tcount);
-extern uint64 DurableExecuteHere(DurableStatement *stmt, Datum *values,
-								 const char *nulls, int expected);
 extern const DurableStatement *DurableLastExecuted(void);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
@@ -214,6 +234,14 @@ DurableRestoreResult(const DurableSavedResult *saved)
 }
 
 /* ---- result.c ---- */
+extern Datum DurableGetDatum(DurableResult res, uint64 row, int col,
+							 bool *isnull);
+extern bool DurableGetIsNull(DurableResult res, uint64 row, int col);
+extern int64 DurableGetInt64(DurableResult res, uint64 row, int col);
+extern int32 DurableGetInt32(DurableResult res, uint64 row, int col);
+extern bool DurableGetBool(DurableResult res, uint64 row, int col);
+extern char *DurableGetText(DurableResult res, uint64 row, int col);
+/* of the statement DurableExecute ran last (being replaced by the above) */
 extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
 extern bool DurableColumnIsNull(uint64 row, int col);
 extern int64 DurableColumnInt64(uint64 row, int col);
