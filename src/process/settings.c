@@ -17,6 +17,9 @@
  * it sets back every setting whose source is a database's or a role's
  * (PGC_S_GLOBAL to PGC_S_DATABASE_USER) to that value, as an override
  * that nothing later replaces, and says once in the log which it ignored.
+ * It does so outside any transaction first, so that none of them (a
+ * transaction_timeout of a millisecond) acts on the transaction in which
+ * the few that need one (role, session_authorization) are set back.
  * A reload of the configuration file then no longer changes those (the
  * next start of the worker reads them again).  It ends as the bootstrap
  * superuser it connected as, or stops with an error.
@@ -129,14 +132,15 @@ server_setting(const char *name)
 }
 
 /*
- * undo_setting
- *		Set back one setting a database or a role set to the server's value.
- *		session_authorization has none in a worker (it connects as the
- *		bootstrap superuser without setting it, and reads as NULL before
- *		PostgreSQL 17, as an empty string since): that role is its value.
+ * set_back
+ *		Set one setting a database or a role set back to the server's value;
+ *		false when that fails, saying why at elevel.  session_authorization
+ *		has none in a worker (it connects as the bootstrap superuser without
+ *		setting it, and reads as NULL before PostgreSQL 17, as an empty
+ *		string since): that role is its value.
  */
-static void
-undo_setting(const char *name)
+static bool
+set_back(const char *name, int elevel)
 {
 	const ServerSetting *kept = server_setting(name);
 	const char *value = kept != NULL ? kept->value : NULL;
@@ -144,16 +148,17 @@ undo_setting(const char *name)
 	if ((value == NULL || value[0] == '\0') &&
 		strcmp(name, "session_authorization") == 0)
 		value = GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false);
-	if (value == NULL ||
+	return value != NULL &&
 		set_config_option(name, value, PGC_SU_BACKEND, PGC_S_OVERRIDE,
-						  GUC_ACTION_SET, true, WARNING, false) <= 0)
-		ereport(ERROR,
-				errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
-				errmsg("%s cannot ignore setting \"%s\" of its database or role",
-					   MyBgworkerEntry->bgw_type, name),
-				errdetail("The server's configuration gives it no value the worker could go back to."),
-				errhint("Remove it: ALTER DATABASE ... RESET \"%s\" or ALTER ROLE ... RESET \"%s\".",
-						name, name));
+						  GUC_ACTION_SET, true, elevel, false) > 0;
+}
+
+/* whether a setting's value came from the worker's database or role */
+static bool
+from_database_or_role(const struct config_generic *var)
+{
+	return var->source >= PGC_S_GLOBAL && var->source <= PGC_S_DATABASE_USER &&
+		!(var->flags & GUC_CUSTOM_PLACEHOLDER);
 }
 
 /*
@@ -173,20 +178,35 @@ DurablePinSettings(void)
 	Assert(server_settings != NULL);
 	initStringInfo(&ignored);
 
-	/* a transaction: role and session_authorization look their roles up */
+	/*
+	 * First outside any transaction, so that no setting of the database or
+	 * the role times out (transaction_timeout, PostgreSQL 17) or otherwise
+	 * limits the transaction that sets the rest back; then, in a
+	 * transaction, those whose check looks the catalog up (role and
+	 * session_authorization, which look their roles up, refuse to be set
+	 * outside one).
+	 */
+	vars = DURABLE_GUC_VARIABLES(&nvars);
+	for (int i = 0; i < nvars; i++)
+	{
+		if (!from_database_or_role(vars[i]))
+			continue;
+		appendStringInfo(&ignored, "%s%s", ignored.len > 0 ? ", " : "",
+						 vars[i]->name);
+		(void) set_back(vars[i]->name, DEBUG1);
+	}
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	vars = DURABLE_GUC_VARIABLES(&nvars);
 	for (int i = 0; i < nvars; i++)
-	{
-		struct config_generic *var = vars[i];
-
-		if (var->source < PGC_S_GLOBAL || var->source > PGC_S_DATABASE_USER ||
-			(var->flags & GUC_CUSTOM_PLACEHOLDER))
-			continue;
-		undo_setting(var->name);
-		appendStringInfo(&ignored, "%s%s", ignored.len > 0 ? ", " : "", var->name);
-	}
+		if (from_database_or_role(vars[i]) && !set_back(vars[i]->name, WARNING))
+			ereport(ERROR,
+					errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
+					errmsg("%s cannot ignore setting \"%s\" of its database or role",
+						   MyBgworkerEntry->bgw_type, vars[i]->name),
+					errdetail("The server's configuration gives it no value the worker could go back to."),
+					errhint("Remove it: ALTER DATABASE ... RESET \"%s\" or ALTER ROLE ... RESET \"%s\".",
+							vars[i]->name, vars[i]->name));
 	if (GetUserId() != BOOTSTRAP_SUPERUSERID ||
 		GetSessionUserId() != BOOTSTRAP_SUPERUSERID)
 		ereport(ERROR,

@@ -90,6 +90,23 @@ sub restart_reconciler
 	return ($back, $log);
 }
 
+# the errors a background worker logged since offset $from of the server
+# log (lines without the application name the test's sessions log with),
+# but for the terminations the test asks for: a start of the reconciler
+# that a setting killed (a transaction_timeout of a millisecond, on
+# PostgreSQL 17, ended the transaction that sets the others back) is
+# retried and may come back in time, so "comes back" alone can miss it
+sub worker_errors
+{
+	my ($from) = @_;
+	open(my $fh, '<', $node->logfile) or die "cannot read the server log: $!";
+	seek($fh, $from, 0);
+	my @errors = grep { /\[\d+\] (?:ERROR|FATAL|PANIC):/ && !/due to administrator command/ }
+	  <$fh>;
+	close($fh);
+	return join('', @errors);
+}
+
 # an expired lease in a queue of its own, settled by the reconciler that
 # runs now, which is still the same process afterwards
 my $queues = 0;
@@ -228,8 +245,9 @@ for my $round (0 .. 2)
 	my ($set, $refused) = set_all($round);
 	note("$name: $set settings set on the database and the role, $refused refused");
 	ok($set > 150, "$name: most settings were set ($set)");
-	my ($p) = restart_reconciler($name);
+	my ($p, $from) = restart_reconciler($name);
 	settles($name, $p);
+	is(worker_errors($from), '', "$name: no start of the reconciler failed");
 	reset_all();
 	$node->safe_psql('template1', 'ALTER ROLE tester RESET ALL', @as_keeper);
 }
