@@ -277,18 +277,19 @@ static DurableStatement child_states = {
 
 /* the state of the child of row r of child_states */
 static DurableTaskState
-child_state(uint64 r)
+child_state(DurableResult res, uint64 r)
 {
-	return DurableParseTaskState(DurableColumnText(r, CHILD_STATE));
+	return DurableParseTaskState(DurableGetText(res, r, CHILD_STATE));
 }
 
 /*
  * settle_marked
- *		Wait for the commit of each marked child that the last child_states
- *		read as unfinished; true when there was one.
+ *		Wait for the commit of each marked child that a result of
+ *		child_states read as unfinished; true when there was one.
  */
 static bool
-settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows)
+settle_marked(const int64 *child_ids, const bool *marked, int count,
+			  DurableResult res)
 {
 	int64	   *pending = palloc(sizeof(int64) * Max(count, 1));
 	int			npending = 0;
@@ -297,9 +298,9 @@ settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows
 	{
 		if (!marked[i])
 			continue;
-		for (uint64 r = 0; r < rows; r++)
-			if (DurableColumnInt64(r, CHILD_TASK_ID) == child_ids[i] &&
-				!DurableTaskIsTerminal(child_state(r)))
+		for (uint64 r = 0; r < res.rows; r++)
+			if (DurableGetInt64(res, r, CHILD_TASK_ID) == child_ids[i] &&
+				!DurableTaskIsTerminal(child_state(res, r)))
 				pending[npending++] = child_ids[i];
 	}
 	for (int i = 0; i < npending; i++)
@@ -308,7 +309,7 @@ settle_marked(const int64 *child_ids, const bool *marked, int count, uint64 rows
 
 		key[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(pending[i]));
 		key[KEY_TASK_ID] = Int64GetDatum(pending[i]);
-		DurableExecute(&child_settle, key, NULL, SPI_OK_SELECT, 0);
+		DurableRun(&child_settle, key, NULL, SPI_OK_SELECT, 0);
 	}
 	return npending > 0;
 }
@@ -324,6 +325,7 @@ static Jsonb *
 children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 				bool *all_finished)
 {
+	DurableResult res;
 	Datum		key[KEY_NPARAMS];
 	uint64		n;
 	char	  **child_names;
@@ -336,19 +338,20 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 
 	key[KEY_PARTITION] = Int32GetDatum(task->partition);
 	key[KEY_TASK_ID] = Int64GetDatum(task->task_id);
-	n = DurableExecute(&spawned, key, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&spawned, key, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	child_names = palloc(sizeof(char *) * Max(n, 1));
 	child_ids = palloc(sizeof(int64) * Max(n, 1));
 	marked = palloc(sizeof(bool) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 	{
-		char	   *name = DurableColumnText(r, SPAWNED_NAME);
+		char	   *name = DurableGetText(res, r, SPAWNED_NAME);
 
 		if (!joined(args, name))
 			continue;
 		child_names[count] = name;
-		child_ids[count] = DurableColumnInt64(r, SPAWNED_TASK_ID);
-		marked[count] = DurableColumnBool(r, SPAWNED_MARKED);
+		child_ids[count] = DurableGetInt64(res, r, SPAWNED_TASK_ID);
+		marked[count] = DurableGetBool(res, r, SPAWNED_MARKED);
 		count++;
 	}
 	if (names != NULL)
@@ -389,15 +392,16 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 																  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		states[STATES_PARTITIONS] = PointerGetDatum(construct_array(partitions, count, INT4OID,
 																	sizeof(int32), true, TYPALIGN_INT));
-		n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
+		res = DurableRun(&child_states, states, NULL, SPI_OK_SELECT, 0);
 
 		/*
 		 * A child whose finish has marked its spawn and that still reads
 		 * unfinished is being committed on another node of a cluster, which
 		 * has committed on ours: wait for it, and read again.
 		 */
-		if (settle_marked(child_ids, marked, count, n))
-			n = DurableExecute(&child_states, states, NULL, SPI_OK_SELECT, 0);
+		if (settle_marked(child_ids, marked, count, res))
+			res = DurableRun(&child_states, states, NULL, SPI_OK_SELECT, 0);
+		n = res.rows;
 	}
 
 	*all_finished = true;
@@ -409,13 +413,13 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		const char *state = NULL;
 
 		for (r = 0; r < n; r++)
-			if (DurableColumnInt64(r, CHILD_TASK_ID) == child_ids[i])
+			if (DurableGetInt64(res, r, CHILD_TASK_ID) == child_ids[i])
 			{
-				state = DurableColumnText(r, CHILD_STATE);
+				state = DurableGetText(res, r, CHILD_STATE);
 				break;
 			}
 		/* a child retention has removed had finished */
-		if (state != NULL && !DurableTaskIsTerminal(child_state(r)))
+		if (state != NULL && !DurableTaskIsTerminal(DurableParseTaskState(state)))
 			*all_finished = false;
 		if (i > 0)
 			appendStringInfoString(&buf, ", ");
@@ -430,7 +434,7 @@ children_report(DurableTask *task, Jsonb *args, ArrayType *names,
 		for (int col = CHILD_RESULT; col <= CHILD_ERROR; col++)
 		{
 			bool		isnull = true;
-			Datum		d = r < n ? DurableColumnDatum(r, col, &isnull) : (Datum) 0;
+			Datum		d = r < n ? DurableGetDatum(res, r, col, &isnull) : (Datum) 0;
 
 			appendStringInfoString(&buf, col == CHILD_RESULT ? ", \"result\": " : ", \"error\": ");
 			if (isnull)

@@ -353,6 +353,7 @@ static DurableStatement claim_limited_here = {
 static void
 hold_keys(Datum *args, const char *nulls, int32 rows_partition)
 {
+	DurableResult res;
 	bool		distributed = DurableDistributed();
 	Datum		keys_args[KEYS_NPARAMS];
 	char		keys_nulls[KEYS_NPARAMS];
@@ -368,10 +369,10 @@ hold_keys(Datum *args, const char *nulls, int32 rows_partition)
 	keys_args[KEYS_PARTITIONS] = args[CLAIM_PARTITIONS];
 	keys_args[KEYS_CONCURRENCY_LIMIT] = args[CLAIM_CONCURRENCY_LIMIT];
 	keys_args[KEYS_ROWS_PARTITION] = Int32GetDatum(rows_partition);
-	DurableExecute(distributed ? &claim_keys_here : &claim_keys, keys_args,
-				   keys_nulls, SPI_OK_SELECT, 1);
-	args[CLAIM_HELD] = PointerGetDatum(DatumGetArrayTypePCopy(DurableColumnDatum(0, HELD_KEYS,
-																				 &isnull)));
+	res = DurableRun(distributed ? &claim_keys_here : &claim_keys, keys_args,
+					 keys_nulls, SPI_OK_SELECT, 1);
+	args[CLAIM_HELD] = PointerGetDatum(DatumGetArrayTypePCopy(DurableGetDatum(res, 0, HELD_KEYS,
+																			  &isnull)));
 }
 
 /* what a claim of steps awaiting a look-up returns */
@@ -530,10 +531,10 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		if (stmt != &claim && stmt != &reconcile_claim)
 			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
 		if (stmt == &claim && wanted == 1)
-			n = DurableExecute(&DurableClaimOneStatement, args, nulls,
-							   SPI_OK_UPDATE_RETURNING, 0);
+			n = DurableRun(&DurableClaimOneStatement, args, nulls,
+						   SPI_OK_UPDATE_RETURNING, 0).rows;
 		else
-			n = DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0);
+			n = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0).rows;
 		for (uint64 row = 0; row < n; row++)
 		{
 			Datum		values[CLAIMED_NCOLUMNS];

@@ -214,6 +214,7 @@ static DurableStatement commit_batch = {
 void
 DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 {
+	DurableResult res;
 	Datum		args[BATCH_NPARAMS];
 	char		nulls[BATCH_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
 	uint64		done;
@@ -235,7 +236,8 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	nulls[BATCH_RESULTS] = results ? ' ' : 'n';
 	args[BATCH_NOW] = TimestampTzGetDatum(now);
 	args[BATCH_ROLE] = CStringGetTextDatum(DurableCallerName());
-	done = DurableExecute(&commit_batch, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&commit_batch, args, nulls, SPI_OK_SELECT, 0);
+	done = res.rows;
 	if (done != (uint64) n)
 	{
 		Datum	   *id_values;
@@ -251,7 +253,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		deconstruct_array(fences, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
 						  &fence_values, NULL, &nvalues);
 		for (uint64 r = 0; r < returned; r++)
-			returned_ids[r] = DurableColumnInt64(r, COMMITTED_TASK_ID);
+			returned_ids[r] = DurableGetInt64(res, r, COMMITTED_TASK_ID);
 		for (int i = 0; i < n; i++)
 			for (uint64 r = 0; r < returned; r++)
 				if (returned_ids[r] == DatumGetInt64(id_values[i]))
@@ -276,20 +278,20 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	for (uint64 r = 0; r < done; r++)
 	{
 		bool		isnull;
-		Datum		claimed_at = DurableColumnDatum(r, COMMITTED_CLAIMED_AT, &isnull);
+		Datum		claimed_at = DurableGetDatum(res, r, COMMITTED_CLAIMED_AT, &isnull);
 
-		queues[r] = DurableColumnText(r, COMMITTED_QUEUE);
-		committed_ids[r] = DurableColumnInt64(r, COMMITTED_TASK_ID);
+		queues[r] = DurableGetText(res, r, COMMITTED_QUEUE);
+		committed_ids[r] = DurableGetInt64(res, r, COMMITTED_TASK_ID);
 		DurableCount(queues[r], DURABLE_COUNT_COMPLETED, 1);
 		if (!isnull)
 			DurableObserve(queues[r], DURABLE_HIST_RUN_TIME,
 						   now - DatumGetTimestampTz(claimed_at));
-		restricted[r] = !DurableColumnIsNull(r, COMMITTED_RESTRICTED) &&
-			DurableColumnBool(r, COMMITTED_RESTRICTED);
-		if (DurableColumnIsNull(r, COMMITTED_PARENT))
+		restricted[r] = !DurableGetIsNull(res, r, COMMITTED_RESTRICTED) &&
+			DurableGetBool(res, r, COMMITTED_RESTRICTED);
+		if (DurableGetIsNull(res, r, COMMITTED_PARENT))
 			continue;
-		children[2 * nchildren] = DurableColumnInt64(r, COMMITTED_TASK_ID);
-		children[2 * nchildren + 1] = DurableColumnInt64(r, COMMITTED_PARENT);
+		children[2 * nchildren] = DurableGetInt64(res, r, COMMITTED_TASK_ID);
+		children[2 * nchildren + 1] = DurableGetInt64(res, r, COMMITTED_PARENT);
 		nchildren++;
 	}
 	DurableCheckTasksAccess(committed_ids, queues, restricted, (int) done);

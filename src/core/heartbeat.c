@@ -81,6 +81,7 @@ static DurableStatement heartbeat = {
 TimestampTz
 DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease)
 {
+	DurableResult res;
 	Datum		args[HEARTBEAT_NPARAMS];
 	char		nulls[HEARTBEAT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' '};
 	TimestampTz lease_until;
@@ -94,12 +95,13 @@ DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease
 	args[HEARTBEAT_PROGRESS] = PointerGetDatum(progress);
 	nulls[HEARTBEAT_PROGRESS] = progress ? ' ' : 'n';
 	args[HEARTBEAT_FENCE] = Int64GetDatum(fence);
-	if (DurableExecute(&heartbeat, args, nulls, SPI_OK_SELECT, 0) == 0)
+	res = DurableRun(&heartbeat, args, nulls, SPI_OK_SELECT, 0);
+	if (res.rows == 0)
 		DurableReportRefusal(task_id, fence);
-	lease_until = DatumGetTimestampTz(DurableColumnDatum(0, HEARTBEAT_LEASE_UNTIL, &isnull));
-	DurableCheckTaskAccess(task_id, DurableColumnText(0, HEARTBEAT_QUEUE),
-						   !DurableColumnIsNull(0, HEARTBEAT_RESTRICTED) &&
-						   DurableColumnBool(0, HEARTBEAT_RESTRICTED));
+	lease_until = DatumGetTimestampTz(DurableGetDatum(res, 0, HEARTBEAT_LEASE_UNTIL, &isnull));
+	DurableCheckTaskAccess(task_id, DurableGetText(res, 0, HEARTBEAT_QUEUE),
+						   !DurableGetIsNull(res, 0, HEARTBEAT_RESTRICTED) &&
+						   DurableGetBool(res, 0, HEARTBEAT_RESTRICTED));
 	return lease_until;
 }
 
@@ -168,6 +170,7 @@ void
 DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 					  int n, int64 *task_ids, TimestampTz *until, bool *held)
 {
+	DurableResult res;
 	Datum		args[BATCH_NPARAMS];
 	char		nulls[BATCH_NPARAMS] = {' ', ' ', ' ', ' '};
 	uint64		rows;
@@ -185,7 +188,8 @@ DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 	args[BATCH_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	args[BATCH_LEASE] = PointerGetDatum(lease);
 	nulls[BATCH_LEASE] = lease ? ' ' : 'n';
-	rows = DurableExecute(&heartbeat_batch, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&heartbeat_batch, args, nulls, SPI_OK_SELECT, 0);
+	rows = res.rows;
 	if (rows != (uint64) n)
 		elog(ERROR, "batch heartbeat returned %llu rows for %d tasks",
 			 (unsigned long long) rows, n);
@@ -194,14 +198,14 @@ DurableHeartbeatBatch(ArrayType *ids, ArrayType *fences, Interval *lease,
 	for (uint64 r = 0; r < rows; r++)
 	{
 		bool		isnull;
-		Datum		d = DurableColumnDatum(r, RENEWED_LEASE_UNTIL, &isnull);
+		Datum		d = DurableGetDatum(res, r, RENEWED_LEASE_UNTIL, &isnull);
 
-		task_ids[r] = DurableColumnInt64(r, RENEWED_TASK_ID);
+		task_ids[r] = DurableGetInt64(res, r, RENEWED_TASK_ID);
 		held[r] = !isnull;
 		until[r] = isnull ? 0 : DatumGetTimestampTz(d);
-		queues[r] = isnull ? NULL : DurableColumnText(r, RENEWED_QUEUE);
-		restricted[r] = !DurableColumnIsNull(r, RENEWED_RESTRICTED) &&
-			DurableColumnBool(r, RENEWED_RESTRICTED);
+		queues[r] = isnull ? NULL : DurableGetText(res, r, RENEWED_QUEUE);
+		restricted[r] = !DurableGetIsNull(res, r, RENEWED_RESTRICTED) &&
+			DurableGetBool(res, r, RENEWED_RESTRICTED);
 	}
 	DurableCheckBatchAccess(task_ids, queues, restricted, held, n);
 }

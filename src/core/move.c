@@ -107,8 +107,10 @@ static const DurableParam move_params[MOVE_NPARAMS] = {
 	" q.restricted FROM (SELECT) x" \
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
-static void finished(int64 task_id, const DurableMove *move, TimestampTz now);
-static void count_move(const DurableMove *move, bool finish, TimestampTz now);
+static void finished(DurableResult res, int64 task_id, const DurableMove *move,
+					 TimestampTz now);
+static void count_move(DurableResult res, const DurableMove *move, bool finish,
+					   TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 
 /*
@@ -293,6 +295,7 @@ bool
 DurableMoveTask(const DurableTask *task, const DurableMove *move,
 				TimestampTz now, DurableMoved *moved)
 {
+	DurableResult res;
 	Datum		args[MOVE_NPARAMS];
 	char		nulls[MOVE_NPARAMS];
 	DurableStatement *stmt;
@@ -341,36 +344,37 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		stmt = &revive;
 	else
 		stmt = &DurableTransitionStatement;
-	if (DurableExecute(stmt, args, nulls, SPI_OK_SELECT, 0) != 1)
+	res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
+	if (res.rows != 1)
 		return false;
 	/* the queue, owner and restriction are columns 1 to 3 of each */
 	StaticAssertStmt((int) MOVED_QUEUE == (int) FINISHED_QUEUE &&
 					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
 					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
 					 "a move's columns");
-	count_move(move, stmt == &DurableFinishStatement, now);
+	count_move(res, move, stmt == &DurableFinishStatement, now);
 	if (moved != NULL)
 	{
-		moved->queue = DurableColumnText(0, MOVED_QUEUE);
-		moved->owner = DurableColumnText(0, MOVED_OWNER);
-		moved->restricted = !DurableColumnIsNull(0, MOVED_RESTRICTED) &&
-			DurableColumnBool(0, MOVED_RESTRICTED);
+		moved->queue = DurableGetText(res, 0, MOVED_QUEUE);
+		moved->owner = DurableGetText(res, 0, MOVED_OWNER);
+		moved->restricted = !DurableGetIsNull(res, 0, MOVED_RESTRICTED) &&
+			DurableGetBool(res, 0, MOVED_RESTRICTED);
 	}
 	if (stmt == &DurableFinishStatement)
-		finished(task->task_id, move, now);
+		finished(res, task->task_id, move, now);
 	return true;
 }
 
 /*
  * count_move
- *		What a move that has just run (its row the statement's result)
- *		counts: a task sent to review; a finished one by its end, and its
+ *		What a move that has just run (its row res) counts: a task sent to review; a finished one by its end, and its
  *		last lease's run time.
  */
 static void
-count_move(const DurableMove *move, bool finish, TimestampTz now)
+count_move(DurableResult res, const DurableMove *move, bool finish,
+		   TimestampTz now)
 {
-	const char *queue = DurableColumnText(0, MOVED_QUEUE);
+	const char *queue = DurableGetText(res, 0, MOVED_QUEUE);
 	bool		isnull;
 	Datum		claimed_at;
 
@@ -383,7 +387,7 @@ count_move(const DurableMove *move, bool finish, TimestampTz now)
 	DurableCount(queue, move->to_state == DURABLE_TASK_COMPLETED ? DURABLE_COUNT_COMPLETED :
 				 move->to_state == DURABLE_TASK_CANCELLED ? DURABLE_COUNT_CANCELLED :
 				 DURABLE_COUNT_DEAD_LETTERED, 1);
-	claimed_at = DurableColumnDatum(0, FINISHED_CLAIMED_AT, &isnull);
+	claimed_at = DurableGetDatum(res, 0, FINISHED_CLAIMED_AT, &isnull);
 	if (!isnull)
 		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - DatumGetTimestampTz(claimed_at));
 }
@@ -431,13 +435,14 @@ static DurableStatement spawned_children = {
 
 /*
  * finished
- *		What a task that has just finished (the row of finish) owes its
+ *		What a task that has just finished (res, its row of finish) owes its
  *		family: a parent waiting for it may wake, and a cancelled task's
  *		unfinished children are cancelled with it; and the awaits it had
  *		registered go.
  */
 static void
-finished(int64 task_id, const DurableMove *move, TimestampTz now)
+finished(DurableResult res, int64 task_id, const DurableMove *move,
+		 TimestampTz now)
 {
 	bool		no_waits;
 	bool		isnull;
@@ -446,23 +451,24 @@ finished(int64 task_id, const DurableMove *move, TimestampTz now)
 	Datum	   *children = NULL;
 	int			nchildren = 0;
 
-	parent_id = DurableColumnIsNull(0, FINISHED_PARENT) ? 0 :
-		DurableColumnInt64(0, FINISHED_PARENT);
+	parent_id = DurableGetIsNull(res, 0, FINISHED_PARENT) ? 0 :
+		DurableGetInt64(res, 0, FINISHED_PARENT);
 	/* a task without waits, as most are, has no children and no awaits */
-	waits = DurableColumnDatum(0, FINISHED_WAITS, &no_waits);
+	waits = DurableGetDatum(res, 0, FINISHED_WAITS, &no_waits);
 	if (!no_waits)
 	{
 		Datum		id = Int64GetDatum(task_id);
+		DurableResult spawned = {0};
 
-		if (move->to_state == DURABLE_TASK_CANCELLED &&
-			DurableExecute(&spawned_children, &waits, NULL, SPI_OK_SELECT, 1) == 1 &&
-			!DurableColumnIsNull(0, SPAWNED_CHILDREN))
-			deconstruct_array(DatumGetArrayTypeP(DurableColumnDatum(0, SPAWNED_CHILDREN,
-																	&isnull)),
+		if (move->to_state == DURABLE_TASK_CANCELLED)
+			spawned = DurableRun(&spawned_children, &waits, NULL, SPI_OK_SELECT, 1);
+		if (spawned.rows == 1 && !DurableGetIsNull(spawned, 0, SPAWNED_CHILDREN))
+			deconstruct_array(DatumGetArrayTypeP(DurableGetDatum(spawned, 0, SPAWNED_CHILDREN,
+																 &isnull)),
 							  INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
 							  TYPALIGN_DOUBLE, &children, NULL, &nchildren);
 		/* an await it gave up on waits for nothing now */
-		DurableExecute(&event_waits_drop, &id, NULL, SPI_OK_DELETE, 0);
+		DurableRun(&event_waits_drop, &id, NULL, SPI_OK_DELETE, 0);
 	}
 	if (parent_id != 0)
 		DurableWakeParent(parent_id, task_id, now);

@@ -311,7 +311,7 @@ DurableSaveCheckpoint(int64 task_id, int64 fence, Jsonb *checkpoint,
 	args[CHECKPOINT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[CHECKPOINT_TASK_ID] = Int64GetDatum(task_id);
 	args[CHECKPOINT_CHECKPOINT] = JsonbPGetDatum(checkpoint);
-	DurableExecute(&checkpoint_save, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
+	DurableRun(&checkpoint_save, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 
 	DurableDetailInit(&detail);
 	DurableDetailInt(&detail, "checkpoint_version", expected + 1);
@@ -373,6 +373,7 @@ uint64
 DurableCompensate(int64 task_id, int64 fence, int nclasses, const char **names,
 				  const char **classes, DurableCompensation **steps)
 {
+	DurableResult res;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	Datum		args[COMPENSATE_NPARAMS];
@@ -383,13 +384,14 @@ DurableCompensate(int64 task_id, int64 fence, int nclasses, const char **names,
 	DurableTaskHeld(task_id, fence, &task);
 	args[COMPENSATE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[COMPENSATE_TASK_ID] = Int64GetDatum(task_id);
-	n = DurableExecute(&steps_to_compensate, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&steps_to_compensate, args, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
 	out = palloc(sizeof(DurableCompensation) * Max(n, 1));
 	class = palloc(sizeof(char *) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{
-		out[i].compensates = DurableColumnText(i, COMPENSATE_STEP);
-		class[i] = DurableColumnText(i, COMPENSATE_CLASS);
+		out[i].compensates = DurableGetText(res, i, COMPENSATE_STEP);
+		class[i] = DurableGetText(res, i, COMPENSATE_CLASS);
 	}
 	for (int c = 0; c < nclasses; c++)
 	{

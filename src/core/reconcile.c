@@ -107,29 +107,29 @@ find_args(Datum *args, char *nulls, int32 partition, const char *queue,
 	nulls[FIND_QUEUE] = queue ? ' ' : 'n';
 }
 
-/* copy an expired lease out of the SPI result, which the next statement replaces */
+/* an expired lease, row of a result of expired */
 static void
-read_expired(uint64 row, DurableTask *task, int32 partition)
+read_expired(DurableResult res, uint64 row, DurableTask *task, int32 partition)
 {
 	bool		isnull;
 
 	task->partition = partition;
-	task->task_id = DurableColumnInt64(row, EXPIRED_TASK_ID);
+	task->task_id = DurableGetInt64(res, row, EXPIRED_TASK_ID);
 	task->state = DURABLE_TASK_RUNNING;
-	task->fence = DurableColumnInt64(row, EXPIRED_FENCE);
-	task->attempt = DurableColumnInt32(row, EXPIRED_ATTEMPT);
-	task->max_attempts = DurableColumnInt32(row, EXPIRED_MAX_ATTEMPTS);
+	task->fence = DurableGetInt64(res, row, EXPIRED_FENCE);
+	task->attempt = DurableGetInt32(res, row, EXPIRED_ATTEMPT);
+	task->max_attempts = DurableGetInt32(res, row, EXPIRED_MAX_ATTEMPTS);
 	task->created_at = 0;
 	task->deadline = DURABLE_NO_DEADLINE;
-	task->class = DurableColumnText(row, EXPIRED_CLASS);
-	task->owner = DurableColumnText(row, EXPIRED_OWNER);
-	task->lease_until = DatumGetTimestampTz(DurableColumnDatum(row, EXPIRED_LEASE_UNTIL, &isnull));
-	task->retry_base = DurableColumnInt32(row, EXPIRED_RETRY_BASE);
-	task->retry_cap = DurableColumnInt32(row, EXPIRED_RETRY_CAP);
-	task->queue = DurableColumnText(row, EXPIRED_QUEUE);
-	task->retry_limited = DurableColumnBool(row, EXPIRED_RETRY_LIMITED);
-	task->steps_in_doubt = DurableColumnInt32(row, EXPIRED_STEPS_IN_DOUBT);
-	task->run_at = DatumGetTimestampTz(DurableColumnDatum(row, EXPIRED_RUN_AT, &isnull));
+	task->class = DurableGetText(res, row, EXPIRED_CLASS);
+	task->owner = DurableGetText(res, row, EXPIRED_OWNER);
+	task->lease_until = DatumGetTimestampTz(DurableGetDatum(res, row, EXPIRED_LEASE_UNTIL, &isnull));
+	task->retry_base = DurableGetInt32(res, row, EXPIRED_RETRY_BASE);
+	task->retry_cap = DurableGetInt32(res, row, EXPIRED_RETRY_CAP);
+	task->queue = DurableGetText(res, row, EXPIRED_QUEUE);
+	task->retry_limited = DurableGetBool(res, row, EXPIRED_RETRY_LIMITED);
+	task->steps_in_doubt = DurableGetInt32(res, row, EXPIRED_STEPS_IN_DOUBT);
+	task->run_at = DatumGetTimestampTz(DurableGetDatum(res, row, EXPIRED_RUN_AT, &isnull));
 	task->version = 0;			/* not needed: events number themselves */
 	task->checkpoint_version = 0;
 	task->restricted = false;	/* the reconciler acts for every role */
@@ -214,17 +214,20 @@ DurableReconcilePartition(int32 partition, const char *queue, TimestampTz now,
 {
 	Datum		args[FIND_NPARAMS];
 	char		nulls[FIND_NPARAMS];
+	DurableResult res;
 	uint64		n;
 	DurableTask *tasks;
 
 	find_args(args, nulls, partition, queue, now, batch);
-	n = DurableExecute(&expired, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&expired, args, nulls, SPI_OK_SELECT, 0);
+	n = res.rows;
 	if (n == 0)
 		return 0;
 
+	/* every row first: settling one runs statements of its own */
 	tasks = palloc(sizeof(DurableTask) * n);
 	for (uint64 i = 0; i < n; i++)
-		read_expired(i, &tasks[i], partition);
+		read_expired(res, i, &tasks[i], partition);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -281,7 +284,7 @@ static const DurableColumn stuck_columns[STUCK_NCOLUMNS] = {
 };
 static DurableStatement stuck = {
 	.name = "stuck",
-	/* the timeout as DurableColumnText writes it, whatever IntervalStyle */
+	/* the timeout as DurableGetText writes it, whatever IntervalStyle */
 	.sql = "SELECT t.task_id, t.progress, t.progress_at, t.owner, q.progress_timeout"
 	" FROM durable.live_tasks t"
 	" JOIN durable.queues q ON q.queue_name = t.queue_name"
@@ -328,6 +331,7 @@ uint64
 DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 						int batch, DurableSettledCallback callback, void *arg)
 {
+	DurableResult res;
 	Datum		args[FIND_NPARAMS];
 	char		nulls[FIND_NPARAMS];
 	uint64		n;
@@ -335,7 +339,8 @@ DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 	Jsonb	  **details;
 
 	find_args(args, nulls, partition, queue, now, batch);
-	n = DurableExecute(&stuck, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&stuck, args, nulls, SPI_OK_SELECT, 0);
+	n = res.rows;
 	if (n == 0)
 		return 0;
 
@@ -346,14 +351,14 @@ DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 		DurableDetail detail;
 		bool		isnull;
 
-		ids[i] = DurableColumnInt64(i, STUCK_TASK_ID);
+		ids[i] = DurableGetInt64(res, i, STUCK_TASK_ID);
 		DurableDetailInit(&detail);
-		DurableDetailText(&detail, "progress", DurableColumnText(i, STUCK_PROGRESS));
+		DurableDetailText(&detail, "progress", DurableGetText(res, i, STUCK_PROGRESS));
 		DurableDetailTime(&detail, "progress_at",
-						  DatumGetTimestampTz(DurableColumnDatum(i, STUCK_PROGRESS_AT, &isnull)));
-		DurableDetailText(&detail, "owner", DurableColumnText(i, STUCK_OWNER));
+						  DatumGetTimestampTz(DurableGetDatum(res, i, STUCK_PROGRESS_AT, &isnull)));
+		DurableDetailText(&detail, "owner", DurableGetText(res, i, STUCK_OWNER));
 		DurableDetailText(&detail, "progress_timeout",
-						  DurableColumnText(i, STUCK_PROGRESS_TIMEOUT));
+						  DurableGetText(res, i, STUCK_PROGRESS_TIMEOUT));
 		details[i] = DurableDetailFinish(&detail);
 	}
 
@@ -367,7 +372,7 @@ DurableRaiseStuckAlarms(int32 partition, const char *queue, TimestampTz now,
 		mark[MARK_PARTITION] = Int32GetDatum(partition);
 		mark[MARK_TASK_ID] = Int64GetDatum(ids[i]);
 		mark[MARK_NOW] = TimestampTzGetDatum(now);
-		DurableExecute(&stuck_mark, mark, NULL, SPI_OK_UPDATE, 0);
+		DurableRun(&stuck_mark, mark, NULL, SPI_OK_UPDATE, 0);
 		DurableAppendEvent(&task, now, "stuck", DURABLE_RECONCILER_ACTOR,
 						   details[i], NULL, 0);
 		snprintf(payload, sizeof(payload), INT64_FORMAT, ids[i]);

@@ -121,6 +121,7 @@ static DurableStatement step_get = {
 bool
 DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 {
+	DurableResult res;
 	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
@@ -128,21 +129,22 @@ DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 	args[GET_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[GET_TASK_ID] = Int64GetDatum(task->task_id);
 	args[GET_STEP] = CStringGetTextDatum(name);
-	if (DurableExecute(&step_get, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&step_get, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;
 
 	step->name = pstrdup(name);
-	step->state = DurableParseStepState(DurableColumnText(0, STEP_STATE));
-	step->class = DurableColumnText(0, STEP_CLASS);
-	step->version = DurableColumnInt32(0, STEP_VERSION);
-	step->attempt = DurableColumnInt32(0, STEP_ATTEMPT);
-	step->ordinal = DurableColumnInt32(0, STEP_ORDINAL);
-	step->idempotency_key = DurableColumnText(0, STEP_KEY);
-	step->request_hash = DatumGetByteaPCopy(DurableColumnDatum(0, STEP_REQUEST_HASH, &isnull));
-	d = DurableColumnDatum(0, STEP_RESULT, &isnull);
+	step->state = DurableParseStepState(DurableGetText(res, 0, STEP_STATE));
+	step->class = DurableGetText(res, 0, STEP_CLASS);
+	step->version = DurableGetInt32(res, 0, STEP_VERSION);
+	step->attempt = DurableGetInt32(res, 0, STEP_ATTEMPT);
+	step->ordinal = DurableGetInt32(res, 0, STEP_ORDINAL);
+	step->idempotency_key = DurableGetText(res, 0, STEP_KEY);
+	step->request_hash = DatumGetByteaPCopy(DurableGetDatum(res, 0, STEP_REQUEST_HASH, &isnull));
+	d = DurableGetDatum(res, 0, STEP_RESULT, &isnull);
 	step->result = isnull ? NULL : DatumGetJsonbPCopy(d);
-	step->receipt = DurableColumnText(0, STEP_RECEIPT);
-	step->compensates = DurableColumnText(0, STEP_COMPENSATES);
+	step->receipt = DurableGetText(res, 0, STEP_RECEIPT);
+	step->compensates = DurableGetText(res, 0, STEP_COMPENSATES);
 	return true;
 }
 
@@ -195,6 +197,7 @@ static DurableStatement steps_in_doubt = {
 bool
 DurableStepInDoubt(const DurableTask *task, DurableStep *step)
 {
+	DurableResult res;
 	Datum		args[STEPS_NPARAMS];
 	char	   *name;
 
@@ -202,9 +205,10 @@ DurableStepInDoubt(const DurableTask *task, DurableStep *step)
 		return false;
 	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[STEPS_TASK_ID] = Int64GetDatum(task->task_id);
-	if (DurableExecute(&steps_in_doubt, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&steps_in_doubt, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;
-	name = DurableColumnText(0, STEP_NAME);
+	name = DurableGetText(res, 0, STEP_NAME);
 	return DurableStepFetch(task, name, step);
 }
 
@@ -221,21 +225,22 @@ static DurableStatement steps_unsettled = {
 /*
  * DurableUnsettledSteps
  *		The names of the steps of a task that are started, unknown or
- *		failed, newest first; *n is how many.  The names are copied, so they
- *		outlive the result, which the next statement replaces.
+ *		failed, newest first; *n is how many.
  */
 char	  **
 DurableUnsettledSteps(const DurableTask *task, uint64 *n)
 {
+	DurableResult res;
 	Datum		args[STEPS_NPARAMS];
 	char	  **names;
 
 	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[STEPS_TASK_ID] = Int64GetDatum(task->task_id);
-	*n = DurableExecute(&steps_unsettled, args, NULL, SPI_OK_SELECT, 0);
+	res = DurableRun(&steps_unsettled, args, NULL, SPI_OK_SELECT, 0);
+	*n = res.rows;
 	names = palloc(sizeof(char *) * Max(*n, 1));
 	for (uint64 i = 0; i < *n; i++)
-		names[i] = DurableColumnText(i, STEP_NAME);
+		names[i] = DurableGetText(res, i, STEP_NAME);
 	return names;
 }
 
@@ -375,8 +380,8 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 	nulls[UPDATE_ERROR] = change->error ? ' ' : 'n';
 	args[UPDATE_CLEAR_EVIDENCE] = BoolGetDatum(change->clear_evidence);
 	args[UPDATE_EXPECTED] = Int32GetDatum(step->version);
-	if (DurableExecute(&step_update, args, nulls,
-					   SPI_OK_UPDATE_RETURNING, 0) != 1)
+	if (DurableRun(&step_update, args, nulls,
+				   SPI_OK_UPDATE_RETURNING, 0).rows != 1)
 		elog(ERROR, "step \"%s\" of task %lld changed under its task's row lock",
 			 step->name, (long long) task->task_id);
 
@@ -521,7 +526,7 @@ DurablePlanStep(DurableTask *task, const char *name, const char *class,
 	nulls[INSERT_REQUEST] = request ? ' ' : 'n';
 	args[INSERT_COMPENSATES] = compensates ? CStringGetTextDatum(compensates) : (Datum) 0;
 	nulls[INSERT_COMPENSATES] = compensates ? ' ' : 'n';
-	if (DurableExecute(&step_insert, args, nulls, SPI_OK_INSERT, 0) != 1)
+	if (DurableRun(&step_insert, args, nulls, SPI_OK_INSERT, 0).rows != 1)
 		elog(ERROR, "step \"%s\" of task %lld appeared under its task's row lock",
 			 name, (long long) task->task_id);
 

@@ -102,10 +102,10 @@ static DurableStatement task_lock = {
 };
 
 static int32
-int32_or(uint64 row, int col, int32 fallback)
+int32_or(DurableResult res, uint64 row, int col, int32 fallback)
 {
-	return DurableColumnIsNull(row, col) ? fallback :
-		DurableColumnInt32(row, col);
+	return DurableGetIsNull(res, row, col) ? fallback :
+		DurableGetInt32(res, row, col);
 }
 
 /*
@@ -117,6 +117,7 @@ int32_or(uint64 row, int col, int32 fallback)
 bool
 DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 {
+	DurableResult res = {0};
 	Datum		args[KEY_NPARAMS];
 	bool		isnull;
 	Datum		d;
@@ -129,31 +130,34 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	 * Only live tasks are locked: a finished one is in history, where
 	 * nothing but a replay moves it, and is read there to say its state.
 	 */
-	if ((!lock || DurableExecute(&task_lock, args, NULL, SPI_OK_SELECT, 1) == 0) &&
-		DurableExecute(&task_get, args, NULL, SPI_OK_SELECT, 1) == 0)
+	if (lock)
+		res = DurableRun(&task_lock, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
+		res = DurableRun(&task_get, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;
 
-	task->state = DurableParseTaskState(DurableColumnText(0, TASK_STATE));
-	task->fence = DurableColumnInt64(0, TASK_FENCE);
-	task->attempt = DurableColumnInt32(0, TASK_ATTEMPT);
-	task->max_attempts = DurableColumnInt32(0, TASK_MAX_ATTEMPTS);
-	task->created_at = DatumGetTimestampTz(DurableColumnDatum(0, TASK_CREATED_AT, &isnull));
-	d = DurableColumnDatum(0, TASK_DEADLINE, &isnull);
+	task->state = DurableParseTaskState(DurableGetText(res, 0, TASK_STATE));
+	task->fence = DurableGetInt64(res, 0, TASK_FENCE);
+	task->attempt = DurableGetInt32(res, 0, TASK_ATTEMPT);
+	task->max_attempts = DurableGetInt32(res, 0, TASK_MAX_ATTEMPTS);
+	task->created_at = DatumGetTimestampTz(DurableGetDatum(res, 0, TASK_CREATED_AT, &isnull));
+	d = DurableGetDatum(res, 0, TASK_DEADLINE, &isnull);
 	task->deadline = isnull ? DURABLE_NO_DEADLINE :
 		DurableIntervalMicroseconds(DatumGetIntervalP(d), "deadline");
-	task->class = DurableColumnText(0, TASK_CLASS);
-	task->queue = DurableColumnText(0, TASK_QUEUE);
-	task->owner = DurableColumnText(0, TASK_OWNER);
-	d = DurableColumnDatum(0, TASK_LEASE_UNTIL, &isnull);
+	task->class = DurableGetText(res, 0, TASK_CLASS);
+	task->queue = DurableGetText(res, 0, TASK_QUEUE);
+	task->owner = DurableGetText(res, 0, TASK_OWNER);
+	d = DurableGetDatum(res, 0, TASK_LEASE_UNTIL, &isnull);
 	task->lease_until = isnull ? 0 : DatumGetTimestampTz(d);
-	task->retry_base = int32_or(0, TASK_RETRY_BASE, 2);
-	task->retry_cap = int32_or(0, TASK_RETRY_CAP, 60);
-	task->retry_limited = !DurableColumnIsNull(0, TASK_RETRY_CAPACITY);
-	task->version = DurableColumnInt32(0, TASK_VERSION);
-	task->run_at = DatumGetTimestampTz(DurableColumnDatum(0, TASK_RUN_AT, &isnull));
-	task->steps_in_doubt = DurableColumnInt32(0, TASK_STEPS_IN_DOUBT);
-	task->checkpoint_version = DurableColumnInt32(0, TASK_CHECKPOINT_VERSION);
-	d = DurableColumnDatum(0, TASK_RESTRICTED, &isnull);
+	task->retry_base = int32_or(res, 0, TASK_RETRY_BASE, 2);
+	task->retry_cap = int32_or(res, 0, TASK_RETRY_CAP, 60);
+	task->retry_limited = !DurableGetIsNull(res, 0, TASK_RETRY_CAPACITY);
+	task->version = DurableGetInt32(res, 0, TASK_VERSION);
+	task->run_at = DatumGetTimestampTz(DurableGetDatum(res, 0, TASK_RUN_AT, &isnull));
+	task->steps_in_doubt = DurableGetInt32(res, 0, TASK_STEPS_IN_DOUBT);
+	task->checkpoint_version = DurableGetInt32(res, 0, TASK_CHECKPOINT_VERSION);
+	d = DurableGetDatum(res, 0, TASK_RESTRICTED, &isnull);
 	task->restricted = !isnull && DatumGetBool(d);
 	return true;
 }
@@ -232,19 +236,21 @@ DurableReportRefusal(int64 task_id, int64 fence)
 	args[KEY_PARTITION] = Int32GetDatum(task.partition);
 	args[KEY_TASK_ID] = Int64GetDatum(task_id);
 	if (task.fence == fence && task.state == DURABLE_TASK_RUNNING &&
-		task.steps_in_doubt > 0 &&
-		DurableExecute(&task_step_in_doubt, args, NULL, SPI_OK_SELECT, 1) > 0)
+		task.steps_in_doubt > 0)
 	{
-		char	   *step = DurableColumnText(0, DOUBT_STEP);
+		DurableResult res = DurableRun(&task_step_in_doubt, args, NULL,
+									   SPI_OK_SELECT, 1);
+		char	   *step = res.rows > 0 ? DurableGetText(res, 0, DOUBT_STEP) : NULL;
 
-		ereport(ERROR,
-				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
-				errmsg("task %lld cannot finish while step \"%s\" is %s",
-					   (long long) task_id, step,
-					   DurableColumnText(0, DOUBT_STATE)),
-				errdetail("A step that was started and not committed may have taken effect."),
-				errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s').",
-						step));
+		if (step != NULL)
+			ereport(ERROR,
+					errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
+					errmsg("task %lld cannot finish while step \"%s\" is %s",
+						   (long long) task_id, step,
+						   DurableGetText(res, 0, DOUBT_STATE)),
+					errdetail("A step that was started and not committed may have taken effect."),
+					errhint("Commit the step, record a receipt for it, or report it with durable_fail(..., step => '%s').",
+							step));
 	}
 	DurableCountNow(task.queue, DURABLE_COUNT_STALE_WRITES);
 	if (task.fence != fence)
@@ -391,6 +397,7 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 				   const char *actor, Jsonb *detail, const char *step,
 				   int32 doubt_delta)
 {
+	DurableResult res;
 	Datum		args[APPEND_NPARAMS];
 	char		nulls[APPEND_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
@@ -406,11 +413,12 @@ DurableAppendEvent(const DurableTask *task, TimestampTz now, const char *kind,
 	nulls[APPEND_STEP] = step ? ' ' : 'n';
 	args[APPEND_DOUBT_DELTA] = Int32GetDatum(doubt_delta);
 	args[APPEND_ROLE] = CStringGetTextDatum(DurableCallerName());
-	if (DurableExecute(&event_append, args, nulls,
-					   SPI_OK_INSERT_RETURNING, 0) != 1)
+	res = DurableRun(&event_append, args, nulls,
+					 SPI_OK_INSERT_RETURNING, 0);
+	if (res.rows != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
-	return DurableColumnInt32(0, APPEND_SEQ);
+	return DurableGetInt32(res, 0, APPEND_SEQ);
 }
 
 /* the parent of a live task, and that parent's state, live or in history */
@@ -460,19 +468,22 @@ static DurableStatement task_parent_state = {
 int64
 DurableCancelledParent(const DurableTask *task)
 {
+	DurableResult res;
 	Datum		args[KEY_NPARAMS];
 	int64		parent_id;
 
 	args[KEY_PARTITION] = Int32GetDatum(task->partition);
 	args[KEY_TASK_ID] = Int64GetDatum(task->task_id);
-	if (DurableExecute(&task_parent, args, NULL, SPI_OK_SELECT, 0) == 0)
+	res = DurableRun(&task_parent, args, NULL, SPI_OK_SELECT, 0);
+	if (res.rows == 0)
 		return 0;
-	parent_id = DurableColumnInt64(0, PARENT_ID);
+	parent_id = DurableGetInt64(res, 0, PARENT_ID);
 	/* its state wherever it is, live or in history */
 	args[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(parent_id));
 	args[KEY_TASK_ID] = Int64GetDatum(parent_id);
-	if (DurableExecute(&task_parent_state, args, NULL, SPI_OK_SELECT, 0) == 0)
+	res = DurableRun(&task_parent_state, args, NULL, SPI_OK_SELECT, 0);
+	if (res.rows == 0)
 		return 0;				/* retention has removed it */
-	return DurableParseTaskState(DurableColumnText(0, PARENT_STATE)) ==
+	return DurableParseTaskState(DurableGetText(res, 0, PARENT_STATE)) ==
 		DURABLE_TASK_CANCELLED ? parent_id : 0;
 }

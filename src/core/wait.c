@@ -83,6 +83,7 @@ static DurableStatement wait_get = {
 bool
 DurableWaitFetch(const DurableTask *task, const char *name, DurableWait *wait)
 {
+	DurableResult res;
 	Datum		args[GET_NPARAMS];
 	bool		isnull;
 	Datum		d;
@@ -90,17 +91,18 @@ DurableWaitFetch(const DurableTask *task, const char *name, DurableWait *wait)
 	args[GET_PARTITION] = Int32GetDatum(task->partition);
 	args[GET_TASK_ID] = Int64GetDatum(task->task_id);
 	args[GET_NAME] = CStringGetTextDatum(name);
-	if (DurableExecute(&wait_get, args, NULL, SPI_OK_SELECT, 1) == 0)
+	res = DurableRun(&wait_get, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
 		return false;
-	wait->kind = DurableColumnText(0, WAIT_COL_KIND);
-	d = DurableColumnDatum(0, WAIT_COL_ARGS, &isnull);
+	wait->kind = DurableGetText(res, 0, WAIT_COL_KIND);
+	d = DurableGetDatum(res, 0, WAIT_COL_ARGS, &isnull);
 	wait->args = isnull ? NULL : DatumGetJsonbPCopy(d);
-	wait->status = DurableColumnText(0, WAIT_COL_STATUS);
-	d = DurableColumnDatum(0, WAIT_COL_UNTIL, &isnull);
+	wait->status = DurableGetText(res, 0, WAIT_COL_STATUS);
+	d = DurableGetDatum(res, 0, WAIT_COL_UNTIL, &isnull);
 	wait->until = isnull ? 0 : DatumGetTimestampTz(d);
-	d = DurableColumnDatum(0, WAIT_COL_PAYLOAD, &isnull);
+	d = DurableGetDatum(res, 0, WAIT_COL_PAYLOAD, &isnull);
 	wait->payload = isnull ? NULL : DatumGetJsonbPCopy(d);
-	d = DurableColumnDatum(0, WAIT_COL_CHILD, &isnull);
+	d = DurableGetDatum(res, 0, WAIT_COL_CHILD, &isnull);
 	wait->child_id = isnull ? 0 : DatumGetInt64(d);
 	return true;
 }
@@ -190,7 +192,7 @@ DurableWaitRecord(const DurableTask *task, const char *name, const char *kind,
 	values[SET_TASK_ID] = Int64GetDatum(task->task_id);
 	values[SET_NAME] = CStringGetTextDatum(name);
 	values[SET_ENTRY] = JsonbPGetDatum(DurableDetailFinish(&entry));
-	if (DurableExecute(&wait_set, values, NULL, SPI_OK_UPDATE, 0) != 1)
+	if (DurableRun(&wait_set, values, NULL, SPI_OK_UPDATE, 0).rows != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 }
@@ -255,7 +257,7 @@ DurableWaitResolve(DurableTask *task, const char *name, const char *status,
 	values[RESOLVE_TASK_ID] = Int64GetDatum(task->task_id);
 	values[RESOLVE_NAME] = CStringGetTextDatum(name);
 	values[RESOLVE_ENDING] = JsonbPGetDatum(DurableWaitEnding(status, payload, now));
-	if (DurableExecute(&wait_resolve, values, NULL, SPI_OK_UPDATE, 0) != 1)
+	if (DurableRun(&wait_resolve, values, NULL, SPI_OK_UPDATE, 0).rows != 1)
 		elog(ERROR, "task %lld vanished under its row lock",
 			 (long long) task->task_id);
 	DurableDetailInit(&detail);

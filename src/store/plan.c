@@ -57,9 +57,6 @@ static DurableStatement *prepared_statements = NULL;
 /* whether the kept plans were prepared for distributed tables */
 static bool prepared_distributed = false;
 
-/* the statement whose result SPI_tuptable holds, for result.c's checks */
-static const DurableStatement *last_executed = NULL;
-
 /*
  * The kept plans of by_partition statements on Citus, one per statement,
  * step and partition; at most PARTITION_PLANS_MAX of them in a backend,
@@ -464,7 +461,7 @@ reference_plan(DurableStatement *stmt)
 	return stmt->local_plan;
 }
 
-/* DurableExecute for a statement that runs as its split */
+/* DurableRun for a statement that runs as its split */
 static uint64
 execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 			  int expected)
@@ -589,7 +586,7 @@ execute_delegated(DurableStatement *stmt, Datum *values, const char *nulls,
 	return SPI_processed;
 }
 
-/* DurableExecute; elsewhere says whether it may run on another node */
+/* DurableRun; elsewhere says whether it may run on another node */
 static uint64
 execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		int expected, long tcount, bool elsewhere)
@@ -605,7 +602,6 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 	}
 	DurableResolveParameters(stmt);
 	DurableCheckTables(stmt);
-	last_executed = stmt;
 	if (distributed && stmt->by_partition)
 	{
 		int32		partition = DatumGetInt32(values[0]);
@@ -678,23 +674,4 @@ DurableRunHere(DurableStatement *stmt, Datum *values, const char *nulls,
 	DurableCheckTables(stmt);	/* as DurableRun does */
 	res.tuptable = SPI_tuptable;
 	return res;
-}
-
-/* DurableRun, for the callers that read its result as the last one */
-uint64
-DurableExecute(DurableStatement *stmt, Datum *values, const char *nulls,
-			   int expected, long tcount)
-{
-	return DurableRun(stmt, values, nulls, expected, tcount).rows;
-}
-
-/*
- * DurableLastExecuted
- *		The statement DurableExecute ran last, whose result SPI_tuptable
- *		holds (for the column accessors of result.c).
- */
-const DurableStatement *
-DurableLastExecuted(void)
-{
-	return last_executed;
 }

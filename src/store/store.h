@@ -190,9 +190,6 @@ extern DurableResult DurableRun(DurableStatement *stmt, Datum *values,
 								const char *nulls, int expected, long tcount);
 extern DurableResult DurableRunHere(DurableStatement *stmt, Datum *values,
 									const char *nulls, int expected);
-extern uint64 DurableExecute(DurableStatement *stmt, Datum *values,
-							 const char *nulls, int expected, long tcount);
-extern const DurableStatement *DurableLastExecuted(void);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);
@@ -241,13 +238,6 @@ extern int64 DurableGetInt64(DurableResult res, uint64 row, int col);
 extern int32 DurableGetInt32(DurableResult res, uint64 row, int col);
 extern bool DurableGetBool(DurableResult res, uint64 row, int col);
 extern char *DurableGetText(DurableResult res, uint64 row, int col);
-/* of the statement DurableExecute ran last (being replaced by the above) */
-extern Datum DurableColumnDatum(uint64 row, int col, bool *isnull);
-extern bool DurableColumnIsNull(uint64 row, int col);
-extern int64 DurableColumnInt64(uint64 row, int col);
-extern int32 DurableColumnInt32(uint64 row, int col);
-extern bool DurableColumnBool(uint64 row, int col);
-extern char *DurableColumnText(uint64 row, int col);
 
 /* ---- cluster.c: the installation the statements run on ---- */
 extern int	durable_node_id;
