@@ -134,7 +134,9 @@ server_setting(const char *name)
 /*
  * set_back
  *		Set one setting a database or a role set back to the server's value;
- *		false when that fails, saying why at elevel.  session_authorization
+ *		false when that fails, saying why at elevel.  Outside a transaction
+ *		it does what a reload of the configuration file may do there: the
+ *		check of a setting that needs the catalog refuses it.  session_authorization
  *		has none in a worker (it connects as the bootstrap superuser without
  *		setting it, and reads as NULL before PostgreSQL 17, as an empty
  *		string since): that role is its value.
@@ -147,7 +149,12 @@ set_back(const char *name, int elevel)
 
 	if ((value == NULL || value[0] == '\0') &&
 		strcmp(name, "session_authorization") == 0)
+	{
+		/* a role's name is read from the catalog: in a transaction only */
+		if (!IsTransactionState())
+			return false;
 		value = GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false);
+	}
 	return value != NULL &&
 		set_config_option(name, value, PGC_SU_BACKEND, PGC_S_OVERRIDE,
 						  GUC_ACTION_SET, true, elevel, false) > 0;
