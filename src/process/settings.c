@@ -136,10 +136,10 @@ server_setting(const char *name)
  *		Set one setting a database or a role set back to the server's value;
  *		false when that fails, saying why at elevel.  Outside a transaction
  *		it does what a reload of the configuration file may do there: the
- *		check of a setting that needs the catalog refuses it.  session_authorization
- *		has none in a worker (it connects as the bootstrap superuser without
- *		setting it, and reads as NULL before PostgreSQL 17, as an empty
- *		string since): that role is its value.
+ *		check of a setting that needs the catalog refuses it.
+ *		session_authorization has none in a worker (it connects as the
+ *		bootstrap superuser without setting it, and reads as NULL before
+ *		PostgreSQL 17, as an empty string since): that role is its value.
  */
 static bool
 set_back(const char *name, int elevel)
