@@ -418,13 +418,27 @@ DurableRecoveryActionOf(int64 task_id)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
 	DurableVerdict verdict;
+	bool		was = DurableReadAsOfCaller(true);
 
-	DurableTaskFetchOrError(task_id, false, &task);
-	DurableTaskRequireRunning(&task);
-	if (task.lease_until >= now)
-		verdict.action = DURABLE_RECOVERY_WAIT;
-	else if (task.steps_in_doubt == 0 ||
-			 !DurableJudgeSteps(&task, NULL, false, NULL, now, NULL, &verdict))
-		DurableJudgeTask(&task, &verdict);
+	/*
+	 * As its caller read the task: the recovery package, which read it
+	 * running, must not find it moved on since (a lease that ran out and
+	 * a tick that settled it).
+	 */
+	PG_TRY();
+	{
+		DurableTaskFetchOrError(task_id, false, &task);
+		DurableTaskRequireRunning(&task);
+		if (task.lease_until >= now)
+			verdict.action = DURABLE_RECOVERY_WAIT;
+		else if (task.steps_in_doubt == 0 ||
+				 !DurableJudgeSteps(&task, NULL, false, NULL, now, NULL, &verdict))
+			DurableJudgeTask(&task, &verdict);
+	}
+	PG_FINALLY();
+	{
+		DurableReadAsOfCaller(was);
+	}
+	PG_END_TRY();
 	return DurableRecoveryActionName(verdict.action);
 }

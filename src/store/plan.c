@@ -58,6 +58,13 @@ static DurableStatement *prepared_statements = NULL;
 static bool prepared_distributed = false;
 
 /*
+ * Whether statements read what the caller's snapshot shows (SPI's
+ * read_only), as the queries of a STABLE SQL function do, rather than
+ * each in a snapshot of its own (DurableReadAsOfCaller).
+ */
+static bool read_as_of_caller = false;
+
+/*
  * The kept plans of by_partition statements on Citus, one per statement,
  * step and partition; at most PARTITION_PLANS_MAX of them in a backend,
  * all forgotten when one more would be kept.
@@ -499,7 +506,7 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 													  c + 1, &isnull);
 				argnulls[stmt->nargs + c] = isnull ? 'n' : ' ';
 			}
-			rc = SPI_execute_plan(plan, args, argnulls, false, 0);
+			rc = SPI_execute_plan(plan, args, argnulls, read_as_of_caller, 0);
 			if (rc < 0)
 				elog(ERROR, "step %d of \"%s\" failed: %s",
 					 k, stmt->name, SPI_result_code_string(rc));
@@ -579,7 +586,7 @@ execute_delegated(DurableStatement *stmt, Datum *values, const char *nulls,
 	args[1] = CStringGetTextDatum(stmt->name);
 	args[2] = DurableDelegatedValues(stmt, values, nulls);
 	args[3] = Int32GetDatum(expected);
-	rc = SPI_execute_plan(stmt->delegated_plan, args, NULL, false, 0);
+	rc = SPI_execute_plan(stmt->delegated_plan, args, NULL, read_as_of_caller, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "unexpected SPI result for \"%s\" on its partition's node: %s",
 			 stmt->name, SPI_result_code_string(rc));
@@ -620,7 +627,7 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		plan = reference_plan(stmt);
 	else
 		plan = statement_plan(stmt);
-	rc = SPI_execute_plan(plan, values, nulls, false, tcount);
+	rc = SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));
@@ -656,6 +663,26 @@ DurableRun(DurableStatement *stmt, Datum *values, const char *nulls,
 	DurableCheckTables(stmt);
 	res.tuptable = SPI_tuptable;
 	return res;
+}
+
+/*
+ * DurableReadAsOfCaller
+ *		Make the statements run from now on read what the caller's snapshot
+ *		shows (on) or each take a snapshot of its own (off, as before);
+ *		returns the mode it replaces, for the caller to restore.  A STABLE
+ *		function whose reads must agree with those of the query that calls
+ *		it reads as of its caller: in READ COMMITTED a snapshot of its own
+ *		could see a row a transaction committed since the query began.
+ *		A statement that writes or locks then fails, as in a STABLE SQL
+ *		function.
+ */
+bool
+DurableReadAsOfCaller(bool on)
+{
+	bool		was = read_as_of_caller;
+
+	read_as_of_caller = on;
+	return was;
 }
 
 /*

@@ -190,6 +190,7 @@ extern DurableResult DurableRun(DurableStatement *stmt, Datum *values,
 								const char *nulls, int expected, long tcount);
 extern DurableResult DurableRunHere(DurableStatement *stmt, Datum *values,
 									const char *nulls, int expected);
+extern bool DurableReadAsOfCaller(bool on);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

@@ -444,5 +444,35 @@ is(sql(q{SELECT string_agg(kind || ' ' || partition_key || ' ' || (role = curren
 	"paused $P true, resumed $P true", 'the pause and the resume are in durable.queue_log, naming the operator');
 is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() reports nothing');
 
+# A recovery package reads its task in one snapshot: a task that moves on
+# while the package is made (here: quarantined by another session while
+# the package waits for a lock after reading the task) is described as the
+# package read it, its action too.  The action used to be read in a
+# snapshot of its own, which found the task no longer running (55U04: the
+# package failed when a lease ran out while it was made).
+sql(q{SELECT durable_create_queue('packaged', lease => '1 hour')});
+my $moving = sql(q{SELECT durable_enqueue('packaged', '{}')});
+sql(q{SELECT fence FROM durable_claim('packaged', 'w')});
+my $locker = $node->background_psql('postgres', on_error_stop => 0);
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE durable.workers IN ACCESS EXCLUSIVE MODE');
+my $reader = $node->background_psql('postgres', on_error_stop => 0);
+$reader->query_until(qr/reading/, qq{\\echo reading
+SELECT 'package: ' || (p -> 'task' ->> 'state') || ' ' || (p -> 'recommended_action' ->> 'action')
+FROM durable_recovery_package($moving) p;
+});
+ok($node->poll_query_until('postgres', q{
+	SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'durable.workers'::regclass AND NOT granted)}),
+	'the package waits for the lock after reading its task');
+$locker->query_safe("SELECT durable_quarantine($moving, 'moved on while the package was made')");
+$locker->query_safe('COMMIT');
+my $package = $reader->query('SELECT 1');
+like($package, qr/package: running wait/,
+	'the package says what it read: the task running, its action to wait');
+unlike($reader->{stderr}, qr/ERROR/, 'the package did not fail as the task moved on');
+is(sql("SELECT state FROM durable.tasks WHERE task_id = $moving"), 'failed', 'the task did move on');
+$locker->quit;
+$reader->quit;
+
 $node->stop;
 done_testing();
