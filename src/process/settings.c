@@ -24,6 +24,19 @@
  * next start of the worker reads them again).  It ends as the bootstrap
  * superuser it connected as, or stops with an error.
  *
+ * InitPostgres itself still acts on two kinds of setting after it applied
+ * those of the database and the role: it sets up the conversion to the
+ * client's encoding, and commits the transaction it connected in.  A
+ * client_encoding of the database that needs a conversion, and a
+ * dynamic_library_path its library is then not found on (PostgreSQL 18
+ * looks even "$libdir/" names up there), ended every start; so did a
+ * transaction_timeout shorter than the rest of that transaction.  So the
+ * pins below are set before connecting already, where the database's and
+ * the role's values cannot replace them (an override ranks above both),
+ * with client_encoding at SQL_ASCII, which converts nothing, until the
+ * worker is connected and takes its database's encoding, as any worker
+ * does.
+ *
  * Placeholders (settings of a library not loaded) are left: no library a
  * worker loads later defines one.  durable's own are defined at preload
  * and PL/pgSQL, the language of durable's functions, is loaded before
@@ -51,6 +64,7 @@
 #include "catalog/pg_authid_d.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "utils/guc.h"
@@ -93,8 +107,10 @@ static const struct
 
 /*
  * DurableKeepServerSettings
- *		Call before BackgroundWorkerInitializeConnection: load PL/pgSQL and
- *		keep the value of every setting, the server's own.
+ *		Call before BackgroundWorkerInitializeConnection: load PL/pgSQL,
+ *		keep the value of every setting, the server's own, and pin
+ *		pinned_settings, and client_encoding to no conversion, for the
+ *		connection itself.
  */
 void
 DurableKeepServerSettings(void)
@@ -119,6 +135,11 @@ DurableKeepServerSettings(void)
 		nserver_settings++;
 	}
 	MemoryContextSwitchTo(old);
+
+	for (size_t i = 0; i < lengthof(pinned_settings); i++)
+		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("client_encoding", "SQL_ASCII", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /* the kept setting of that name, or NULL */
@@ -173,7 +194,8 @@ from_database_or_role(const struct config_generic *var)
  *		Call right after BackgroundWorkerInitializeConnection (after
  *		DurableKeepServerSettings): set back every setting that came from
  *		the database or the role, say which in the log, check that the
- *		worker acts as the bootstrap superuser, and pin pinned_settings.
+ *		worker acts as the bootstrap superuser, and take the database's
+ *		encoding.
  */
 void
 DurablePinSettings(void)
@@ -230,7 +252,6 @@ DurablePinSettings(void)
 				errdetail("durable's workers run under the server's configuration only."));
 	pfree(ignored.data);
 
-	for (size_t i = 0; i < lengthof(pinned_settings); i++)
-		SetConfigOption(pinned_settings[i].name, pinned_settings[i].value,
-						PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("client_encoding", GetDatabaseEncodingName(),
+					PGC_SUSET, PGC_S_OVERRIDE);
 }
