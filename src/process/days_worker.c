@@ -17,28 +17,21 @@
 #include "process/process.h"
 
 #include "access/xact.h"
-#include "catalog/pg_extension.h"
-#include "commands/extension.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/snapmgr.h"
 
-/* whether durable is installed in this database at the library's version */
+/*
+ * whether durable is installed in this database at the library's version,
+ * as it then stays until the end of the transaction (DurableLockExtension)
+ */
 static bool
 extension_current(void)
 {
-	Oid			ext = get_extension_oid("durable", true);
-	char	   *version;
+	char	   *version = DurableLockExtension();
 
-	if (!OidIsValid(ext) || creating_extension)
-		return false;
-	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
-					" WHERE extname OPERATOR(pg_catalog.=) 'durable'",
-					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		return false;
-	version = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	return version != NULL && strcmp(version, DURABLE_VERSION) == 0;
 }
 

@@ -28,6 +28,9 @@ extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
 extern void DurableKeepServerSettings(void);
 extern void DurablePinSettings(void);
 
+/* ---- extension.c ---- */
+extern char *DurableLockExtension(void);
+
 /* ---- days_worker.c ---- */
 extern PGDLLEXPORT void durable_days_main(Datum main_arg);
 

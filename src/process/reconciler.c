@@ -33,22 +33,17 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
-#include "catalog/pg_extension.h"
-#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "tcop/tcopprot.h"
-#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -99,38 +94,20 @@ report_wait(ReconcilerWait wait, const char *version)
 /*
  * extension_ready
  *		Whether the extension is installed at the library's version, and not
- *		being created.  It then stays so until the end of the transaction:
- *		the share lock on the extension keeps a DROP EXTENSION out, which
- *		locks it exclusively, and waits for one under way, after which the
- *		extension is looked up again (taking the lock reads the invalidations
- *		the drop sent).
+ *		being created.  It then stays so until the end of the transaction
+ *		(DurableLockExtension).
  */
 static bool
 extension_ready(void)
 {
-	Oid			ext = get_extension_oid("durable", true);
-	HeapTuple	tuple;
-	Datum		d;
-	bool		isnull;
-	char	   *version;
+	char	   *version = DurableLockExtension();
 	bool		ready;
 
-	if (!OidIsValid(ext) || creating_extension)
+	if (version == NULL)
 	{
 		report_wait(WAIT_NO_EXTENSION, NULL);
 		return false;
 	}
-	LockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock);
-	tuple = SearchSysCache1(EXTENSIONOID, ObjectIdGetDatum(ext));
-	if (!HeapTupleIsValid(tuple))
-	{
-		report_wait(WAIT_NO_EXTENSION, NULL);
-		return false;
-	}
-	d = SysCacheGetAttr(EXTENSIONOID, tuple, Anum_pg_extension_extversion,
-						&isnull);
-	version = isnull ? "" : TextDatumGetCString(d);
-	ReleaseSysCache(tuple);
 	ready = strcmp(version, DURABLE_VERSION) == 0;
 	report_wait(ready ? WAIT_NONE : WAIT_OLD_EXTENSION, version);
 	return ready;
