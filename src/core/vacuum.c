@@ -51,6 +51,7 @@ int			durable_vacuum_threshold = 20000;
 typedef struct VacuumedTable
 {
 	char		name[NAMEDATALEN];	/* in schema durable */
+	Oid			relid;			/* as last looked up, InvalidOid if missing */
 	int64		dead_left;
 	bool		due;
 } VacuumedTable;
@@ -58,21 +59,22 @@ typedef struct VacuumedTable
 static VacuumedTable vacuumed[DURABLE_MAX_VACUUMED];
 static int	nvacuumed = 0;
 
-/* the dead row versions of a table of durable the statistics count, or -1 */
+/*
+ * The dead row versions of a table of durable the statistics count, or -1;
+ * looks its OID up into the table's entry.
+ */
 static int64
-dead_tuples(const char *name)
+dead_tuples(VacuumedTable *table)
 {
 	Oid			schema;
-	Oid			relid;
 	PgStat_StatTabEntry *stats;
 
 	schema = get_namespace_oid("durable", true);
-	if (!OidIsValid(schema))
+	table->relid = OidIsValid(schema) ?
+		get_relname_relid(table->name, schema) : InvalidOid;
+	if (!OidIsValid(table->relid))
 		return -1;
-	relid = get_relname_relid(name, schema);
-	if (!OidIsValid(relid))
-		return -1;
-	stats = pgstat_fetch_stat_tabentry(relid);
+	stats = pgstat_fetch_stat_tabentry(table->relid);
 	if (stats == NULL)
 		return -1;
 	return DURABLE_STAT_DEAD_TUPLES(stats);
@@ -124,6 +126,7 @@ find_tables(void)
 	}
 	for (int i = 0; i < nfound; i++)
 	{
+		found[i].relid = InvalidOid;
 		found[i].dead_left = 0;
 		found[i].due = false;
 		for (int j = 0; j < nvacuumed; j++)
@@ -152,7 +155,7 @@ DurableTasksNeedVacuum(void)
 	find_tables();
 	for (int i = 0; i < nvacuumed; i++)
 	{
-		int64		dead = dead_tuples(vacuumed[i].name);
+		int64		dead = dead_tuples(&vacuumed[i]);
 
 		if (dead < 0)
 			continue;
@@ -168,7 +171,10 @@ DurableTasksNeedVacuum(void)
  * DurableVacuumTasks
  *		Vacuum what DurableTasksNeedVacuum found due, as a top-level command
  *		of its own; call outside any transaction.  SKIP_LOCKED leaves a
- *		table alone while autovacuum or anyone else vacuums it.  On Citus
+ *		table alone while autovacuum or anyone else vacuums it.  The tables
+ *		are named by the OIDs the tick found them under, with the extension
+ *		locked: a DROP EXTENSION may commit once the tick has, and VACUUM
+ *		passes over an OID that is gone, where it fails on a name.  On Citus
  *		the shards are vacuumed here, on their node, not through the
  *		distributed table (which would vacuum every node's).
  */
@@ -190,9 +196,7 @@ DurableVacuumTasks(void)
 	MemoryContextSwitchTo(portal_context);
 	for (int i = 0; i < nvacuumed; i++)
 		if (vacuumed[i].due)
-			rels = lappend(rels, makeVacuumRelation(makeRangeVar("durable",
-																 vacuumed[i].name, -1),
-													InvalidOid, NIL));
+			rels = lappend(rels, makeVacuumRelation(NULL, vacuumed[i].relid, NIL));
 	if (rels == NIL)
 	{
 		MemoryContextSwitchTo(caller_context);
@@ -225,7 +229,7 @@ DurableVacuumTasks(void)
 	for (int i = 0; i < nvacuumed; i++)
 		if (vacuumed[i].due)
 		{
-			vacuumed[i].dead_left = Max(dead_tuples(vacuumed[i].name), 0);
+			vacuumed[i].dead_left = Max(dead_tuples(&vacuumed[i]), 0);
 			vacuumed[i].due = false;
 		}
 	CommitTransactionCommand();
