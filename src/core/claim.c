@@ -499,8 +499,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			DurableQueuePartition(&settings,
 								  (int) (next_claim_partition++ % (uint32) settings.partitions));
 		int			wanted = batch - claimed;
+		DurableResult res;
 		uint64		n;
-
 		bool		expired = true;
 
 		if (DurablePartitionPaused(&settings, partition))
@@ -531,10 +531,11 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		if (stmt != &claim && stmt != &reconcile_claim)
 			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
 		if (stmt == &claim && wanted == 1)
-			n = DurableRun(&DurableClaimOneStatement, args, nulls,
-						   SPI_OK_UPDATE_RETURNING, 0).rows;
+			res = DurableRun(&DurableClaimOneStatement, args, nulls,
+							 SPI_OK_UPDATE_RETURNING, 0);
 		else
-			n = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0).rows;
+			res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
+		n = res.rows;
 		for (uint64 row = 0; row < n; row++)
 		{
 			Datum		values[CLAIMED_NCOLUMNS];
@@ -542,11 +543,11 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 
 			if (!ready_work)
 			{
-				tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+				tuplestore_puttuple(store, DurableGetRow(res, row));
 				continue;
 			}
 			/* the rows as desc has them: without run_at */
-			heap_deform_tuple(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+			heap_deform_tuple(DurableGetRow(res, row), res.tuptable->tupdesc,
 							  values, isnull);
 			DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
 						   now - DatumGetTimestampTz(values[CLAIMED_RUN_AT]));

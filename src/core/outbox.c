@@ -308,7 +308,7 @@ claim_each(Tuplestorestate *store, const ClaimValues *claim)
 							 SPI_OK_UPDATE_RETURNING, 0);
 			if (res.rows == 1)
 			{
-				tuplestore_puttuple(store, SPI_tuptable->vals[0]);
+				tuplestore_puttuple(store, DurableGetRow(res, 0));
 				claimed++;
 			}
 		}
@@ -369,7 +369,7 @@ DurableOutboxClaim(const char *queue, const char *publisher, int32 batch,
 		res = DurableRun(&outbox_claim, args, NULL, SPI_OK_UPDATE_RETURNING, 0);
 		n = res.rows;
 		for (uint64 row = 0; row < n; row++)
-			tuplestore_puttuple(store, SPI_tuptable->vals[row]);
+			tuplestore_puttuple(store, DurableGetRow(res, row));
 	}
 	else
 		claim_each(store, &claim);

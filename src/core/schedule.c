@@ -158,7 +158,7 @@ DurableScheduleSet(const char *name, const char *text, const char *zone,
 	args[UPSERT_NEXT_RUN] = TimestampTzGetDatum(next);
 	args[UPSERT_NOW] = TimestampTzGetDatum(now);
 	args[UPSERT_ROLE] = CStringGetTextDatum(DurableCallerName());
-	res = DurableRun(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
+	(void) DurableRun(&schedule_upsert, args, NULL, SPI_OK_INSERT, 0);
 	forget_failure(name);
 	return next;
 }

@@ -42,6 +42,14 @@ check_column(DurableResult res, uint64 row, int col, Oid type)
 			 stmt->name, res.rows, row + 1);
 }
 
+/* a whole row, for a caller that passes rows on as the statement shapes them */
+HeapTuple
+DurableGetRow(DurableResult res, uint64 row)
+{
+	check_column(res, row, 0, InvalidOid);
+	return res.tuptable->vals[row];
+}
+
 Datum
 DurableGetDatum(DurableResult res, uint64 row, int col, bool *isnull)
 {

@@ -232,6 +232,7 @@ DurableRestoreResult(const DurableSavedResult *saved)
 }
 
 /* ---- result.c ---- */
+extern HeapTuple DurableGetRow(DurableResult res, uint64 row);
 extern Datum DurableGetDatum(DurableResult res, uint64 row, int col,
 							 bool *isnull);
 extern bool DurableGetIsNull(DurableResult res, uint64 row, int col);
