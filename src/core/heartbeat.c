@@ -55,9 +55,7 @@ static const DurableParam heartbeat_params[HEARTBEAT_NPARAMS] = {
 static DurableStatement heartbeat = {
 	.name = "heartbeat",
 	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
-	" lease = COALESCE($lease, lease),"
-	" lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, lease)") ","
-	" heartbeat_at = $now,"
+	RENEW_LEASE("") ","
 	" progress_at = CASE WHEN $progress::text IS NOT NULL"
 	"  AND $progress::text IS DISTINCT FROM progress THEN $now ELSE progress_at END,"
 	" progress = COALESCE($progress, progress)"
@@ -141,9 +139,7 @@ static DurableStatement heartbeat_batch = {
 	.sql = "WITH i AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($task_ids::int8[]),"
 	"  pg_catalog.unnest($fences::int8[])) WITH ORDINALITY AS i(task_id, fence, n)),"
 	" u AS (UPDATE durable.live_tasks t SET"
-	"  lease = COALESCE($lease, t.lease),"
-	"  lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, t.lease)") ","
-	"  heartbeat_at = $now"
+	RENEW_LEASE("t.")
 	"  FROM i WHERE t.partition_key = (i.task_id & " CppAsString2(DURABLE_PARTITION_MASK) ")::int4"
 	"  AND t.task_id = i.task_id AND t.fence = i.fence AND t.state = 'running'"
 	"  RETURNING t.task_id, t.fence, t.lease_until, t.queue_name)"

@@ -245,9 +245,7 @@ static const DurableParam heartbeat_shard_params[BEAT_NPARAMS] = {
 static DurableStatement heartbeat_shard = {
 	.name = "heartbeat_shard",
 	.sql = "UPDATE durable.live_tasks t SET"
-	"  lease = COALESCE($lease, t.lease),"
-	"  lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, t.lease)") ","
-	"  heartbeat_at = $now"
+	RENEW_LEASE("t.")
 	" FROM durable.queues q"
 	" WHERE t.partition_key = ANY ($partitions)"
 	" AND (t.task_id, t.fence) IN (SELECT * FROM ROWS FROM"

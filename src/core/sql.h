@@ -2,8 +2,8 @@
  *
  * sql.h
  *	  Fragments of SQL that the statements of more than one core module
- *	  share: the queue of a moved task, times on the UTC calendar, the
- *	  deadline of a wait.  The rows of a task and a step are row.h's.
+ *	  share: the queue of a moved task, times on the UTC calendar, a
+ *	  lease renewed, the deadline of a wait.  The rows of a task and a step are row.h's.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +19,15 @@
  */
 #define UTC_PLUS(time, op, span) \
 	"pg_catalog.timezone('UTC', pg_catalog.timezone('UTC', " time ") " op " " span ")"
+
+/*
+ * The SET clause that renews the lease of a task (of table alias, "t." or
+ * "") to $now + $lease, or its own lease where $lease is NULL.
+ */
+#define RENEW_LEASE(alias) \
+	" lease = COALESCE($lease, " alias "lease)," \
+	" lease_until = " UTC_PLUS("$now", "+", "COALESCE($lease, " alias "lease)") "," \
+	" heartbeat_at = $now"
 
 /* where a wait's deadline is kept in its entry of a task's waits */
 #define WAIT_UNTIL(entry) "(" entry " ->> 'until')::pg_catalog.timestamptz"
