@@ -2333,7 +2333,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_verify() TO durable_operator;
 --
 CREATE OR REPLACE FUNCTION durable.name_not_null_constraints()
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 -- the settings its text forms follow are pinned (DESIGN section 2;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
