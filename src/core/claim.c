@@ -519,7 +519,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		{
 			bool		ready;
 
-			if (!DurableClaimProbe(&walk, i, args, &ready, &expired))
+			if (!DurableClaimProbe(&walk, i, args[CLAIM_PARTITION], args[CLAIM_QUEUE],
+								   args[CLAIM_NOW], &ready, &expired))
 				continue;
 			if (!ready)
 			{

@@ -606,8 +606,8 @@ typedef struct DurableNodeWalk
 
 extern int32 *DurableClaimOrder(const DurableQueue *settings, uint32 turn,
 								DurableNodeWalk *walk);
-extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args,
-							  bool *ready, bool *expired);
+extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition,
+							  Datum queue, Datum now, bool *ready, bool *expired);
 extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
 										 Interval *lease, int n, int64 *task_ids,
 										 TimestampTz *until, bool *held);

@@ -152,17 +152,16 @@ run_probe(void *arg)
 
 /*
  * DurableClaimProbe
- *		Read whether the i-th partition of a claim's walk has ready work,
- *		and whether it has expired leases (args the claim's values, whose
- *		first three are the partition, the queue and now, which the probes
- *		bind by name; on this node, expired leases are looked for only where
- *		there is no ready work).  Returns false, reading nothing, for a node
- *		that is down: one that failed a moment ago, or whose connection
- *		fails now (class 08; any other error is raised).
+ *		Read whether the i-th partition of a claim's walk (partition) has
+ *		ready work in queue at now, and whether it has expired leases (on
+ *		this node, looked for only where there is no ready work).  Returns
+ *		false, reading nothing, for a node that is down: one that failed a
+ *		moment ago, or whose connection fails now (class 08; any other
+ *		error is raised).
  */
 bool
-DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
-				  bool *expired)
+DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
+				  Datum now, bool *ready, bool *expired)
 {
 	int32		group = walk->places[i].group;
 	ErrorData  *error;
@@ -171,9 +170,9 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum *args, bool *ready,
 
 	if (DurableNodeDown(group))
 		return false;
-	probe[PROBE_PARTITION] = args[0];
-	probe[PROBE_QUEUE] = args[1];
-	probe[PROBE_NOW] = args[2];
+	probe[PROBE_PARTITION] = partition;
+	probe[PROBE_QUEUE] = queue;
+	probe[PROBE_NOW] = now;
 	if (group < 0 || group == DurableLocalGroup())
 	{
 		Datum		expired_args[EXPIRED_NPARAMS];
