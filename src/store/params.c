@@ -38,6 +38,32 @@
 #include "lib/stringinfo.h"
 #include "utils/memutils.h"
 
+/*
+ * DurableNextDollar
+ *		The next "$" of a statement's text at or after scan->p that is
+ *		outside quoted literals and identifiers, or NULL at its end; scan->p
+ *		is then just past it, for the caller to move further over what it
+ *		reads there.  The one walk over "$" that the statements' rewriting
+ *		and checking share (here, and plan.c's).
+ */
+const char *
+DurableNextDollar(DurableSqlScan *scan)
+{
+	for (; *scan->p; scan->p++)
+	{
+		if (scan->quote != '\0')
+		{
+			if (*scan->p == scan->quote)
+				scan->quote = '\0';
+		}
+		else if (*scan->p == '\'' || *scan->p == '"')
+			scan->quote = *scan->p;
+		else if (*scan->p == '$')
+			return scan->p++;
+	}
+	return NULL;
+}
+
 static bool
 name_start(char c)
 {
@@ -60,21 +86,16 @@ static char *
 resolve_text(const DurableStatement *stmt, int step, const char *sql)
 {
 	StringInfoData buf;
-	char		quote = '\0';
+	DurableSqlScan scan = {sql, '\0'};
+	const char *copied = sql;
+	const char *dollar;
 
 	initStringInfo(&buf);
-	for (const char *p = sql; *p; p++)
+	while ((dollar = DurableNextDollar(&scan)) != NULL)
 	{
-		if (quote != '\0')
+		if (name_start(dollar[1]))
 		{
-			if (*p == quote)
-				quote = '\0';
-		}
-		else if (*p == '\'' || *p == '"')
-			quote = *p;
-		else if (*p == '$' && name_start(p[1]))
-		{
-			const char *name = p + 1;
+			const char *name = dollar + 1;
 			int			len = 0;
 			int			found = -1;
 
@@ -87,20 +108,15 @@ resolve_text(const DurableStatement *stmt, int step, const char *sql)
 			if (found < 0)
 				elog(ERROR, "%sstatement \"%s\" uses parameter $%.*s, which it does not declare",
 					 step >= 0 ? "a step of " : "", stmt->name, len, name);
+			appendBinaryStringInfo(&buf, copied, dollar - copied);
 			appendStringInfo(&buf, "$%d", found + 1);
-			p += len;
-			continue;
+			copied = scan.p = name + len;
 		}
-		else if (*p == '$' && p[1] >= '0' && p[1] <= '9')
-		{
-			int			n = atoi(p + 1);
-
-			if (n <= stmt->nargs)
-				elog(ERROR, "%sstatement \"%s\" names its parameters, but uses $%d",
-					 step >= 0 ? "a step of " : "", stmt->name, n);
-		}
-		appendStringInfoChar(&buf, *p);
+		else if (dollar[1] >= '0' && dollar[1] <= '9' && atoi(dollar + 1) <= stmt->nargs)
+			elog(ERROR, "%sstatement \"%s\" names its parameters, but uses $%d",
+				 step >= 0 ? "a step of " : "", stmt->name, atoi(dollar + 1));
 	}
+	appendStringInfoString(&buf, copied);
 	return buf.data;
 }
 

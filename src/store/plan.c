@@ -97,29 +97,21 @@ static int
 highest_parameter(const char *sql, bool *used, int nused)
 {
 	int			highest = 0;
-	char		quote = '\0';
+	DurableSqlScan scan = {sql, '\0'};
+	const char *dollar;
 
-	for (const char *p = sql; *p; p++)
+	while ((dollar = DurableNextDollar(&scan)) != NULL)
 	{
-		if (quote != '\0')
-		{
-			if (*p == quote)
-				quote = '\0';
-			continue;
-		}
-		if (*p == '\'' || *p == '"')
-			quote = *p;
-		else if (*p == '$' && isdigit((unsigned char) p[1]))
-		{
-			int			n = 0;
+		int			n = 0;
 
-			while (isdigit((unsigned char) p[1]))
-				n = n * 10 + (*++p - '0');
-			if (n > highest)
-				highest = n;
-			if (n >= 1 && n <= nused)
-				used[n - 1] = true;
-		}
+		if (!isdigit((unsigned char) dollar[1]))
+			continue;
+		while (isdigit((unsigned char) *scan.p))
+			n = n * 10 + (*scan.p++ - '0');
+		if (n > highest)
+			highest = n;
+		if (n >= 1 && n <= nused)
+			used[n - 1] = true;
 	}
 	return highest;
 }
@@ -324,28 +316,22 @@ static char *
 with_partition(const char *sql, int32 partition)
 {
 	StringInfoData buf;
-	char		quote = '\0';
+	DurableSqlScan scan = {sql, '\0'};
+	const char *copied = sql;
+	const char *dollar;
 
 	if (partition < 0)
 		elog(ERROR, "partition %d is out of range", partition);
 	initStringInfo(&buf);
-	for (const char *p = sql; *p; p++)
+	while ((dollar = DurableNextDollar(&scan)) != NULL)
 	{
-		if (quote != '\0')
-		{
-			if (*p == quote)
-				quote = '\0';
-		}
-		else if (*p == '\'' || *p == '"')
-			quote = *p;
-		else if (p[0] == '$' && p[1] == '1' && !isdigit((unsigned char) p[2]))
-		{
-			appendStringInfo(&buf, "%d", partition);
-			p++;
+		if (dollar[1] != '1' || isdigit((unsigned char) dollar[2]))
 			continue;
-		}
-		appendStringInfoChar(&buf, *p);
+		appendBinaryStringInfo(&buf, copied, dollar - copied);
+		appendStringInfo(&buf, "%d", partition);
+		copied = scan.p = dollar + 2;
 	}
+	appendStringInfoString(&buf, copied);
 	return buf.data;
 }
 

@@ -170,6 +170,13 @@ typedef struct DurableStatement
 #define DURABLE_PARAMS(array) .params = (array), .nargs = lengthof(array)
 
 /* ---- params.c ---- */
+/* a walk over the "$" of a statement's text outside quotes (params.c) */
+typedef struct DurableSqlScan
+{
+	const char *p;				/* where the walk goes on */
+	char		quote;			/* the quote it is inside, or '\0' */
+} DurableSqlScan;
+extern const char *DurableNextDollar(DurableSqlScan *scan);
 extern void DurableResolveParameters(DurableStatement *stmt);
 
 /*
