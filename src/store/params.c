@@ -144,8 +144,9 @@ DurableResolveParameters(DurableStatement *stmt)
 		elog(ERROR, "statement \"%s\" declares %d parameters, more than %d",
 			 stmt->name, stmt->nargs, DURABLE_MAX_ARGS);
 	if ((stmt->by_partition || stmt->delegated) &&
-		(stmt->nargs == 0 || stmt->params[0].type != INT4OID))
-		elog(ERROR, "statement \"%s\" of one partition must declare the partition first",
+		(stmt->nargs == 0 || stmt->params[0].type != INT4OID ||
+		 strcmp(stmt->params[0].name, "partition") != 0))
+		elog(ERROR, "statement \"%s\" of one partition must declare $partition, an int4, first",
 			 stmt->name);
 	/* every text first, so that an ERROR leaves the statement as declared */
 	sql = resolve_text(stmt, -1, stmt->sql);
