@@ -65,4 +65,13 @@
 #define DURABLE_GUC_VARIABLES(n) (*(n) = GetNumConfigOptions(), get_guc_variables())
 #endif
 
+/* PG 18 gives an index scan somewhere to count what it did, or NULL */
+#if PG_VERSION_NUM >= 180000
+#define DURABLE_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys)
+#else
+#define DURABLE_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, nkeys, norderbys)
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

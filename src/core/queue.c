@@ -101,51 +101,67 @@ DurableReportNoQueue(const char *queue)
 			errhint("Create it with durable_create_queue()."));
 }
 
+/*
+ * Every claim reads its queue's settings: on one server by the queue's
+ * primary key, without a statement (store/direct.c).
+ */
+static DurableKeyRead queue_key_read = {
+	.schema = "durable",
+	.table = "queues",
+	DURABLE_COLUMNS(queue_columns),
+};
+
+/* a queue's settings from the values of queue_columns */
+static void
+decode_queue(const Datum *values, const bool *isnull, DurableQueue *result)
+{
+	result->partition_base = DatumGetInt32(values[QUEUE_PARTITION_BASE]);
+	result->partitions = DatumGetInt32(values[QUEUE_PARTITIONS]);
+	result->lease = *DatumGetIntervalP(values[QUEUE_LEASE]);
+	result->max_attempts = DatumGetInt32(values[QUEUE_MAX_ATTEMPTS]);
+	result->has_deadline = !isnull[QUEUE_DEADLINE];
+	if (result->has_deadline)
+		result->deadline = *DatumGetIntervalP(values[QUEUE_DEADLINE]);
+	result->notify = DatumGetBool(values[QUEUE_NOTIFY]);
+	result->paused = DatumGetBool(values[QUEUE_PAUSED]);
+	result->restricted = DatumGetBool(values[QUEUE_RESTRICTED]);
+	result->concurrency_limit = isnull[QUEUE_CONCURRENCY_LIMIT] ? 0 :
+		DatumGetInt32(values[QUEUE_CONCURRENCY_LIMIT]);
+	result->has_version_timeout = !isnull[QUEUE_VERSION_TIMEOUT];
+	if (result->has_version_timeout)
+		result->version_timeout = *DatumGetIntervalP(values[QUEUE_VERSION_TIMEOUT]);
+	result->npaused_partitions = 0;
+	if (!isnull[QUEUE_PAUSED_PARTITIONS])
+	{
+		Datum	   *keys;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(values[QUEUE_PAUSED_PARTITIONS]),
+						  INT4OID, sizeof(int32), true, TYPALIGN_INT,
+						  &keys, NULL, &n);
+		result->paused_partitions = palloc(sizeof(int32) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			result->paused_partitions[i] = DatumGetInt32(keys[i]);
+		result->npaused_partitions = n;
+	}
+}
+
 /* read a queue's settings with one of the queue_get statements */
 static void
 read_queue(DurableStatement *stmt, const char *queue, DurableQueue *result)
 {
 	DurableResult res;
 	Datum		args[GET_NPARAMS];
-	bool		isnull;
-	Datum		d;
+	Datum		values[QUEUE_NCOLUMNS];
+	bool		isnull[QUEUE_NCOLUMNS];
 
 	args[GET_QUEUE] = CStringGetTextDatum(queue);
 	res = DurableRun(stmt, args, NULL, SPI_OK_SELECT, 1);
 	if (res.rows == 0)
 		DurableReportNoQueue(queue);
-
-	result->partition_base = DurableGetInt32(res, 0, QUEUE_PARTITION_BASE);
-	result->partitions = DurableGetInt32(res, 0, QUEUE_PARTITIONS);
-	result->lease = *DatumGetIntervalP(DurableGetDatum(res, 0, QUEUE_LEASE, &isnull));
-	result->max_attempts = DurableGetInt32(res, 0, QUEUE_MAX_ATTEMPTS);
-	d = DurableGetDatum(res, 0, QUEUE_DEADLINE, &isnull);
-	result->has_deadline = !isnull;
-	if (!isnull)
-		result->deadline = *DatumGetIntervalP(d);
-	result->notify = DatumGetBool(DurableGetDatum(res, 0, QUEUE_NOTIFY, &isnull));
-	result->paused = DatumGetBool(DurableGetDatum(res, 0, QUEUE_PAUSED, &isnull));
-	result->restricted = DatumGetBool(DurableGetDatum(res, 0, QUEUE_RESTRICTED, &isnull));
-	d = DurableGetDatum(res, 0, QUEUE_CONCURRENCY_LIMIT, &isnull);
-	result->concurrency_limit = isnull ? 0 : DatumGetInt32(d);
-	d = DurableGetDatum(res, 0, QUEUE_VERSION_TIMEOUT, &isnull);
-	result->has_version_timeout = !isnull;
-	if (!isnull)
-		result->version_timeout = *DatumGetIntervalP(d);
-	d = DurableGetDatum(res, 0, QUEUE_PAUSED_PARTITIONS, &isnull);
-	result->npaused_partitions = 0;
-	if (!isnull)
-	{
-		Datum	   *keys;
-		int			n;
-
-		deconstruct_array(DatumGetArrayTypeP(d), INT4OID, sizeof(int32), true,
-						  TYPALIGN_INT, &keys, NULL, &n);
-		result->paused_partitions = palloc(sizeof(int32) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-			result->paused_partitions[i] = DatumGetInt32(keys[i]);
-		result->npaused_partitions = n;
-	}
+	for (int i = 0; i < QUEUE_NCOLUMNS; i++)
+		values[i] = DurableGetDatum(res, 0, i, &isnull[i]);
+	decode_queue(values, isnull, result);
 }
 
 /* 22023 unless partition is one of the queue's partition keys */
@@ -180,7 +196,18 @@ DurablePartitionPaused(const DurableQueue *queue, int32 partition)
 void
 DurableQueueGet(const char *queue, DurableQueue *result)
 {
-	read_queue(&queue_get, queue, result);
+	Datum		values[QUEUE_NCOLUMNS];
+	bool		isnull[QUEUE_NCOLUMNS];
+
+	if (DurableDistributed())
+	{
+		read_queue(&queue_get, queue, result);
+		return;
+	}
+	if (!DurableReadByKey(&queue_key_read, CStringGetTextDatum(queue),
+						  values, isnull))
+		DurableReportNoQueue(queue);
+	decode_queue(values, isnull, result);
 }
 
 /*

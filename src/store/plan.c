@@ -671,6 +671,13 @@ DurableReadAsOfCaller(bool on)
 	return was;
 }
 
+/* whether statements read as of the caller's snapshot (above) */
+bool
+DurableReadingAsOfCaller(void)
+{
+	return read_as_of_caller;
+}
+
 /*
  * DurableRunHere
  *		DurableRun for a statement another node sent (delegate.c): it runs

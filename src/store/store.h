@@ -198,6 +198,36 @@ extern DurableResult DurableRun(DurableStatement *stmt, Datum *values,
 extern DurableResult DurableRunHere(DurableStatement *stmt, Datum *values,
 									const char *nulls, int expected);
 extern bool DurableReadAsOfCaller(bool on);
+extern bool DurableReadingAsOfCaller(void);
+
+/* ---- direct.c: a row read by its primary key, without SPI ---- */
+#define DURABLE_MAX_KEY_READ_COLUMNS 16
+
+/*
+ * A row read by the value of its table's primary key (of one column):
+ * the table, and the columns read by name and type.
+ */
+typedef struct DurableKeyRead
+{
+	const char *schema;
+	const char *table;
+	const DurableColumn *columns;
+	int			ncolumns;
+
+	/* kept per backend, found again when the table changes */
+	bool		registered;
+	bool		resolved;
+	Oid			relid;
+	Oid			index;			/* the primary key's */
+	RegProcedure key_equality;
+	Oid			key_collation;
+	AttrNumber	attnums[DURABLE_MAX_KEY_READ_COLUMNS];
+	int16		attlens[DURABLE_MAX_KEY_READ_COLUMNS];
+	bool		attbyvals[DURABLE_MAX_KEY_READ_COLUMNS];
+} DurableKeyRead;
+
+extern bool DurableReadByKey(DurableKeyRead *read, Datum key, Datum *values,
+							 bool *isnull);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

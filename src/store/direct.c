@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct.c
+ *	  A row read by its primary key through the table and index access
+ *	  methods, without SPI, the plan cache or the executor.
+ *
+ * A hot call's small look-up (a queue's settings, read by every claim)
+ * costs several times the read itself as a statement: a snapshot, the
+ * revalidation of a cached plan, the executor's start-up and shutdown.
+ * Here it is one probe of the primary key's index and one fetch, with what
+ * SPI would have done around a statement of its own: the same lock on the
+ * table, the command counter advanced and a new snapshot (the caller's
+ * under DurableReadAsOfCaller).
+ *
+ * A read is declared as a statement is, next to the code that uses it: the
+ * table, and the columns read by name and type.  Their numbers in the
+ * table are found on the first read of a backend, and again after the
+ * table changes (its relcache entry is invalidated), so an installation
+ * whose columns came in another order or kept dropped ones reads the same.
+ *
+ * On Citus the tables read this way are reference tables, whose rows are
+ * in their shards, not in the coordinator's table: there a caller runs a
+ * statement instead (DurableDistributed).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+/* the reads resolved in this backend, to resolve again when a table changes */
+#define KEY_READS_MAX 8
+static DurableKeyRead *resolved_reads[KEY_READS_MAX];
+static int	nresolved_reads = 0;
+
+static void
+forget_resolved_reads(Datum arg, Oid relid)
+{
+	for (int i = 0; i < nresolved_reads; i++)
+		if (relid == InvalidOid || relid == resolved_reads[i]->relid)
+			resolved_reads[i]->resolved = false;
+}
+
+/* the equality function of a primary key's one column, by its type */
+static RegProcedure
+key_equality(const DurableKeyRead *read, Oid type)
+{
+	switch (type)
+	{
+		case TEXTOID:
+			return F_TEXTEQ;
+		case INT4OID:
+			return F_INT4EQ;
+		case INT8OID:
+			return F_INT8EQ;
+	}
+	elog(ERROR, "the primary key of table %s.%s is of type %s, which durable does not read directly",
+		 read->schema, read->table, format_type_be(type));
+	pg_unreachable();
+}
+
+/*
+ * resolve
+ *		Find the table's primary key index and the numbers of the columns
+ *		read, checking their types, under a lock on the table.
+ */
+static void
+resolve(DurableKeyRead *read, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Relation	index;
+
+	Assert(read->ncolumns <= DURABLE_MAX_KEY_READ_COLUMNS);
+	read->index = RelationGetPrimaryKeyIndex(rel);
+	if (!OidIsValid(read->index))
+		elog(ERROR, "table %s.%s has no primary key", read->schema, read->table);
+	index = index_open(read->index, AccessShareLock);
+	if (IndexRelationGetNumberOfKeyAttributes(index) != 1)
+		elog(ERROR, "the primary key of table %s.%s has more than one column",
+			 read->schema, read->table);
+	read->key_equality = key_equality(read, index->rd_opcintype[0]);
+	read->key_collation = index->rd_indcollation[0];
+	index_close(index, NoLock);
+
+	for (int i = 0; i < read->ncolumns; i++)
+	{
+		const DurableColumn *column = &read->columns[i];
+
+		read->attnums[i] = InvalidAttrNumber;
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(desc, a);
+
+			if (attr->attisdropped || strcmp(NameStr(attr->attname), column->name) != 0)
+				continue;
+			if (attr->atttypid != column->type)
+				elog(ERROR, "column \"%s\" of table %s.%s is of type %s, not %s",
+					 column->name, read->schema, read->table,
+					 format_type_be(attr->atttypid), format_type_be(column->type));
+			read->attnums[i] = attr->attnum;
+			read->attlens[i] = attr->attlen;
+			read->attbyvals[i] = attr->attbyval;
+		}
+		if (read->attnums[i] == InvalidAttrNumber)
+			elog(ERROR, "table %s.%s has no column \"%s\"",
+				 read->schema, read->table, column->name);
+	}
+
+	if (!read->registered)
+	{
+		static bool callback_registered = false;
+
+		if (!callback_registered)
+		{
+			CacheRegisterRelcacheCallback(forget_resolved_reads, (Datum) 0);
+			callback_registered = true;
+		}
+		if (nresolved_reads >= KEY_READS_MAX)
+			elog(ERROR, "more than %d tables read by their primary key", KEY_READS_MAX);
+		resolved_reads[nresolved_reads++] = read;
+		read->registered = true;
+	}
+	read->relid = RelationGetRelid(rel);
+	read->resolved = true;
+}
+
+/*
+ * lock_table
+ *		The table's OID, locked as a statement reading it would lock it.
+ *		A table resolved before is locked by its OID, without a look-up of
+ *		its name; if it changed meanwhile (the lock accepts the
+ *		invalidations), it is looked up again.
+ */
+static Oid
+lock_table(DurableKeyRead *read)
+{
+	if (read->resolved)
+	{
+		Oid			relid = read->relid;
+
+		LockRelationOid(relid, AccessShareLock);
+		if (read->resolved)
+			return relid;
+		UnlockRelationOid(relid, AccessShareLock);
+	}
+	return RangeVarGetRelid(makeRangeVar(unconstify(char *, read->schema),
+										 unconstify(char *, read->table), -1),
+							AccessShareLock, false);
+}
+
+/*
+ * DurableReadByKey
+ *		Read the row of read's table whose primary key is key: its columns
+ *		into values and isnull (in read's order, copied into the current
+ *		memory context).  Returns false when there is no such row.
+ */
+bool
+DurableReadByKey(DurableKeyRead *read, Datum key, Datum *values, bool *isnull)
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData skey;
+	TupleTableSlot *slot;
+	Snapshot	snapshot;
+	bool		found;
+
+	rel = table_open(lock_table(read), NoLock);
+	if (!read->resolved || read->relid != RelationGetRelid(rel))
+		resolve(read, rel);
+
+	/* as SPI runs a statement that is not read-only (plan.c) */
+	if (!DurableReadingAsOfCaller())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		CommandCounterIncrement();
+		UpdateActiveSnapshotCommandId();
+	}
+	else
+		PushActiveSnapshot(GetActiveSnapshot());
+	snapshot = GetActiveSnapshot();
+
+	index = index_open(read->index, AccessShareLock);
+	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   read->key_collation, read->key_equality, key);
+	scan = DURABLE_INDEX_BEGINSCAN(rel, index, snapshot, 1, 0);
+	index_rescan(scan, &skey, 1, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		for (int i = 0; i < read->ncolumns; i++)
+		{
+			Datum		value = slot_getattr(slot, read->attnums[i], &isnull[i]);
+
+			values[i] = isnull[i] ? (Datum) 0 :
+				datumCopy(value, read->attbyvals[i], read->attlens[i]);
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_endscan(scan);
+	index_close(index, NoLock);
+	table_close(rel, NoLock);
+	PopActiveSnapshot();
+	return found;
+}
