@@ -208,20 +208,76 @@ DurableStatement DurableTransitionStatement = {
 	},
 };
 
+/*
+ * A finish moves the task's row to history, and its steps with it.  On one
+ * server the steps move in a statement of their own, run only for a task
+ * that has some (most have none): a statement that deletes and inserts in
+ * tables it then finds empty still opens them, and that was a fifth of a
+ * commit.  No step is added to a task once its row is gone (a step is
+ * planned under the task's row lock, DurableTaskHeld), so a look after the
+ * finish finds every step there is to move.
+ */
+#define FINISH_TASK \
+	"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *)," \
+	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")" \
+	"  SELECT " FINISHED_TASK_ROW " FROM d" \
+	MOVE_RETURNING ", parent_id, waits, claimed_at)"
+#define FINISHED_SELECT \
+	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id," \
+	" u.waits, u.claimed_at FROM u" QUEUE_OF_U
+/* finished_at, step_history's one column more, is the finish's time */
+#define STEPS_TO_HISTORY(from) \
+	"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")" \
+	" SELECT " STEP_TABLE_COLUMNS ", $now FROM " from
+
+static DurableStatement finish_task = {
+	.name = "finish_task",
+	.sql = FINISH_TASK FINISHED_SELECT,
+	DURABLE_PARAMS(move_params),
+	DURABLE_COLUMNS(finished_columns),
+	DURABLE_ROW_TABLES,
+	.by_partition = true,
+};
+
+enum
+{
+	STEPS_PARTITION,
+	STEPS_TASK_ID,
+	STEPS_NOW,
+	STEPS_NPARAMS
+};
+static const DurableParam finish_steps_params[STEPS_NPARAMS] = {
+	[STEPS_PARTITION] = {"partition", INT4OID},
+	[STEPS_TASK_ID] = {"task_id", INT8OID},
+	[STEPS_NOW] = {"now", TIMESTAMPTZOID},
+};
+
+static DurableStatement finish_steps = {
+	.name = "finish_steps",
+	.sql = "WITH s AS (DELETE FROM durable.live_steps"
+	"  WHERE partition_key = $partition AND task_id = $task_id RETURNING *) "
+	STEPS_TO_HISTORY("s"),
+	DURABLE_PARAMS(finish_steps_params),
+	DURABLE_ROW_TABLES,
+	.by_partition = true,
+};
+
+/* whether a task has steps in durable.live_steps */
+static DurableKeyRead live_step_read = {
+	.schema = "durable",
+	.table = "live_steps",
+	.nkeys = 2,
+};
+
+/* on Citus: the task and its steps in one statement, sent as one call */
 DurableStatement DurableFinishStatement = {
 	.name = "finish",
-	.sql = "WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *),"
-	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
-	"  SELECT " FINISHED_TASK_ROW " FROM d"
-	MOVE_RETURNING ", parent_id, waits, claimed_at),"
+	.sql = FINISH_TASK ","
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
-	/* finished_at, step_history's one column more, is the finish's time */
-	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
-	"  SELECT " STEP_TABLE_COLUMNS ", $now FROM s)"
-	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id,"
-	" u.waits, u.claimed_at FROM u" QUEUE_OF_U,
+	" h AS (" STEPS_TO_HISTORY("s") ")"
+	FINISHED_SELECT,
 	DURABLE_PARAMS(move_params),
 	DURABLE_COLUMNS(finished_columns),
 	DURABLE_ROW_TABLES,
@@ -281,6 +337,20 @@ static DurableStatement revive = {
 	DURABLE_ROW_TABLES,
 };
 
+/* on one server, after finish_task: the task's steps to history, if any */
+static void
+move_steps(int64 task_id, TimestampTz now)
+{
+	Datum		args[STEPS_NPARAMS];
+
+	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[STEPS_TASK_ID] = Int64GetDatum(task_id);
+	if (!DurableReadByKey(&live_step_read, args, NULL, NULL))
+		return;
+	args[STEPS_NOW] = TimestampTzGetDatum(now);
+	DurableRun(&finish_steps, args, NULL, SPI_OK_INSERT, 0);
+}
+
 /*
  * DurableMoveTask
  *		Move a task from move->from_state under move->fence to
@@ -299,6 +369,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	Datum		args[MOVE_NPARAMS];
 	char		nulls[MOVE_NPARAMS];
 	DurableStatement *stmt;
+	bool		finish;
 
 	/*
 	 * A task goes back to the claims only with no step in doubt, whatever
@@ -335,10 +406,11 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	args[MOVE_GIVE_BACK_ATTEMPT] = BoolGetDatum(move->give_back_attempt);
 
 	/* a task that finishes moves to history; a replayed one comes back */
-	if (DurableTaskIsTerminal(move->to_state))
+	finish = DurableTaskIsTerminal(move->to_state);
+	if (finish)
 	{
 		DurableEnsureHistoryDays(now);
-		stmt = &DurableFinishStatement;
+		stmt = DurableDistributed() ? &DurableFinishStatement : &finish_task;
 	}
 	else if (DurableTaskIsTerminal(move->from_state))
 		stmt = &revive;
@@ -347,12 +419,14 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
 	if (res.rows != 1)
 		return false;
+	if (stmt == &finish_task)
+		move_steps(task->task_id, now);
 	/* the queue, owner and restriction are columns 1 to 3 of each */
 	StaticAssertStmt((int) MOVED_QUEUE == (int) FINISHED_QUEUE &&
 					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
 					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
 					 "a move's columns");
-	count_move(res, move, stmt == &DurableFinishStatement, now);
+	count_move(res, move, finish, now);
 	if (moved != NULL)
 	{
 		moved->queue = DurableGetText(res, 0, MOVED_QUEUE);
@@ -360,7 +434,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		moved->restricted = !DurableGetIsNull(res, 0, MOVED_RESTRICTED) &&
 			DurableGetBool(res, 0, MOVED_RESTRICTED);
 	}
-	if (stmt == &DurableFinishStatement)
+	if (finish)
 		finished(res, task->task_id, move, now);
 	return true;
 }

@@ -108,6 +108,7 @@ DurableReportNoQueue(const char *queue)
 static DurableKeyRead queue_key_read = {
 	.schema = "durable",
 	.table = "queues",
+	.nkeys = 1,
 	DURABLE_COLUMNS(queue_columns),
 };
 
@@ -196,6 +197,7 @@ DurablePartitionPaused(const DurableQueue *queue, int32 partition)
 void
 DurableQueueGet(const char *queue, DurableQueue *result)
 {
+	Datum		key = CStringGetTextDatum(queue);
 	Datum		values[QUEUE_NCOLUMNS];
 	bool		isnull[QUEUE_NCOLUMNS];
 
@@ -204,8 +206,7 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 		read_queue(&queue_get, queue, result);
 		return;
 	}
-	if (!DurableReadByKey(&queue_key_read, CStringGetTextDatum(queue),
-						  values, isnull))
+	if (!DurableReadByKey(&queue_key_read, &key, values, isnull))
 		DurableReportNoQueue(queue);
 	decode_queue(values, isnull, result);
 }

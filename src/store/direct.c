@@ -4,8 +4,9 @@
  *	  A row read by its primary key through the table and index access
  *	  methods, without SPI, the plan cache or the executor.
  *
- * A hot call's small look-up (a queue's settings, read by every claim)
- * costs several times the read itself as a statement: a snapshot, the
+ * A hot call's small look-up (a queue's settings, read by every claim;
+ * whether a finished task has steps to move) costs several times the
+ * read itself as a statement: a snapshot, the
  * revalidation of a cached plan, the executor's start-up and shutdown.
  * Here it is one probe of the primary key's index and one fetch, with what
  * SPI would have done around a statement of its own: the same lock on the
@@ -13,7 +14,8 @@
  * under DurableReadAsOfCaller).
  *
  * A read is declared as a statement is, next to the code that uses it: the
- * table, and the columns read by name and type.  Their numbers in the
+ * table, how many of its primary key's columns it gives, and the columns
+ * read by name and type.  Their numbers in the
  * table are found on the first read of a backend, and again after the
  * table changes (its relcache entry is invalidated), so an installation
  * whose columns came in another order or kept dropped ones reads the same.
@@ -56,7 +58,7 @@ forget_resolved_reads(Datum arg, Oid relid)
 			resolved_reads[i]->resolved = false;
 }
 
-/* the equality function of a primary key's one column, by its type */
+/* the equality function of a primary key's column, by its type */
 static RegProcedure
 key_equality(const DurableKeyRead *read, Oid type)
 {
@@ -86,15 +88,19 @@ resolve(DurableKeyRead *read, Relation rel)
 	Relation	index;
 
 	Assert(read->ncolumns <= DURABLE_MAX_KEY_READ_COLUMNS);
+	Assert(read->nkeys >= 1 && read->nkeys <= DURABLE_MAX_KEY_READ_KEYS);
 	read->index = RelationGetPrimaryKeyIndex(rel);
 	if (!OidIsValid(read->index))
 		elog(ERROR, "table %s.%s has no primary key", read->schema, read->table);
 	index = index_open(read->index, AccessShareLock);
-	if (IndexRelationGetNumberOfKeyAttributes(index) != 1)
-		elog(ERROR, "the primary key of table %s.%s has more than one column",
-			 read->schema, read->table);
-	read->key_equality = key_equality(read, index->rd_opcintype[0]);
-	read->key_collation = index->rd_indcollation[0];
+	if (IndexRelationGetNumberOfKeyAttributes(index) < read->nkeys)
+		elog(ERROR, "the primary key of table %s.%s has fewer than %d columns",
+			 read->schema, read->table, read->nkeys);
+	for (int k = 0; k < read->nkeys; k++)
+	{
+		read->key_equality[k] = key_equality(read, index->rd_opcintype[k]);
+		read->key_collation[k] = index->rd_indcollation[k];
+	}
 	index_close(index, NoLock);
 
 	for (int i = 0; i < read->ncolumns; i++)
@@ -165,17 +171,20 @@ lock_table(DurableKeyRead *read)
 
 /*
  * DurableReadByKey
- *		Read the row of read's table whose primary key is key: its columns
- *		into values and isnull (in read's order, copied into the current
- *		memory context).  Returns false when there is no such row.
+ *		Read the row of read's table whose primary key starts with keys
+ *		(read->nkeys values, in the key's order): its columns into values
+ *		and isnull (in read's order, copied into the current memory
+ *		context), from the first such row when the key has more columns.
+ *		Returns false when there is no such row.
  */
 bool
-DurableReadByKey(DurableKeyRead *read, Datum key, Datum *values, bool *isnull)
+DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
+				 bool *isnull)
 {
 	Relation	rel;
 	Relation	index;
 	IndexScanDesc scan;
-	ScanKeyData skey;
+	ScanKeyData skeys[DURABLE_MAX_KEY_READ_KEYS];
 	TupleTableSlot *slot;
 	Snapshot	snapshot;
 	bool		found;
@@ -196,10 +205,12 @@ DurableReadByKey(DurableKeyRead *read, Datum key, Datum *values, bool *isnull)
 	snapshot = GetActiveSnapshot();
 
 	index = index_open(read->index, AccessShareLock);
-	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   read->key_collation, read->key_equality, key);
-	scan = DURABLE_INDEX_BEGINSCAN(rel, index, snapshot, 1, 0);
-	index_rescan(scan, &skey, 1, NULL, 0);
+	for (int k = 0; k < read->nkeys; k++)
+		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber,
+							   InvalidOid, read->key_collation[k],
+							   read->key_equality[k], keys[k]);
+	scan = DURABLE_INDEX_BEGINSCAN(rel, index, snapshot, read->nkeys, 0);
+	index_rescan(scan, skeys, read->nkeys, NULL, 0);
 	slot = table_slot_create(rel, NULL);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)

@@ -202,15 +202,18 @@ extern bool DurableReadingAsOfCaller(void);
 
 /* ---- direct.c: a row read by its primary key, without SPI ---- */
 #define DURABLE_MAX_KEY_READ_COLUMNS 16
+#define DURABLE_MAX_KEY_READ_KEYS 3
 
 /*
- * A row read by the value of its table's primary key (of one column):
- * the table, and the columns read by name and type.
+ * A row read by the values of its table's primary key, or of its first
+ * nkeys columns: the table, and the columns read by name and type (none,
+ * for a read that only asks whether there is such a row).
  */
 typedef struct DurableKeyRead
 {
 	const char *schema;
 	const char *table;
+	int			nkeys;
 	const DurableColumn *columns;
 	int			ncolumns;
 
@@ -219,15 +222,15 @@ typedef struct DurableKeyRead
 	bool		resolved;
 	Oid			relid;
 	Oid			index;			/* the primary key's */
-	RegProcedure key_equality;
-	Oid			key_collation;
+	RegProcedure key_equality[DURABLE_MAX_KEY_READ_KEYS];
+	Oid			key_collation[DURABLE_MAX_KEY_READ_KEYS];
 	AttrNumber	attnums[DURABLE_MAX_KEY_READ_COLUMNS];
 	int16		attlens[DURABLE_MAX_KEY_READ_COLUMNS];
 	bool		attbyvals[DURABLE_MAX_KEY_READ_COLUMNS];
 } DurableKeyRead;
 
-extern bool DurableReadByKey(DurableKeyRead *read, Datum key, Datum *values,
-							 bool *isnull);
+extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
+							 Datum *values, bool *isnull);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

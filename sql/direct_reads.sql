@@ -1,115 +1,68 @@
 --
--- A queue's settings read by its primary key, without a statement
--- (store/direct.c): what a claim reads is what a statement would read.
+-- Rows read by their primary key, without a statement (store/direct.c):
+-- a queue's settings, which every claim reads, and whether a finished
+-- task has steps to move to history.  What they read is what a statement
+-- would read.
 --
 SELECT setval('durable.task_seq', 90000) AS first_id_counter;
- first_id_counter 
-------------------
-            90000
-(1 row)
 
 -- a queue created earlier in the transaction is read by a claim
 BEGIN;
 SELECT durable_create_queue('qread_new');
- durable_create_queue 
-----------------------
- 
-(1 row)
-
 SELECT durable_enqueue('qread_new', '{"n": 1}') > 0 AS enqueued;
- enqueued 
-----------
- t
-(1 row)
-
 SELECT count(*) AS claimed FROM durable_claim('qread_new', 'w');
- claimed 
----------
-       1
-(1 row)
-
 ROLLBACK;
 SELECT count(*) AS queues FROM durable.queues WHERE queue_name = 'qread_new';
- queues 
---------
-      0
-(1 row)
 
 -- and one that does not exist, or no longer, is refused
 SELECT * FROM durable_claim('qread_none', 'w');
-ERROR:  queue "qread_none" does not exist
-HINT:  Create it with durable_create_queue().
 SELECT durable_create_queue('qread_gone');
- durable_create_queue 
-----------------------
- 
-(1 row)
-
 SELECT count(*) AS claimed FROM durable_claim('qread_gone', 'w');
- claimed 
----------
-       0
-(1 row)
-
 SELECT durable_drop_queue('qread_gone');
- durable_drop_queue 
---------------------
- 
-(1 row)
-
 SELECT * FROM durable_claim('qread_gone', 'w');
-ERROR:  queue "qread_gone" does not exist
-HINT:  Create it with durable_create_queue().
+
 -- the numbers of the columns read are found again when the table changes
 -- in this backend: after its column "paused" is replaced by one whose
 -- default pauses every queue, a claim reads the new one and takes nothing
 SELECT durable_create_queue('qread_moved');
- durable_create_queue 
-----------------------
- 
-(1 row)
-
 SELECT durable_enqueue('qread_moved', '{"n": 2}') > 0 AS enqueued;
- enqueued 
-----------
- t
-(1 row)
-
 BEGIN;
 SELECT count(*) AS claimed_before FROM durable_claim('qread_moved', 'w');
- claimed_before 
-----------------
-              1
-(1 row)
-
 ROLLBACK;
 BEGIN;
 ALTER TABLE durable.queues RENAME COLUMN paused TO paused_before;
 ALTER TABLE durable.queues ADD COLUMN paused bool NOT NULL DEFAULT true;
 SELECT count(*) AS claimed_paused FROM durable_claim('qread_moved', 'w');
- claimed_paused 
-----------------
-              0
-(1 row)
-
 ROLLBACK;
 -- and again after the change rolled back
 SELECT count(durable_commit(task_id, fence)) AS claimed_after
 FROM durable_claim('qread_moved', 'w');
- claimed_after 
----------------
-             1
-(1 row)
 
 -- a column of another type than the library reads is an error naming it
 BEGIN;
 ALTER TABLE durable.queues ALTER COLUMN partitions TYPE bigint;
 SELECT * FROM durable_claim('qread_moved', 'w');
-ERROR:  column "partitions" of table durable.queues is of type bigint, not integer
 ROLLBACK;
-SELECT durable_drop_queue('qread_moved');
- durable_drop_queue 
---------------------
- 
-(1 row)
 
+SELECT durable_drop_queue('qread_moved');
+
+-- a task finishes with its steps: all of them move to history, at the
+-- finish's time; a task without steps moves none, and leaves the others'
+SELECT durable_create_queue('qread_steps');
+SELECT durable_enqueue('qread_steps', '{"n": 3}') AS with_steps \gset
+SELECT durable_enqueue('qread_steps', '{"n": 4}') AS without_steps \gset
+SELECT count(*) AS claimed FROM durable_claim('qread_steps', 'w', batch => 2);
+SELECT fence AS f1 FROM durable.live_tasks WHERE task_id = :with_steps \gset
+SELECT fence AS f2 FROM durable.live_tasks WHERE task_id = :without_steps \gset
+SELECT state FROM durable_step(:with_steps, :f1, 'first', 'idempotent', '{}');
+SELECT state FROM durable_step(:with_steps, :f1, 'second', 'pure', '{}');
+SELECT durable_step_start(:with_steps, :f1, 'first', 1) AS v \gset
+SELECT durable_commit(:with_steps, :f1, '{"ok": true}', step => 'first', expected_version => :v);
+SELECT durable_commit(:without_steps, :f2);
+SELECT count(*) AS steps_still_live FROM durable.live_steps WHERE task_id = :with_steps;
+SELECT durable_commit(:with_steps, :f1);
+SELECT count(*) AS steps_live FROM durable.live_steps WHERE task_id = :with_steps;
+SELECT s.step, s.state, s.finished_at = t.finished_at AS at_finish
+FROM durable.step_history s JOIN durable.task_history t USING (partition_key, task_id)
+WHERE s.task_id = :with_steps ORDER BY s.step;
+SELECT count(*) AS steps_of_without FROM durable.step_history WHERE task_id = :without_steps;
