@@ -165,18 +165,16 @@ join_args(ArrayType *children, const Interval *timeout)
 
 		deconstruct_array(children, TEXTOID, -1, false, TYPALIGN_INT,
 						  &elems, &elnulls, &n);
-		appendStringInfoString(&args.buf, "\"children\": [");
+		DurableDetailListStart(&args, "children");
 		for (int i = 0; i < n; i++)
 		{
 			if (elnulls[i])
 				ereport(ERROR,
 						errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						errmsg("child names must not be null"));
-			if (i > 0)
-				appendStringInfoString(&args.buf, ", ");
-			escape_json(&args.buf, TextDatumGetCString(elems[i]));
+			DurableDetailListText(&args, TextDatumGetCString(elems[i]));
 		}
-		appendStringInfoChar(&args.buf, ']');
+		DurableDetailListEnd(&args);
 	}
 	DurableIntervalDetail(&args, "timeout", timeout);
 	return DurableDetailFinish(&args);

@@ -117,17 +117,13 @@ DurableJudgeSteps(DurableTask *task, const char *except, bool apply,
 			DurableSettleStep(task, &step, action, actor, NULL, NULL, now);
 	}
 
+	/* items not listed stay in the caller's memory context until it goes */
 	if (detail != NULL && n > 1)
 	{
 		DurableDetailListStart(detail, "steps");
 		for (uint64 i = 0; i < n; i++)
 			DurableDetailListAdd(detail, &items[i]);
 		DurableDetailListEnd(detail);
-	}
-	else
-	{
-		for (uint64 i = 0; i < n; i++)
-			pfree(items[i].buf.data);
 	}
 	pfree(items);
 	return true;

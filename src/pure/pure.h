@@ -139,7 +139,8 @@ extern char *DurableClipName(const char *name, int maxbytes);
 /* ---- detail.c: the jsonb details of events, and who acts ---- */
 typedef struct DurableDetail
 {
-	StringInfoData buf;
+	struct JsonbParseState *state;	/* the document as built so far */
+	MemoryContext context;		/* where it is built: DurableDetailInit's */
 } DurableDetail;
 
 extern void DurableDetailInit(DurableDetail *detail);
@@ -153,6 +154,7 @@ extern void DurableDetailJsonb(DurableDetail *detail, const char *key,
 							   Jsonb *value);
 extern void DurableDetailListStart(DurableDetail *detail, const char *key);
 extern void DurableDetailListAdd(DurableDetail *detail, DurableDetail *item);
+extern void DurableDetailListText(DurableDetail *detail, const char *value);
 extern void DurableDetailListEnd(DurableDetail *detail);
 extern Jsonb *DurableDetailFinish(DurableDetail *detail);
 extern void DurableIntervalDetail(DurableDetail *detail, const char *key,
