@@ -205,6 +205,17 @@ DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
 	snapshot = GetActiveSnapshot();
 
 	index = index_open(read->index, AccessShareLock);
+	if (!read->resolved)
+	{
+		/*
+		 * Locking the index took invalidations that changed the table: its
+		 * primary key may have another index now (REINDEX CONCURRENTLY
+		 * swaps them under this table's lock).
+		 */
+		index_close(index, NoLock);
+		resolve(read, rel);
+		index = index_open(read->index, AccessShareLock);
+	}
 	for (int k = 0; k < read->nkeys; k++)
 		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber,
 							   InvalidOid, read->key_collation[k],
