@@ -342,10 +342,15 @@ describe('least privilege', () => {
     await s.screenshot('review');
     assert.equal(await s.page.$$eval('form[action="/action/resolve"]', (f) => f.length), 0);
     // and a forged POST with the session's cookie but without the form's token is refused
-    const status = await s.page.evaluate(async () => {
-      const r = await fetch('/action/resolve', { method: 'POST', body: new URLSearchParams({ task_id: '1', decision: 'retry', evidence: '{}' }) });
-      return r.status;
-    });
+    const [, status] = await Promise.all([
+      // the page's fetch can return before the browser reports the response
+      // to the listener that records problems: wait for that report too
+      s.page.waitForResponse((r) => new URL(r.url()).pathname === '/action/resolve'),
+      s.page.evaluate(async () => {
+        const r = await fetch('/action/resolve', { method: 'POST', body: new URLSearchParams({ task_id: '1', decision: 'retry', evidence: '{}' }) });
+        return r.status;
+      }),
+    ]);
     assert.equal(status, 403);
     s.problems.splice(0); // that refusal was the point
     await s.close();
