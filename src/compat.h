@@ -65,6 +65,13 @@
 #define DURABLE_GUC_VARIABLES(n) (*(n) = GetNumConfigOptions(), get_guc_variables())
 #endif
 
+/* PG 18 asks whether a deferrable primary key will do (durable's are not) */
+#if PG_VERSION_NUM >= 180000
+#define DURABLE_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel, false)
+#else
+#define DURABLE_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
 /* PG 18 gives an index scan somewhere to count what it did, or NULL */
 #if PG_VERSION_NUM >= 180000
 #define DURABLE_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \

@@ -89,7 +89,7 @@ resolve(DurableKeyRead *read, Relation rel)
 
 	Assert(read->ncolumns <= DURABLE_MAX_KEY_READ_COLUMNS);
 	Assert(read->nkeys >= 1 && read->nkeys <= DURABLE_MAX_KEY_READ_KEYS);
-	read->index = RelationGetPrimaryKeyIndex(rel);
+	read->index = DURABLE_PRIMARY_KEY_INDEX(rel);
 	if (!OidIsValid(read->index))
 		elog(ERROR, "table %s.%s has no primary key", read->schema, read->table);
 	index = index_open(read->index, AccessShareLock);
