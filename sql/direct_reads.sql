@@ -38,10 +38,16 @@ ROLLBACK;
 SELECT count(durable_commit(task_id, fence)) AS claimed_after
 FROM durable_claim('qread_moved', 'w');
 
--- a column of another type than the library reads is an error naming it
+-- a column of another type than the library reads is an error naming it,
+-- with the SQLSTATE of a table that is not as the library expects
 BEGIN;
 ALTER TABLE durable.queues ALTER COLUMN partitions TYPE bigint;
+SAVEPOINT typed;
 SELECT * FROM durable_claim('qread_moved', 'w');
+ROLLBACK TO typed;
+\set VERBOSITY sqlstate
+SELECT * FROM durable_claim('qread_moved', 'w');
+\set VERBOSITY default
 ROLLBACK;
 
 SELECT durable_drop_queue('qread_moved');

@@ -197,7 +197,7 @@ DurablePartitionPaused(const DurableQueue *queue, int32 partition)
 void
 DurableQueueGet(const char *queue, DurableQueue *result)
 {
-	Datum		key = CStringGetTextDatum(queue);
+	Datum		key;
 	Datum		values[QUEUE_NCOLUMNS];
 	bool		isnull[QUEUE_NCOLUMNS];
 
@@ -206,6 +206,7 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 		read_queue(&queue_get, queue, result);
 		return;
 	}
+	key = CStringGetTextDatum(queue);
 	if (!DurableReadByKey(&queue_key_read, &key, values, isnull))
 		DurableReportNoQueue(queue);
 	decode_queue(values, isnull, result);

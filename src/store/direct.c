@@ -91,11 +91,16 @@ resolve(DurableKeyRead *read, Relation rel)
 	Assert(read->nkeys >= 1 && read->nkeys <= DURABLE_MAX_KEY_READ_KEYS);
 	read->index = DURABLE_PRIMARY_KEY_INDEX(rel);
 	if (!OidIsValid(read->index))
-		elog(ERROR, "table %s.%s has no primary key", read->schema, read->table);
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("table \"%s.%s\" has no primary key", read->schema, read->table),
+				errdetail("durable's library reads its rows by the primary key."));
 	index = index_open(read->index, AccessShareLock);
 	if (IndexRelationGetNumberOfKeyAttributes(index) < read->nkeys)
-		elog(ERROR, "the primary key of table %s.%s has fewer than %d columns",
-			 read->schema, read->table, read->nkeys);
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("the primary key of table \"%s.%s\" has fewer than %d columns",
+					   read->schema, read->table, read->nkeys));
 	for (int k = 0; k < read->nkeys; k++)
 	{
 		read->key_equality[k] = key_equality(read, index->rd_opcintype[k]);
@@ -115,16 +120,23 @@ resolve(DurableKeyRead *read, Relation rel)
 			if (attr->attisdropped || strcmp(NameStr(attr->attname), column->name) != 0)
 				continue;
 			if (attr->atttypid != column->type)
-				elog(ERROR, "column \"%s\" of table %s.%s is of type %s, not %s",
-					 column->name, read->schema, read->table,
-					 format_type_be(attr->atttypid), format_type_be(column->type));
+				ereport(ERROR,
+						errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("table \"%s.%s\" does not have the columns durable's library expects",
+							   read->schema, read->table),
+						errdetail("Column \"%s\" is of type %s, where the library reads %s.",
+								  column->name, format_type_be(attr->atttypid),
+								  format_type_be(column->type)));
 			read->attnums[i] = attr->attnum;
 			read->attlens[i] = attr->attlen;
 			read->attbyvals[i] = attr->attbyval;
 		}
 		if (read->attnums[i] == InvalidAttrNumber)
-			elog(ERROR, "table %s.%s has no column \"%s\"",
-				 read->schema, read->table, column->name);
+			ereport(ERROR,
+					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("table \"%s.%s\" does not have the columns durable's library expects",
+						   read->schema, read->table),
+					errdetail("Column \"%s\" is missing.", column->name));
 	}
 
 	if (!read->registered)
