@@ -81,4 +81,35 @@
 	index_beginscan(heap, index, snapshot, nkeys, norderbys)
 #endif
 
+/*
+ * The range table of an executor state that updates rte's relation: PG 16
+ * keeps the permissions apart from the entry, and PG 18 says which entries
+ * are not pruned.
+ */
+#if PG_VERSION_NUM >= 160000
+#define DURABLE_INIT_UPDATE_RANGE_TABLE(estate, rte, updated) \
+	do { \
+		List	   *perminfos_ = NIL; \
+		RTEPermissionInfo *perminfo_ = addRTEPermissionInfo(&perminfos_, (rte)); \
+		\
+		perminfo_->requiredPerms = ACL_SELECT | ACL_UPDATE; \
+		perminfo_->updatedCols = (updated); \
+		DURABLE_EXEC_INIT_RANGE_TABLE((estate), list_make1(rte), perminfos_); \
+	} while (0)
+#if PG_VERSION_NUM >= 180000
+#define DURABLE_EXEC_INIT_RANGE_TABLE(estate, rtable, perminfos) \
+	ExecInitRangeTable(estate, rtable, perminfos, bms_make_singleton(1))
+#else
+#define DURABLE_EXEC_INIT_RANGE_TABLE(estate, rtable, perminfos) \
+	ExecInitRangeTable(estate, rtable, perminfos)
+#endif
+#else
+#define DURABLE_INIT_UPDATE_RANGE_TABLE(estate, rte, updated) \
+	do { \
+		(rte)->requiredPerms = ACL_SELECT | ACL_UPDATE; \
+		(rte)->updatedCols = (updated); \
+		ExecInitRangeTable((estate), list_make1(rte)); \
+	} while (0)
+#endif
+
 #endif							/* DURABLE_COMPAT_H */

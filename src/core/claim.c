@@ -116,29 +116,16 @@ static const DurableParam reconcile_claim_params[CLAIM_RUNS] = {
 	CLAIM_LEASE_PARAMS,
 };
 
-/* what a claim returns: the columns of durable_claim's result */
-enum
-{
-	CLAIMED_TASK_ID,
-	CLAIMED_FENCE,
-	CLAIMED_LEASE_UNTIL,
-	CLAIMED_ATTEMPT,
-	CLAIMED_PAYLOAD,
-	CLAIMED_CHECKPOINT,
-	CLAIMED_VERSIONS,
-	CLAIMED_RUN_AT,				/* for the queue latency, not returned */
-	CLAIMED_NCOLUMNS
-};
-
-static const DurableColumn claimed_columns[CLAIMED_NCOLUMNS] = {
-	[CLAIMED_TASK_ID] = {"task_id", INT8OID},
-	[CLAIMED_FENCE] = {"fence", INT8OID},
-	[CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
-	[CLAIMED_ATTEMPT] = {"attempt", INT4OID},
-	[CLAIMED_PAYLOAD] = {"payload", JSONBOID},
-	[CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
-	[CLAIMED_VERSIONS] = {"versions", JSONBOID},
-	[CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+/* what a claim returns: the columns of durable_claim's result (core.h) */
+static const DurableColumn claimed_columns[DURABLE_CLAIMED_NCOLUMNS] = {
+	[DURABLE_CLAIMED_TASK_ID] = {"task_id", INT8OID},
+	[DURABLE_CLAIMED_FENCE] = {"fence", INT8OID},
+	[DURABLE_CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[DURABLE_CLAIMED_ATTEMPT] = {"attempt", INT4OID},
+	[DURABLE_CLAIMED_PAYLOAD] = {"payload", JSONBOID},
+	[DURABLE_CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
+	[DURABLE_CLAIMED_VERSIONS] = {"versions", JSONBOID},
+	[DURABLE_CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 };
 
 /*
@@ -531,6 +518,30 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		}
 		if (stmt != &claim && stmt != &reconcile_claim)
 			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
+		if (stmt == &claim && wanted == 1 && runs == NULL && !DurableDistributed())
+		{
+			Datum		values[DURABLE_CLAIMED_NCOLUMNS];
+			bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
+
+			switch (DurableClaimOneDirectly(partition, args[CLAIM_QUEUE], now,
+											args[CLAIM_WORKER], args[CLAIM_LEASE],
+											args[CLAIM_LEASE_UNTIL], args[CLAIM_ROLE],
+											values, isnull))
+			{
+				case DURABLE_TAKE_TAKEN:
+					DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
+								   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
+					tuplestore_putvalues(store, desc, values, isnull);
+					claimed++;
+					continue;
+				case DURABLE_TAKE_NONE:
+					if (expired)
+						DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
+					continue;
+				case DURABLE_TAKE_BY_STATEMENT:
+					break;
+			}
+		}
 		if (stmt == &claim && wanted == 1)
 			res = DurableRun(&DurableClaimOneStatement, args, nulls,
 							 SPI_OK_UPDATE_RETURNING, 0);
@@ -539,8 +550,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		n = res.rows;
 		for (uint64 row = 0; row < n; row++)
 		{
-			Datum		values[CLAIMED_NCOLUMNS];
-			bool		isnull[CLAIMED_NCOLUMNS];
+			Datum		values[DURABLE_CLAIMED_NCOLUMNS];
+			bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
 
 			if (!ready_work)
 			{
@@ -551,7 +562,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			heap_deform_tuple(DurableGetRow(res, row), res.tuptable->tupdesc,
 							  values, isnull);
 			DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
-						   now - DatumGetTimestampTz(values[CLAIMED_RUN_AT]));
+						   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
 			tuplestore_putvalues(store, desc, values, isnull);
 		}
 		claimed += (int) n;

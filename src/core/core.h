@@ -114,6 +114,27 @@ extern int	DurableClaim(DurableClaimKind kind, const char *queue,
 						 TupleDesc desc);
 extern void DurableReleaseTask(int64 task_id, int64 fence, const char *reason);
 
+/* what a claim of ready work returns: durable_claim's columns, then run_at */
+enum
+{
+	DURABLE_CLAIMED_TASK_ID,
+	DURABLE_CLAIMED_FENCE,
+	DURABLE_CLAIMED_LEASE_UNTIL,
+	DURABLE_CLAIMED_ATTEMPT,
+	DURABLE_CLAIMED_PAYLOAD,
+	DURABLE_CLAIMED_CHECKPOINT,
+	DURABLE_CLAIMED_VERSIONS,
+	DURABLE_CLAIMED_RUN_AT,		/* for the queue latency, not returned */
+	DURABLE_CLAIMED_NCOLUMNS
+};
+
+/* ---- claim_direct.c: the usual claim without a statement ---- */
+extern DurableTakeResult DurableClaimOneDirectly(int32 partition, Datum queue,
+												 TimestampTz now, Datum worker,
+												 Datum lease, Datum lease_until,
+												 Datum role, Datum *result,
+												 bool *isnull);
+
 /* ---- heartbeat.c: leases renewed ---- */
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,
 										text *progress, Interval *lease);

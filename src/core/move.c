@@ -264,9 +264,8 @@ static DurableStatement finish_steps = {
 
 /* whether a task has steps in durable.live_steps */
 static DurableKeyRead live_step_read = {
-	.schema = "durable",
-	.table = "live_steps",
-	.nkeys = 2,
+	.table = {.schema = "durable", .name = "live_steps"},
+	.keys = {.nkeys = 2},
 };
 
 /* on Citus: the task and its steps in one statement, sent as one call */

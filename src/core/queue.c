@@ -106,10 +106,8 @@ DurableReportNoQueue(const char *queue)
  * primary key, without a statement (store/direct.c).
  */
 static DurableKeyRead queue_key_read = {
-	.schema = "durable",
-	.table = "queues",
-	.nkeys = 1,
-	DURABLE_COLUMNS(queue_columns),
+	.table = {.schema = "durable", .name = "queues", DURABLE_COLUMNS(queue_columns)},
+	.keys = {.nkeys = 1},
 };
 
 /* a queue's settings from the values of queue_columns */

@@ -45,22 +45,127 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* the reads resolved in this backend, to resolve again when a table changes */
-#define KEY_READS_MAX 8
-static DurableKeyRead *resolved_reads[KEY_READS_MAX];
-static int	nresolved_reads = 0;
+/* the tables resolved in this backend, to resolve again when one changes */
+#define DIRECT_TABLES_MAX 8
+static DurableDirectTable *resolved_tables[DIRECT_TABLES_MAX];
+static int	nresolved_tables = 0;
 
 static void
-forget_resolved_reads(Datum arg, Oid relid)
+forget_resolved_tables(Datum arg, Oid relid)
 {
-	for (int i = 0; i < nresolved_reads; i++)
-		if (relid == InvalidOid || relid == resolved_reads[i]->relid)
-			resolved_reads[i]->resolved = false;
+	for (int i = 0; i < nresolved_tables; i++)
+		if (relid == InvalidOid || relid == resolved_tables[i]->relid)
+			resolved_tables[i]->resolved = false;
 }
 
-/* the equality function of a primary key's column, by its type */
+static void
+register_table(DurableDirectTable *table)
+{
+	static bool callback_registered = false;
+
+	if (table->registered)
+		return;
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget_resolved_tables, (Datum) 0);
+		callback_registered = true;
+	}
+	if (nresolved_tables >= DIRECT_TABLES_MAX)
+		elog(ERROR, "more than %d tables used without statements", DIRECT_TABLES_MAX);
+	resolved_tables[nresolved_tables++] = table;
+	table->registered = true;
+}
+
+static void
+missing_columns(const DurableDirectTable *table, const char *detail)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			errmsg("table \"%s.%s\" does not have the columns durable's library expects",
+				   table->schema, table->name),
+			errdetail_internal("%s", detail));
+}
+
+/*
+ * DurableDirectResolve
+ *		Find the numbers of the table's columns used, checking their types,
+ *		under a lock on the table.  The caller resolves its index after.
+ */
+void
+DurableDirectResolve(DurableDirectTable *table, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	Assert(table->ncolumns <= DURABLE_MAX_DIRECT_COLUMNS);
+	for (int i = 0; i < table->ncolumns; i++)
+	{
+		const DurableColumn *column = &table->columns[i];
+
+		table->attnums[i] = InvalidAttrNumber;
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(desc, a);
+
+			if (attr->attisdropped || strcmp(NameStr(attr->attname), column->name) != 0)
+				continue;
+			if (OidIsValid(column->type) && attr->atttypid != column->type)
+				missing_columns(table,
+								psprintf("Column \"%s\" is of type %s, where the library reads %s.",
+										 column->name, format_type_be(attr->atttypid),
+										 format_type_be(column->type)));
+			table->attnums[i] = attr->attnum;
+			table->atttypids[i] = attr->atttypid;
+			table->attlens[i] = attr->attlen;
+			table->attbyvals[i] = attr->attbyval;
+		}
+		if (table->attnums[i] == InvalidAttrNumber)
+			missing_columns(table, psprintf("Column \"%s\" is missing.", column->name));
+	}
+	register_table(table);
+	table->relid = RelationGetRelid(rel);
+	table->resolved = true;
+}
+
+/*
+ * DurableDirectOpen
+ *		The table, open and locked as a statement using it would lock it,
+ *		its columns resolved if it is new to this backend or changed.  A
+ *		table resolved before is locked by its OID, without a look-up of its
+ *		name; if it changed meanwhile (the lock accepts the invalidations),
+ *		it is looked up again.  *resolved says whether the columns were
+ *		found again, and the caller's index must be; so must they when
+ *		table->resolved is false after the index is locked.
+ */
+Relation
+DurableDirectOpen(DurableDirectTable *table, LOCKMODE lockmode, bool *resolved)
+{
+	Oid			relid = InvalidOid;
+	Relation	rel;
+
+	if (table->resolved)
+	{
+		relid = table->relid;
+		LockRelationOid(relid, lockmode);
+		if (!table->resolved)
+		{
+			UnlockRelationOid(relid, lockmode);
+			relid = InvalidOid;
+		}
+	}
+	if (!OidIsValid(relid))
+		relid = RangeVarGetRelid(makeRangeVar(unconstify(char *, table->schema),
+											  unconstify(char *, table->name), -1),
+								 lockmode, false);
+	rel = table_open(relid, NoLock);
+	*resolved = !table->resolved || table->relid != relid;
+	if (*resolved)
+		DurableDirectResolve(table, rel);
+	return rel;
+}
+
+/* the equality function of an index's column, by its type */
 static RegProcedure
-key_equality(const DurableKeyRead *read, Oid type)
+key_equality(const DurableDirectTable *table, Oid type)
 {
 	switch (type)
 	{
@@ -71,141 +176,58 @@ key_equality(const DurableKeyRead *read, Oid type)
 		case INT8OID:
 			return F_INT8EQ;
 	}
-	elog(ERROR, "the primary key of table %s.%s is of type %s, which durable does not read directly",
-		 read->schema, read->table, format_type_be(type));
+	elog(ERROR, "an index of table %s.%s leads with a column of type %s, which durable does not scan directly",
+		 table->schema, table->name, format_type_be(type));
 	pg_unreachable();
 }
 
 /*
- * resolve
- *		Find the table's primary key index and the numbers of the columns
- *		read, checking their types, under a lock on the table.
+ * DurableIndexKeysResolve
+ *		The scan keys of index's first keys->nkeys columns.
  */
-static void
-resolve(DurableKeyRead *read, Relation rel)
+void
+DurableIndexKeysResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
+						Oid index)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	Relation	index;
+	Relation	irel = index_open(index, AccessShareLock);
 
-	Assert(read->ncolumns <= DURABLE_MAX_KEY_READ_COLUMNS);
-	Assert(read->nkeys >= 1 && read->nkeys <= DURABLE_MAX_KEY_READ_KEYS);
-	read->index = DURABLE_PRIMARY_KEY_INDEX(rel);
-	if (!OidIsValid(read->index))
+	Assert(keys->nkeys >= 1 && keys->nkeys <= DURABLE_MAX_DIRECT_KEYS);
+	if (IndexRelationGetNumberOfKeyAttributes(irel) < keys->nkeys)
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("table \"%s.%s\" has no primary key", read->schema, read->table),
-				errdetail("durable's library reads its rows by the primary key."));
-	index = index_open(read->index, AccessShareLock);
-	if (IndexRelationGetNumberOfKeyAttributes(index) < read->nkeys)
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("the primary key of table \"%s.%s\" has fewer than %d columns",
-					   read->schema, read->table, read->nkeys));
-	for (int k = 0; k < read->nkeys; k++)
+				errmsg("index \"%s\" of table \"%s.%s\" has fewer than %d columns",
+					   RelationGetRelationName(irel), table->schema, table->name,
+					   keys->nkeys));
+	for (int k = 0; k < keys->nkeys; k++)
 	{
-		read->key_equality[k] = key_equality(read, index->rd_opcintype[k]);
-		read->key_collation[k] = index->rd_indcollation[k];
+		keys->equality[k] = key_equality(table, irel->rd_opcintype[k]);
+		keys->collation[k] = irel->rd_indcollation[k];
+		keys->attnums[k] = irel->rd_index->indkey.values[k];
 	}
-	index_close(index, NoLock);
+	keys->index = index;
+	index_close(irel, NoLock);
+}
 
-	for (int i = 0; i < read->ncolumns; i++)
-	{
-		const DurableColumn *column = &read->columns[i];
-
-		read->attnums[i] = InvalidAttrNumber;
-		for (int a = 0; a < desc->natts; a++)
-		{
-			Form_pg_attribute attr = TupleDescAttr(desc, a);
-
-			if (attr->attisdropped || strcmp(NameStr(attr->attname), column->name) != 0)
-				continue;
-			if (attr->atttypid != column->type)
-				ereport(ERROR,
-						errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("table \"%s.%s\" does not have the columns durable's library expects",
-							   read->schema, read->table),
-						errdetail("Column \"%s\" is of type %s, where the library reads %s.",
-								  column->name, format_type_be(attr->atttypid),
-								  format_type_be(column->type)));
-			read->attnums[i] = attr->attnum;
-			read->attlens[i] = attr->attlen;
-			read->attbyvals[i] = attr->attbyval;
-		}
-		if (read->attnums[i] == InvalidAttrNumber)
-			ereport(ERROR,
-					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					errmsg("table \"%s.%s\" does not have the columns durable's library expects",
-						   read->schema, read->table),
-					errdetail("Column \"%s\" is missing.", column->name));
-	}
-
-	if (!read->registered)
-	{
-		static bool callback_registered = false;
-
-		if (!callback_registered)
-		{
-			CacheRegisterRelcacheCallback(forget_resolved_reads, (Datum) 0);
-			callback_registered = true;
-		}
-		if (nresolved_reads >= KEY_READS_MAX)
-			elog(ERROR, "more than %d tables read by their primary key", KEY_READS_MAX);
-		resolved_reads[nresolved_reads++] = read;
-		read->registered = true;
-	}
-	read->relid = RelationGetRelid(rel);
-	read->resolved = true;
+/* the scan keys for values of the index's leading columns */
+void
+DurableIndexScanKeys(const DurableIndexKeys *keys, const Datum *values,
+					 ScanKeyData *skeys)
+{
+	for (int k = 0; k < keys->nkeys; k++)
+		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber,
+							   InvalidOid, keys->collation[k],
+							   keys->equality[k], values[k]);
 }
 
 /*
- * lock_table
- *		The table's OID, locked as a statement reading it would lock it.
- *		A table resolved before is locked by its OID, without a look-up of
- *		its name; if it changed meanwhile (the lock accepts the
- *		invalidations), it is looked up again.
+ * DurableDirectSnapshot
+ *		Push the snapshot SPI would run a statement that writes under (plan.c):
+ *		the command counter advanced and a new snapshot, or the caller's
+ *		under DurableReadAsOfCaller.  The caller pops it.
  */
-static Oid
-lock_table(DurableKeyRead *read)
+void
+DurableDirectSnapshot(void)
 {
-	if (read->resolved)
-	{
-		Oid			relid = read->relid;
-
-		LockRelationOid(relid, AccessShareLock);
-		if (read->resolved)
-			return relid;
-		UnlockRelationOid(relid, AccessShareLock);
-	}
-	return RangeVarGetRelid(makeRangeVar(unconstify(char *, read->schema),
-										 unconstify(char *, read->table), -1),
-							AccessShareLock, false);
-}
-
-/*
- * DurableReadByKey
- *		Read the row of read's table whose primary key starts with keys
- *		(read->nkeys values, in the key's order): its columns into values
- *		and isnull (in read's order, copied into the current memory
- *		context), from the first such row when the key has more columns.
- *		Returns false when there is no such row.
- */
-bool
-DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
-				 bool *isnull)
-{
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData skeys[DURABLE_MAX_KEY_READ_KEYS];
-	TupleTableSlot *slot;
-	Snapshot	snapshot;
-	bool		found;
-
-	rel = table_open(lock_table(read), NoLock);
-	if (!read->resolved || read->relid != RelationGetRelid(rel))
-		resolve(read, rel);
-
-	/* as SPI runs a statement that is not read-only (plan.c) */
 	if (!DurableReadingAsOfCaller())
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
@@ -214,10 +236,51 @@ DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
 	}
 	else
 		PushActiveSnapshot(GetActiveSnapshot());
-	snapshot = GetActiveSnapshot();
+}
 
-	index = index_open(read->index, AccessShareLock);
-	if (!read->resolved)
+/* a key read's table and primary key */
+static void
+resolve_key_read(DurableKeyRead *read, Relation rel)
+{
+	Oid			index = DURABLE_PRIMARY_KEY_INDEX(rel);
+
+	if (!OidIsValid(index))
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("table \"%s.%s\" has no primary key", read->table.schema,
+					   read->table.name),
+				errdetail("durable's library reads its rows by the primary key."));
+	DurableIndexKeysResolve(&read->keys, &read->table, index);
+}
+
+/*
+ * DurableReadByKey
+ *		Read the row of read's table whose primary key starts with keys
+ *		(read->keys.nkeys values, in the key's order): its columns into
+ *		values and isnull (in read's order, copied into the current memory
+ *		context), from the first such row when the key has more columns.
+ *		Returns false when there is no such row.
+ */
+bool
+DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
+				 bool *isnull)
+{
+	DurableDirectTable *table = &read->table;
+	bool		resolved;
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData skeys[DURABLE_MAX_DIRECT_KEYS];
+	TupleTableSlot *slot;
+	bool		found;
+
+	rel = DurableDirectOpen(table, AccessShareLock, &resolved);
+	if (resolved)
+		resolve_key_read(read, rel);
+	DurableDirectSnapshot();
+
+	index = index_open(read->keys.index, AccessShareLock);
+	if (!table->resolved)
 	{
 		/*
 		 * Locking the index took invalidations that changed the table: its
@@ -225,25 +288,23 @@ DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
 		 * swaps them under this table's lock).
 		 */
 		index_close(index, NoLock);
-		resolve(read, rel);
-		index = index_open(read->index, AccessShareLock);
+		DurableDirectResolve(table, rel);
+		resolve_key_read(read, rel);
+		index = index_open(read->keys.index, AccessShareLock);
 	}
-	for (int k = 0; k < read->nkeys; k++)
-		ScanKeyEntryInitialize(&skeys[k], 0, k + 1, BTEqualStrategyNumber,
-							   InvalidOid, read->key_collation[k],
-							   read->key_equality[k], keys[k]);
-	scan = DURABLE_INDEX_BEGINSCAN(rel, index, snapshot, read->nkeys, 0);
-	index_rescan(scan, skeys, read->nkeys, NULL, 0);
+	DurableIndexScanKeys(&read->keys, keys, skeys);
+	scan = DURABLE_INDEX_BEGINSCAN(rel, index, GetActiveSnapshot(), read->keys.nkeys, 0);
+	index_rescan(scan, skeys, read->keys.nkeys, NULL, 0);
 	slot = table_slot_create(rel, NULL);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
 	{
-		for (int i = 0; i < read->ncolumns; i++)
+		for (int i = 0; i < table->ncolumns; i++)
 		{
-			Datum		value = slot_getattr(slot, read->attnums[i], &isnull[i]);
+			Datum		value = slot_getattr(slot, table->attnums[i], &isnull[i]);
 
 			values[i] = isnull[i] ? (Datum) 0 :
-				datumCopy(value, read->attbyvals[i], read->attlens[i]);
+				datumCopy(value, table->attbyvals[i], table->attlens[i]);
 		}
 	}
 	ExecDropSingleTupleTableSlot(slot);

@@ -54,6 +54,7 @@
 
 #include "pure/pure.h"
 
+#include "access/skey.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 
@@ -200,37 +201,91 @@ extern DurableResult DurableRunHere(DurableStatement *stmt, Datum *values,
 extern bool DurableReadAsOfCaller(bool on);
 extern bool DurableReadingAsOfCaller(void);
 
-/* ---- direct.c: a row read by its primary key, without SPI ---- */
-#define DURABLE_MAX_KEY_READ_COLUMNS 16
-#define DURABLE_MAX_KEY_READ_KEYS 3
+/* ---- direct.c and take.c: rows through the access methods, without SPI ---- */
+#define DURABLE_MAX_DIRECT_COLUMNS 24
+#define DURABLE_MAX_DIRECT_KEYS 3
 
 /*
- * A row read by the values of its table's primary key, or of its first
- * nkeys columns: the table, and the columns read by name and type (none,
- * for a read that only asks whether there is such a row).
+ * A table read or written through the access methods: its name, and the
+ * columns used, by name and type (InvalidOid for any type: an enum's OID
+ * differs between installations; its atttypids entry says which).  The
+ * rest is kept per backend and found again when the table changes.
  */
-typedef struct DurableKeyRead
+typedef struct DurableDirectTable
 {
 	const char *schema;
-	const char *table;
-	int			nkeys;
+	const char *name;
 	const DurableColumn *columns;
 	int			ncolumns;
 
-	/* kept per backend, found again when the table changes */
 	bool		registered;
 	bool		resolved;
 	Oid			relid;
-	Oid			index;			/* the primary key's */
-	RegProcedure key_equality[DURABLE_MAX_KEY_READ_KEYS];
-	Oid			key_collation[DURABLE_MAX_KEY_READ_KEYS];
-	AttrNumber	attnums[DURABLE_MAX_KEY_READ_COLUMNS];
-	int16		attlens[DURABLE_MAX_KEY_READ_COLUMNS];
-	bool		attbyvals[DURABLE_MAX_KEY_READ_COLUMNS];
+	AttrNumber	attnums[DURABLE_MAX_DIRECT_COLUMNS];
+	Oid			atttypids[DURABLE_MAX_DIRECT_COLUMNS];
+	int16		attlens[DURABLE_MAX_DIRECT_COLUMNS];
+	bool		attbyvals[DURABLE_MAX_DIRECT_COLUMNS];
+} DurableDirectTable;
+
+/* the equality of an index's leading columns, for its scan keys */
+typedef struct DurableIndexKeys
+{
+	Oid			index;
+	int			nkeys;
+	RegProcedure equality[DURABLE_MAX_DIRECT_KEYS];
+	Oid			collation[DURABLE_MAX_DIRECT_KEYS];
+	AttrNumber	attnums[DURABLE_MAX_DIRECT_KEYS];	/* in the table */
+} DurableIndexKeys;
+
+extern Relation DurableDirectOpen(DurableDirectTable *table, LOCKMODE lockmode,
+								  bool *resolved);
+extern void DurableDirectResolve(DurableDirectTable *table, Relation rel);
+extern void DurableIndexKeysResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
+									Oid index);
+extern void DurableIndexScanKeys(const DurableIndexKeys *keys, const Datum *values,
+								 ScanKeyData *skeys);
+extern void DurableDirectSnapshot(void);
+
+/*
+ * A row read by the values of its table's primary key, or of its first
+ * nkeys columns (no columns, for a read that only asks whether there is
+ * such a row).
+ */
+typedef struct DurableKeyRead
+{
+	DurableDirectTable table;
+	DurableIndexKeys keys;		/* nkeys given, the rest resolved */
 } DurableKeyRead;
 
 extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
 							 Datum *values, bool *isnull);
+
+/*
+ * take.c: the first row of an index, in its order, that test passes,
+ * locked as SELECT ... FOR UPDATE SKIP LOCKED would lock it, and updated
+ * by change; columns[0, nread) are only read.
+ */
+typedef bool (*DurableTakeTest) (const Datum *values, const bool *isnull, void *arg);
+typedef void (*DurableTakeChange) (Datum *values, bool *isnull, void *arg);
+
+typedef struct DurableTake
+{
+	DurableDirectTable table;
+	const char *index;			/* by name, in the table's schema */
+	DurableIndexKeys keys;		/* nkeys given, the rest resolved */
+	int			nread;
+} DurableTake;
+
+typedef enum DurableTakeResult
+{
+	DURABLE_TAKE_NONE,			/* no row passed, or all were locked */
+	DURABLE_TAKE_TAKEN,
+	DURABLE_TAKE_BY_STATEMENT,	/* triggers, rules, row security or no index */
+} DurableTakeResult;
+
+extern DurableTakeResult DurableTakeFirst(DurableTake *take, const Datum *keys,
+										  DurableTakeTest test, DurableTakeChange change,
+										  void *arg, Datum *values, bool *isnull);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

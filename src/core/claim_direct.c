@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_direct.c
+ *	  The usual claim, one task by a worker that does not say what it
+ *	  runs, on one server: taken through the table and index access
+ *	  methods (store/take.c), without the executor of a statement.
+ *
+ * It takes the row DurableClaimOneStatement would take (claim.c), the
+ * first of tasks_claimable's order among the partition's ready tasks of
+ * the queue that are due, skipping locked rows, and changes it as
+ * CLAIM_UPDATE does with $runs and $pins NULL.  The two must change
+ * together: sql/direct_claim.sql checks every column a claim leaves
+ * against the statement's expressions, evaluated on the row before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/pg_enum.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/* the columns of durable.live_tasks a claim reads, then those it writes */
+enum
+{
+	TAKE_TASK_ID,
+	TAKE_RUN_AT,
+	TAKE_PAYLOAD,
+	TAKE_CHECKPOINT,
+	TAKE_STATE,					/* the first one written */
+	TAKE_OWNER,
+	TAKE_LEASE,
+	TAKE_LEASE_UNTIL,
+	TAKE_HEARTBEAT_AT,
+	TAKE_PROGRESS,
+	TAKE_PROGRESS_AT,
+	TAKE_FENCE,
+	TAKE_ATTEMPT,
+	TAKE_VERSION,
+	TAKE_CLAIMED_AT,
+	TAKE_CLAIM_SEQ,
+	TAKE_CLAIM_KIND,
+	TAKE_CLAIM_ROLE,
+	TAKE_VERSIONS,
+	TAKE_WORKFLOW_VERSION,
+	TAKE_NCOLUMNS
+};
+
+static const DurableColumn take_columns[TAKE_NCOLUMNS] = {
+	[TAKE_TASK_ID] = {"task_id", INT8OID},
+	[TAKE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[TAKE_PAYLOAD] = {"payload", JSONBOID},
+	[TAKE_CHECKPOINT] = {"checkpoint", JSONBOID},
+	/* durable.task_state, an enum whose OID each installation chooses */
+	[TAKE_STATE] = {"state", InvalidOid},
+	[TAKE_OWNER] = {"owner", TEXTOID},
+	[TAKE_LEASE] = {"lease", INTERVALOID},
+	[TAKE_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[TAKE_HEARTBEAT_AT] = {"heartbeat_at", TIMESTAMPTZOID},
+	[TAKE_PROGRESS] = {"progress", TEXTOID},
+	[TAKE_PROGRESS_AT] = {"progress_at", TIMESTAMPTZOID},
+	[TAKE_FENCE] = {"fence", INT8OID},
+	[TAKE_ATTEMPT] = {"attempt", INT4OID},
+	[TAKE_VERSION] = {"version", INT4OID},
+	[TAKE_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
+	[TAKE_CLAIM_SEQ] = {"claim_seq", INT4OID},
+	[TAKE_CLAIM_KIND] = {"claim_kind", TEXTOID},
+	[TAKE_CLAIM_ROLE] = {"claim_role", TEXTOID},
+	[TAKE_VERSIONS] = {"versions", JSONBOID},
+	[TAKE_WORKFLOW_VERSION] = {"workflow_version", TEXTOID},
+};
+
+/* durable_claim's columns, then run_at, as columns of claim_take */
+static const int claimed_columns[DURABLE_CLAIMED_NCOLUMNS] = {
+	[DURABLE_CLAIMED_TASK_ID] = TAKE_TASK_ID,
+	[DURABLE_CLAIMED_FENCE] = TAKE_FENCE,
+	[DURABLE_CLAIMED_LEASE_UNTIL] = TAKE_LEASE_UNTIL,
+	[DURABLE_CLAIMED_ATTEMPT] = TAKE_ATTEMPT,
+	[DURABLE_CLAIMED_PAYLOAD] = TAKE_PAYLOAD,
+	[DURABLE_CLAIMED_CHECKPOINT] = TAKE_CHECKPOINT,
+	[DURABLE_CLAIMED_VERSIONS] = TAKE_VERSIONS,
+	[DURABLE_CLAIMED_RUN_AT] = TAKE_RUN_AT,
+};
+
+static DurableTake claim_take = {
+	.table = {.schema = "durable", .name = "live_tasks", DURABLE_COLUMNS(take_columns)},
+	.index = "tasks_claimable",
+	.keys = {.nkeys = 2},		/* partition_key, queue_name */
+	.nread = TAKE_STATE,
+};
+
+/* a claim's values, and the task states as the table's enum has them */
+typedef struct ClaimValues
+{
+	TimestampTz now;
+	Datum		worker;
+	Datum		lease;
+	Datum		lease_until;
+	Datum		role;
+	Datum		claimed_kind;
+	Datum		workflow_key;
+	Datum		ready;
+	Datum		waiting;
+	Datum		running;
+} ClaimValues;
+
+/* a label of the enum typid, by name */
+static Datum
+enum_label(Oid typid, const char *label)
+{
+	Oid			oid = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+									  ObjectIdGetDatum(typid), CStringGetDatum(label));
+
+	if (!OidIsValid(oid))
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("type %s has no label \"%s\"", format_type_be(typid), label));
+	return ObjectIdGetDatum(oid);
+}
+
+/*
+ * task_states
+ *		ready, waiting and running as values of the state column's type,
+ *		looked up again only when that type is another (a new
+ *		installation of the extension).
+ */
+static void
+task_states(ClaimValues *claim)
+{
+	static Oid	typid = InvalidOid;
+	static Datum ready;
+	static Datum waiting;
+	static Datum running;
+	Oid			column_type = claim_take.table.atttypids[TAKE_STATE];
+
+	if (column_type != typid)
+	{
+		typid = InvalidOid;
+		ready = enum_label(column_type, "ready");
+		waiting = enum_label(column_type, "waiting");
+		running = enum_label(column_type, "running");
+		typid = column_type;
+	}
+	claim->ready = ready;
+	claim->waiting = waiting;
+	claim->running = running;
+}
+
+/* READY_TO_CLAIM's conditions beyond the index's keys, with $runs NULL */
+static bool
+claimable(const Datum *values, const bool *isnull, void *arg)
+{
+	ClaimValues *claim = arg;
+
+	if (claim->ready == (Datum) 0)
+		task_states(claim);
+	return (values[TAKE_STATE] == claim->ready || values[TAKE_STATE] == claim->waiting) &&
+		DatumGetTimestampTz(values[TAKE_RUN_AT]) <= claim->now;
+}
+
+/* versions ->> 'workflow' */
+static Datum
+workflow_version(Datum versions, const ClaimValues *claim, bool *isnull)
+{
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 2, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = versions;
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = claim->workflow_key;
+	fcinfo->args[1].isnull = false;
+	result = jsonb_object_field_text(fcinfo);
+	*isnull = fcinfo->isnull;
+	return result;
+}
+
+/* CLAIM_UPDATE with $pins NULL: the versions stay, the kind is 'claimed' */
+static void
+take_task(Datum *values, bool *isnull, void *arg)
+{
+	ClaimValues *claim = arg;
+	int32		version = DatumGetInt32(values[TAKE_VERSION]);
+
+	values[TAKE_STATE] = claim->running;
+	values[TAKE_OWNER] = claim->worker;
+	values[TAKE_LEASE] = claim->lease;
+	values[TAKE_LEASE_UNTIL] = claim->lease_until;
+	values[TAKE_HEARTBEAT_AT] = TimestampTzGetDatum(claim->now);
+	isnull[TAKE_PROGRESS] = true;
+	values[TAKE_PROGRESS_AT] = TimestampTzGetDatum(claim->now);
+	values[TAKE_FENCE] = Int64GetDatum(DatumGetInt64(values[TAKE_FENCE]) + 1);
+	values[TAKE_ATTEMPT] = Int32GetDatum(DatumGetInt32(values[TAKE_ATTEMPT]) + 1);
+	values[TAKE_VERSION] = Int32GetDatum(version + 1);
+	values[TAKE_CLAIMED_AT] = TimestampTzGetDatum(claim->now);
+	values[TAKE_CLAIM_SEQ] = Int32GetDatum(version + 1);
+	values[TAKE_CLAIM_KIND] = claim->claimed_kind;
+	values[TAKE_CLAIM_ROLE] = claim->role;
+	isnull[TAKE_WORKFLOW_VERSION] = true;
+	if (!isnull[TAKE_VERSIONS])
+		values[TAKE_WORKFLOW_VERSION] = workflow_version(values[TAKE_VERSIONS], claim,
+														 &isnull[TAKE_WORKFLOW_VERSION]);
+	/* all it sets is a value, but progress and a missing workflow version */
+	isnull[TAKE_STATE] = isnull[TAKE_OWNER] = isnull[TAKE_LEASE] = false;
+	isnull[TAKE_LEASE_UNTIL] = isnull[TAKE_HEARTBEAT_AT] = false;
+	isnull[TAKE_PROGRESS_AT] = isnull[TAKE_CLAIMED_AT] = isnull[TAKE_CLAIM_SEQ] = false;
+	isnull[TAKE_CLAIM_KIND] = isnull[TAKE_CLAIM_ROLE] = false;
+}
+
+/*
+ * DurableClaimOneDirectly
+ *		Claim one task of queue in partition with the values of a claim
+ *		(args, as claim.c's statements take them), its columns as
+ *		DurableClaimOneStatement returns them into result and isnull.
+ *		DURABLE_TAKE_BY_STATEMENT when the table must be written by the
+ *		statement (store/take.c).
+ */
+DurableTakeResult
+DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum worker,
+						Datum lease, Datum lease_until, Datum role,
+						Datum *result, bool *isnull)
+{
+	ClaimValues claim = {0};
+	Datum		keys[2];
+	Datum		values[TAKE_NCOLUMNS];
+	bool		nulls[TAKE_NCOLUMNS];
+	DurableTakeResult taken;
+
+	claim.now = now;
+	claim.worker = worker;
+	claim.lease = lease;
+	claim.lease_until = lease_until;
+	claim.role = role;
+	claim.claimed_kind = CStringGetTextDatum("claimed");
+	claim.workflow_key = CStringGetTextDatum("workflow");
+	keys[0] = Int32GetDatum(partition);
+	keys[1] = queue;
+	taken = DurableTakeFirst(&claim_take, keys, claimable, take_task, &claim,
+							 values, nulls);
+	if (taken != DURABLE_TAKE_TAKEN)
+		return taken;
+
+	for (int i = 0; i < DURABLE_CLAIMED_NCOLUMNS; i++)
+	{
+		result[i] = values[claimed_columns[i]];
+		isnull[i] = nulls[claimed_columns[i]];
+	}
+	return taken;
+}
