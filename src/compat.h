@@ -82,17 +82,18 @@
 #endif
 
 /*
- * The range table of an executor state that updates rte's relation: PG 16
+ * The range table of an executor state that writes rte's relation: PG 16
  * keeps the permissions apart from the entry, and PG 18 says which entries
  * are not pruned.
  */
 #if PG_VERSION_NUM >= 160000
-#define DURABLE_INIT_UPDATE_RANGE_TABLE(estate, rte, updated) \
+#define DURABLE_INIT_RANGE_TABLE(estate, rte, perms, inserted, updated) \
 	do { \
 		List	   *perminfos_ = NIL; \
 		RTEPermissionInfo *perminfo_ = addRTEPermissionInfo(&perminfos_, (rte)); \
 		\
-		perminfo_->requiredPerms = ACL_SELECT | ACL_UPDATE; \
+		perminfo_->requiredPerms = (perms); \
+		perminfo_->insertedCols = (inserted); \
 		perminfo_->updatedCols = (updated); \
 		DURABLE_EXEC_INIT_RANGE_TABLE((estate), list_make1(rte), perminfos_); \
 	} while (0)
@@ -104,12 +105,20 @@
 	ExecInitRangeTable(estate, rtable, perminfos)
 #endif
 #else
-#define DURABLE_INIT_UPDATE_RANGE_TABLE(estate, rte, updated) \
+#define DURABLE_INIT_RANGE_TABLE(estate, rte, perms, inserted, updated) \
 	do { \
-		(rte)->requiredPerms = ACL_SELECT | ACL_UPDATE; \
+		(rte)->requiredPerms = (perms); \
+		(rte)->insertedCols = (inserted); \
 		(rte)->updatedCols = (updated); \
 		ExecInitRangeTable((estate), list_make1(rte)); \
 	} while (0)
+#endif
+
+/* PG 16 makes a partition's map from its root's row type when first asked */
+#if PG_VERSION_NUM >= 160000
+#define DURABLE_ROOT_TO_CHILD_MAP(rri, estate) ExecGetRootToChildMap(rri, estate)
+#else
+#define DURABLE_ROOT_TO_CHILD_MAP(rri, estate) ((rri)->ri_RootToPartitionMap)
 #endif
 
 #endif							/* DURABLE_COMPAT_H */

@@ -528,17 +528,17 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 											args[CLAIM_LEASE_UNTIL], args[CLAIM_ROLE],
 											values, isnull))
 			{
-				case DURABLE_TAKE_TAKEN:
+				case DURABLE_DIRECT_DONE:
 					DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
 								   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
 					tuplestore_putvalues(store, desc, values, isnull);
 					claimed++;
 					continue;
-				case DURABLE_TAKE_NONE:
+				case DURABLE_DIRECT_NONE:
 					if (expired)
 						DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
 					continue;
-				case DURABLE_TAKE_BY_STATEMENT:
+				case DURABLE_DIRECT_BY_STATEMENT:
 					break;
 			}
 		}

@@ -16,11 +16,9 @@
  */
 #include "core/core.h"
 
-#include "catalog/pg_enum.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* the columns of durable.live_tasks a claim reads, then those it writes */
@@ -107,46 +105,15 @@ typedef struct ClaimValues
 	Datum		running;
 } ClaimValues;
 
-/* a label of the enum typid, by name */
-static Datum
-enum_label(Oid typid, const char *label)
-{
-	Oid			oid = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-									  ObjectIdGetDatum(typid), CStringGetDatum(label));
-
-	if (!OidIsValid(oid))
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("type %s has no label \"%s\"", format_type_be(typid), label));
-	return ObjectIdGetDatum(oid);
-}
-
-/*
- * task_states
- *		ready, waiting and running as values of the state column's type,
- *		looked up again only when that type is another (a new
- *		installation of the extension).
- */
+/* ready, waiting and running as values of the state column's type */
 static void
 task_states(ClaimValues *claim)
 {
-	static Oid	typid = InvalidOid;
-	static Datum ready;
-	static Datum waiting;
-	static Datum running;
-	Oid			column_type = claim_take.table.atttypids[TAKE_STATE];
+	Oid			typid = claim_take.table.atttypids[TAKE_STATE];
 
-	if (column_type != typid)
-	{
-		typid = InvalidOid;
-		ready = enum_label(column_type, "ready");
-		waiting = enum_label(column_type, "waiting");
-		running = enum_label(column_type, "running");
-		typid = column_type;
-	}
-	claim->ready = ready;
-	claim->waiting = waiting;
-	claim->running = running;
+	claim->ready = DurableTaskStateValue(typid, DURABLE_TASK_READY);
+	claim->waiting = DurableTaskStateValue(typid, DURABLE_TASK_WAITING);
+	claim->running = DurableTaskStateValue(typid, DURABLE_TASK_RUNNING);
 }
 
 /* READY_TO_CLAIM's conditions beyond the index's keys, with $runs NULL */
@@ -215,10 +182,10 @@ take_task(Datum *values, bool *isnull, void *arg)
  *		Claim one task of queue in partition with the values of a claim
  *		(args, as claim.c's statements take them), its columns as
  *		DurableClaimOneStatement returns them into result and isnull.
- *		DURABLE_TAKE_BY_STATEMENT when the table must be written by the
+ *		DURABLE_DIRECT_BY_STATEMENT when the table must be written by the
  *		statement (store/take.c).
  */
-DurableTakeResult
+DurableDirectResult
 DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum worker,
 						Datum lease, Datum lease_until, Datum role,
 						Datum *result, bool *isnull)
@@ -227,7 +194,7 @@ DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum wor
 	Datum		keys[2];
 	Datum		values[TAKE_NCOLUMNS];
 	bool		nulls[TAKE_NCOLUMNS];
-	DurableTakeResult taken;
+	DurableDirectResult taken;
 
 	claim.now = now;
 	claim.worker = worker;
@@ -240,7 +207,7 @@ DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum wor
 	keys[1] = queue;
 	taken = DurableTakeFirst(&claim_take, keys, claimable, take_task, &claim,
 							 values, nulls);
-	if (taken != DURABLE_TAKE_TAKEN)
+	if (taken != DURABLE_DIRECT_DONE)
 		return taken;
 
 	for (int i = 0; i < DURABLE_CLAIMED_NCOLUMNS; i++)

@@ -91,6 +91,16 @@ typedef struct DurableMoved
 	bool		restricted;
 } DurableMoved;
 
+/* what a finish read of the task, from its row in history */
+typedef struct DurableFinished
+{
+	DurableMoved moved;
+	int64		parent_id;		/* 0 for none */
+	Jsonb	   *waits;			/* NULL for none */
+	bool		has_claimed_at; /* a lease ended with the finish */
+	TimestampTz claimed_at;
+} DurableFinished;
+
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
 							TimestampTz now, DurableMoved *moved);
 extern void DurableMoveLockedTask(const DurableTask *task,
@@ -128,8 +138,13 @@ enum
 	DURABLE_CLAIMED_NCOLUMNS
 };
 
+/* ---- finish_direct.c: a finish on one server without a statement ---- */
+extern Datum DurableTaskStateValue(Oid typid, DurableTaskState state);
+extern DurableDirectResult DurableFinishDirectly(int64 task_id, const DurableMove *move,
+												 TimestampTz now, DurableFinished *finished);
+
 /* ---- claim_direct.c: the usual claim without a statement ---- */
-extern DurableTakeResult DurableClaimOneDirectly(int32 partition, Datum queue,
+extern DurableDirectResult DurableClaimOneDirectly(int32 partition, Datum queue,
 												 TimestampTz now, Datum worker,
 												 Datum lease, Datum lease_until,
 												 Datum role, Datum *result,
@@ -271,6 +286,7 @@ typedef struct DurableQueueSettings
 } DurableQueueSettings;
 
 extern void DurableQueueGet(const char *queue, DurableQueue *result);
+extern bool DurableQueueRestricted(const char *queue);
 extern void DurableQueueGetShared(const char *queue, DurableQueue *result);
 extern void DurableQueueGetForDrop(const char *queue, DurableQueue *result);
 extern void DurableReportNoQueue(const char *queue);

@@ -107,10 +107,12 @@ static const DurableParam move_params[MOVE_NPARAMS] = {
 	" q.restricted FROM (SELECT) x" \
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
-static void finished(DurableResult res, int64 task_id, const DurableMove *move,
-					 TimestampTz now);
-static void count_move(DurableResult res, const DurableMove *move, bool finish,
-					   TimestampTz now);
+static bool finish_task(int64 task_id, const DurableMove *move, Datum *args,
+						const char *nulls, TimestampTz now, DurableFinished *finished);
+static void count_finish(const DurableFinished *finished, const DurableMove *move,
+						 TimestampTz now);
+static void family_of_finished(const DurableFinished *finished, int64 task_id,
+							   const DurableMove *move, TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 
 /*
@@ -230,7 +232,7 @@ DurableStatement DurableTransitionStatement = {
 	"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")" \
 	" SELECT " STEP_TABLE_COLUMNS ", $now FROM " from
 
-static DurableStatement finish_task = {
+static DurableStatement finish_statement = {
 	.name = "finish_task",
 	.sql = FINISH_TASK FINISHED_SELECT,
 	DURABLE_PARAMS(move_params),
@@ -336,7 +338,7 @@ static DurableStatement revive = {
 	DURABLE_ROW_TABLES,
 };
 
-/* on one server, after finish_task: the task's steps to history, if any */
+/* on one server, after the task's row: its steps to history, if any */
 static void
 move_steps(int64 task_id, TimestampTz now)
 {
@@ -368,7 +370,6 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	Datum		args[MOVE_NPARAMS];
 	char		nulls[MOVE_NPARAMS];
 	DurableStatement *stmt;
-	bool		finish;
 
 	/*
 	 * A task goes back to the claims only with no step in doubt, whatever
@@ -405,27 +406,24 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	args[MOVE_GIVE_BACK_ATTEMPT] = BoolGetDatum(move->give_back_attempt);
 
 	/* a task that finishes moves to history; a replayed one comes back */
-	finish = DurableTaskIsTerminal(move->to_state);
-	if (finish)
+	if (DurableTaskIsTerminal(move->to_state))
 	{
-		DurableEnsureHistoryDays(now);
-		stmt = DurableDistributed() ? &DurableFinishStatement : &finish_task;
+		DurableFinished finished;
+
+		if (!finish_task(task->task_id, move, args, nulls, now, &finished))
+			return false;
+		count_finish(&finished, move, now);
+		if (moved != NULL)
+			*moved = finished.moved;
+		family_of_finished(&finished, task->task_id, move, now);
+		return true;
 	}
-	else if (DurableTaskIsTerminal(move->from_state))
-		stmt = &revive;
-	else
-		stmt = &DurableTransitionStatement;
+	stmt = DurableTaskIsTerminal(move->from_state) ? &revive : &DurableTransitionStatement;
 	res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
 	if (res.rows != 1)
 		return false;
-	if (stmt == &finish_task)
-		move_steps(task->task_id, now);
-	/* the queue, owner and restriction are columns 1 to 3 of each */
-	StaticAssertStmt((int) MOVED_QUEUE == (int) FINISHED_QUEUE &&
-					 (int) MOVED_OWNER == (int) FINISHED_OWNER &&
-					 (int) MOVED_RESTRICTED == (int) FINISHED_RESTRICTED,
-					 "a move's columns");
-	count_move(res, move, finish, now);
+	if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
+		DurableCount(DurableGetText(res, 0, MOVED_QUEUE), DURABLE_COUNT_SENT_TO_REVIEW, 1);
 	if (moved != NULL)
 	{
 		moved->queue = DurableGetText(res, 0, MOVED_QUEUE);
@@ -433,36 +431,79 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		moved->restricted = !DurableGetIsNull(res, 0, MOVED_RESTRICTED) &&
 			DurableGetBool(res, 0, MOVED_RESTRICTED);
 	}
-	if (finish)
-		finished(res, task->task_id, move, now);
 	return true;
 }
 
 /*
- * count_move
- *		What a move that has just run (its row res) counts: a task sent to review; a finished one by its end, and its
- *		last lease's run time.
+ * finish_task
+ *		Move a finishing task's row to history, and its steps: on one server
+ *		through the access methods (finish_direct.c) unless the tables must
+ *		be written by statements, on Citus by one delegated call.  Returns
+ *		false when the task is not as move requires.
+ */
+static bool
+finish_task(int64 task_id, const DurableMove *move, Datum *args, const char *nulls,
+			TimestampTz now, DurableFinished *finished)
+{
+	DurableResult res;
+	bool		isnull;
+
+	DurableEnsureHistoryDays(now);
+	if (!DurableDistributed())
+	{
+		/*
+		 * The row is restated column by column, as by the statement: its
+		 * tables are checked before and after, as DurableRun checks them.
+		 */
+		DurableCheckTables(&finish_statement);
+		switch (DurableFinishDirectly(task_id, move, now, finished))
+		{
+			case DURABLE_DIRECT_DONE:
+				DurableCheckTables(&finish_statement);
+				move_steps(task_id, now);
+				return true;
+			case DURABLE_DIRECT_NONE:
+				return false;
+			case DURABLE_DIRECT_BY_STATEMENT:
+				break;
+		}
+	}
+	res = DurableRun(DurableDistributed() ? &DurableFinishStatement : &finish_statement,
+					 args, nulls, SPI_OK_SELECT, 0);
+	if (res.rows != 1)
+		return false;
+	if (!DurableDistributed())
+		move_steps(task_id, now);
+	finished->moved.queue = DurableGetText(res, 0, FINISHED_QUEUE);
+	finished->moved.owner = DurableGetText(res, 0, FINISHED_OWNER);
+	finished->moved.restricted = !DurableGetIsNull(res, 0, FINISHED_RESTRICTED) &&
+		DurableGetBool(res, 0, FINISHED_RESTRICTED);
+	finished->parent_id = DurableGetIsNull(res, 0, FINISHED_PARENT) ? 0 :
+		DurableGetInt64(res, 0, FINISHED_PARENT);
+	finished->waits = DurableGetIsNull(res, 0, FINISHED_WAITS) ? NULL :
+		DatumGetJsonbP(DurableGetDatum(res, 0, FINISHED_WAITS, &isnull));
+	finished->has_claimed_at = !DurableGetIsNull(res, 0, FINISHED_CLAIMED_AT);
+	if (finished->has_claimed_at)
+		finished->claimed_at = DatumGetTimestampTz(DurableGetDatum(res, 0, FINISHED_CLAIMED_AT,
+																   &isnull));
+	return true;
+}
+
+/*
+ * count_finish
+ *		What a finish counts: the task by its end, and its last lease's run
+ *		time.
  */
 static void
-count_move(DurableResult res, const DurableMove *move, bool finish,
-		   TimestampTz now)
+count_finish(const DurableFinished *finished, const DurableMove *move, TimestampTz now)
 {
-	const char *queue = DurableGetText(res, 0, MOVED_QUEUE);
-	bool		isnull;
-	Datum		claimed_at;
+	const char *queue = finished->moved.queue;
 
-	if (!finish)
-	{
-		if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
-			DurableCount(queue, DURABLE_COUNT_SENT_TO_REVIEW, 1);
-		return;
-	}
 	DurableCount(queue, move->to_state == DURABLE_TASK_COMPLETED ? DURABLE_COUNT_COMPLETED :
 				 move->to_state == DURABLE_TASK_CANCELLED ? DURABLE_COUNT_CANCELLED :
 				 DURABLE_COUNT_DEAD_LETTERED, 1);
-	claimed_at = DurableGetDatum(res, 0, FINISHED_CLAIMED_AT, &isnull);
-	if (!isnull)
-		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - DatumGetTimestampTz(claimed_at));
+	if (finished->has_claimed_at)
+		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - finished->claimed_at);
 }
 
 enum
@@ -507,30 +548,24 @@ static DurableStatement spawned_children = {
 };
 
 /*
- * finished
- *		What a task that has just finished (res, its row of finish) owes its
- *		family: a parent waiting for it may wake, and a cancelled task's
- *		unfinished children are cancelled with it; and the awaits it had
- *		registered go.
+ * family_of_finished
+ *		What a task that has just finished owes its family: a parent
+ *		waiting for it may wake, and a cancelled task's unfinished children
+ *		are cancelled with it; and the awaits it had registered go.
  */
 static void
-finished(DurableResult res, int64 task_id, const DurableMove *move,
-		 TimestampTz now)
+family_of_finished(const DurableFinished *finished, int64 task_id,
+				   const DurableMove *move, TimestampTz now)
 {
-	bool		no_waits;
 	bool		isnull;
-	Datum		waits;
-	int64		parent_id;
 	Datum	   *children = NULL;
 	int			nchildren = 0;
 
-	parent_id = DurableGetIsNull(res, 0, FINISHED_PARENT) ? 0 :
-		DurableGetInt64(res, 0, FINISHED_PARENT);
 	/* a task without waits, as most are, has no children and no awaits */
-	waits = DurableGetDatum(res, 0, FINISHED_WAITS, &no_waits);
-	if (!no_waits)
+	if (finished->waits != NULL)
 	{
 		Datum		id = Int64GetDatum(task_id);
+		Datum		waits = JsonbPGetDatum(finished->waits);
 		DurableResult spawned = {0};
 
 		if (move->to_state == DURABLE_TASK_CANCELLED)
@@ -543,8 +578,8 @@ finished(DurableResult res, int64 task_id, const DurableMove *move,
 		/* an await it gave up on waits for nothing now */
 		DurableRun(&event_waits_drop, &id, NULL, SPI_OK_DELETE, 0);
 	}
-	if (parent_id != 0)
-		DurableWakeParent(parent_id, task_id, now);
+	if (finished->parent_id != 0)
+		DurableWakeParent(finished->parent_id, task_id, now);
 	for (int i = 0; i < nchildren; i++)
 		cancel_child(DatumGetInt64(children[i]), task_id, now);
 }

@@ -110,6 +110,33 @@ static DurableKeyRead queue_key_read = {
 	.keys = {.nkeys = 1},
 };
 
+/* whether a queue is restricted, read by a finish on one server */
+static const DurableColumn restricted_columns[] = {
+	{"restricted", BOOLOID},
+};
+
+static DurableKeyRead restricted_read = {
+	.table = {.schema = "durable", .name = "queues", DURABLE_COLUMNS(restricted_columns)},
+	.keys = {.nkeys = 1},
+};
+
+/*
+ * DurableQueueRestricted
+ *		Whether queue is restricted, on one server: false for a queue that
+ *		does not exist, as the join of a statement that finds none.
+ */
+bool
+DurableQueueRestricted(const char *queue)
+{
+	Datum		key = CStringGetTextDatum(queue);
+	Datum		restricted;
+	bool		isnull;
+
+	Assert(!DurableDistributed());
+	return DurableReadByKey(&restricted_read, &key, &restricted, &isnull) &&
+		!isnull && DatumGetBool(restricted);
+}
+
 /* a queue's settings from the values of queue_columns */
 static void
 decode_queue(const Datum *values, const bool *isnull, DurableQueue *result)

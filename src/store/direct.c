@@ -35,9 +35,13 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -219,6 +223,32 @@ DurableIndexScanKeys(const DurableIndexKeys *keys, const Datum *values,
 							   keys->equality[k], values[k]);
 }
 
+/* whether the row in slot has the index's leading columns keys */
+bool
+DurableIndexKeysMatch(const DurableIndexKeys *keys, const Datum *values, TupleTableSlot *slot)
+{
+	for (int k = 0; k < keys->nkeys; k++)
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(slot, keys->attnums[k], &isnull);
+
+		if (isnull ||
+			!DatumGetBool(OidFunctionCall2Coll(keys->equality[k], keys->collation[k],
+											   value, values[k])))
+			return false;
+	}
+	return true;
+}
+
+/* the columns of table from the row in slot, pointing into it */
+void
+DurableDirectGetColumns(const DurableDirectTable *table, TupleTableSlot *slot,
+			Datum *values, bool *isnull)
+{
+	for (int i = 0; i < table->ncolumns; i++)
+		values[i] = slot_getattr(slot, table->attnums[i], &isnull[i]);
+}
+
 /*
  * DurableDirectSnapshot
  *		Push the snapshot SPI would run a statement that writes under (plan.c):
@@ -238,19 +268,106 @@ DurableDirectSnapshot(void)
 		PushActiveSnapshot(GetActiveSnapshot());
 }
 
-/* a key read's table and primary key */
-static void
-resolve_key_read(DurableKeyRead *read, Relation rel)
+/*
+ * DurableDirectChangedSince
+ *		A row changed by a transaction that committed after this one's
+ *		snapshot: under a snapshot of the transaction's own (REPEATABLE
+ *		READ, SERIALIZABLE), the serialization failure a statement raises,
+ *		"concurrent update" or "concurrent delete" as the executor says.
+ */
+void
+DurableDirectChangedSince(const char *change)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				errmsg("could not serialize access due to %s", change));
+}
+
+/*
+ * DurableDirectWritable
+ *		Whether rel can be written without a statement: one whose
+ *		triggers, rules or row security an executor would run is not.
+ */
+bool
+DurableDirectWritable(Relation rel)
+{
+	return rel->trigdesc == NULL && rel->rd_rules == NULL &&
+		!rel->rd_rel->relrowsecurity;
+}
+
+/* the privileges on rel a statement's executor would check, or the error */
+void
+DurableDirectCheckPrivileges(Relation rel, AclMode perms)
+{
+	if (pg_class_aclmask(RelationGetRelid(rel), GetUserId(), perms, ACLMASK_ALL) != perms)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel));
+}
+
+/*
+ * DurableDirectEState
+ *		An executor state that writes rel as its statement's one result
+ *		relation, with the permissions perms and the columns it inserts or
+ *		updates (ExecInsertIndexTuples reads them for the hint it gives an
+ *		index whose columns did not change), under the active snapshot.
+ *		rel's ResultRelInfo into *rri, its indexes not open.
+ */
+EState *
+DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
+					Bitmapset *updated, ResultRelInfo **rri)
+{
+	EState	   *estate = CreateExecutorState();
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	DURABLE_INIT_RANGE_TABLE(estate, rte, perms, inserted, updated);
+	estate->es_snapshot = GetActiveSnapshot();
+	estate->es_output_cid = GetCurrentCommandId(true);
+	*rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(*rri, rel, 1, NULL, 0);
+	MemoryContextSwitchTo(old);
+	return estate;
+}
+
+/* a table's columns as a set of attribute numbers, for a range table */
+Bitmapset *
+DurableDirectColumnSet(const DurableDirectTable *table, int from)
+{
+	Bitmapset  *columns = NULL;
+
+	for (int i = from; i < table->ncolumns; i++)
+		columns = bms_add_member(columns, table->attnums[i] -
+								 FirstLowInvalidHeapAttributeNumber);
+	return columns;
+}
+
+/*
+ * DurablePrimaryKeyResolve
+ *		The scan keys of the first keys->nkeys columns of rel's primary key.
+ */
+void
+DurablePrimaryKeyResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
+						 Relation rel)
 {
 	Oid			index = DURABLE_PRIMARY_KEY_INDEX(rel);
 
 	if (!OidIsValid(index))
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("table \"%s.%s\" has no primary key", read->table.schema,
-					   read->table.name),
+				errmsg("table \"%s.%s\" has no primary key", table->schema, table->name),
 				errdetail("durable's library reads its rows by the primary key."));
-	DurableIndexKeysResolve(&read->keys, &read->table, index);
+	DurableIndexKeysResolve(keys, table, index);
+}
+
+/* a key read's table and primary key */
+static void
+resolve_key_read(DurableKeyRead *read, Relation rel)
+{
+	DurablePrimaryKeyResolve(&read->keys, &read->table, rel);
 }
 
 /*

@@ -55,7 +55,9 @@
 #include "pure/pure.h"
 
 #include "access/skey.h"
+#include "executor/execdesc.h"
 #include "executor/spi.h"
+#include "nodes/execnodes.h"
 #include "utils/array.h"
 
 #define DURABLE_MAX_ARGS 20
@@ -202,7 +204,7 @@ extern bool DurableReadAsOfCaller(bool on);
 extern bool DurableReadingAsOfCaller(void);
 
 /* ---- direct.c and take.c: rows through the access methods, without SPI ---- */
-#define DURABLE_MAX_DIRECT_COLUMNS 24
+#define DURABLE_MAX_DIRECT_COLUMNS 64
 #define DURABLE_MAX_DIRECT_KEYS 3
 
 /*
@@ -240,11 +242,35 @@ typedef struct DurableIndexKeys
 extern Relation DurableDirectOpen(DurableDirectTable *table, LOCKMODE lockmode,
 								  bool *resolved);
 extern void DurableDirectResolve(DurableDirectTable *table, Relation rel);
+/* what take.c and relocate.c did */
+typedef enum DurableDirectResult
+{
+	DURABLE_DIRECT_NONE,		/* no row passed, or all were locked */
+	DURABLE_DIRECT_DONE,
+	DURABLE_DIRECT_BY_STATEMENT,	/* triggers, rules, row security or no index */
+} DurableDirectResult;
+
+/* a test of a row's columns, and a change of them, for take.c and relocate.c */
+typedef bool (*DurableRowTest) (const Datum *values, const bool *isnull, void *arg);
+typedef void (*DurableRowChange) (Datum *values, bool *isnull, void *arg);
+
 extern void DurableIndexKeysResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
 									Oid index);
 extern void DurableIndexScanKeys(const DurableIndexKeys *keys, const Datum *values,
 								 ScanKeyData *skeys);
+extern bool DurableIndexKeysMatch(const DurableIndexKeys *keys, const Datum *values,
+								  TupleTableSlot *slot);
+extern void DurableDirectGetColumns(const DurableDirectTable *table, TupleTableSlot *slot,
+									Datum *values, bool *isnull);
 extern void DurableDirectSnapshot(void);
+extern void DurableDirectChangedSince(const char *change);
+extern bool DurableDirectWritable(Relation rel);
+extern void DurableDirectCheckPrivileges(Relation rel, AclMode perms);
+extern EState *DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
+								   Bitmapset *updated, ResultRelInfo **rri);
+extern Bitmapset *DurableDirectColumnSet(const DurableDirectTable *table, int from);
+extern void DurablePrimaryKeyResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
+									 Relation rel);
 
 /*
  * A row read by the values of its table's primary key, or of its first
@@ -265,8 +291,6 @@ extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
  * locked as SELECT ... FOR UPDATE SKIP LOCKED would lock it, and updated
  * by change; columns[0, nread) are only read.
  */
-typedef bool (*DurableTakeTest) (const Datum *values, const bool *isnull, void *arg);
-typedef void (*DurableTakeChange) (Datum *values, bool *isnull, void *arg);
 
 typedef struct DurableTake
 {
@@ -276,16 +300,27 @@ typedef struct DurableTake
 	int			nread;
 } DurableTake;
 
-typedef enum DurableTakeResult
-{
-	DURABLE_TAKE_NONE,			/* no row passed, or all were locked */
-	DURABLE_TAKE_TAKEN,
-	DURABLE_TAKE_BY_STATEMENT,	/* triggers, rules, row security or no index */
-} DurableTakeResult;
 
-extern DurableTakeResult DurableTakeFirst(DurableTake *take, const Datum *keys,
-										  DurableTakeTest test, DurableTakeChange change,
+
+extern DurableDirectResult DurableTakeFirst(DurableTake *take, const Datum *keys,
+										  DurableRowTest test, DurableRowChange change,
 										  void *arg, Datum *values, bool *isnull);
+
+/*
+ * relocate.c: the row of from with a primary key, deleted as DELETE
+ * deletes it when test passes, and inserted into to as change makes it;
+ * both tables name the same columns.
+ */
+typedef struct DurableRelocation
+{
+	DurableDirectTable from;
+	DurableDirectTable to;
+	DurableIndexKeys keys;		/* of from's primary key: nkeys given */
+} DurableRelocation;
+
+extern DurableDirectResult DurableRelocate(DurableRelocation *move, const Datum *keys,
+										   DurableRowTest test, DurableRowChange change,
+										   void *arg, Datum *values, bool *isnull);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

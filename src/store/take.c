@@ -59,32 +59,6 @@ resolve_index(DurableTake *take, Relation rel)
 	DurableIndexKeysResolve(&take->keys, &take->table, index);
 }
 
-/* whether the row in slot has the index's leading columns keys */
-static bool
-same_keys(const DurableIndexKeys *keys, const Datum *values, TupleTableSlot *slot)
-{
-	for (int k = 0; k < keys->nkeys; k++)
-	{
-		bool		isnull;
-		Datum		value = slot_getattr(slot, keys->attnums[k], &isnull);
-
-		if (isnull ||
-			!DatumGetBool(OidFunctionCall2Coll(keys->equality[k], keys->collation[k],
-											   value, values[k])))
-			return false;
-	}
-	return true;
-}
-
-/* the columns of take from the row in slot */
-static void
-get_columns(const DurableDirectTable *table, TupleTableSlot *slot,
-			Datum *values, bool *isnull)
-{
-	for (int i = 0; i < table->ncolumns; i++)
-		values[i] = slot_getattr(slot, table->attnums[i], &isnull[i]);
-}
-
 /*
  * lock_row
  *		Lock the row in slot as FOR UPDATE SKIP LOCKED would, leaving its
@@ -113,17 +87,12 @@ lock_row(Relation rel, EState *estate, TupleTableSlot *slot,
 		case TM_SelfModified:
 			return false;
 		case TM_Updated:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						errmsg("could not serialize access due to concurrent update"));
+			DurableDirectChangedSince("concurrent update");
 			elog(ERROR, "unexpected table_tuple_lock status: %u", result);
 			break;
 		case TM_Deleted:
-			if (IsolationUsesXactSnapshot())
-				ereport(ERROR,
-						errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						errmsg("could not serialize access due to concurrent update"));
+			/* ExecLockRows says "update" for a row deleted too */
+			DurableDirectChangedSince("concurrent update");
 			return false;
 		case TM_Invisible:
 			elog(ERROR, "attempted to lock invisible tuple");
@@ -133,39 +102,6 @@ lock_row(Relation rel, EState *estate, TupleTableSlot *slot,
 			break;
 	}
 	return false;
-}
-
-/*
- * make_estate
- *		An executor state for updating rel as the statement's one result
- *		relation, its indexes open, the columns take writes marked updated
- *		(for the hint ExecInsertIndexTuples gives an index whose columns
- *		did not change).
- */
-static EState *
-make_estate(const DurableTake *take, Relation rel, ResultRelInfo **rri)
-{
-	EState	   *estate = CreateExecutorState();
-	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	Bitmapset  *updated = NULL;
-
-	for (int i = take->nread; i < take->table.ncolumns; i++)
-		updated = bms_add_member(updated, take->table.attnums[i] -
-								 FirstLowInvalidHeapAttributeNumber);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	DURABLE_INIT_UPDATE_RANGE_TABLE(estate, rte, updated);
-	estate->es_snapshot = GetActiveSnapshot();
-	estate->es_output_cid = GetCurrentCommandId(true);
-
-	*rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(*rri, rel, 1, NULL, 0);
-	ExecOpenIndices(*rri, false);
-	MemoryContextSwitchTo(old);
-	return estate;
 }
 
 /*
@@ -179,9 +115,9 @@ make_estate(const DurableTake *take, Relation rel, ResultRelInfo **rri)
  *		statement would (DurableDirectSnapshot), and advances the command
  *		counter after, as SPI does after a statement that writes.
  */
-DurableTakeResult
-DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
-				 DurableTakeChange change, void *arg, Datum *values, bool *isnull)
+DurableDirectResult
+DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
+				 DurableRowChange change, void *arg, Datum *values, bool *isnull)
 {
 	DurableDirectTable *table = &take->table;
 	MemoryContext caller = CurrentMemoryContext;
@@ -199,16 +135,12 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 	rel = DurableDirectOpen(table, RowExclusiveLock, &resolved);
 	if (resolved)
 		resolve_index(take, rel);
-	if (!OidIsValid(take->keys.index) ||
-		rel->trigdesc != NULL || rel->rd_rules != NULL || rel->rd_rel->relrowsecurity)
+	if (!OidIsValid(take->keys.index) || !DurableDirectWritable(rel))
 	{
 		table_close(rel, NoLock);
-		return DURABLE_TAKE_BY_STATEMENT;
+		return DURABLE_DIRECT_BY_STATEMENT;
 	}
-	/* the privileges a statement's executor would check */
-	if (pg_class_aclmask(RelationGetRelid(rel), GetUserId(), ACL_SELECT | ACL_UPDATE,
-						 ACLMASK_ALL) != (ACL_SELECT | ACL_UPDATE))
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel));
+	DurableDirectCheckPrivileges(rel, ACL_SELECT | ACL_UPDATE);
 
 	DurableDirectSnapshot();
 	index = index_open(take->keys.index, RowExclusiveLock);
@@ -222,13 +154,15 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 		{
 			table_close(rel, NoLock);
 			PopActiveSnapshot();
-			return DURABLE_TAKE_BY_STATEMENT;
+			return DURABLE_DIRECT_BY_STATEMENT;
 		}
 		index = index_open(take->keys.index, RowExclusiveLock);
 	}
 
-	estate = make_estate(take, rel, &rri);
+	estate = DurableDirectEState(rel, ACL_SELECT | ACL_UPDATE, NULL,
+								 DurableDirectColumnSet(table, take->nread), &rri);
 	MemoryContextSwitchTo(estate->es_query_cxt);
+	ExecOpenIndices(rri, false);
 	slot = table_slot_create(rel, &estate->es_tupleTable);
 	locked = table_slot_create(rel, &estate->es_tupleTable);
 	DurableIndexScanKeys(&take->keys, keys, skeys);
@@ -240,7 +174,7 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 		bool		traversed;
 
 		CHECK_FOR_INTERRUPTS();
-		get_columns(table, slot, values, isnull);
+		DurableDirectGetColumns(table, slot, values, isnull);
 		if (!test(values, isnull, arg))
 			continue;
 		if (!lock_row(rel, estate, slot, locked, &traversed))
@@ -248,8 +182,8 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 		if (traversed)
 		{
 			/* updated since the snapshot: its last version must pass too */
-			get_columns(table, locked, values, isnull);
-			if (!same_keys(&take->keys, keys, locked) || !test(values, isnull, arg))
+			DurableDirectGetColumns(table, locked, values, isnull);
+			if (!DurableIndexKeysMatch(&take->keys, keys, locked) || !test(values, isnull, arg))
 				continue;
 		}
 		taken = true;
@@ -265,7 +199,7 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 		ExecClearTuple(updated);
 		memcpy(updated->tts_values, locked->tts_values, desc->natts * sizeof(Datum));
 		memcpy(updated->tts_isnull, locked->tts_isnull, desc->natts * sizeof(bool));
-		get_columns(table, locked, values, isnull);
+		DurableDirectGetColumns(table, locked, values, isnull);
 		change(values, isnull, arg);
 		for (int i = take->nread; i < table->ncolumns; i++)
 		{
@@ -291,5 +225,5 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableTakeTest test,
 	table_close(rel, NoLock);
 	PopActiveSnapshot();
 	CommandCounterIncrement();
-	return taken ? DURABLE_TAKE_TAKEN : DURABLE_TAKE_NONE;
+	return taken ? DURABLE_DIRECT_DONE : DURABLE_DIRECT_NONE;
 }
