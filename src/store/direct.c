@@ -1,49 +1,43 @@
 /*-------------------------------------------------------------------------
  *
  * direct.c
- *	  A row read by its primary key through the table and index access
- *	  methods, without SPI, the plan cache or the executor.
+ *	  Durable's tables used through the table and index access methods,
+ *	  without SPI, the plan cache or the executor of a statement: what
+ *	  keyread.c, take.c and relocate.c share.
  *
- * A hot call's small look-up (a queue's settings, read by every claim;
- * whether a finished task has steps to move) costs several times the
- * read itself as a statement: a snapshot, the
- * revalidation of a cached plan, the executor's start-up and shutdown.
- * Here it is one probe of the primary key's index and one fetch, with what
- * SPI would have done around a statement of its own: the same lock on the
- * table, the command counter advanced and a new snapshot (the caller's
- * under DurableReadAsOfCaller).
+ * A hot call's statement costs several times the work on its rows: a
+ * snapshot, the revalidation of a cached plan, the executor's start-up
+ * and shutdown.  Used directly, a table is declared as a statement is,
+ * next to the code that uses it: its name and the columns used, by name
+ * and type.  Their numbers in the table are found on a backend's first
+ * use, and again after the table changes (its relcache entry is
+ * invalidated), so an installation whose columns came in another order
+ * or kept dropped ones works the same.  Around each use is what SPI does
+ * around a statement: the same lock on the table, the command counter
+ * advanced and a new snapshot (the caller's under DurableReadAsOfCaller),
+ * the privileges an executor checks, and for a write an executor state
+ * whose result relation is the table.
  *
- * A read is declared as a statement is, next to the code that uses it: the
- * table, how many of its primary key's columns it gives, and the columns
- * read by name and type.  Their numbers in the
- * table are found on the first read of a backend, and again after the
- * table changes (its relcache entry is invalidated), so an installation
- * whose columns came in another order or kept dropped ones reads the same.
- *
- * On Citus the tables read this way are reference tables, whose rows are
- * in their shards, not in the coordinator's table: there a caller runs a
- * statement instead (DurableDistributed).
+ * On Citus the tables are distributed or reference tables, whose rows are
+ * in their shards: there a caller runs a statement instead
+ * (DurableDistributed).
  *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
 
 #include "access/genam.h"
-#include "access/relation.h"
 #include "access/table.h"
-#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
@@ -361,73 +355,4 @@ DurablePrimaryKeyResolve(DurableIndexKeys *keys, const DurableDirectTable *table
 				errmsg("table \"%s.%s\" has no primary key", table->schema, table->name),
 				errdetail("durable's library reads its rows by the primary key."));
 	DurableIndexKeysResolve(keys, table, index);
-}
-
-/* a key read's table and primary key */
-static void
-resolve_key_read(DurableKeyRead *read, Relation rel)
-{
-	DurablePrimaryKeyResolve(&read->keys, &read->table, rel);
-}
-
-/*
- * DurableReadByKey
- *		Read the row of read's table whose primary key starts with keys
- *		(read->keys.nkeys values, in the key's order): its columns into
- *		values and isnull (in read's order, copied into the current memory
- *		context), from the first such row when the key has more columns.
- *		Returns false when there is no such row.
- */
-bool
-DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
-				 bool *isnull)
-{
-	DurableDirectTable *table = &read->table;
-	bool		resolved;
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData skeys[DURABLE_MAX_DIRECT_KEYS];
-	TupleTableSlot *slot;
-	bool		found;
-
-	rel = DurableDirectOpen(table, AccessShareLock, &resolved);
-	if (resolved)
-		resolve_key_read(read, rel);
-	DurableDirectSnapshot();
-
-	index = index_open(read->keys.index, AccessShareLock);
-	if (!table->resolved)
-	{
-		/*
-		 * Locking the index took invalidations that changed the table: its
-		 * primary key may have another index now (REINDEX CONCURRENTLY
-		 * swaps them under this table's lock).
-		 */
-		index_close(index, NoLock);
-		DurableDirectResolve(table, rel);
-		resolve_key_read(read, rel);
-		index = index_open(read->keys.index, AccessShareLock);
-	}
-	DurableIndexScanKeys(&read->keys, keys, skeys);
-	scan = DURABLE_INDEX_BEGINSCAN(rel, index, GetActiveSnapshot(), read->keys.nkeys, 0);
-	index_rescan(scan, skeys, read->keys.nkeys, NULL, 0);
-	slot = table_slot_create(rel, NULL);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-	{
-		for (int i = 0; i < table->ncolumns; i++)
-		{
-			Datum		value = slot_getattr(slot, table->attnums[i], &isnull[i]);
-
-			values[i] = isnull[i] ? (Datum) 0 :
-				datumCopy(value, table->attbyvals[i], table->attlens[i]);
-		}
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	index_endscan(scan);
-	index_close(index, NoLock);
-	table_close(rel, NoLock);
-	PopActiveSnapshot();
-	return found;
 }
