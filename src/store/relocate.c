@@ -65,10 +65,10 @@ delete_row(Relation rel, const DurableDirectTable *table, const DurableIndexKeys
 			case TM_Ok:
 				return true;
 			case TM_SelfModified:
+				/* by this command: only a trigger could have, and there is none */
 				if (tmfd.cmax != cid)
-					ereport(ERROR,
-							errcode(ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION),
-							errmsg("tuple to be deleted was already modified by an operation triggered by the current command"));
+					elog(ERROR, "row of %s.%s to be deleted was modified by the deleting command",
+						 table->schema, table->name);
 				return false;
 			case TM_Updated:
 				DurableDirectChangedSince("concurrent update");
