@@ -151,6 +151,8 @@ sub recover
 	my $t = dclone($t0);
 	my $q = $m->{queues}{ $t->{queue} };
 	my @doubt = steps_in_doubt($t);
+	my $failed_before = grep { !ref $t->{steps}{$_}{state} && $t->{steps}{$_}{state} eq 'failed' }
+	  keys %{ $t->{steps} };
 	my $action;
 	if (!@doubt)
 	{
@@ -163,6 +165,13 @@ sub recover
 	{
 		$action = most_cautious(judge_steps($t, @doubt));
 	}
+	# A step failed before: whether settling the task hands it out again or
+	# fails it the contract does not say (settle_task), so the action it
+	# records may be the failure where its steps in doubt would retry or
+	# complete it.  The first action stays the one settle_task applies.
+	$action = [ ref $action ? @$action : $action, 'record_failure' ]
+	  if $failed_before
+	  && grep { $_ eq 'retry_same_activity' || $_ eq 'record_completion' } ref $action ? @$action : $action;
 	$t->{fence} = { min => $t->{fence} + 1, max => $t->{fence} + 1 };
 	$t->{holder} = undef;
 	settle_task($m, $t, $action, $t->{lease_until}, $hi);
