@@ -5,7 +5,7 @@
  *	  moved to history through the table and index access methods
  *	  (store/relocate.c).
  *
- * It takes the row move.c's finish_task statement would take (MOVE_WHERE:
+ * It takes the row finish.c's finish_task statement would take (MOVE_WHERE:
  * the task's key, fence, state and steps in doubt, tested again under the
  * row's lock) and writes the row in history that statement would write:
  * the finish column of each column in core/row.h.  The two must change

@@ -19,75 +19,12 @@
 
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "core/move.h"
 #include "core/row.h"
 #include "core/sql.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-
-/* the row a move takes, by the parameters of transition */
-#define MOVE_WHERE \
-	" WHERE partition_key = $partition AND task_id = $task_id AND fence = $fence" \
-	" AND state = $from_state::durable.task_state AND steps_in_doubt <= $max_in_doubt"
-
-/*
- * What a move returns.  Whether the task's queue is restricted is read by
- * joining durable.queues in the statement's last SELECT, not in RETURNING:
- * on Citus, RETURNING runs on the shard, where no other table may be read.
- */
-#define MOVE_RETURNING \
-	" RETURNING partition_key, task_id, version, fence, state, owner, queue_name"
-
-/*
- * The parameters of a move, which transition, finish and revive share (and
- * row.h's expressions name): the partition first, as a statement of one
- * partition must declare it.  Delegated on Citus, transition and finish
- * send their values in this order (store/delegate.c).
- */
-enum
-{
-	MOVE_PARTITION,
-	MOVE_TASK_ID,
-	MOVE_FENCE,
-	MOVE_FROM_STATE,
-	MOVE_TO_STATE,
-	MOVE_REVOKE,
-	MOVE_RUN_AT,
-	MOVE_STOP_CODE,
-	MOVE_ERROR,
-	MOVE_RESULT,
-	MOVE_NOW,
-	MOVE_KIND,
-	MOVE_ACTOR,
-	MOVE_DETAIL,
-	MOVE_MAX_IN_DOUBT,
-	MOVE_RESET_ATTEMPTS,
-	MOVE_ROLE,
-	MOVE_GIVE_BACK_ATTEMPT,
-	MOVE_NPARAMS
-};
-static const DurableParam move_params[MOVE_NPARAMS] = {
-	[MOVE_PARTITION] = {"partition", INT4OID},
-	[MOVE_TASK_ID] = {"task_id", INT8OID},
-	[MOVE_FENCE] = {"fence", INT8OID},
-	[MOVE_FROM_STATE] = {"from_state", TEXTOID},
-	[MOVE_TO_STATE] = {"to_state", TEXTOID},
-	/* what the fence grows by: 1 when the move revokes a lease */
-	[MOVE_REVOKE] = {"revoke", INT8OID},
-	[MOVE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
-	[MOVE_STOP_CODE] = {"stop_code", TEXTOID},
-	[MOVE_ERROR] = {"error", JSONBOID},
-	[MOVE_RESULT] = {"result", JSONBOID},
-	[MOVE_NOW] = {"now", TIMESTAMPTZOID},
-	[MOVE_KIND] = {"kind", TEXTOID},
-	[MOVE_ACTOR] = {"actor", TEXTOID},
-	[MOVE_DETAIL] = {"detail", JSONBOID},
-	/* the most steps in doubt the task may have for the move */
-	[MOVE_MAX_IN_DOUBT] = {"max_in_doubt", INT4OID},
-	[MOVE_RESET_ATTEMPTS] = {"reset_attempts", BOOLOID},
-	[MOVE_ROLE] = {"role", TEXTOID},
-	[MOVE_GIVE_BACK_ATTEMPT] = {"give_back_attempt", BOOLOID},
-};
 
 /* the changes of a move (the parameters of transition) */
 #define MOVE_SET \
@@ -107,17 +44,13 @@ static const DurableParam move_params[MOVE_NPARAMS] = {
 	" q.restricted FROM (SELECT) x" \
 	" LEFT JOIN durable.queues q ON q.queue_name = " queue
 
-static bool finish_task(int64 task_id, const DurableMove *move, Datum *args,
-						const char *nulls, TimestampTz now, DurableFinished *finished);
-static void count_finish(const DurableFinished *finished, const DurableMove *move,
-						 TimestampTz now);
 static void family_of_finished(const DurableFinished *finished, int64 task_id,
 							   const DurableMove *move, TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
 
 /*
- * The columns of a move: transition and revive return the event's seq,
- * finish the task's version (its last event), and what it owes its family.
+ * The columns of a transition and a revive: the event's seq, and the
+ * task's queue, owner and restriction (a finish's are finish.c's).
  */
 enum
 {
@@ -133,28 +66,6 @@ static const DurableColumn moved_columns[MOVED_NCOLUMNS] = {
 	[MOVED_QUEUE] = {"queue_name", TEXTOID},
 	[MOVED_OWNER] = {"owner", TEXTOID},
 	[MOVED_RESTRICTED] = {"restricted", BOOLOID},
-};
-
-enum
-{
-	FINISHED_VERSION,
-	FINISHED_QUEUE,
-	FINISHED_OWNER,
-	FINISHED_RESTRICTED,
-	FINISHED_PARENT,
-	FINISHED_WAITS,
-	FINISHED_CLAIMED_AT,
-	FINISHED_NCOLUMNS
-};
-
-static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
-	[FINISHED_VERSION] = {"version", INT4OID},
-	[FINISHED_QUEUE] = {"queue_name", TEXTOID},
-	[FINISHED_OWNER] = {"owner", TEXTOID},
-	[FINISHED_RESTRICTED] = {"restricted", BOOLOID},
-	[FINISHED_PARENT] = {"parent_id", INT8OID},
-	[FINISHED_WAITS] = {"waits", JSONBOID},
-	[FINISHED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
 };
 
 DurableStatement DurableTransitionStatement = {
@@ -210,103 +121,6 @@ DurableStatement DurableTransitionStatement = {
 	},
 };
 
-/*
- * A finish moves the task's row to history, and its steps with it.  On one
- * server the steps move in a statement of their own, run only for a task
- * that has some (most have none): a statement that deletes and inserts in
- * tables it then finds empty still opens them, and that was a fifth of a
- * commit.  No step is added to a task once its row is gone (a step is
- * planned under the task's row lock, DurableTaskHeld), so a look after the
- * finish finds every step there is to move.
- */
-#define FINISH_TASK \
-	"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *)," \
-	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")" \
-	"  SELECT " FINISHED_TASK_ROW " FROM d" \
-	MOVE_RETURNING ", parent_id, waits, claimed_at)"
-#define FINISHED_SELECT \
-	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id," \
-	" u.waits, u.claimed_at FROM u" QUEUE_OF_U
-/* finished_at, step_history's one column more, is the finish's time */
-#define STEPS_TO_HISTORY(from) \
-	"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")" \
-	" SELECT " STEP_TABLE_COLUMNS ", $now FROM " from
-
-static DurableStatement finish_statement = {
-	.name = "finish_task",
-	.sql = FINISH_TASK FINISHED_SELECT,
-	DURABLE_PARAMS(move_params),
-	DURABLE_COLUMNS(finished_columns),
-	DURABLE_ROW_TABLES,
-	.by_partition = true,
-};
-
-enum
-{
-	STEPS_PARTITION,
-	STEPS_TASK_ID,
-	STEPS_NOW,
-	STEPS_NPARAMS
-};
-static const DurableParam finish_steps_params[STEPS_NPARAMS] = {
-	[STEPS_PARTITION] = {"partition", INT4OID},
-	[STEPS_TASK_ID] = {"task_id", INT8OID},
-	[STEPS_NOW] = {"now", TIMESTAMPTZOID},
-};
-
-static DurableStatement finish_steps = {
-	.name = "finish_steps",
-	.sql = "WITH s AS (DELETE FROM durable.live_steps"
-	"  WHERE partition_key = $partition AND task_id = $task_id RETURNING *) "
-	STEPS_TO_HISTORY("s"),
-	DURABLE_PARAMS(finish_steps_params),
-	DURABLE_ROW_TABLES,
-	.by_partition = true,
-};
-
-/* whether a task has steps in durable.live_steps */
-static DurableKeyRead live_step_read = {
-	.table = {.schema = "durable", .name = "live_steps"},
-	.keys = {.nkeys = 2},
-};
-
-/* on Citus: the task and its steps in one statement, sent as one call */
-DurableStatement DurableFinishStatement = {
-	.name = "finish",
-	.sql = FINISH_TASK ","
-	" s AS (DELETE FROM durable.live_steps s USING d"
-	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
-	"  RETURNING s.*),"
-	" h AS (" STEPS_TO_HISTORY("s") ")"
-	FINISHED_SELECT,
-	DURABLE_PARAMS(move_params),
-	DURABLE_COLUMNS(finished_columns),
-	DURABLE_ROW_TABLES,
-	.by_partition = true,
-	.delegated = true,
-	.nsplit = 5,
-	.split = {
-	/* the task's row in history, as finish makes it */
-	{"DELETE FROM durable.live_tasks" MOVE_WHERE
-		" RETURNING " FINISHED_TASK_ROW,
-	DURABLE_SPLIT_NO_INPUT, true, true},
-	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
-		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
-	0, true, true},
-	{"DELETE FROM durable.live_steps WHERE partition_key = $partition AND task_id = $task_id"
-		" RETURNING " STEP_TABLE_COLUMNS,
-	DURABLE_SPLIT_NO_INPUT, false, true},
-	{"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
-		" VALUES ($*, $now)",
-	2, false, true},
-	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
-		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits,"
-		" $24::pg_catalog.timestamptz AS claimed_at"
-		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
-	1, true, true},
-	},
-};
-
 static DurableStatement revive = {
 	.name = "revive",
 	.sql = "WITH d AS (DELETE FROM durable.task_history" MOVE_WHERE " RETURNING *),"
@@ -337,20 +151,6 @@ static DurableStatement revive = {
 	DURABLE_COLUMNS(moved_columns),
 	DURABLE_ROW_TABLES,
 };
-
-/* on one server, after the task's row: its steps to history, if any */
-static void
-move_steps(int64 task_id, TimestampTz now)
-{
-	Datum		args[STEPS_NPARAMS];
-
-	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
-	args[STEPS_TASK_ID] = Int64GetDatum(task_id);
-	if (!DurableReadByKey(&live_step_read, args, NULL, NULL))
-		return;
-	args[STEPS_NOW] = TimestampTzGetDatum(now);
-	DurableRun(&finish_steps, args, NULL, SPI_OK_INSERT, 0);
-}
 
 /*
  * DurableMoveTask
@@ -410,9 +210,8 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	{
 		DurableFinished finished;
 
-		if (!finish_task(task->task_id, move, args, nulls, now, &finished))
+		if (!DurableFinishTask(task->task_id, move, args, nulls, now, &finished))
 			return false;
-		count_finish(&finished, move, now);
 		if (moved != NULL)
 			*moved = finished.moved;
 		family_of_finished(&finished, task->task_id, move, now);
@@ -432,78 +231,6 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 			DurableGetBool(res, 0, MOVED_RESTRICTED);
 	}
 	return true;
-}
-
-/*
- * finish_task
- *		Move a finishing task's row to history, and its steps: on one server
- *		through the access methods (finish_direct.c) unless the tables must
- *		be written by statements, on Citus by one delegated call.  Returns
- *		false when the task is not as move requires.
- */
-static bool
-finish_task(int64 task_id, const DurableMove *move, Datum *args, const char *nulls,
-			TimestampTz now, DurableFinished *finished)
-{
-	DurableResult res;
-	bool		isnull;
-
-	DurableEnsureHistoryDays(now);
-	if (!DurableDistributed())
-	{
-		/*
-		 * The row is restated column by column, as by the statement: its
-		 * tables are checked before and after, as DurableRun checks them.
-		 */
-		DurableCheckTables(&finish_statement);
-		switch (DurableFinishDirectly(task_id, move, now, finished))
-		{
-			case DURABLE_DIRECT_DONE:
-				DurableCheckTables(&finish_statement);
-				move_steps(task_id, now);
-				return true;
-			case DURABLE_DIRECT_NONE:
-				return false;
-			case DURABLE_DIRECT_BY_STATEMENT:
-				break;
-		}
-	}
-	res = DurableRun(DurableDistributed() ? &DurableFinishStatement : &finish_statement,
-					 args, nulls, SPI_OK_SELECT, 0);
-	if (res.rows != 1)
-		return false;
-	if (!DurableDistributed())
-		move_steps(task_id, now);
-	finished->moved.queue = DurableGetText(res, 0, FINISHED_QUEUE);
-	finished->moved.owner = DurableGetText(res, 0, FINISHED_OWNER);
-	finished->moved.restricted = !DurableGetIsNull(res, 0, FINISHED_RESTRICTED) &&
-		DurableGetBool(res, 0, FINISHED_RESTRICTED);
-	finished->parent_id = DurableGetIsNull(res, 0, FINISHED_PARENT) ? 0 :
-		DurableGetInt64(res, 0, FINISHED_PARENT);
-	finished->waits = DurableGetIsNull(res, 0, FINISHED_WAITS) ? NULL :
-		DatumGetJsonbP(DurableGetDatum(res, 0, FINISHED_WAITS, &isnull));
-	finished->has_claimed_at = !DurableGetIsNull(res, 0, FINISHED_CLAIMED_AT);
-	if (finished->has_claimed_at)
-		finished->claimed_at = DatumGetTimestampTz(DurableGetDatum(res, 0, FINISHED_CLAIMED_AT,
-																   &isnull));
-	return true;
-}
-
-/*
- * count_finish
- *		What a finish counts: the task by its end, and its last lease's run
- *		time.
- */
-static void
-count_finish(const DurableFinished *finished, const DurableMove *move, TimestampTz now)
-{
-	const char *queue = finished->moved.queue;
-
-	DurableCount(queue, move->to_state == DURABLE_TASK_COMPLETED ? DURABLE_COUNT_COMPLETED :
-				 move->to_state == DURABLE_TASK_CANCELLED ? DURABLE_COUNT_CANCELLED :
-				 DURABLE_COUNT_DEAD_LETTERED, 1);
-	if (finished->has_claimed_at)
-		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - finished->claimed_at);
 }
 
 enum

@@ -30,7 +30,7 @@
  * (FORMAT_TYPE_FORCE_QUALIFY).  finish, revive and commit say what the
  * move writes there from the row it takes: AS_IS (the column as it was)
  * or TO("expression").  The expressions use the parameters of the move's
- * statement, by name: finish and revive those of move.c's move_params,
+ * statement, by name: finish and revive those of move.h's move_params,
  * commit those of commit.c's commit_batch ($now the time, $role the role,
  * committed_result the result given).
  *
