@@ -88,6 +88,8 @@ static DurableTake claim_take = {
 	.index = "tasks_claimable",
 	.keys = {.nkeys = 2},		/* partition_key, queue_name */
 	.nread = TAKE_STATE,
+	.lockmode = LockTupleExclusive,
+	.wait = LockWaitSkip,
 };
 
 /* a claim's values, and the task states as the table's enum has them */

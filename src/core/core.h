@@ -143,6 +143,18 @@ extern Datum DurableTaskStateValue(Oid typid, DurableTaskState state);
 extern DurableDirectResult DurableFinishDirectly(int64 task_id, const DurableMove *move,
 												 TimestampTz now, DurableFinished *finished);
 
+/* ---- transition_direct.c: a move between live states without a statement ---- */
+extern DurableDirectResult DurableTransitionDirectly(int64 task_id, const DurableMove *move,
+													 int32 max_in_doubt, TimestampTz now,
+													 DurableMoved *moved);
+
+/* ---- heartbeat_direct.c: one task's heartbeat without a statement ---- */
+extern DurableDirectResult DurableHeartbeatDirectly(int64 task_id, int64 fence,
+													text *progress, Interval *lease,
+													TimestampTz now,
+													TimestampTz *lease_until,
+													DurableMoved *moved);
+
 /* ---- claim_direct.c: the usual claim without a statement ---- */
 extern DurableDirectResult DurableClaimOneDirectly(int32 partition, Datum queue,
 												 TimestampTz now, Datum worker,

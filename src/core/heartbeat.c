@@ -82,12 +82,30 @@ DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease
 	DurableResult res;
 	Datum		args[HEARTBEAT_NPARAMS];
 	char		nulls[HEARTBEAT_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	TimestampTz lease_until;
 	bool		isnull;
 
+	if (!DurableDistributed())
+	{
+		DurableMoved moved;
+
+		switch (DurableHeartbeatDirectly(task_id, fence, progress, lease, now,
+										 &lease_until, &moved))
+		{
+			case DURABLE_DIRECT_DONE:
+				DurableCheckTaskAccess(task_id, moved.queue, moved.restricted);
+				return lease_until;
+			case DURABLE_DIRECT_NONE:
+				DurableReportRefusal(task_id, fence);
+				break;
+			case DURABLE_DIRECT_BY_STATEMENT:
+				break;
+		}
+	}
 	args[HEARTBEAT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[HEARTBEAT_TASK_ID] = Int64GetDatum(task_id);
-	args[HEARTBEAT_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[HEARTBEAT_NOW] = TimestampTzGetDatum(now);
 	args[HEARTBEAT_LEASE] = PointerGetDatum(lease);
 	nulls[HEARTBEAT_LEASE] = lease ? ' ' : 'n';
 	args[HEARTBEAT_PROGRESS] = PointerGetDatum(progress);

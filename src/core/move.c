@@ -47,6 +47,8 @@
 static void family_of_finished(const DurableFinished *finished, int64 task_id,
 							   const DurableMove *move, TimestampTz now);
 static void cancel_child(int64 child_id, int64 parent_id, TimestampTz now);
+static void moved_task(const DurableMove *move, const DurableMoved *task,
+					   DurableMoved *moved);
 
 /*
  * The columns of a transition and a revive: the event's seq, and the
@@ -170,6 +172,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	Datum		args[MOVE_NPARAMS];
 	char		nulls[MOVE_NPARAMS];
 	DurableStatement *stmt;
+	DurableMoved row;
 
 	/*
 	 * A task goes back to the claims only with no step in doubt, whatever
@@ -217,20 +220,41 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 		family_of_finished(&finished, task->task_id, move, now);
 		return true;
 	}
+	if (!DurableTaskIsTerminal(move->from_state) && !DurableDistributed())
+	{
+		switch (DurableTransitionDirectly(task->task_id, move,
+										  DatumGetInt32(args[MOVE_MAX_IN_DOUBT]),
+										  now, &row))
+		{
+			case DURABLE_DIRECT_DONE:
+				moved_task(move, &row, moved);
+				return true;
+			case DURABLE_DIRECT_NONE:
+				return false;
+			case DURABLE_DIRECT_BY_STATEMENT:
+				break;
+		}
+	}
 	stmt = DurableTaskIsTerminal(move->from_state) ? &revive : &DurableTransitionStatement;
 	res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
 	if (res.rows != 1)
 		return false;
-	if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
-		DurableCount(DurableGetText(res, 0, MOVED_QUEUE), DURABLE_COUNT_SENT_TO_REVIEW, 1);
-	if (moved != NULL)
-	{
-		moved->queue = DurableGetText(res, 0, MOVED_QUEUE);
-		moved->owner = DurableGetText(res, 0, MOVED_OWNER);
-		moved->restricted = !DurableGetIsNull(res, 0, MOVED_RESTRICTED) &&
-			DurableGetBool(res, 0, MOVED_RESTRICTED);
-	}
+	row.queue = DurableGetText(res, 0, MOVED_QUEUE);
+	row.owner = DurableGetText(res, 0, MOVED_OWNER);
+	row.restricted = !DurableGetIsNull(res, 0, MOVED_RESTRICTED) &&
+		DurableGetBool(res, 0, MOVED_RESTRICTED);
+	moved_task(move, &row, moved);
 	return true;
+}
+
+/* what a move between live states counts, and tells its caller */
+static void
+moved_task(const DurableMove *move, const DurableMoved *task, DurableMoved *moved)
+{
+	if (move->to_state == DURABLE_TASK_NEEDS_REVIEW)
+		DurableCount(task->queue, DURABLE_COUNT_SENT_TO_REVIEW, 1);
+	if (moved != NULL)
+		*moved = *task;
 }
 
 enum

@@ -43,8 +43,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* the tables resolved in this backend, to resolve again when one changes */
-#define DIRECT_TABLES_MAX 8
+/*
+ * The tables resolved in this backend, to resolve again when one changes:
+ * one entry per use (a table and the columns one module reads of it).
+ */
+#define DIRECT_TABLES_MAX 16
 static DurableDirectTable *resolved_tables[DIRECT_TABLES_MAX];
 static int	nresolved_tables = 0;
 

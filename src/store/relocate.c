@@ -4,7 +4,8 @@
  *	  A row moved from one table to another through the table and index
  *	  access methods: deleted by its primary key, as DELETE deletes it,
  *	  and inserted, as changed, into the other table, routed to its
- *	  partition: a task finished into history without a statement.
+ *	  partition: a task finished into history without a statement; and a
+ *	  row inserted on its own so, as a task's event.
  *
  * The statement that does this (a DELETE ... RETURNING feeding an INSERT)
  * starts two ModifyTable nodes, a CTE scan and their projections on every
@@ -154,6 +155,24 @@ insert_row(Relation rel, const DurableDirectTable *table, const Datum *values,
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	ExecCloseRangeTableRelations(estate);
 	FreeExecutorState(estate);
+}
+
+/*
+ * DurableInsertRow
+ *		Insert into rel, which the caller opened for table and found
+ *		writable (DurableDirectWritable) and may insert into, the columns
+ *		of table in values and isnull, the others NULL, routed to its
+ *		partition; under a snapshot of its own and with the command counter
+ *		advanced after, as a statement of its own would.
+ */
+void
+DurableInsertRow(Relation rel, const DurableDirectTable *table, const Datum *values,
+				 const bool *isnull)
+{
+	DurableDirectSnapshot();
+	insert_row(rel, table, values, isnull);
+	PopActiveSnapshot();
+	CommandCounterIncrement();
 }
 
 /*

@@ -58,6 +58,7 @@
 #include "executor/execdesc.h"
 #include "executor/spi.h"
 #include "nodes/execnodes.h"
+#include "nodes/lockoptions.h"
 #include "utils/array.h"
 
 #define DURABLE_MAX_ARGS 20
@@ -289,18 +290,20 @@ extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
 /*
  * take.c: the first row of an index, in its order, that test passes,
  * locked as SELECT ... FOR UPDATE SKIP LOCKED would lock it, and updated
- * by change; columns[0, nread) are only read.
+ * by change; columns[0, nread) are only read.  With the primary key as
+ * index and its every column as key, waiting for the row's lock, it is the
+ * row that UPDATE ... WHERE <the key> AND <test> updates.
  */
-
 typedef struct DurableTake
 {
 	DurableDirectTable table;
-	const char *index;			/* by name, in the table's schema */
+	const char *index;			/* by name, in the table's schema; NULL for
+								 * the primary key */
 	DurableIndexKeys keys;		/* nkeys given, the rest resolved */
 	int			nread;
+	LockTupleMode lockmode;		/* as FOR UPDATE or FOR NO KEY UPDATE */
+	LockWaitPolicy wait;		/* LockWaitSkip: as SKIP LOCKED */
 } DurableTake;
-
-
 
 extern DurableDirectResult DurableTakeFirst(DurableTake *take, const Datum *keys,
 										  DurableRowTest test, DurableRowChange change,
@@ -321,6 +324,8 @@ typedef struct DurableRelocation
 extern DurableDirectResult DurableRelocate(DurableRelocation *move, const Datum *keys,
 										   DurableRowTest test, DurableRowChange change,
 										   void *arg, Datum *values, bool *isnull);
+extern void DurableInsertRow(Relation rel, const DurableDirectTable *table,
+							 const Datum *values, const bool *isnull);
 
 /* ---- delegate.c: on Citus, a statement run on its partition's node ---- */
 extern bool DurableDelegationReady(void);

@@ -4,7 +4,8 @@
  *	  The first row of an index that a test passes, locked as SELECT ...
  *	  ORDER BY <the index's order> LIMIT 1 FOR UPDATE SKIP LOCKED locks it,
  *	  and updated, through the table and index access methods: a claim of
- *	  one task without a statement.
+ *	  one task without a statement, and a task's move or heartbeat, the
+ *	  row taken by its key.
  *
  * A statement that does this is planned once, but every call still starts
  * and ends an executor for its plan (expressions, projections, the
@@ -15,10 +16,11 @@
  * constraints and maintains its indexes.
  *
  * The lock follows ExecLockRows: a row another transaction holds is
- * skipped; one updated since the snapshot is locked in its last version
- * and tested again (as EvalPlanQual tests it), under READ COMMITTED; a
- * transaction of a snapshot of its own gets the serialization failure its
- * statement would.  A table with triggers, rules or row security is left
+ * skipped (or waited for, by a take that names the row by its primary key:
+ * an UPDATE of one row); one updated since the snapshot is locked in its
+ * last version and tested again (as EvalPlanQual tests it), under READ
+ * COMMITTED; a transaction of a snapshot of its own gets the serialization
+ * failure its statement would.  A table with triggers, rules or row security is left
  * to the caller's statement, whose executor runs them, and so is one
  * without the index.
  *
@@ -42,15 +44,22 @@
 #include "utils/snapmgr.h"
 
 /*
- * The table's index named by take, and its scan keys; InvalidOid when the
- * table has no such index (an installation that dropped it is left to
- * the statement, which can do without).
+ * The table's index named by take (its primary key when none is named), and
+ * its scan keys; InvalidOid when the table has no such index (an
+ * installation that dropped it is left to the statement, which can do
+ * without).
  */
 static void
 resolve_index(DurableTake *take, Relation rel)
 {
-	Oid			index = get_relname_relid(take->index, RelationGetNamespace(rel));
+	Oid			index;
 
+	if (take->index == NULL)
+	{
+		DurablePrimaryKeyResolve(&take->keys, &take->table, rel);
+		return;
+	}
+	index = get_relname_relid(take->index, RelationGetNamespace(rel));
 	if (!OidIsValid(index) || !list_member_oid(RelationGetIndexList(rel), index))
 	{
 		take->keys.index = InvalidOid;
@@ -61,12 +70,14 @@ resolve_index(DurableTake *take, Relation rel)
 
 /*
  * lock_row
- *		Lock the row in slot as FOR UPDATE SKIP LOCKED would, leaving its
- *		version locked in locked.  Returns false for a row to skip: held by
- *		another transaction, deleted, or updated by this one's command.
+ *		Lock the row in slot in take's mode, as FOR UPDATE (SKIP LOCKED)
+ *		would, or as UPDATE locks the row it updates, leaving its version
+ *		locked in locked.  Returns false for a row to skip: held by another
+ *		transaction when take does not wait, deleted, or updated by this
+ *		one's command.
  */
 static bool
-lock_row(Relation rel, EState *estate, TupleTableSlot *slot,
+lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *slot,
 		 TupleTableSlot *locked, bool *traversed)
 {
 	TM_FailureData tmfd;
@@ -76,8 +87,8 @@ lock_row(Relation rel, EState *estate, TupleTableSlot *slot,
 	if (!IsolationUsesXactSnapshot())
 		flags |= TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
 	result = table_tuple_lock(rel, &slot->tts_tid, estate->es_snapshot, locked,
-							  estate->es_output_cid, LockTupleExclusive,
-							  LockWaitSkip, flags, &tmfd);
+							  estate->es_output_cid, take->lockmode,
+							  take->wait, flags, &tmfd);
 	*traversed = tmfd.traversed && result == TM_Ok;
 	switch (result)
 	{
@@ -177,7 +188,7 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 		DurableDirectGetColumns(table, slot, values, isnull);
 		if (!test(values, isnull, arg))
 			continue;
-		if (!lock_row(rel, estate, slot, locked, &traversed))
+		if (!lock_row(take, rel, estate, slot, locked, &traversed))
 			continue;
 		if (traversed)
 		{
