@@ -55,7 +55,7 @@ DURABLE_PACKAGES=(
 	python3-venv
 )
 # From 18 on, Debian ships PostgreSQL's JIT (llvmjit) in a package of its
-# own, which the postgresql package only recommends: 026_reconciler_jit
+# own, which the postgresql package only recommends: 026_jit
 # needs a server that can compile.
 if ((PG_MAJOR >= 18)); then
 	DURABLE_PACKAGES+=("postgresql-$PG_MAJOR-jit")

@@ -43,7 +43,9 @@
 #include "store/store.h"
 
 #include "catalog/pg_type.h"
+#include "jit/jit.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -429,6 +431,35 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 	return plan;
 }
 
+
+/*
+ * run_plan
+ *		SPI_execute_plan without JIT compilation.  durable's statements are
+ *		small and run once per call: a plan whose estimate passes
+ *		jit_above_cost (the generic plan of a claim in a queue with a
+ *		concurrency limit, with its subplans) compiled its expressions on
+ *		every execution, 35 ms where running them took half of one.  jit is
+ *		a setting any session, role or database sets, so it is off for the
+ *		statement only, as a function's SET clause would set it (the
+ *		background workers pin it off for good).
+ */
+static int
+run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, long tcount)
+{
+	int			nest;
+	int			rc;
+
+	if (!jit_enabled)
+		return SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
+	nest = NewGUCNestLevel();
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	rc = SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
+	/* restored here when the statement succeeds; the abort does if not */
+	AtEOXact_GUC(true, nest);
+	return rc;
+}
+
 /*
  * reference_plan
  *		The kept plan of a reads_reference statement on Citus, reading the
@@ -492,7 +523,7 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 													  c + 1, &isnull);
 				argnulls[stmt->nargs + c] = isnull ? 'n' : ' ';
 			}
-			rc = SPI_execute_plan(plan, args, argnulls, read_as_of_caller, 0);
+			rc = run_plan(plan, args, argnulls, 0);
 			if (rc < 0)
 				elog(ERROR, "step %d of \"%s\" failed: %s",
 					 k, stmt->name, SPI_result_code_string(rc));
@@ -572,7 +603,7 @@ execute_delegated(DurableStatement *stmt, Datum *values, const char *nulls,
 	args[1] = CStringGetTextDatum(stmt->name);
 	args[2] = DurableDelegatedValues(stmt, values, nulls);
 	args[3] = Int32GetDatum(expected);
-	rc = SPI_execute_plan(stmt->delegated_plan, args, NULL, read_as_of_caller, 0);
+	rc = run_plan(stmt->delegated_plan, args, NULL, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "unexpected SPI result for \"%s\" on its partition's node: %s",
 			 stmt->name, SPI_result_code_string(rc));
@@ -613,7 +644,7 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		plan = reference_plan(stmt);
 	else
 		plan = statement_plan(stmt);
-	rc = SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
+	rc = run_plan(plan, values, nulls, tcount);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));
