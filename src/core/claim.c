@@ -226,6 +226,19 @@ DurableStatement DurableClaimOneStatement = {
 	"   ORDER BY priority DESC, run_at, task_id LIMIT $batch"
 
 /*
+ * The row of k's key in durable.concurrency_keys, by its primary key.  Each
+ * key's row is looked up on its own, by a subquery per key that no plan
+ * turns into a join: as a join, a generic plan (which cannot know that a
+ * claim has a key or two) read every row of the queue's keys, three times
+ * a claim, and a queue of many keys made every claim slower.  The table's
+ * key collates as live_tasks.concurrency_key does ("C"), so that its index
+ * serves the comparison.
+ */
+#define KEY_ROW(alias, rows) \
+	alias ".partition_key = " rows " AND " alias ".queue_name = $queue" \
+	" AND " alias ".concurrency_key = k.concurrency_key"
+
+/*
  * The rows of the keys of the tasks a claim would take (locked, so that
  * one another claim is taking is left out), taken and written: made when
  * missing (only then waiting, for a claim making the same row), skipped
@@ -239,18 +252,16 @@ DurableStatement DurableClaimOneStatement = {
 	" c WHERE concurrency_key IS NOT NULL)," \
 	" i AS (INSERT INTO durable.concurrency_keys" \
 	"  (partition_key, queue_name, concurrency_key, claimed_at)" \
-	"  SELECT " rows ", $queue, concurrency_key, $now FROM k WHERE NOT EXISTS (SELECT" \
-	"   FROM durable.concurrency_keys e WHERE e.partition_key = " rows \
-	"   AND e.queue_name = $queue AND e.concurrency_key = k.concurrency_key)" \
+	"  SELECT " rows ", $queue, concurrency_key, $now FROM k" \
+	"  WHERE (SELECT true FROM durable.concurrency_keys e" \
+	"   WHERE " KEY_ROW("e", rows) ") IS NULL" \
 	"  ORDER BY concurrency_key" \
 	"  ON CONFLICT (partition_key, queue_name, concurrency_key) DO NOTHING" \
 	"  RETURNING concurrency_key)," \
 	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $now" \
-	"  WHERE h.partition_key = " rows " AND h.queue_name = $queue" \
-	"  AND h.concurrency_key IN (SELECT l.concurrency_key" \
-	"   FROM durable.concurrency_keys l WHERE l.partition_key = " rows \
-	"   AND l.queue_name = $queue AND l.concurrency_key IN (SELECT * FROM k)" \
-	"   ORDER BY l.concurrency_key FOR UPDATE SKIP LOCKED)" \
+	"  WHERE h.ctid = ANY (ARRAY(SELECT l.ctid FROM k, LATERAL (SELECT l.ctid" \
+	"   FROM durable.concurrency_keys l WHERE " KEY_ROW("l", rows) \
+	"   FOR UPDATE SKIP LOCKED) l))" \
 	"  RETURNING h.concurrency_key)" \
 	" SELECT ARRAY(SELECT concurrency_key FROM i" \
 	"  UNION ALL SELECT concurrency_key FROM u) AS held"

@@ -121,7 +121,7 @@ DROP FUNCTION @extschema@.durable_idempotent_finish(text, text, bigint, jsonb, i
 CREATE TABLE durable.concurrency_keys (
     partition_key   int NOT NULL,
     queue_name      text NOT NULL,
-    concurrency_key text NOT NULL,
+    concurrency_key text COLLATE "C" NOT NULL,
     claimed_at      timestamptz NOT NULL,
     PRIMARY KEY (partition_key, queue_name, concurrency_key)
 );
