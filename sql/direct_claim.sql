@@ -137,6 +137,18 @@ SELECT * FROM durable_claim('qtake', 'w');
 ROLLBACK;
 SELECT task_id = :triggered AS took_it_at_last FROM durable_claim('qtake', 'w');
 
+-- and the indexes read are found again when they are rebuilt, in this
+-- backend: REINDEX CONCURRENTLY swaps each index of a table for a new one
+REINDEX TABLE CONCURRENTLY durable.live_tasks;
+REINDEX TABLE CONCURRENTLY durable.queues;
+SELECT durable_enqueue('qtake', '{"reindexed": true}', priority => 100) AS reindexed \gset
+SELECT task_id = :reindexed AS took_it, fence AS reindexed_fence
+FROM durable_claim('qtake', 'w') \gset
+SELECT :'took_it' AS took_it;
+SELECT durable_heartbeat(:reindexed, :reindexed_fence, 'after the reindex') > now() AS renewed;
+SELECT durable_fail(:reindexed, :reindexed_fence, 'transient', retry_after => '1 hour') AS failed;
+SELECT state, progress FROM durable.tasks WHERE task_id = :reindexed;
+
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'qtake,qtake_other'
 \getenv abs_srcdir PG_ABS_SRCDIR

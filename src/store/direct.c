@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -343,19 +344,61 @@ DurableDirectColumnSet(const DurableDirectTable *table, int from)
 }
 
 /*
- * DurablePrimaryKeyResolve
- *		The scan keys of the first keys->nkeys columns of rel's primary key.
+ * DurableIndexFind
+ *		The scan keys of the first keys->nkeys columns of rel's index named
+ *		name (in rel's schema), or of its primary key when name is NULL.
+ *		keys->index is InvalidOid when rel has no index of that name (one
+ *		an installation dropped); a table without a primary key is an
+ *		ERROR.
  */
 void
-DurablePrimaryKeyResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
-						 Relation rel)
+DurableIndexFind(DurableIndexKeys *keys, const DurableDirectTable *table, Relation rel,
+				 const char *name)
 {
-	Oid			index = DURABLE_PRIMARY_KEY_INDEX(rel);
+	Oid			index;
 
-	if (!OidIsValid(index))
-		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				errmsg("table \"%s.%s\" has no primary key", table->schema, table->name),
-				errdetail("durable's library reads its rows by the primary key."));
+	if (name == NULL)
+	{
+		index = DURABLE_PRIMARY_KEY_INDEX(rel);
+		if (!OidIsValid(index))
+			ereport(ERROR,
+					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					errmsg("table \"%s.%s\" has no primary key", table->schema, table->name),
+					errdetail("durable's library reads its rows by the primary key."));
+	}
+	else
+	{
+		index = get_relname_relid(name, RelationGetNamespace(rel));
+		if (!OidIsValid(index) || !list_member_oid(RelationGetIndexList(rel), index))
+		{
+			keys->index = InvalidOid;
+			return;
+		}
+	}
 	DurableIndexKeysResolve(keys, table, index);
+}
+
+/*
+ * DurableIndexOpen
+ *		Open in lockmode the index of keys (found by DurableIndexFind with
+ *		name) of rel, table's relation.  Locking the index takes the
+ *		invalidations that came meanwhile, and they may have changed the
+ *		table: its index may be another one now (REINDEX CONCURRENTLY swaps
+ *		them under the table's lock), so table and keys are found again.
+ *		NULL when the index named is gone.
+ */
+Relation
+DurableIndexOpen(DurableDirectTable *table, DurableIndexKeys *keys, const char *name,
+				 Relation rel, LOCKMODE lockmode)
+{
+	Relation	index = index_open(keys->index, lockmode);
+
+	if (table->resolved)
+		return index;
+	index_close(index, NoLock);
+	DurableDirectResolve(table, rel);
+	DurableIndexFind(keys, table, rel, name);
+	if (!OidIsValid(keys->index))
+		return NULL;
+	return index_open(keys->index, lockmode);
 }

@@ -20,13 +20,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* a key read's table and primary key */
-static void
-resolve_key_read(DurableKeyRead *read, Relation rel)
-{
-	DurablePrimaryKeyResolve(&read->keys, &read->table, rel);
-}
-
 /*
  * DurableReadByKey
  *		Read the row of read's table whose primary key starts with keys
@@ -50,22 +43,9 @@ DurableReadByKey(DurableKeyRead *read, const Datum *keys, Datum *values,
 
 	rel = DurableDirectOpen(table, AccessShareLock, &resolved);
 	if (resolved)
-		resolve_key_read(read, rel);
+		DurableIndexFind(&read->keys, table, rel, NULL);
 	DurableDirectSnapshot();
-
-	index = index_open(read->keys.index, AccessShareLock);
-	if (!table->resolved)
-	{
-		/*
-		 * Locking the index took invalidations that changed the table: its
-		 * primary key may have another index now (REINDEX CONCURRENTLY
-		 * swaps them under this table's lock).
-		 */
-		index_close(index, NoLock);
-		DurableDirectResolve(table, rel);
-		resolve_key_read(read, rel);
-		index = index_open(read->keys.index, AccessShareLock);
-	}
+	index = DurableIndexOpen(table, &read->keys, NULL, rel, AccessShareLock);
 	DurableIndexScanKeys(&read->keys, keys, skeys);
 	scan = DURABLE_INDEX_BEGINSCAN(rel, index, GetActiveSnapshot(), read->keys.nkeys, 0);
 	index_rescan(scan, skeys, read->keys.nkeys, NULL, 0);

@@ -202,7 +202,7 @@ DurableRelocate(DurableRelocation *move, const Datum *keys, DurableRowTest test,
 
 	from = DurableDirectOpen(table, RowExclusiveLock, &from_resolved);
 	if (from_resolved)
-		DurablePrimaryKeyResolve(&move->keys, table, from);
+		DurableIndexFind(&move->keys, table, from, NULL);
 	to = DurableDirectOpen(&move->to, RowExclusiveLock, &to_resolved);
 	if (from_resolved || to_resolved)
 		for (int i = 0; i < move->to.ncolumns; i++)
@@ -225,15 +225,7 @@ DurableRelocate(DurableRelocation *move, const Datum *keys, DurableRowTest test,
 	DurableDirectCheckPrivileges(to, ACL_INSERT);
 
 	DurableDirectSnapshot();
-	index = index_open(move->keys.index, RowExclusiveLock);
-	if (!table->resolved)
-	{
-		/* as in DurableReadByKey: the index may have been swapped */
-		index_close(index, NoLock);
-		DurableDirectResolve(table, from);
-		DurablePrimaryKeyResolve(&move->keys, table, from);
-		index = index_open(move->keys.index, RowExclusiveLock);
-	}
+	index = DurableIndexOpen(table, &move->keys, NULL, from, RowExclusiveLock);
 	DurableIndexScanKeys(&move->keys, keys, skeys);
 	scan = DURABLE_INDEX_BEGINSCAN(from, index, GetActiveSnapshot(), move->keys.nkeys, 0);
 	index_rescan(scan, skeys, move->keys.nkeys, NULL, 0);

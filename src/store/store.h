@@ -270,8 +270,10 @@ extern void DurableDirectCheckPrivileges(Relation rel, AclMode perms);
 extern EState *DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 								   Bitmapset *updated, ResultRelInfo **rri);
 extern Bitmapset *DurableDirectColumnSet(const DurableDirectTable *table, int from);
-extern void DurablePrimaryKeyResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
-									 Relation rel);
+extern void DurableIndexFind(DurableIndexKeys *keys, const DurableDirectTable *table,
+							 Relation rel, const char *name);
+extern Relation DurableIndexOpen(DurableDirectTable *table, DurableIndexKeys *keys,
+								 const char *name, Relation rel, LOCKMODE lockmode);
 
 /*
  * A row read by the values of its table's primary key, or of its first

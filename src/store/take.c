@@ -32,41 +32,11 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_relation.h"
-#include "utils/acl.h"
 #include "utils/datum.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-
-/*
- * The table's index named by take (its primary key when none is named), and
- * its scan keys; InvalidOid when the table has no such index (an
- * installation that dropped it is left to the statement, which can do
- * without).
- */
-static void
-resolve_index(DurableTake *take, Relation rel)
-{
-	Oid			index;
-
-	if (take->index == NULL)
-	{
-		DurablePrimaryKeyResolve(&take->keys, &take->table, rel);
-		return;
-	}
-	index = get_relname_relid(take->index, RelationGetNamespace(rel));
-	if (!OidIsValid(index) || !list_member_oid(RelationGetIndexList(rel), index))
-	{
-		take->keys.index = InvalidOid;
-		return;
-	}
-	DurableIndexKeysResolve(&take->keys, &take->table, index);
-}
 
 /*
  * lock_row
@@ -145,7 +115,7 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 
 	rel = DurableDirectOpen(table, RowExclusiveLock, &resolved);
 	if (resolved)
-		resolve_index(take, rel);
+		DurableIndexFind(&take->keys, table, rel, take->index);
 	if (!OidIsValid(take->keys.index) || !DurableDirectWritable(rel))
 	{
 		table_close(rel, NoLock);
@@ -154,20 +124,12 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 	DurableDirectCheckPrivileges(rel, ACL_SELECT | ACL_UPDATE);
 
 	DurableDirectSnapshot();
-	index = index_open(take->keys.index, RowExclusiveLock);
-	if (!table->resolved)
+	index = DurableIndexOpen(table, &take->keys, take->index, rel, RowExclusiveLock);
+	if (index == NULL)
 	{
-		/* as in DurableReadByKey: the index may have been swapped */
-		index_close(index, NoLock);
-		DurableDirectResolve(table, rel);
-		resolve_index(take, rel);
-		if (!OidIsValid(take->keys.index))
-		{
-			table_close(rel, NoLock);
-			PopActiveSnapshot();
-			return DURABLE_DIRECT_BY_STATEMENT;
-		}
-		index = index_open(take->keys.index, RowExclusiveLock);
+		table_close(rel, NoLock);
+		PopActiveSnapshot();
+		return DURABLE_DIRECT_BY_STATEMENT;
 	}
 
 	estate = DurableDirectEState(rel, ACL_SELECT | ACL_UPDATE, NULL,
