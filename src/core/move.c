@@ -247,7 +247,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 	return true;
 }
 
-/* what a move between live states counts, and tells its caller */
+/* what a move to a live state counts, and tells its caller */
 static void
 moved_task(const DurableMove *move, const DurableMoved *task, DurableMoved *moved)
 {

@@ -431,7 +431,6 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 	return plan;
 }
 
-
 /*
  * run_plan
  *		SPI_execute_plan without JIT compilation.  durable's statements are

@@ -20,9 +20,9 @@
  * an UPDATE of one row); one updated since the snapshot is locked in its
  * last version and tested again (as EvalPlanQual tests it), under READ
  * COMMITTED; a transaction of a snapshot of its own gets the serialization
- * failure its statement would.  A table with triggers, rules or row security is left
- * to the caller's statement, whose executor runs them, and so is one
- * without the index.
+ * failure its statement would.  A table with triggers, rules or row
+ * security is left to the caller's statement, whose executor runs them,
+ * and so is one without the index.
  *
  *-------------------------------------------------------------------------
  */
