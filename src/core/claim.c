@@ -232,7 +232,8 @@ DurableStatement DurableClaimOneStatement = {
  * claim has a key or two) read every row of the queue's keys, three times
  * a claim, and a queue of many keys made every claim slower.  The table's
  * key collates as live_tasks.concurrency_key does ("C"), so that its index
- * serves the comparison.
+ * serves the comparison.  The rows locked are updated by their key: by
+ * ctid, Citus would refuse the statement.
  */
 #define KEY_ROW(alias, rows) \
 	alias ".partition_key = " rows " AND " alias ".queue_name = $queue" \
@@ -259,9 +260,10 @@ DurableStatement DurableClaimOneStatement = {
 	"  ON CONFLICT (partition_key, queue_name, concurrency_key) DO NOTHING" \
 	"  RETURNING concurrency_key)," \
 	" u AS (UPDATE durable.concurrency_keys h SET claimed_at = $now" \
-	"  WHERE h.ctid = ANY (ARRAY(SELECT l.ctid FROM k, LATERAL (SELECT l.ctid" \
-	"   FROM durable.concurrency_keys l WHERE " KEY_ROW("l", rows) \
-	"   FOR UPDATE SKIP LOCKED) l))" \
+	"  WHERE h.partition_key = " rows " AND h.queue_name = $queue" \
+	"  AND h.concurrency_key = ANY (ARRAY(SELECT l.concurrency_key FROM k," \
+	"   LATERAL (SELECT l.concurrency_key FROM durable.concurrency_keys l" \
+	"   WHERE " KEY_ROW("l", rows) " FOR UPDATE SKIP LOCKED) l))" \
 	"  RETURNING h.concurrency_key)" \
 	" SELECT ARRAY(SELECT concurrency_key FROM i" \
 	"  UNION ALL SELECT concurrency_key FROM u) AS held"
