@@ -26,7 +26,7 @@
  * the declaration lacks, or a positional parameter among named ones, is an
  * ERROR naming the statement, as is a statement with parameters that does
  * not name them; a declared name the text never uses is caught with the
- * positional ones (plan.c's check_parameters).  The steps
+ * positional ones (DurableCheckParameters, when plan.c prepares it).  The steps
  * of a split read their input's columns by position after the named
  * parameters ("$*", or $n past the last of them).
  *
@@ -158,4 +158,67 @@ DurableResolveParameters(DurableStatement *stmt)
 	for (int i = 0; i < stmt->nargs; i++)
 		stmt->argtypes[i] = stmt->params[i].type;
 	stmt->params_resolved = true;
+}
+
+/*
+ * highest_parameter
+ *		The highest $n a statement's text refers to, outside quoted literals
+ *		and identifiers; with used[n - 1] set for each n it refers to.
+ */
+static int
+highest_parameter(const char *sql, bool *used, int nused)
+{
+	int			highest = 0;
+	DurableSqlScan scan = {sql, '\0'};
+	const char *dollar;
+
+	while ((dollar = DurableNextDollar(&scan)) != NULL)
+	{
+		int			n = 0;
+
+		if (!isdigit((unsigned char) dollar[1]))
+			continue;
+		while (isdigit((unsigned char) *scan.p))
+			n = n * 10 + (*scan.p++ - '0');
+		if (n > highest)
+			highest = n;
+		if (n >= 1 && n <= nused)
+			used[n - 1] = true;
+	}
+	return highest;
+}
+
+/*
+ * DurableCheckParameters
+ *		A statement must use every parameter it declares and no other: a
+ *		parameter bound and never read is a value lost, and one read and
+ *		never declared would not prepare.  A parameter of a statement with a
+ *		split may be read by the statement or by its split; a step of the
+ *		split may read the statement's parameters and its input's columns.
+ */
+void
+DurableCheckParameters(const DurableStatement *stmt, int step, int nargs)
+{
+	bool		used[DURABLE_MAX_SPLIT_ARGS] = {0};
+	int			highest;
+
+	if (step >= 0)
+	{
+		highest = highest_parameter(stmt->split[step].sql,
+									used, lengthof(used));
+		if (highest > nargs)
+			elog(ERROR, "step %d of statement \"%s\" uses parameter $%d, but has %d",
+				 step, stmt->name, highest, nargs);
+		return;
+	}
+	highest = highest_parameter(stmt->sql, used, lengthof(used));
+	if (highest > nargs)
+		elog(ERROR, "statement \"%s\" uses parameter $%d, but declares %d",
+			 stmt->name, highest, nargs);
+	for (int k = 0; k < stmt->nsplit; k++)
+		(void) highest_parameter(stmt->split[k].sql, used, nargs);
+	for (int i = 0; i < nargs; i++)
+		if (!used[i])
+			elog(ERROR, "statement \"%s\" declares parameter $%d but does not use it",
+				 stmt->name, i + 1);
 }

@@ -50,9 +50,6 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 
-/* the most parameters of a split's step: the statement's and its input's */
-#define SPLIT_MAX_ARGS (DURABLE_MAX_ARGS + 64)
-
 /* the statements with kept plans, to be freed when the installation changes */
 static DurableStatement *prepared_statements = NULL;
 
@@ -89,69 +86,6 @@ typedef struct PartitionPlanEntry
 } PartitionPlanEntry;
 
 static HTAB *partition_plans = NULL;
-
-/*
- * highest_parameter
- *		The highest $n a statement's text refers to, outside quoted literals
- *		and identifiers; with used[n - 1] set for each n it refers to.
- */
-static int
-highest_parameter(const char *sql, bool *used, int nused)
-{
-	int			highest = 0;
-	DurableSqlScan scan = {sql, '\0'};
-	const char *dollar;
-
-	while ((dollar = DurableNextDollar(&scan)) != NULL)
-	{
-		int			n = 0;
-
-		if (!isdigit((unsigned char) dollar[1]))
-			continue;
-		while (isdigit((unsigned char) *scan.p))
-			n = n * 10 + (*scan.p++ - '0');
-		if (n > highest)
-			highest = n;
-		if (n >= 1 && n <= nused)
-			used[n - 1] = true;
-	}
-	return highest;
-}
-
-/*
- * check_parameters
- *		A statement must use every parameter it declares and no other: a
- *		parameter bound and never read is a value lost, and one read and
- *		never declared would not prepare.  A parameter of a statement with a
- *		split may be read by the statement or by its split; a step of the
- *		split may read the statement's parameters and its input's columns.
- */
-static void
-check_parameters(const DurableStatement *stmt, int step, int nargs)
-{
-	bool		used[SPLIT_MAX_ARGS] = {0};
-	int			highest;
-
-	if (step >= 0)
-	{
-		highest = highest_parameter(stmt->split[step].sql,
-									used, lengthof(used));
-		if (highest > nargs)
-			elog(ERROR, "step %d of statement \"%s\" uses parameter $%d, but has %d",
-				 step, stmt->name, highest, nargs);
-		return;
-	}
-	highest = highest_parameter(stmt->sql, used, lengthof(used));
-	if (highest > nargs)
-		elog(ERROR, "statement \"%s\" uses parameter $%d, but declares %d",
-			 stmt->name, highest, nargs);
-	for (int k = 0; k < stmt->nsplit; k++)
-		(void) highest_parameter(stmt->split[k].sql, used, nargs);
-	for (int i = 0; i < nargs; i++)
-		if (!used[i])
-			elog(ERROR, "statement \"%s\" declares parameter $%d but does not use it",
-				 stmt->name, i + 1);
-}
 
 /*
  * check_columns
@@ -247,7 +181,7 @@ statement_plan(DurableStatement *stmt)
 {
 	if (stmt->plan != NULL)
 		return stmt->plan;
-	check_parameters(stmt, -1, stmt->nargs);
+	DurableCheckParameters(stmt, -1, stmt->nargs);
 	stmt->plan = prepare_kept(stmt, -1, stmt->sql, stmt->nargs, stmt->argtypes,
 							  prepared_distributed ? CURSOR_OPT_CUSTOM_PLAN :
 							  CURSOR_OPT_GENERIC_PLAN);
@@ -259,7 +193,7 @@ statement_plan(DurableStatement *stmt)
  * step_text
  *		The text of step k of a statement's split, with "$*", the columns
  *		of its input, numbered after the statement's parameters; and the
- *		types of all its parameters into argtypes (SPLIT_MAX_ARGS of them).
+ *		types of all its parameters into argtypes (DURABLE_MAX_SPLIT_ARGS of them).
  */
 static char *
 step_text(DurableStatement *stmt, int k, TupleDesc input, Oid *argtypes)
@@ -269,12 +203,12 @@ step_text(DurableStatement *stmt, int k, TupleDesc input, Oid *argtypes)
 	StringInfoData buf;
 	const char *star;
 
-	if (stmt->nargs + ninput > SPLIT_MAX_ARGS)
+	if (stmt->nargs + ninput > DURABLE_MAX_SPLIT_ARGS)
 		elog(ERROR, "step %d of \"%s\" has too many parameters", k, stmt->name);
 	memcpy(argtypes, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 	for (int c = 0; c < ninput; c++)
 		argtypes[stmt->nargs + c] = SPI_gettypeid(input, c + 1);
-	check_parameters(stmt, k, stmt->nargs + ninput);
+	DurableCheckParameters(stmt, k, stmt->nargs + ninput);
 
 	initStringInfo(&buf);
 	star = strstr(sql, "$*");
@@ -299,7 +233,7 @@ step_text(DurableStatement *stmt, int k, TupleDesc input, Oid *argtypes)
 static SPIPlanPtr
 split_plan(DurableStatement *stmt, int k, TupleDesc input)
 {
-	Oid			argtypes[SPLIT_MAX_ARGS];
+	Oid			argtypes[DURABLE_MAX_SPLIT_ARGS];
 	char	   *sql;
 
 	if (stmt->split_plans[k] != NULL)
@@ -371,7 +305,7 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 {
 	PartitionPlanKey key;
 	PartitionPlanEntry *entry;
-	Oid			argtypes[SPLIT_MAX_ARGS];
+	Oid			argtypes[DURABLE_MAX_SPLIT_ARGS];
 	const char *source_text = k < 0 ? stmt->sql : stmt->split[k].sql;
 	char	   *text;
 	char	   *sql;
@@ -395,7 +329,7 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 
 	if (k < 0)
 	{
-		check_parameters(stmt, -1, stmt->nargs);
+		DurableCheckParameters(stmt, -1, stmt->nargs);
 		memcpy(argtypes, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 		text = pstrdup(stmt->sql);
 	}
@@ -471,7 +405,7 @@ reference_plan(DurableStatement *stmt)
 
 	if (stmt->local_plan != NULL)
 		return stmt->local_plan;
-	check_parameters(stmt, -1, stmt->nargs);
+	DurableCheckParameters(stmt, -1, stmt->nargs);
 	sql = DurableLocalShardText(stmt->sql, DURABLE_REFERENCE_PARTITION);
 	stmt->local_plan = prepare_kept(stmt, -1, sql, stmt->nargs, stmt->argtypes,
 									CURSOR_OPT_GENERIC_PLAN);
@@ -491,8 +425,8 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 {
 	SPITupleTable *results[DURABLE_MAX_SPLIT_STEPS] = {0};
 	uint64		last_rows[DURABLE_MAX_SPLIT_STEPS] = {0};
-	Datum		args[SPLIT_MAX_ARGS];
-	char		argnulls[SPLIT_MAX_ARGS];
+	Datum		args[DURABLE_MAX_SPLIT_ARGS];
+	char		argnulls[DURABLE_MAX_SPLIT_ARGS];
 	int			rc = SPI_OK_SELECT;
 
 	memcpy(args, values, sizeof(Datum) * stmt->nargs);

@@ -182,6 +182,9 @@ typedef struct DurableSqlScan
 } DurableSqlScan;
 extern const char *DurableNextDollar(DurableSqlScan *scan);
 extern void DurableResolveParameters(DurableStatement *stmt);
+/* the most parameters of a split's step: the statement's and its input's */
+#define DURABLE_MAX_SPLIT_ARGS (DURABLE_MAX_ARGS + 64)
+extern void DurableCheckParameters(const DurableStatement *stmt, int step, int nargs);
 
 /*
  * The result of one run of a statement: its rows, read by the constants of
