@@ -19,6 +19,8 @@ extern char *DurableNameArg(FunctionCallInfo fcinfo, int argno,
 							const char *what);
 extern Interval *DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno,
 											const char *name);
+extern Interval *DurableNonNegativeIntervalArg(FunctionCallInfo fcinfo, int argno,
+											   const char *name);
 extern int64 DurableDelayArg(FunctionCallInfo fcinfo, int argno,
 							 const char *name);
 extern int32 DurableIntArgAtLeast(FunctionCallInfo fcinfo, int argno,

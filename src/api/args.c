@@ -115,6 +115,34 @@ check_interval_signs(Interval *span, const char *name)
 }
 
 /*
+ * interval_arg
+ *		An interval argument that must be given, not mix positive and
+ *		negative parts, stay in the timestamp range when added to a time,
+ *		and be greater than zero (positive) or at least zero.
+ */
+static Interval *
+interval_arg(FunctionCallInfo fcinfo, int argno, const char *name, bool positive)
+{
+	Interval   *span;
+	int64		usecs;
+
+	DurableRequireArg(fcinfo, argno, name);
+	span = PG_GETARG_INTERVAL_P(argno);
+	check_interval_signs(span, name);
+	usecs = DurableIntervalMicroseconds(span, name);
+	if (positive ? usecs <= 0 : usecs < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				positive ? errmsg("%s must be greater than zero", name) :
+				errmsg("%s must not be negative", name),
+				errdetail("The value given was \"%s\".",
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  PointerGetDatum(span)))));
+	check_interval_range(span, name);
+	return span;
+}
+
+/*
  * DurablePositiveIntervalArg
  *		An interval argument that must be given, be greater than zero and
  *		not mix positive and negative parts.
@@ -122,20 +150,17 @@ check_interval_signs(Interval *span, const char *name)
 Interval *
 DurablePositiveIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
 {
-	Interval   *span;
+	return interval_arg(fcinfo, argno, name, true);
+}
 
-	DurableRequireArg(fcinfo, argno, name);
-	span = PG_GETARG_INTERVAL_P(argno);
-	check_interval_signs(span, name);
-	if (DurableIntervalMicroseconds(span, name) <= 0)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("%s must be greater than zero", name),
-				errdetail("The value given was \"%s\".",
-						  DatumGetCString(DirectFunctionCall1(interval_out,
-															  PointerGetDatum(span)))));
-	check_interval_range(span, name);
-	return span;
+/*
+ * DurableNonNegativeIntervalArg
+ *		As DurablePositiveIntervalArg, but zero is allowed.
+ */
+Interval *
+DurableNonNegativeIntervalArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	return interval_arg(fcinfo, argno, name, false);
 }
 
 /*

@@ -356,6 +356,13 @@ extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
 									  const char *key);
 
+/* ---- flow_keys.c: a key's calls coalesced into one task ---- */
+extern int64 DurableDebounce(const char *queue, const char *key, Jsonb *payload,
+							 const Interval *delay, const Interval *max_wait,
+							 bool trailing);
+extern int64 DurableThrottle(const char *queue, const char *key, Jsonb *payload,
+							 const Interval *per);
+
 /* ---- access.c: which roles may use a queue ---- */
 typedef enum DurableQueuePrivilege
 {

@@ -2,9 +2,9 @@
  *
  * drop.c
  *	  Dropping a queue with everything of it: its finished tasks, their
- *	  steps and events, its events and their awaits, its concurrency keys'
- *	  rows, the workers it has seen, and, with cascade, its schedules
- *	  (durable_drop_queue in api/queues.c).
+ *	  steps and events, its events and their awaits, its concurrency and
+ *	  flow keys' rows, the workers it has seen, and, with cascade, its
+ *	  schedules (durable_drop_queue in api/queues.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -180,6 +180,8 @@ static DurableStatement queue_drop_events = {
 	.sql = "WITH w AS (DELETE FROM durable.event_waits"
 	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue),"
 	" c AS (DELETE FROM durable.concurrency_keys"
+	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue),"
+	" f AS (DELETE FROM durable.flow_keys"
 	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue)"
 	" DELETE FROM durable.emitted_events"
 	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue",

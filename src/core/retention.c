@@ -9,8 +9,8 @@
  * (durable.maintain_history, which also makes the coming days, each day a
  * part of its own); then, each table a part of the tick, events emitted
  * (or only awaited) before that, inbox entries and published outbox
- * messages older than durable.inbox_retention, and expired idempotency
- * keys, a batch of each.
+ * messages older than durable.inbox_retention, expired idempotency keys,
+ * and the debounce and throttle keys that are done, a batch of each.
  *
  *-------------------------------------------------------------------------
  */
@@ -248,6 +248,33 @@ static DurableStatement retain_events_all = {
 	DURABLE_PARAMS(retain_params),
 };
 
+/*
+ * The keys of debounce and throttle past their expiry whose task no
+ * longer waits for its first claim.  The cutoff is FLOW_KEY_GRACE before
+ * the tick's time: a call that made a key's new task after this
+ * statement's snapshot set the row's expiry after the call's start, which
+ * the row's lock then shows (the test of the task is made in the
+ * snapshot, which does not see that task).
+ */
+#define FLOW_KEY_GRACE (5 * 60)
+#define FLOW_KEY_DONE(f) \
+	f ".expires_at < $cutoff AND NOT EXISTS (SELECT FROM durable.live_tasks t" \
+	" WHERE t.partition_key = " f ".partition_key AND t.task_id = " f ".task_id" \
+	" AND t.state = 'ready' AND t.attempt = 0)"
+static DurableStatement retain_flow_keys = {
+	.name = "retain_flow_keys",
+	.sql = "DELETE FROM durable.flow_keys WHERE ctid = ANY (ARRAY("
+	" SELECT f.ctid FROM durable.flow_keys f WHERE " FLOW_KEY_DONE("f")
+	" LIMIT $batch FOR UPDATE SKIP LOCKED))",
+	DURABLE_PARAMS(retain_params),
+};
+static DurableStatement retain_flow_keys_all = {
+	.name = "retain_flow_keys_all",
+	.sql = "DELETE FROM durable.flow_keys f WHERE " FLOW_KEY_DONE("f")
+	" AND $batch IS NOT NULL",
+	DURABLE_PARAMS(retain_params),
+};
+
 static uint64
 retain_table(void *arg)
 {
@@ -266,19 +293,23 @@ typedef struct RetainedTable
 	DurableStatement *local;	/* a batch, SKIP LOCKED */
 	DurableStatement *everywhere;	/* on Citus: every shard, no batch */
 	bool		by_inbox_retention; /* else until the row's own expiry */
+	int			grace;			/* seconds past the expiry */
 } RetainedTable;
 
 static const RetainedTable retained_tables[] = {
-	{"retention: durable.inbox", &retain_inbox, &retain_inbox_all, true},
-	{"retention: durable.outbox", &retain_outbox, &retain_outbox_all, true},
-	{"retention: durable.idempotency_keys", &retain_keys, &retain_keys_all, false},
+	{"retention: durable.inbox", &retain_inbox, &retain_inbox_all, true, 0},
+	{"retention: durable.outbox", &retain_outbox, &retain_outbox_all, true, 0},
+	{"retention: durable.idempotency_keys", &retain_keys, &retain_keys_all, false, 0},
+	{"retention: durable.flow_keys", &retain_flow_keys, &retain_flow_keys_all, false,
+	FLOW_KEY_GRACE},
 };
 
 /*
  * DurableApplyRetention
  *		Each part of retention in its own subtransaction: history, then a
  *		batch each of events, inbox entries, outbox messages and expired
- *		request keys.  Returns the largest count removed.
+ *		request keys and flow keys done.  Returns the largest count
+ *		removed.
  *
  *		On Citus, the coordinator does it all, and a worker's reconciler
  *		none of it: history's days are made and dropped by DDL, which only
@@ -326,7 +357,7 @@ DurableApplyRetention(TimestampTz now, int batch,
 		const RetainedTable *t = &retained_tables[i];
 
 		work.stmt = everywhere ? t->everywhere : t->local;
-		work.cutoff = t->by_inbox_retention ? inbox_cutoff : now;
+		work.cutoff = t->by_inbox_retention ? inbox_cutoff : seconds_before(now, t->grace);
 		if (DurableRunPart(t->part, retain_table, &work, &n))
 			removed = Max(removed, n);
 	}

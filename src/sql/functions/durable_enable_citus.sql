@@ -73,7 +73,8 @@ BEGIN
                                'durable.step_history', 'durable.event_log', 'durable.inbox',
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
-                               'durable.retry_buckets', 'durable.concurrency_keys'] LOOP
+                               'durable.retry_buckets', 'durable.concurrency_keys',
+                               'durable.flow_keys'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;

@@ -129,6 +129,29 @@ COMMENT ON TABLE durable.concurrency_keys IS 'a row per concurrency key of a que
 SELECT pg_catalog.pg_extension_config_dump('durable.concurrency_keys', '');
 REVOKE ALL ON durable.concurrency_keys FROM PUBLIC;
 
+--
+-- Debounce and throttle (issue 40): a key's calls coalesced into one task,
+-- the key's row in its partition of the queue (src/sql/schema/flow.sql).
+--
+CREATE TABLE durable.flow_keys (
+    partition_key int NOT NULL,
+    queue_name    text COLLATE "C" NOT NULL,
+    kind          text COLLATE "C" NOT NULL CHECK (kind IN ('debounce', 'throttle')),
+    flow_key      text COLLATE "C" NOT NULL,
+    task_id       bigint,
+    first_at      timestamptz NOT NULL,
+    last_at       timestamptz NOT NULL,
+    calls         bigint NOT NULL,
+    expires_at    timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, queue_name, kind, flow_key)
+);
+CREATE INDEX flow_keys_expiry ON durable.flow_keys (expires_at);
+COMMENT ON TABLE durable.flow_keys IS 'debounce and throttle keys of a queue: the task the key''s calls made, when its first call came and how many calls it took';
+COMMENT ON COLUMN durable.flow_keys.calls IS 'the calls coalesced into task_id, the call that made it included';
+SELECT pg_catalog.pg_extension_config_dump('durable.flow_keys', '');
+REVOKE ALL ON durable.flow_keys FROM PUBLIC;
+GRANT SELECT ON durable.flow_keys TO durable_operator;
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
@@ -185,12 +208,14 @@ ALTER EXTENSION durable DROP TABLE durable.queue_grants;
 DROP TABLE durable.queue_grants;
 
 --
--- durable_enable_citus() distributes durable.concurrency_keys with
--- durable.live_tasks, and no longer the table of grants, which is gone (a
--- grants sequence lives on the node whose grant made it); a cluster
--- already distributed gets the new table here.
+-- durable_enable_citus() distributes durable.concurrency_keys and
+-- durable.flow_keys with durable.live_tasks, and no longer the table of
+-- grants, which is gone (a grants sequence lives on the node whose grant
+-- made it); a cluster already distributed gets the new tables here.
 --
 DO $$
+DECLARE
+    rel text;
 BEGIN
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
         RETURN;
@@ -198,8 +223,10 @@ BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
        AND pg_catalog.citus_is_coordinator() THEN
-        PERFORM pg_catalog.create_distributed_table('durable.concurrency_keys', 'partition_key',
-                                                    colocate_with => 'durable.live_tasks');
+        FOREACH rel IN ARRAY ARRAY['durable.concurrency_keys', 'durable.flow_keys'] LOOP
+            PERFORM pg_catalog.create_distributed_table(rel, 'partition_key',
+                                                        colocate_with => 'durable.live_tasks');
+        END LOOP;
     END IF;
 END
 $$;

@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * flow.c
+ *	  The README's "Flow control": durable_debounce and durable_throttle,
+ *	  which a trigger may call to turn a burst of changes into one task.
+ *
+ * Each checks its arguments, connects to SPI and calls the core
+ * (core/flow_keys.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "api/api.h"
+
+#include "utils/builtins.h"
+
+/* the key and the payload, the second and third arguments of both */
+static char *
+required_key(FunctionCallInfo fcinfo)
+{
+	DurableRequireArg(fcinfo, 1, "key");
+	return DurableTextArgCString(fcinfo, 1, "key");
+}
+
+static Jsonb *
+required_payload(FunctionCallInfo fcinfo)
+{
+	DurableRequireArg(fcinfo, 2, "payload");
+	return DurableJsonbArg(fcinfo, 2, "payload");
+}
+
+/*
+ * durable_debounce(queue text, key text, payload jsonb, delay interval,
+ *		max_wait interval = NULL, mode text = 'trailing') RETURNS bigint
+ *
+ * The calls of a key before its task is claimed make one task, which runs
+ * delay after the last of them, never later than max_wait after the first,
+ * with the last call's payload (trailing) or the first's (leading); a call
+ * after the claim makes a new one.  Returns the task's id.  22023 for a
+ * negative delay, a max_wait not greater than zero or another mode.
+ */
+PG_FUNCTION_INFO_V1(durable_debounce);
+Datum
+durable_debounce(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	char	   *key = required_key(fcinfo);
+	Jsonb	   *payload = required_payload(fcinfo);
+	Interval   *delay = DurableNonNegativeIntervalArg(fcinfo, 3, "delay");
+	Interval   *max_wait = NULL;
+	char	   *mode;
+	int64		task_id;
+
+	DurableRequireArg(fcinfo, 5, "mode");
+	mode = DurableTextArgCString(fcinfo, 5, "mode");
+	if (!PG_ARGISNULL(4))
+		max_wait = DurablePositiveIntervalArg(fcinfo, 4, "max_wait");
+	if (strcmp(mode, "trailing") != 0 && strcmp(mode, "leading") != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("invalid debounce mode \"%s\"", mode),
+				errhint("The mode is \"trailing\" (the last call's payload) or \"leading\" (the first call's)."));
+
+	SPI_connect();
+	task_id = DurableDebounce(queue, key, payload, delay, max_wait,
+							  strcmp(mode, "trailing") == 0);
+	SPI_finish();
+	PG_RETURN_INT64(task_id);
+}
+
+/*
+ * durable_throttle(queue text, key text, payload jsonb, per interval)
+ *		RETURNS bigint
+ *
+ * At most one task of a key per period: a call within per of the call
+ * that made the key's task returns that task's id, a later one enqueues a
+ * new task with its payload.  22023 for a period not greater than zero.
+ */
+PG_FUNCTION_INFO_V1(durable_throttle);
+Datum
+durable_throttle(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	char	   *key = required_key(fcinfo);
+	Jsonb	   *payload = required_payload(fcinfo);
+	Interval   *per = DurablePositiveIntervalArg(fcinfo, 3, "per");
+	int64		task_id;
+
+	SPI_connect();
+	task_id = DurableThrottle(queue, key, payload, per);
+	SPI_finish();
+	PG_RETURN_INT64(task_id);
+}
