@@ -161,6 +161,40 @@ SELECT pg_catalog.pg_extension_config_dump('durable.flow_keys', '');
 REVOKE ALL ON durable.flow_keys FROM PUBLIC;
 GRANT SELECT ON durable.flow_keys TO durable_operator;
 
+--
+-- Fairness between keys (issue 40): a task's fairness key and its pass in
+-- its queue's claim order, which tasks_claimable now orders by within a
+-- priority (NULL, the last, in a queue without fairness, where the order
+-- stays the due time's); a queue's flag; the weights of its keys.
+--
+ALTER TABLE durable.live_tasks ADD COLUMN fairness_key text COLLATE "C",
+    ADD COLUMN fair_pass float8;
+ALTER TABLE durable.task_history ADD COLUMN fairness_key text COLLATE "C",
+    ADD COLUMN fair_pass float8;
+COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks claims share a fair queue (NULL: the tasks without a key, which share one)';
+COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
+DROP INDEX durable.tasks_claimable;
+CREATE INDEX tasks_claimable ON durable.live_tasks
+    (partition_key, queue_name, priority DESC, fair_pass, run_at, task_id)
+    WHERE state IN ('ready', 'waiting');
+CREATE INDEX tasks_fair ON durable.live_tasks
+    (partition_key, queue_name, priority, (COALESCE(fairness_key, '')), fair_pass)
+    WHERE state IN ('ready', 'waiting') AND fair_pass < 'Infinity';
+CREATE INDEX tasks_unadmitted ON durable.live_tasks (partition_key, run_at)
+    WHERE state IN ('ready', 'waiting') AND fair_pass = 'Infinity';
+ALTER TABLE durable.queues ADD COLUMN fair bool NOT NULL DEFAULT false;
+COMMENT ON COLUMN durable.queues.fair IS 'claims share the queue between fairness keys by their weights (src/core/fairness.c); set by the first task with a fairness key or durable_set_fairness()';
+CREATE TABLE durable.fairness_weights (
+    queue_name   text COLLATE "C" NOT NULL,
+    fairness_key text COLLATE "C" NOT NULL,
+    weight       float8 NOT NULL CHECK (weight > 0 AND weight <= 1000000),
+    PRIMARY KEY (queue_name, fairness_key)
+);
+COMMENT ON TABLE durable.fairness_weights IS 'the weights of the fairness keys of a queue (durable_set_fairness); a key without a row weighs 1';
+SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
+REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
+GRANT SELECT ON durable.fairness_weights TO durable_operator;
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
@@ -218,7 +252,8 @@ DROP TABLE durable.queue_grants;
 
 --
 -- durable_enable_citus() distributes durable.concurrency_keys and
--- durable.flow_keys with durable.live_tasks, and no longer the table of
+-- durable.flow_keys with durable.live_tasks, makes durable.fairness_weights
+-- a reference table, and no longer distributes the table of
 -- grants, which is gone (a grants sequence lives on the node whose grant
 -- made it); a cluster already distributed gets the new tables here.
 --
@@ -236,6 +271,7 @@ BEGIN
             PERFORM pg_catalog.create_distributed_table(rel, 'partition_key',
                                                         colocate_with => 'durable.live_tasks');
         END LOOP;
+        PERFORM pg_catalog.create_reference_table('durable.fairness_weights');
     END IF;
 END
 $$;
@@ -255,6 +291,17 @@ DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);
 -- batch.  The library serves the call of 0.8.0 until this update.
 --
 DROP FUNCTION @extschema@.durable_reconcile(integer);
+
+--
+-- durable_enqueue, durable_enqueue_batch and durable_spawn take a fairness
+-- key (issue 40).  The library serves the calls of 0.8.0 until this update.
+--
+DROP FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int,
+                                          interval, text, jsonb, text);
+DROP FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text,
+                                                int, interval, text, jsonb, text[]);
+DROP FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int,
+                                        text, int, interval, text, jsonb, text);
 
 -- src/sql/functions/index_history.sql
 
@@ -605,7 +652,8 @@ BEGIN
     -- LOCAL: the caller's transaction keeps it.
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
-                               'durable.installation', 'durable.history_horizon'] LOOP
+                               'durable.installation', 'durable.history_horizon',
+                               'durable.fairness_weights'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -650,15 +698,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    fairness_key text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
   'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_producer;
 
 -- src/sql/functions/durable_enqueue_batch.sql
 
@@ -673,15 +722,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue_batch(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_keys text[] DEFAULT NULL)
+    concurrency_keys text[] DEFAULT NULL,
+    fairness_keys text[] DEFAULT NULL)
 RETURNS bigint[]
 AS 'MODULE_PATHNAME', 'durable_enqueue_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text, int, interval, text, jsonb, text[]) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text, int, interval, text, jsonb, text[], text[]) IS
   'add many tasks to a queue, all or nothing, each with its own idempotency key (or none); returns their ids in order';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[]) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[], text[]) TO durable_producer;
 
 -- src/sql/functions/durable_expire_lease.sql
 
@@ -1255,6 +1305,21 @@ COMMENT ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, 
 REVOKE ALL ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, boolean) TO durable_operator;
 
+-- src/sql/functions/durable_set_fairness.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_set_fairness(
+    queue text,
+    fairness_key text,
+    weight real DEFAULT 1)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_set_fairness'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_set_fairness(text, text, real) IS
+  'the weight of a fairness key of a queue (1 unless set): claims serve the keys with ready work in proportion to their weights';
+REVOKE ALL ON FUNCTION @extschema@.durable_set_fairness(text, text, real) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_set_fairness(text, text, real) TO durable_operator;
+
 -- src/sql/functions/durable_sleep.sql
 
 --
@@ -1295,15 +1360,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_spawn(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    fairness_key text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_spawn'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int, text, int, interval, text, jsonb, text) IS
+COMMENT ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
   'enqueue a child task once per (parent, name); a replay returns the same id';
-REVOKE ALL ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) TO durable_worker;
+REVOKE ALL ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_worker;
 
 -- src/sql/functions/durable_step.sql
 
@@ -1902,14 +1968,14 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
 FROM durable.live_tasks
 UNION ALL
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
 FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;

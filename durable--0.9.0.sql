@@ -73,6 +73,7 @@ CREATE TABLE durable.queues (
     concurrency_limit int CHECK (concurrency_limit > 0),
     version_timeout   interval CHECK (version_timeout > '0'::interval),
     paused_partitions int4[] NOT NULL DEFAULT '{}',
+    fair              bool NOT NULL DEFAULT false,
     grants_sequence   text COLLATE "C",
     -- edges: no out-of-range time is stored.  Refill rates are checked at
     -- creation and change (from 0.000001 to 1000000 tokens a second); the
@@ -88,6 +89,7 @@ COMMENT ON COLUMN durable.queues.concurrency_limit IS 'the most running tasks of
 COMMENT ON COLUMN durable.queues.version_timeout IS 'after how long without a worker that runs its versions a ready task goes to review (NULL: never)';
 COMMENT ON COLUMN durable.queues.paused_partitions IS 'the partitions of the queue that hand out no task (durable_pause(queue, partition => n))';
 COMMENT ON COLUMN durable.queues.grants_sequence IS 'the sequence of schema durable whose privileges are the queue''s grants (UPDATE: enqueue, USAGE: work), made by its first grant';
+COMMENT ON COLUMN durable.queues.fair IS 'claims share the queue between fairness keys by their weights (src/core/fairness.c); set by the first task with a fairness key or durable_set_fairness()';
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 REVOKE ALL ON durable.queues FROM PUBLIC;
 GRANT SELECT ON durable.queues TO durable_operator;
@@ -228,6 +230,8 @@ CREATE TABLE durable.live_tasks (
     concurrency_key    text COLLATE "C",
     waits              jsonb,
     versions           jsonb,
+    fairness_key       text COLLATE "C",
+    fair_pass          float8,
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -236,11 +240,24 @@ COMMENT ON COLUMN durable.live_tasks.final_kind IS 'in history: the kind of the 
 COMMENT ON COLUMN durable.live_tasks.parent_id IS 'the task that spawned this one (durable_spawn), if any';
 COMMENT ON COLUMN durable.live_tasks.concurrency_key IS 'tasks of one key run at most concurrency_limit of their queue at a time';
 COMMENT ON COLUMN durable.live_tasks.waits IS 'the task''s named waits and spawns: name -> {kind, args, status, ...}';
+COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks claims share a fair queue (NULL: the tasks without a key, which share one)';
+COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
--- ready and waiting work, in claim order
+-- ready and waiting work, in claim order: in a fair queue by each task's
+-- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by
+-- due time
 CREATE INDEX tasks_claimable ON durable.live_tasks
-    (partition_key, queue_name, priority DESC, run_at, task_id)
+    (partition_key, queue_name, priority DESC, fair_pass, run_at, task_id)
     WHERE state IN ('ready', 'waiting');
+-- a fair queue's admitted tasks by key, for the pass of the key's next
+-- task (the tasks without a key are the key '')
+CREATE INDEX tasks_fair ON durable.live_tasks
+    (partition_key, queue_name, priority, (COALESCE(fairness_key, '')), fair_pass)
+    WHERE state IN ('ready', 'waiting') AND fair_pass < 'Infinity';
+-- a fair queue's tasks waiting for their pass, for the reconciler to admit
+-- once due
+CREATE INDEX tasks_unadmitted ON durable.live_tasks (partition_key, run_at)
+    WHERE state IN ('ready', 'waiting') AND fair_pass = 'Infinity';
 -- running tasks, for the reconciler (lease_until is read from the rows:
 -- an index on it would make every heartbeat write an index entry)
 CREATE INDEX tasks_running ON durable.live_tasks (partition_key, task_id)
@@ -702,6 +719,22 @@ SELECT pg_catalog.pg_extension_config_dump('durable.flow_keys', '');
 REVOKE ALL ON durable.flow_keys FROM PUBLIC;
 GRANT SELECT ON durable.flow_keys TO durable_operator;
 
+--
+-- Fairness between keys (src/core/fairness.c): the weight of a key of a
+-- fair queue, where it is not 1.  Read by the admission of each task to
+-- its queue's claim order; on Citus a reference table, on every node.
+--
+CREATE TABLE durable.fairness_weights (
+    queue_name   text COLLATE "C" NOT NULL,
+    fairness_key text COLLATE "C" NOT NULL,
+    weight       float8 NOT NULL CHECK (weight > 0 AND weight <= 1000000),
+    PRIMARY KEY (queue_name, fairness_key)
+);
+COMMENT ON TABLE durable.fairness_weights IS 'the weights of the fairness keys of a queue (durable_set_fairness); a key without a row weighs 1';
+SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
+REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
+GRANT SELECT ON durable.fairness_weights TO durable_operator;
+
 -- src/sql/functions/durable_alter_queue.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_alter_queue(
@@ -1014,7 +1047,8 @@ BEGIN
     -- LOCAL: the caller's transaction keeps it.
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
-                               'durable.installation', 'durable.history_horizon'] LOOP
+                               'durable.installation', 'durable.history_horizon',
+                               'durable.fairness_weights'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -1059,15 +1093,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    fairness_key text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
   'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_producer;
 
 -- src/sql/functions/durable_enqueue_batch.sql
 
@@ -1082,15 +1117,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue_batch(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_keys text[] DEFAULT NULL)
+    concurrency_keys text[] DEFAULT NULL,
+    fairness_keys text[] DEFAULT NULL)
 RETURNS bigint[]
 AS 'MODULE_PATHNAME', 'durable_enqueue_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text, int, interval, text, jsonb, text[]) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text, int, interval, text, jsonb, text[], text[]) IS
   'add many tasks to a queue, all or nothing, each with its own idempotency key (or none); returns their ids in order';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[]) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp with time zone, integer, text, integer, interval, text, jsonb, text[], text[]) TO durable_producer;
 
 -- src/sql/functions/durable_expire_lease.sql
 
@@ -1664,6 +1700,21 @@ COMMENT ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, 
 REVOKE ALL ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, boolean) TO durable_operator;
 
+-- src/sql/functions/durable_set_fairness.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_set_fairness(
+    queue text,
+    fairness_key text,
+    weight real DEFAULT 1)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_set_fairness'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_set_fairness(text, text, real) IS
+  'the weight of a fairness key of a queue (1 unless set): claims serve the keys with ready work in proportion to their weights';
+REVOKE ALL ON FUNCTION @extschema@.durable_set_fairness(text, text, real) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_set_fairness(text, text, real) TO durable_operator;
+
 -- src/sql/functions/durable_sleep.sql
 
 --
@@ -1704,15 +1755,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_spawn(
     deadline interval DEFAULT NULL,
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    fairness_key text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_spawn'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int, text, int, interval, text, jsonb, text) IS
+COMMENT ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
   'enqueue a child task once per (parent, name); a replay returns the same id';
-REVOKE ALL ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text) TO durable_worker;
+REVOKE ALL ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_worker;
 
 -- src/sql/functions/durable_step.sql
 
@@ -2311,14 +2363,14 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
 FROM durable.live_tasks
 UNION ALL
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
 FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;

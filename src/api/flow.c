@@ -2,10 +2,11 @@
  *
  * flow.c
  *	  The README's "Flow control": durable_debounce and durable_throttle,
- *	  which a trigger may call to turn a burst of changes into one task.
+ *	  which a trigger may call to turn a burst of changes into one task,
+ *	  and durable_set_fairness.
  *
  * Each checks its arguments, connects to SPI and calls the core
- * (core/flow_keys.c).
+ * (core/flow_keys.c, core/fairness.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -89,4 +90,38 @@ durable_throttle(PG_FUNCTION_ARGS)
 	task_id = DurableThrottle(queue, key, payload, per);
 	SPI_finish();
 	PG_RETURN_INT64(task_id);
+}
+
+/*
+ * durable_set_fairness(queue text, fairness_key text, weight real = 1)
+ *		RETURNS void
+ *
+ * Sets the weight of a fairness key of a queue, which makes the queue
+ * fair: claims serve the keys with ready work in proportion to their
+ * weights.  22023 for a weight not greater than zero or above 1,000,000.
+ */
+PG_FUNCTION_INFO_V1(durable_set_fairness);
+Datum
+durable_set_fairness(PG_FUNCTION_ARGS)
+{
+	char	   *queue = DurableNameArg(fcinfo, 0, "queue name");
+	char	   *key;
+	float4		weight;
+
+	DurableRequireArg(fcinfo, 1, "fairness_key");
+	key = DurableTextArgCString(fcinfo, 1, "fairness_key");
+	DurableCheckKey(key, "fairness key");
+	DurableRequireArg(fcinfo, 2, "weight");
+	weight = PG_GETARG_FLOAT4(2);
+	if (!(weight > 0 && weight <= DURABLE_MAX_FAIRNESS_WEIGHT))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("weight must be greater than zero and at most %d",
+					   DURABLE_MAX_FAIRNESS_WEIGHT),
+				errdetail("The value given was %g.", (double) weight));
+
+	SPI_connect();
+	DurableSetFairness(queue, key, (double) weight);
+	SPI_finish();
+	PG_RETURN_VOID();
 }

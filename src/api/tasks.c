@@ -25,8 +25,10 @@
  * DurableEnqueueArgs
  *		Read the arguments that durable_enqueue, durable_enqueue_batch and
  *		durable_spawn share, from argno on: run_at, priority, class,
- *		max_attempts, deadline, workflow_version, metadata (and, when
- *		key_argno >= 0, the concurrency key there).
+ *		max_attempts, deadline, workflow_version, metadata; the concurrency
+ *		key at key_argno and the fairness key right after it, where the
+ *		function has them (key_argno >= 0; a call of an older version's
+ *		signature has neither, or no fairness key).
  */
 void
 DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
@@ -49,10 +51,15 @@ DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
 		req->deadline = DurablePositiveIntervalArg(fcinfo, argno + 4, "deadline");
 	req->workflow_version = DurableTextArg(fcinfo, argno + 5, "workflow_version");
 	req->metadata = DurableJsonbArg(fcinfo, argno + 6, "metadata");
-	if (key_argno >= 0 && !PG_ARGISNULL(key_argno))
+	if (key_argno >= 0 && key_argno < PG_NARGS() && !PG_ARGISNULL(key_argno))
 	{
 		req->concurrency_key = text_to_cstring(PG_GETARG_TEXT_PP(key_argno));
 		DurableCheckKey(req->concurrency_key, "concurrency key");
+	}
+	if (key_argno >= 0 && key_argno + 1 < PG_NARGS() && !PG_ARGISNULL(key_argno + 1))
+	{
+		req->fairness_key = text_to_cstring(PG_GETARG_TEXT_PP(key_argno + 1));
+		DurableCheckKey(req->fairness_key, "fairness key");
 	}
 }
 
@@ -61,7 +68,7 @@ DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
  *		run_at timestamptz = NULL, priority int = 0, class text = 'idempotent',
  *		max_attempts int = NULL, deadline interval = NULL,
  *		workflow_version text = NULL, metadata jsonb = NULL,
- *		concurrency_key text = NULL) RETURNS bigint
+ *		concurrency_key text = NULL, fairness_key text = NULL) RETURNS bigint
  *
  * Returns the new task's id, or the first task's id for a key seen before
  * with the same payload.  Raises 55U03 for a key seen with another payload,
@@ -79,7 +86,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	req.payload = DurableJsonbArg(fcinfo, 1, "payload");
 	if (!PG_ARGISNULL(2))
 		req.idempotency_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	DurableEnqueueArgs(fcinfo, 3, PG_NARGS() > 10 ? 10 : -1, &req);
+	DurableEnqueueArgs(fcinfo, 3, 10, &req);
 
 	SPI_connect();
 	task_id = DurableEnqueueTask(&req);
@@ -104,7 +111,8 @@ id_array(const int64 *result, int n)
  *		text[] = NULL, run_at timestamptz = NULL, priority int = 0,
  *		class text = 'idempotent', max_attempts int = NULL,
  *		deadline interval = NULL, workflow_version text = NULL,
- *		metadata jsonb = NULL, concurrency_keys text[] = NULL)
+ *		metadata jsonb = NULL, concurrency_keys text[] = NULL,
+ *		fairness_keys text[] = NULL)
  *		RETURNS bigint[]
  *
  * Adds a task per payload, in one statement, and returns their ids in
@@ -122,6 +130,7 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 	bool	   *elnulls;
 	ArrayType  *keys = NULL;
 	ArrayType  *ckeys = NULL;
+	ArrayType  *fkeys = NULL;
 	int			n;
 	int64	   *result;
 
@@ -149,13 +158,21 @@ durable_enqueue_batch(PG_FUNCTION_ARGS)
 					errmsg("concurrency_keys must have one element per payload"));
 		ckeys = PG_GETARG_ARRAYTYPE_P(10);
 	}
+	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
+	{
+		if (DurableArrayArg(fcinfo, 11, TEXTOID, "fairness_keys", &elems, &elnulls) != n)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("fairness_keys must have one element per payload"));
+		fkeys = PG_GETARG_ARRAYTYPE_P(11);
+	}
 	DurableEnqueueArgs(fcinfo, 3, -1, &req);
 
 	/* what outlives SPI_finish is allocated before SPI_connect */
 	result = palloc(sizeof(int64) * Max(n, 1));
 
 	SPI_connect();
-	DurableEnqueueBatch(&req, PG_GETARG_ARRAYTYPE_P(1), keys, ckeys, n, result);
+	DurableEnqueueBatch(&req, PG_GETARG_ARRAYTYPE_P(1), keys, ckeys, fkeys, n, result);
 	SPI_finish();
 	PG_RETURN_ARRAYTYPE_P(id_array(result, n));
 }

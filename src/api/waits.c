@@ -92,7 +92,8 @@ durable_sleep_for(PG_FUNCTION_ARGS)
  *		payload jsonb = '{}', run_at timestamptz = NULL, priority int = 0,
  *		class text = 'idempotent', max_attempts int = NULL,
  *		deadline interval = NULL, workflow_version text = NULL,
- *		metadata jsonb = NULL, concurrency_key text = NULL) RETURNS bigint
+ *		metadata jsonb = NULL, concurrency_key text = NULL,
+ *		fairness_key text = NULL) RETURNS bigint
  *
  * Enqueues a child task once per (parent, name); a replay returns the same
  * id, and keeps the parent's lease.  Raises 55U01 for a stale fence, 55U03

@@ -47,6 +47,8 @@
  * queue's first partition whichever partition is claimed.  On
  * Citus the count and the key's row stay on the partition's shard.
  */
+/* a task's pass as the claim order sorts it: a missing one last */
+#define CLAIM_PASS(alias) "COALESCE(" alias ".fair_pass, 'Infinity'::float8)"
 #define KEY_BUSY(where) \
 	"(SELECT pg_catalog.count(*) FROM (SELECT FROM durable.live_tasks k" \
 	" WHERE " where " AND k.queue_name = $queue" \
@@ -54,7 +56,8 @@
 	" AND k.state IN ('ready', 'waiting', 'running')" \
 	" AND (k.state = 'running' OR k.run_at <= $now" \
 	"  AND (k.priority > c.priority OR (k.priority = c.priority" \
-	"   AND (k.run_at, k.task_id) < (c.run_at, c.task_id))))" \
+	"   AND (" CLAIM_PASS("k") ", k.run_at, k.task_id)" \
+	"    < (" CLAIM_PASS("c") ", c.run_at, c.task_id))))" \
 	" LIMIT $concurrency_limit) k)"
 #define KEY_IN_QUEUE "k.partition_key = ANY ($partitions)"
 #define KEY_IN_PARTITION \
@@ -165,7 +168,7 @@ static const DurableColumn claimed_columns[DURABLE_CLAIMED_NCOLUMNS] = {
 	"   SELECT task_id FROM durable.live_tasks" \
 	"   WHERE partition_key = $partition AND queue_name = $queue" \
 	"   AND state IN ('ready', 'waiting') AND run_at <= $now" RUNS_VERSIONS \
-	"   ORDER BY priority DESC, run_at, task_id" \
+	"   ORDER BY " DURABLE_CLAIM_ORDER \
 	"   LIMIT $batch FOR UPDATE SKIP LOCKED"
 
 static DurableStatement claim = {
@@ -175,9 +178,9 @@ static DurableStatement claim = {
 	READY_TO_CLAIM "))"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
-	"  t.run_at)"
+	"  t.fair_pass, t.run_at)"
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
-	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id",
+	" versions, run_at FROM u ORDER BY " DURABLE_CLAIM_ORDER,
 	DURABLE_PARAMS(claim_params),
 	DURABLE_COLUMNS(claimed_columns),
 };
@@ -223,7 +226,7 @@ DurableStatement DurableClaimOneStatement = {
 	RUNS_VERSIONS \
 	"   AND (concurrency_key IS NULL OR " held \
 	"    " KEY_BUSY(where) " < $concurrency_limit)" \
-	"   ORDER BY priority DESC, run_at, task_id LIMIT $batch"
+	"   ORDER BY " DURABLE_CLAIM_ORDER " LIMIT $batch"
 
 /*
  * The row of k's key in durable.concurrency_keys, by its primary key.  Each
@@ -330,9 +333,9 @@ static DurableStatement claim_keys_here = {
 	"   FOR UPDATE SKIP LOCKED))" \
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until," \
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority," \
-	"  t.run_at)" \
+	"  t.fair_pass, t.run_at)" \
 	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint," \
-	" versions, run_at FROM u ORDER BY priority DESC, run_at, task_id"
+	" versions, run_at FROM u ORDER BY " DURABLE_CLAIM_ORDER
 
 static DurableStatement claim_limited = {
 	.name = "claim_limited",

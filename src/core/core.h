@@ -268,6 +268,7 @@ typedef struct DurableQueue
 	bool		paused;
 	bool		restricted;		/* to the roles granted (access.c) */
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
+	bool		fair;			/* shared between fairness keys (fairness.c) */
 	bool		has_version_timeout;
 	Interval	version_timeout;
 	int			npaused_partitions;
@@ -338,6 +339,7 @@ typedef struct DurableEnqueueRequest
 	text	   *workflow_version;
 	Jsonb	   *metadata;
 	const char *concurrency_key;	/* or NULL */
+	const char *fairness_key;	/* or NULL */
 	int64		parent_id;		/* 0: none */
 	bool		has_partition;	/* partition chosen by the caller */
 	int32		partition;
@@ -349,12 +351,28 @@ extern int64 DurableEnqueue(const DurableEnqueueRequest *req,
 extern int64 DurableEnqueueTask(const DurableEnqueueRequest *req);
 extern void DurableEnqueueBatch(const DurableEnqueueRequest *req,
 								ArrayType *payloads, ArrayType *keys,
-								ArrayType *ckeys, int n, int64 *result);
+								ArrayType *ckeys, ArrayType *fkeys, int n,
+								int64 *result);
 extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 								   const char *key, bytea *request_hash,
 								   Jsonb *payload);
 extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
 									  const char *key);
+
+/*
+ * The order in which claims take ready tasks, tasks_claimable's: by
+ * priority, then in a fair queue by pass (fairness.c), then by due time.
+ */
+#define DURABLE_CLAIM_ORDER "priority DESC, fair_pass, run_at, task_id"
+
+/* ---- fairness.c: fairness between the keys of a queue ---- */
+#define DURABLE_MAX_FAIRNESS_WEIGHT 1000000	/* as fairness_weights checks */
+extern void DurableMakeQueueFair(const char *queue, const DurableQueue *settings);
+extern void DurableAdmitEnqueued(int32 partition, const int64 *task_ids,
+								 const char *const *keys, int n, TimestampTz now);
+extern void DurableSetFairness(const char *queue, const char *key, double weight);
+extern uint64 DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions,
+									TimestampTz now, int batch);
 
 /* ---- flow_keys.c: a key's calls coalesced into one task ---- */
 extern int64 DurableDebounce(const char *queue, const char *key, Jsonb *payload,

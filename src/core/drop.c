@@ -3,8 +3,8 @@
  * drop.c
  *	  Dropping a queue with everything of it: its finished tasks, their
  *	  steps and events, its events and their awaits, its concurrency and
- *	  flow keys' rows, the workers it has seen, and, with cascade, its
- *	  schedules (durable_drop_queue in api/queues.c).
+ *	  flow keys' rows, its fairness weights, the workers it has seen, and,
+ *	  with cascade, its schedules (durable_drop_queue in api/queues.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -241,6 +241,13 @@ static DurableStatement tick_failures_forget = {
 	DURABLE_PARAMS(tick_failures_forget_params),
 };
 
+/* the weights of its fairness keys (on Citus a reference table) */
+static DurableStatement queue_drop_weights = {
+	.name = "queue_drop_weights",
+	.sql = "DELETE FROM durable.fairness_weights WHERE queue_name = $queue",
+	DURABLE_PARAMS(queue_params),
+};
+
 static DurableStatement queue_drop_schedules = {
 	.name = "queue_drop_schedules",
 	.sql = "DELETE FROM durable.schedules WHERE queue_name = $queue",
@@ -436,6 +443,7 @@ DurableDropQueue(const char *queue, bool cascade)
 		}
 	}
 	DurableRun(&queue_drop_workers, queue_args, NULL, SPI_OK_DELETE, 0);
+	DurableRun(&queue_drop_weights, queue_args, NULL, SPI_OK_DELETE, 0);
 	/* what the tick failed to do for the queue is not shown any more */
 	DurableRun(&tick_failures_forget, forget, NULL, SPI_OK_DELETE, 0);
 	if (schedules.rows > 0)

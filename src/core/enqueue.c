@@ -341,12 +341,17 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		CStringGetTextDatum(req->concurrency_key) : (Datum) 0;
 	nulls[ENQUEUE_CONCURRENCY_KEY] = req->concurrency_key ? ' ' : 'n';
 
+	if (req->fairness_key != NULL)
+		DurableMakeQueueFair(req->queue, settings);
+
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
 	res = DurableRunInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
 							args, nulls, SPI_OK_INSERT_RETURNING, req->queue);
 	if (res.rows == 1)
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
+		if (settings->fair || req->fairness_key != NULL)
+			DurableAdmitEnqueued(partition, &task_id, &req->fairness_key, 1, now);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);
@@ -498,6 +503,57 @@ static DurableStatement enqueue_batch = {
 	DURABLE_COLUMNS(before_columns),
 };
 
+/* the fairness keys of a batch (text[]), NULL elements for none */
+static const char **
+fairness_keys(ArrayType *array)
+{
+	Datum	   *elems;
+	bool	   *elnulls;
+	int			n;
+	const char **keys;
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elnulls, &n);
+	keys = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		keys[i] = elnulls[i] ? NULL : TextDatumGetCString(elems[i]);
+		if (keys[i])
+			DurableCheckKey(keys[i], "fairness key");
+	}
+	return keys;
+}
+
+/*
+ * The tasks of a batch into a fair queue given their keys and passes, a
+ * partition at a time; a task whose idempotency key was there before has
+ * no row, and is left alone.
+ */
+static void
+admit_batch(const Datum *partitions, const int64 *task_ids, const char **fkeys,
+			int n, TimestampTz now)
+{
+	int64	   *ids = palloc(sizeof(int64) * n);
+	const char **keys = palloc(sizeof(char *) * n);
+	bool	   *done = palloc0(sizeof(bool) * n);
+
+	for (int first = 0; first < n; first++)
+	{
+		int32		partition = DatumGetInt32(partitions[first]);
+		int			count = 0;
+
+		if (done[first])
+			continue;
+		for (int i = first; i < n; i++)
+			if (!done[i] && DatumGetInt32(partitions[i]) == partition)
+			{
+				ids[count] = task_ids[i];
+				keys[count++] = fkeys ? fkeys[i] : NULL;
+				done[i] = true;
+			}
+		DurableAdmitEnqueued(partition, ids, keys, count, now);
+	}
+}
+
 /*
  * DurableEnqueueBatch
  *		Add a task per payload of payloads (jsonb[] of n elements), in one
@@ -511,8 +567,8 @@ static DurableStatement enqueue_batch = {
  */
 void
 DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
-					ArrayType *key_array, ArrayType *ckey_array, int n,
-					int64 *result)
+					ArrayType *key_array, ArrayType *ckey_array,
+					ArrayType *fkey_array, int n, int64 *result)
 {
 	DurableResult res;
 	DurableQueue settings;
@@ -523,6 +579,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	bool	   *key_nulls = NULL;
 	Datum	   *ckeys = NULL;
 	bool	   *ckey_nulls = NULL;
+	const char **fkeys = NULL;
 	int			count;
 	Datum	   *partitions;
 	Datum	   *key_partitions;
@@ -543,6 +600,8 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	if (ckey_array)
 		deconstruct_array(ckey_array, TEXTOID, -1, false, TYPALIGN_INT,
 						  &ckeys, &ckey_nulls, &count);
+	if (fkey_array)
+		fkeys = fairness_keys(fkey_array);
 	partitions = palloc(sizeof(Datum) * Max(n, 1));
 	key_partitions = palloc(sizeof(Datum) * Max(n, 1));
 	ids = palloc(sizeof(Datum) * Max(n, 1));
@@ -551,6 +610,11 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 
 	DurableQueueGetShared(req->queue, &settings);
 	DurableCheckRestrictedQueue(req->queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	if (fkeys != NULL)
+	{
+		DurableMakeQueueFair(req->queue, &settings);
+		settings.fair = true;
+	}
 	if (DurableDistributed())
 	{
 		/*
@@ -580,6 +644,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 				TextDatumGetCString(keys[i]) : NULL;
 			one.concurrency_key = ckeys && !ckey_nulls[i] ?
 				TextDatumGetCString(ckeys[i]) : NULL;
+			one.fairness_key = fkeys ? fkeys[i] : NULL;
 			one.has_partition = true;
 			one.partition = keys_of[i];
 			result[i] = DurableEnqueue(&one, &settings, now);
@@ -664,6 +729,8 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 	{
 		res = DurableRun(&enqueue_batch, args, nulls, SPI_OK_SELECT, 0);
 		existing = res.rows;
+		if (settings.fair)
+			admit_batch(partitions, result, fkeys, n, now);
 	}
 	if (existing > 0)
 	{

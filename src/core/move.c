@@ -32,7 +32,8 @@
 	" version = version + 1," \
 	" run_at = COALESCE($run_at, run_at), stop_code = $stop_code," \
 	" last_error = COALESCE($error, last_error), result = COALESCE($result, result)," \
-	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL"
+	" attempt = " MOVED_ATTEMPT ", lease = NULL, lease_until = NULL," \
+	" fair_pass = " UNADMITTED("fair_pass")
 
 /* a lease's column given as a parameter, when the move ends the lease */
 #define ENDS_LEASE_PARAM(param) "CASE WHEN $from_state = 'running' THEN " param " END"

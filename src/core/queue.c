@@ -34,6 +34,7 @@ enum
 	QUEUE_CONCURRENCY_LIMIT,
 	QUEUE_VERSION_TIMEOUT,
 	QUEUE_PAUSED_PARTITIONS,
+	QUEUE_FAIR,
 	QUEUE_NCOLUMNS
 };
 
@@ -49,13 +50,14 @@ static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
 	[QUEUE_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
 	[QUEUE_VERSION_TIMEOUT] = {"version_timeout", INTERVALOID},
 	[QUEUE_PAUSED_PARTITIONS] = {"paused_partitions", INT4ARRAYOID},
+	[QUEUE_FAIR] = {"fair", BOOLOID},
 };
 
 /* a queue's settings, by name, as queue_columns */
 #define QUEUE_SELECT \
 	"SELECT partition_base, partitions, lease, max_attempts, deadline," \
 	" notify, paused, restricted, concurrency_limit, version_timeout," \
-	" paused_partitions" \
+	" paused_partitions, fair" \
 	" FROM durable.queues WHERE queue_name = $queue"
 
 /* the parameters of QUEUE_SELECT */
@@ -156,6 +158,7 @@ decode_queue(const Datum *values, const bool *isnull, DurableQueue *result)
 	result->has_version_timeout = !isnull[QUEUE_VERSION_TIMEOUT];
 	if (result->has_version_timeout)
 		result->version_timeout = *DatumGetIntervalP(values[QUEUE_VERSION_TIMEOUT]);
+	result->fair = DatumGetBool(values[QUEUE_FAIR]);
 	result->npaused_partitions = 0;
 	if (!isnull[QUEUE_PAUSED_PARTITIONS])
 	{

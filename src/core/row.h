@@ -65,6 +65,14 @@
 	" WHEN " name " = 'failed' THEN 'failed'::durable.task_state" \
 	" WHEN " name " = 'cancelled' THEN 'cancelled'::durable.task_state END"
 
+/*
+ * A task that leaves its place in a fair queue's claim order (it waits,
+ * is released, retried, deferred or revived) waits for its pass again: a
+ * pass becomes Infinity until the reconciler admits the task once due
+ * (fairness.c); NULL, a queue without fairness, stays NULL.
+ */
+#define UNADMITTED(col) "CASE WHEN " col " IS NOT NULL THEN 'Infinity'::float8 END"
+
 #define DURABLE_TASK_ROW(FIRST, COLUMN) \
 	FIRST(partition_key, "integer", AS_IS, AS_IS, AS_IS) \
 	COLUMN(task_id, "bigint", AS_IS, AS_IS, AS_IS) \
@@ -120,7 +128,9 @@
 	COLUMN(parent_id, "bigint", AS_IS, AS_IS, AS_IS) \
 	COLUMN(concurrency_key, "pg_catalog.text", AS_IS, AS_IS, AS_IS) \
 	COLUMN(waits, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
-	COLUMN(versions, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS)
+	COLUMN(versions, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
+	COLUMN(fairness_key, "pg_catalog.text", AS_IS, AS_IS, AS_IS) \
+	COLUMN(fair_pass, "double precision", AS_IS, TO(UNADMITTED("fair_pass")), AS_IS)
 
 /*
  * A step's columns, and in which of its tables each is: BOTH, or HISTORY

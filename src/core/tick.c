@@ -9,8 +9,9 @@
  * (reconcile.c), stuck alarms, the tasks no worker runs the versions of
  * (versions.c), retention and history (retention.c), the
  * schedules that are due (schedule.c), the retry tokens that the tick's
- * retries owe (budget.c) and the rows of idle concurrency keys
- * (concurrency.c), each a bounded batch.  Every part runs in a
+ * retries owe (budget.c), the rows of idle concurrency keys
+ * (concurrency.c) and the due tasks of fair queues that wait for their
+ * passes (fairness.c), each a bounded batch.  Every part runs in a
  * subtransaction of its own (part.c): a partition, a day of history, a
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
@@ -269,7 +270,8 @@ partitions_with_work(int32 *partitions, uint64 *count, TimestampTz now)
  * DurableReconcileTick
  *		One tick of reconciliation: expired leases, stuck alarms, retention,
  *		the schedules that are due, each at most batch rows, then the retry
- *		tokens its retries owe and the rows of idle concurrency keys.  Returns the largest count, so that a caller
+ *		tokens its retries owe, the rows of idle concurrency keys and the
+ *		fair queues' tasks to admit.  Returns the largest count, so that a caller
  *		can go again at once when a batch was full.
  */
 uint64
@@ -284,6 +286,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		reviewed;
 	uint64		scheduled = 0;
 	uint64		retired;
+	uint64		admitted;
 	int32	   *in_use;
 	uint64		nin_use;
 	static uint64 ticks = 0;
@@ -311,13 +314,14 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	if (!DurableCitusWorker())
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
 	retired = DurableRetireConcurrencyKeys(in_use, nin_use, now, batch);
+	admitted = DurableAdmitFairTasks(in_use, nin_use, now, batch);
 	/* last: the queues' buckets stay locked from here to the commit */
 	DurableTakeOwedTokens(now);
 	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
 	pfree(in_use);
 	return Max(Max(Max(settled, alarms), Max(removed, scheduled)),
-			   Max(reviewed, retired));
+			   Max(Max(reviewed, retired), admitted));
 }
 
 /*

@@ -20,6 +20,7 @@
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
@@ -45,6 +46,7 @@ enum
 	MOVING_ATTEMPT,
 	MOVING_LEASE,
 	MOVING_LEASE_UNTIL,
+	MOVING_FAIR_PASS,
 	MOVING_NCOLUMNS
 };
 
@@ -69,6 +71,7 @@ static const DurableColumn moving_columns[MOVING_NCOLUMNS] = {
 	[MOVING_ATTEMPT] = {"attempt", INT4OID},
 	[MOVING_LEASE] = {"lease", INTERVALOID},
 	[MOVING_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[MOVING_FAIR_PASS] = {"fair_pass", FLOAT8OID},
 };
 
 static DurableTake transition_take = {
@@ -190,6 +193,9 @@ move_row(Datum *values, bool *isnull, void *arg)
 	values[MOVING_ATTEMPT] = Int32GetDatum(attempt);
 	isnull[MOVING_LEASE] = true;
 	isnull[MOVING_LEASE_UNTIL] = true;
+	/* UNADMITTED */
+	if (!isnull[MOVING_FAIR_PASS])
+		values[MOVING_FAIR_PASS] = Float8GetDatum(get_float8_infinity());
 }
 
 /* a column of the event: the task's column of that name, or NULL */

@@ -526,7 +526,7 @@ static DurableStatement unrunnable = {
 	"  FROM durable.live_tasks"
 	"  WHERE partition_key = $partition AND queue_name = $queue"
 	"  AND state IN ('ready', 'waiting') AND run_at <= $now"
-	"  ORDER BY priority DESC, run_at, task_id LIMIT $batch) c"
+	"  ORDER BY " DURABLE_CLAIM_ORDER " LIMIT $batch) c"
 	" WHERE c.run_at <= $since AND c.versions IS NOT NULL"
 	" AND NOT EXISTS (SELECT FROM"
 	" pg_catalog.unnest($runs::pg_catalog.jsonb[]) a(runs)"

@@ -2,7 +2,7 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(108);
+SELECT plan(117);
 
 SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
 
@@ -86,10 +86,10 @@ SELECT set_eq(
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text'],
        'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
@@ -123,7 +123,8 @@ FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_quarantine', ARRAY['bigint', 'text']),
              ('durable_expire_lease', ARRAY['bigint', 'text'])) AS v(f, args);
 
--- the calls of workflows that wait: who may start a wait, emit, schedule
+-- the calls of workflows that wait and of flow control: who may start a
+-- wait, emit, schedule, debounce, throttle, weigh a fairness key
 SELECT function_privs_are('public', f, args, r,
        CASE WHEN r = ANY (who) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::text[] END)
 FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with time zone'], ARRAY['durable_worker']),
@@ -132,8 +133,11 @@ FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with
              ('durable_join', ARRAY['bigint', 'bigint', 'text', 'text[]', 'interval'], ARRAY['durable_worker']),
              ('durable_emit', ARRAY['text', 'text', 'jsonb'], ARRAY['durable_worker', 'durable_producer']),
              ('durable_enqueue_batch', ARRAY['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer',
-                                             'text', 'integer', 'interval', 'text', 'jsonb', 'text[]'],
+                                             'text', 'integer', 'interval', 'text', 'jsonb', 'text[]', 'text[]'],
               ARRAY['durable_producer']),
+             ('durable_debounce', ARRAY['text', 'text', 'jsonb', 'interval', 'interval', 'text'], ARRAY['durable_producer']),
+             ('durable_throttle', ARRAY['text', 'text', 'jsonb', 'interval'], ARRAY['durable_producer']),
+             ('durable_set_fairness', ARRAY['text', 'text', 'real'], ARRAY['durable_operator']),
              ('durable_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'boolean'], ARRAY['durable_operator']),
              ('durable_unschedule', ARRAY['text'], ARRAY['durable_operator'])) AS v(f, args, who),
      unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;

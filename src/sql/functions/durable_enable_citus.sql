@@ -63,7 +63,8 @@ BEGIN
     -- LOCAL: the caller's transaction keeps it.
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
-                               'durable.installation', 'durable.history_horizon'] LOOP
+                               'durable.installation', 'durable.history_horizon',
+                               'durable.fairness_weights'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 

@@ -25,3 +25,19 @@ COMMENT ON COLUMN durable.flow_keys.calls IS 'the calls coalesced into task_id, 
 SELECT pg_catalog.pg_extension_config_dump('durable.flow_keys', '');
 REVOKE ALL ON durable.flow_keys FROM PUBLIC;
 GRANT SELECT ON durable.flow_keys TO durable_operator;
+
+--
+-- Fairness between keys (src/core/fairness.c): the weight of a key of a
+-- fair queue, where it is not 1.  Read by the admission of each task to
+-- its queue's claim order; on Citus a reference table, on every node.
+--
+CREATE TABLE durable.fairness_weights (
+    queue_name   text COLLATE "C" NOT NULL,
+    fairness_key text COLLATE "C" NOT NULL,
+    weight       float8 NOT NULL CHECK (weight > 0 AND weight <= 1000000),
+    PRIMARY KEY (queue_name, fairness_key)
+);
+COMMENT ON TABLE durable.fairness_weights IS 'the weights of the fairness keys of a queue (durable_set_fairness); a key without a row weighs 1';
+SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
+REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
+GRANT SELECT ON durable.fairness_weights TO durable_operator;

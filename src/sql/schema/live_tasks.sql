@@ -88,6 +88,8 @@ CREATE TABLE durable.live_tasks (
     concurrency_key    text COLLATE "C",
     waits              jsonb,
     versions           jsonb,
+    fairness_key       text COLLATE "C",
+    fair_pass          float8,
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -96,11 +98,24 @@ COMMENT ON COLUMN durable.live_tasks.final_kind IS 'in history: the kind of the 
 COMMENT ON COLUMN durable.live_tasks.parent_id IS 'the task that spawned this one (durable_spawn), if any';
 COMMENT ON COLUMN durable.live_tasks.concurrency_key IS 'tasks of one key run at most concurrency_limit of their queue at a time';
 COMMENT ON COLUMN durable.live_tasks.waits IS 'the task''s named waits and spawns: name -> {kind, args, status, ...}';
+COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks claims share a fair queue (NULL: the tasks without a key, which share one)';
+COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
--- ready and waiting work, in claim order
+-- ready and waiting work, in claim order: in a fair queue by each task's
+-- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by
+-- due time
 CREATE INDEX tasks_claimable ON durable.live_tasks
-    (partition_key, queue_name, priority DESC, run_at, task_id)
+    (partition_key, queue_name, priority DESC, fair_pass, run_at, task_id)
     WHERE state IN ('ready', 'waiting');
+-- a fair queue's admitted tasks by key, for the pass of the key's next
+-- task (the tasks without a key are the key '')
+CREATE INDEX tasks_fair ON durable.live_tasks
+    (partition_key, queue_name, priority, (COALESCE(fairness_key, '')), fair_pass)
+    WHERE state IN ('ready', 'waiting') AND fair_pass < 'Infinity';
+-- a fair queue's tasks waiting for their pass, for the reconciler to admit
+-- once due
+CREATE INDEX tasks_unadmitted ON durable.live_tasks (partition_key, run_at)
+    WHERE state IN ('ready', 'waiting') AND fair_pass = 'Infinity';
 -- running tasks, for the reconciler (lease_until is read from the rows:
 -- an index on it would make every heartbeat write an index entry)
 CREATE INDEX tasks_running ON durable.live_tasks (partition_key, task_id)

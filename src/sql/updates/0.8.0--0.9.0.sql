@@ -152,6 +152,40 @@ SELECT pg_catalog.pg_extension_config_dump('durable.flow_keys', '');
 REVOKE ALL ON durable.flow_keys FROM PUBLIC;
 GRANT SELECT ON durable.flow_keys TO durable_operator;
 
+--
+-- Fairness between keys (issue 40): a task's fairness key and its pass in
+-- its queue's claim order, which tasks_claimable now orders by within a
+-- priority (NULL, the last, in a queue without fairness, where the order
+-- stays the due time's); a queue's flag; the weights of its keys.
+--
+ALTER TABLE durable.live_tasks ADD COLUMN fairness_key text COLLATE "C",
+    ADD COLUMN fair_pass float8;
+ALTER TABLE durable.task_history ADD COLUMN fairness_key text COLLATE "C",
+    ADD COLUMN fair_pass float8;
+COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks claims share a fair queue (NULL: the tasks without a key, which share one)';
+COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
+DROP INDEX durable.tasks_claimable;
+CREATE INDEX tasks_claimable ON durable.live_tasks
+    (partition_key, queue_name, priority DESC, fair_pass, run_at, task_id)
+    WHERE state IN ('ready', 'waiting');
+CREATE INDEX tasks_fair ON durable.live_tasks
+    (partition_key, queue_name, priority, (COALESCE(fairness_key, '')), fair_pass)
+    WHERE state IN ('ready', 'waiting') AND fair_pass < 'Infinity';
+CREATE INDEX tasks_unadmitted ON durable.live_tasks (partition_key, run_at)
+    WHERE state IN ('ready', 'waiting') AND fair_pass = 'Infinity';
+ALTER TABLE durable.queues ADD COLUMN fair bool NOT NULL DEFAULT false;
+COMMENT ON COLUMN durable.queues.fair IS 'claims share the queue between fairness keys by their weights (src/core/fairness.c); set by the first task with a fairness key or durable_set_fairness()';
+CREATE TABLE durable.fairness_weights (
+    queue_name   text COLLATE "C" NOT NULL,
+    fairness_key text COLLATE "C" NOT NULL,
+    weight       float8 NOT NULL CHECK (weight > 0 AND weight <= 1000000),
+    PRIMARY KEY (queue_name, fairness_key)
+);
+COMMENT ON TABLE durable.fairness_weights IS 'the weights of the fairness keys of a queue (durable_set_fairness); a key without a row weighs 1';
+SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
+REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
+GRANT SELECT ON durable.fairness_weights TO durable_operator;
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
@@ -209,7 +243,8 @@ DROP TABLE durable.queue_grants;
 
 --
 -- durable_enable_citus() distributes durable.concurrency_keys and
--- durable.flow_keys with durable.live_tasks, and no longer the table of
+-- durable.flow_keys with durable.live_tasks, makes durable.fairness_weights
+-- a reference table, and no longer distributes the table of
 -- grants, which is gone (a grants sequence lives on the node whose grant
 -- made it); a cluster already distributed gets the new tables here.
 --
@@ -227,6 +262,7 @@ BEGIN
             PERFORM pg_catalog.create_distributed_table(rel, 'partition_key',
                                                         colocate_with => 'durable.live_tasks');
         END LOOP;
+        PERFORM pg_catalog.create_reference_table('durable.fairness_weights');
     END IF;
 END
 $$;
@@ -246,3 +282,14 @@ DROP FUNCTION @extschema@.durable_compensate(bigint, bigint);
 -- batch.  The library serves the call of 0.8.0 until this update.
 --
 DROP FUNCTION @extschema@.durable_reconcile(integer);
+
+--
+-- durable_enqueue, durable_enqueue_batch and durable_spawn take a fairness
+-- key (issue 40).  The library serves the calls of 0.8.0 until this update.
+--
+DROP FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int,
+                                          interval, text, jsonb, text);
+DROP FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text,
+                                                int, interval, text, jsonb, text[]);
+DROP FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int,
+                                        text, int, interval, text, jsonb, text);

@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * fairness.c
+ *	  Fairness between the keys of a queue: stride scheduling, decided
+ *	  when a task is admitted to its queue's claim order.
+ *
+ * In a fair queue every ready task has a pass, a virtual time, and a
+ * claim takes the ready task of the highest priority and the lowest pass
+ * (tasks_claimable's order), in one index scan as any claim.  A key's
+ * next task gets the pass of the key's last ready task, or when the key
+ * has none the lowest pass of the queue's ready tasks (the head, where
+ * the claims are), plus 1 / the key's weight.  So the keys with ready
+ * work are served in turn, each in proportion to its weight, however many
+ * tasks one of them has enqueued before the others; and a key that had
+ * no work comes back at the head, with no credit for the time it was idle
+ * and so no burst.  The tasks without a key are one key of their own.
+ * Passes are per partition and priority: a claim takes from one partition
+ * at a time, and a higher priority still goes first.
+ *
+ * A task is admitted (gets its pass) only once it is due: a pass is the
+ * task's place among tasks that can run now, and one that cannot run yet
+ * would be skipped by every claim until it can.  A task enqueued due is
+ * admitted by its enqueue, in the same transaction; one enqueued for later,
+ * or back from running (released, retried, waiting: move.c's UNADMITTED),
+ * has the pass Infinity, after every admitted task of its priority, until
+ * the reconciler admits it once due (DurableAdmitFairTasks); it can be
+ * claimed meanwhile when nothing admitted is ready.  In a queue without
+ * fairness the pass is NULL, and the order is the due time's.
+ *
+ * A queue becomes fair with its first task that has a fairness key, or
+ * its first weight (durable_set_fairness): its unfinished tasks then wait
+ * for admission as any, so that none is left behind the fair ones.
+ * Concurrent enqueues of one key may give two tasks one pass: ties go in
+ * due order, and no lock is taken on a key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+/*
+ * The pass of the n-th task c admitted with its key at once: after the
+ * key's last admitted ready task, or the head of c's priority when the key
+ * has none (0 in an empty queue), by 1 / weight a task.  The admitted
+ * tasks are the finite passes, which tasks_fair holds by key and
+ * tasks_claimable in order.
+ */
+#define ADMITTED_READY(alias) \
+	alias ".partition_key = $partition AND " alias ".queue_name = c.queue_name" \
+	" AND " alias ".priority = c.priority AND " alias ".state IN ('ready', 'waiting')" \
+	" AND " alias ".fair_pass < 'Infinity'"
+#define FAIR_PASS \
+	"COALESCE((SELECT k.fair_pass FROM durable.live_tasks k" \
+	"  WHERE " ADMITTED_READY("k") \
+	"  AND COALESCE(k.fairness_key, '') = COALESCE(c.fairness_key, '')" \
+	"  ORDER BY k.fair_pass DESC LIMIT 1)," \
+	" (SELECT h.fair_pass FROM durable.live_tasks h WHERE " ADMITTED_READY("h") \
+	"  ORDER BY h.fair_pass LIMIT 1), 0)" \
+	" + c.n / COALESCE(w.weight, 1)"
+
+/* the update that gives the tasks of c their passes (due) */
+#define ADMIT(set_key) \
+	" UPDATE durable.live_tasks t SET " set_key \
+	" fair_pass = CASE WHEN c.due THEN " FAIR_PASS " ELSE 'Infinity' END" \
+	" FROM c LEFT JOIN durable.fairness_weights w" \
+	"  ON w.queue_name = c.queue_name AND w.fairness_key = c.fairness_key" \
+	" WHERE t.partition_key = $partition AND t.task_id = c.task_id"
+
+/* c's rank among the tasks of its key admitted with it */
+#define ADMIT_RANK \
+	"pg_catalog.row_number() OVER (PARTITION BY queue_name, priority," \
+	" fairness_key, due ORDER BY run_at, task_id) AS n"
+
+/* tasks just enqueued into a partition, each with its key (or NULL) */
+enum
+{
+	ENQUEUED_PARTITION,
+	ENQUEUED_TASK_IDS,
+	ENQUEUED_KEYS,
+	ENQUEUED_NOW,
+	ENQUEUED_NPARAMS
+};
+static const DurableParam admit_enqueued_params[ENQUEUED_NPARAMS] = {
+	[ENQUEUED_PARTITION] = {"partition", INT4OID},
+	[ENQUEUED_TASK_IDS] = {"task_ids", INT8ARRAYOID},
+	[ENQUEUED_KEYS] = {"keys", TEXTARRAYOID},
+	[ENQUEUED_NOW] = {"now", TIMESTAMPTZOID},
+};
+static DurableStatement admit_enqueued = {
+	.name = "admit_enqueued",
+	.sql = "WITH a AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($task_ids::int8[]),"
+	"  pg_catalog.unnest($keys::text[])) AS a(task_id, fairness_key)),"
+	" b AS (SELECT t.task_id, t.queue_name, t.priority, a.fairness_key, t.run_at,"
+	"  t.run_at <= $now AS due"
+	"  FROM durable.live_tasks t JOIN a ON a.task_id = t.task_id"
+	"  WHERE t.partition_key = $partition AND t.state IN ('ready', 'waiting')),"
+	" c AS (SELECT b.*, " ADMIT_RANK " FROM b)"
+	ADMIT("fairness_key = c.fairness_key,"),
+	DURABLE_PARAMS(admit_enqueued_params),
+};
+
+/* a batch of a partition's tasks due and waiting for their pass */
+enum
+{
+	DUE_PARTITION,
+	DUE_NOW,
+	DUE_BATCH,
+	DUE_NPARAMS
+};
+static const DurableParam admit_due_params[DUE_NPARAMS] = {
+	[DUE_PARTITION] = {"partition", INT4OID},
+	[DUE_NOW] = {"now", TIMESTAMPTZOID},
+	[DUE_BATCH] = {"batch", INT4OID},
+};
+static DurableStatement admit_due = {
+	.name = "admit_due",
+	.sql = "WITH b AS (SELECT task_id, queue_name, priority, fairness_key, run_at,"
+	"  true AS due FROM durable.live_tasks"
+	"  WHERE partition_key = $partition AND state IN ('ready', 'waiting')"
+	"  AND fair_pass = 'Infinity' AND run_at <= $now"
+	"  ORDER BY run_at LIMIT $batch FOR UPDATE SKIP LOCKED),"
+	" c AS (SELECT b.*, " ADMIT_RANK " FROM b)"
+	ADMIT(""),
+	DURABLE_PARAMS(admit_due_params),
+};
+
+/* of the partitions given, those with tasks due and waiting for a pass */
+enum
+{
+	WAITING_PARTITIONS,
+	WAITING_NOW,
+	WAITING_NPARAMS
+};
+static const DurableParam unadmitted_params[WAITING_NPARAMS] = {
+	[WAITING_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[WAITING_NOW] = {"now", TIMESTAMPTZOID},
+};
+enum
+{
+	UNADMITTED_PARTITION,
+	UNADMITTED_NCOLUMNS
+};
+static const DurableColumn unadmitted_columns[UNADMITTED_NCOLUMNS] = {
+	[UNADMITTED_PARTITION] = {"partition_key", INT4OID},
+};
+static DurableStatement partitions_unadmitted = {
+	.name = "partitions_unadmitted",
+	.sql = "SELECT DISTINCT partition_key FROM durable.live_tasks"
+	" WHERE partition_key = ANY ($partitions) AND state IN ('ready', 'waiting')"
+	" AND fair_pass = 'Infinity' AND run_at <= $now",
+	DURABLE_PARAMS(unadmitted_params),
+	DURABLE_COLUMNS(unadmitted_columns),
+};
+
+/* a queue made fair, and its unfinished tasks made to wait for a pass */
+enum
+{
+	FAIR_QUEUE,
+	FAIR_PARTITIONS,
+	FAIR_NPARAMS
+};
+static const DurableParam queue_fair_params[FAIR_PARTITIONS] = {
+	[FAIR_QUEUE] = {"queue", TEXTOID},
+};
+static const DurableParam queue_tasks_unadmitted_params[FAIR_NPARAMS] = {
+	[FAIR_QUEUE] = {"queue", TEXTOID},
+	[FAIR_PARTITIONS] = {"partitions", INT4ARRAYOID},
+};
+static DurableStatement queue_fair = {
+	.name = "queue_fair",
+	.sql = "UPDATE durable.queues SET fair = true WHERE queue_name = $queue AND NOT fair",
+	DURABLE_PARAMS(queue_fair_params),
+};
+static DurableStatement queue_tasks_unadmitted = {
+	.name = "queue_tasks_unadmitted",
+	.sql = "UPDATE durable.live_tasks SET fair_pass = 'Infinity'"
+	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue"
+	" AND fair_pass IS NULL",
+	DURABLE_PARAMS(queue_tasks_unadmitted_params),
+};
+
+/* a key's weight */
+enum
+{
+	WEIGHT_QUEUE,
+	WEIGHT_KEY,
+	WEIGHT_WEIGHT,
+	WEIGHT_NPARAMS
+};
+static const DurableParam weight_set_params[WEIGHT_NPARAMS] = {
+	[WEIGHT_QUEUE] = {"queue", TEXTOID},
+	[WEIGHT_KEY] = {"key", TEXTOID},
+	[WEIGHT_WEIGHT] = {"weight", FLOAT8OID},
+};
+static DurableStatement weight_set = {
+	.name = "fairness_weight_set",
+	.sql = "INSERT INTO durable.fairness_weights (queue_name, fairness_key, weight)"
+	" VALUES ($queue, $key, $weight)"
+	" ON CONFLICT (queue_name, fairness_key) DO UPDATE SET weight = excluded.weight",
+	DURABLE_PARAMS(weight_set_params),
+};
+
+/* the queue's partitions, as an int4[] */
+static Datum
+queue_partitions(const DurableQueue *settings)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * settings->partitions);
+
+	for (int k = 0; k < settings->partitions; k++)
+		keys[k] = Int32GetDatum(DurableQueuePartition(settings, k));
+	return PointerGetDatum(construct_array(keys, settings->partitions, INT4OID,
+										   sizeof(int32), true, TYPALIGN_INT));
+}
+
+/*
+ * DurableMakeQueueFair
+ *		Make the queue read into settings fair, unless it was: its
+ *		unfinished tasks wait for their passes from now on.
+ */
+void
+DurableMakeQueueFair(const char *queue, const DurableQueue *settings)
+{
+	Datum		args[FAIR_NPARAMS];
+
+	if (settings->fair)
+		return;
+	args[FAIR_QUEUE] = CStringGetTextDatum(queue);
+	args[FAIR_PARTITIONS] = queue_partitions(settings);
+	/* none changed: a concurrent call made it fair, and we waited for it */
+	if (DurableRun(&queue_fair, args, NULL, SPI_OK_UPDATE, 0).rows == 1)
+		(void) DurableRun(&queue_tasks_unadmitted, args, NULL, SPI_OK_UPDATE, 0);
+}
+
+/*
+ * DurableAdmitEnqueued
+ *		Give the n tasks just enqueued into partition of a fair queue their
+ *		fairness keys (keys, NULL elements for none) and, those due at now,
+ *		their passes.
+ */
+void
+DurableAdmitEnqueued(int32 partition, const int64 *task_ids, const char *const *keys,
+					 int n, TimestampTz now)
+{
+	Datum		args[ENQUEUED_NPARAMS];
+	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *key_values = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *key_nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = Int64GetDatum(task_ids[i]);
+		key_nulls[i] = keys[i] == NULL;
+		key_values[i] = keys[i] ? CStringGetTextDatum(keys[i]) : (Datum) 0;
+	}
+	args[ENQUEUED_PARTITION] = Int32GetDatum(partition);
+	args[ENQUEUED_TASK_IDS] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
+															  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[ENQUEUED_KEYS] = PointerGetDatum(construct_md_array(key_values, key_nulls, 1, dims,
+															 lbs, TEXTOID, -1, false,
+															 TYPALIGN_INT));
+	args[ENQUEUED_NOW] = TimestampTzGetDatum(now);
+	(void) DurableRun(&admit_enqueued, args, NULL, SPI_OK_UPDATE, 0);
+}
+
+/*
+ * DurableSetFairness
+ *		Set the weight of key in queue (42704 unknown queue), which makes
+ *		the queue fair.  A task admitted before keeps its pass.
+ */
+void
+DurableSetFairness(const char *queue, const char *key, double weight)
+{
+	DurableQueue settings;
+	Datum		args[WEIGHT_NPARAMS];
+
+	DurableQueueGetShared(queue, &settings);
+	args[WEIGHT_QUEUE] = CStringGetTextDatum(queue);
+	args[WEIGHT_KEY] = CStringGetTextDatum(key);
+	args[WEIGHT_WEIGHT] = Float8GetDatum(weight);
+	(void) DurableRun(&weight_set, args, NULL, SPI_OK_INSERT, 0);
+	DurableMakeQueueFair(queue, &settings);
+}
+
+/* what admitting a partition's due tasks works on */
+typedef struct AdmitWork
+{
+	int32	   *partitions;
+	uint64		npartitions;
+	int32		partition;
+	TimestampTz now;
+	int			batch;
+} AdmitWork;
+
+static uint64
+find_unadmitted(void *arg)
+{
+	AdmitWork  *work = arg;
+	Datum		args[WAITING_NPARAMS];
+	Datum	   *keys = palloc(sizeof(Datum) * Max(work->npartitions, 1));
+	DurableResult res;
+
+	for (uint64 i = 0; i < work->npartitions; i++)
+		keys[i] = Int32GetDatum(work->partitions[i]);
+	args[WAITING_PARTITIONS] = PointerGetDatum(construct_array(keys, (int) work->npartitions,
+															   INT4OID, sizeof(int32), true,
+															   TYPALIGN_INT));
+	args[WAITING_NOW] = TimestampTzGetDatum(work->now);
+	res = DurableRun(&partitions_unadmitted, args, NULL, SPI_OK_SELECT, 0);
+	for (uint64 i = 0; i < res.rows; i++)
+		work->partitions[i] = DurableGetInt32(res, i, UNADMITTED_PARTITION);
+	work->npartitions = res.rows;
+	return res.rows;
+}
+
+static uint64
+admit_partition(void *arg)
+{
+	AdmitWork  *work = arg;
+	Datum		args[DUE_NPARAMS];
+
+	args[DUE_PARTITION] = Int32GetDatum(work->partition);
+	args[DUE_NOW] = TimestampTzGetDatum(work->now);
+	args[DUE_BATCH] = Int32GetDatum(work->batch);
+	return DurableRun(&admit_due, args, NULL, SPI_OK_UPDATE, 0).rows;
+}
+
+/*
+ * DurableAdmitFairTasks
+ *		Admit up to batch tasks of fair queues that are due and wait for
+ *		their passes, in the partitions given (on Citus a node's reconciler
+ *		passes its own), each partition a part of the tick.  Returns how
+ *		many were admitted.
+ */
+uint64
+DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions, TimestampTz now,
+					  int batch)
+{
+	AdmitWork	work = {0};
+	uint64		nfound;
+	uint64		admitted = 0;
+
+	if (npartitions == 0)
+		return 0;
+	work.partitions = palloc(sizeof(int32) * npartitions);
+	memcpy(work.partitions, partitions, sizeof(int32) * npartitions);
+	work.npartitions = npartitions;
+	work.now = now;
+	if (!DurableRunPart("fairness", find_unadmitted, &work, &nfound))
+		return 0;
+	for (uint64 i = 0; i < work.npartitions && admitted < (uint64) batch; i++)
+	{
+		char		part[64];
+		uint64		n;
+
+		work.partition = work.partitions[i];
+		work.batch = batch - (int) admitted;
+		snprintf(part, sizeof(part), "partition %d: fairness", work.partition);
+		if (DurableRunPart(part, admit_partition, &work, &n))
+			admitted += n;
+	}
+	pfree(work.partitions);
+	return admitted;
+}
