@@ -1,8 +1,11 @@
 --
 -- Debounce and throttle (docs/flow-control.md): the calls of a key make one
--- task.  Each scenario runs in one transaction, whose start is the "now"
--- of every call in it, so that the times shown do not depend on the clock;
--- a call that came earlier is made so by moving its key's first call back.
+-- task.  Each scenario runs in one transaction, whose start (t0) is the
+-- "now" of every call in it, so that the times shown do not depend on the
+-- clock; a call that came earlier is made so by moving its key's first
+-- call back.  tools/citus runs this file on a cluster, with these answers:
+-- the statements are those Citus plans (a table's rows joined by their
+-- distribution column; no time computed from a column in an UPDATE).
 --
 SELECT durable_create_queue('flow_debounce', partitions => 4);
 SELECT durable_create_queue('flow_claimed', partitions => 4);
@@ -11,30 +14,30 @@ SELECT durable_create_queue('flow_throttle', partitions => 4);
 -- debounce: three calls of a key, one task, the last payload, run_at
 -- delay after the last call (the longest delay of calls at one time)
 BEGIN;
+SELECT now() AS t0 \gset
 SELECT durable_debounce('flow_debounce', 'doc-1', '{"v": 1}', '10 seconds') AS d1 \gset
 SELECT durable_debounce('flow_debounce', 'doc-1', '{"v": 2}', '20 seconds') = :d1 AS same_task;
 SELECT durable_debounce('flow_debounce', 'doc-1', '{"v": 3}', '5 seconds') = :d1 AS same_task;
-SELECT state, payload, run_at - now() AS runs_in, version FROM durable.live_tasks WHERE task_id = :d1;
+SELECT state, payload, run_at - :'t0' AS runs_in, version FROM durable.live_tasks WHERE task_id = :d1;
 -- another key has its own task, in its key's partition, as its row
 SELECT durable_debounce('flow_debounce', 'doc-2', '{"v": 1}', '10 seconds') AS d2 \gset
 SELECT :d2 <> :d1 AS other_task;
-SELECT f.flow_key, f.kind, f.calls, f.first_at = now() AS first_now,
-       f.partition_key = t.partition_key AS with_its_task
-FROM durable.flow_keys f JOIN durable.live_tasks t USING (task_id)
+SELECT f.flow_key, f.kind, f.calls, f.first_at = :'t0' AS first_now, t.state AS its_task
+FROM durable.flow_keys f JOIN durable.live_tasks t USING (partition_key, task_id)
 WHERE f.queue_name = 'flow_debounce' ORDER BY f.flow_key;
--- the key's first call an hour ago: max_wait caps run_at at first + max_wait
-UPDATE durable.flow_keys SET first_at = first_at - interval '1 hour'
+-- the key's first call long ago: max_wait caps run_at at first + max_wait
+UPDATE durable.flow_keys SET first_at = '2000-01-01 00:00:00+00'
 WHERE queue_name = 'flow_debounce' AND flow_key = 'doc-1';
 SELECT durable_debounce('flow_debounce', 'doc-1', '{"v": 4}', '10 seconds', max_wait => '30 minutes') = :d1 AS same_task;
 SELECT t.run_at = f.first_at + interval '30 minutes' AS capped, t.payload
-FROM durable.live_tasks t JOIN durable.flow_keys f USING (task_id) WHERE t.task_id = :d1;
+FROM durable.live_tasks t JOIN durable.flow_keys f USING (partition_key, task_id) WHERE t.task_id = :d1;
 -- the first call with max_wait shorter than delay runs at max_wait
 SELECT durable_debounce('flow_debounce', 'doc-3', '{}', '1 hour', max_wait => '1 minute') AS d3 \gset
-SELECT run_at - now() AS runs_in FROM durable.live_tasks WHERE task_id = :d3;
+SELECT run_at - :'t0' AS runs_in FROM durable.live_tasks WHERE task_id = :d3;
 -- leading: the first call's payload stays
 SELECT durable_debounce('flow_debounce', 'doc-4', '{"v": "first"}', '1 minute', mode => 'leading') AS d4 \gset
 SELECT durable_debounce('flow_debounce', 'doc-4', '{"v": "second"}', '2 minutes', mode => 'leading') = :d4 AS same_task;
-SELECT payload, run_at - now() AS runs_in FROM durable.live_tasks WHERE task_id = :d4;
+SELECT payload, run_at - :'t0' AS runs_in FROM durable.live_tasks WHERE task_id = :d4;
 -- one event, the enqueue: a delay is no event of the task
 SELECT kind FROM durable.events WHERE task_id = :d1 ORDER BY seq;
 COMMIT;
@@ -57,14 +60,15 @@ COMMIT;
 -- throttle: one task a key a period; a call within it returns that task,
 -- whatever became of it; after it, a new task with the call's payload
 BEGIN;
+SELECT now() AS t0 \gset
 SELECT durable_throttle('flow_throttle', 'acct-1', '{"n": 1}', '1 minute') AS t1 \gset
 SELECT durable_throttle('flow_throttle', 'acct-1', '{"n": 2}', '1 minute') = :t1 AS same_task;
-SELECT payload, run_at = now() AS runs_now FROM durable.live_tasks WHERE task_id = :t1;
+SELECT payload, run_at = :'t0' AS runs_now FROM durable.live_tasks WHERE task_id = :t1;
 SELECT fence AS f FROM durable_claim('flow_throttle', 'w') \gset
 SELECT durable_commit(:t1, :f, '{}');
 SELECT durable_throttle('flow_throttle', 'acct-1', '{"n": 3}', '1 minute') = :t1 AS same_task;
 SELECT durable_throttle('flow_throttle', 'acct-2', '{"n": 1}', '1 minute') <> :t1 AS other_key;
-UPDATE durable.flow_keys SET first_at = first_at - interval '1 minute'
+UPDATE durable.flow_keys SET first_at = :'t0'::timestamptz - interval '1 minute'
 WHERE queue_name = 'flow_throttle' AND flow_key = 'acct-1';
 SELECT durable_throttle('flow_throttle', 'acct-1', '{"n": 4}', '1 minute') AS t2 \gset
 SELECT :t2 <> :t1 AS new_task;
@@ -80,7 +84,7 @@ COMMIT;
 -- task no longer waits for its first claim; a debounce still waiting stays
 SELECT count(durable_commit(c.task_id, c.fence, '{}')) AS ran
 FROM durable_claim('flow_throttle', 'w', batch => 10) c;
-UPDATE durable.flow_keys SET expires_at = expires_at - interval '1 day'
+UPDATE durable.flow_keys SET expires_at = '2000-01-01 00:00:00+00'
 WHERE queue_name IN ('flow_claimed', 'flow_throttle');
 SELECT count(*) >= 0 AS reconciled FROM durable_reconcile();
 SELECT queue_name, kind, flow_key FROM durable.flow_keys

@@ -340,6 +340,7 @@ typedef struct DurableEnqueueRequest
 	Jsonb	   *metadata;
 	const char *concurrency_key;	/* or NULL */
 	const char *fairness_key;	/* or NULL */
+	bool		admitted_by_caller; /* to its fair queue's order (fairness.c) */
 	int64		parent_id;		/* 0: none */
 	bool		has_partition;	/* partition chosen by the caller */
 	int32		partition;

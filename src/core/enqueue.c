@@ -350,7 +350,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	if (res.rows == 1)
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
-		if (settings->fair || req->fairness_key != NULL)
+		if ((settings->fair || req->fairness_key != NULL) && !req->admitted_by_caller)
 			DurableAdmitEnqueued(partition, &task_id, &req->fairness_key, 1, now);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
@@ -525,11 +525,12 @@ fairness_keys(ArrayType *array)
 
 /*
  * The tasks of a batch into a fair queue given their keys and passes, a
- * partition at a time; a task whose idempotency key was there before has
- * no row, and is left alone.
+ * partition at a time, together, as one server's statement inserts them.
+ * An element whose idempotency key was there before names a task with no
+ * row or an existing one, which the admission leaves alone.
  */
 static void
-admit_batch(const Datum *partitions, const int64 *task_ids, const char **fkeys,
+admit_batch(const int32 *partitions, const int64 *task_ids, const char **fkeys,
 			int n, TimestampTz now)
 {
 	int64	   *ids = palloc(sizeof(int64) * n);
@@ -538,13 +539,13 @@ admit_batch(const Datum *partitions, const int64 *task_ids, const char **fkeys,
 
 	for (int first = 0; first < n; first++)
 	{
-		int32		partition = DatumGetInt32(partitions[first]);
+		int32		partition = partitions[first];
 		int			count = 0;
 
 		if (done[first])
 			continue;
 		for (int i = first; i < n; i++)
-			if (!done[i] && DatumGetInt32(partitions[i]) == partition)
+			if (!done[i] && partitions[i] == partition)
 			{
 				ids[count] = task_ids[i];
 				keys[count++] = fkeys ? fkeys[i] : NULL;
@@ -645,10 +646,14 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 			one.concurrency_key = ckeys && !ckey_nulls[i] ?
 				TextDatumGetCString(ckeys[i]) : NULL;
 			one.fairness_key = fkeys ? fkeys[i] : NULL;
+			one.admitted_by_caller = true;
 			one.has_partition = true;
 			one.partition = keys_of[i];
 			result[i] = DurableEnqueue(&one, &settings, now);
 		}
+		/* as on one server: the batch's tasks admitted together */
+		if (settings.fair)
+			admit_batch(keys_of, result, fkeys, n, now);
 		return;
 	}
 	if (n > 0)
@@ -730,7 +735,13 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		res = DurableRun(&enqueue_batch, args, nulls, SPI_OK_SELECT, 0);
 		existing = res.rows;
 		if (settings.fair)
-			admit_batch(partitions, result, fkeys, n, now);
+		{
+			int32	   *task_partitions = palloc(sizeof(int32) * n);
+
+			for (int i = 0; i < n; i++)
+				task_partitions[i] = DatumGetInt32(partitions[i]);
+			admit_batch(task_partitions, result, fkeys, n, now);
+		}
 	}
 	if (existing > 0)
 	{

@@ -75,7 +75,11 @@
 	"pg_catalog.row_number() OVER (PARTITION BY queue_name, priority," \
 	" fairness_key, due ORDER BY run_at, task_id) AS n"
 
-/* tasks just enqueued into a partition, each with its key (or NULL) */
+/*
+ * Tasks just enqueued into a partition, each with its key (or NULL): those
+ * with no pass yet, which a task inserted has and one enqueued before (an
+ * idempotent replay names it) has not.
+ */
 enum
 {
 	ENQUEUED_PARTITION,
@@ -97,7 +101,8 @@ static DurableStatement admit_enqueued = {
 	" b AS (SELECT t.task_id, t.queue_name, t.priority, a.fairness_key, t.run_at,"
 	"  t.run_at <= $now AS due"
 	"  FROM durable.live_tasks t JOIN a ON a.task_id = t.task_id"
-	"  WHERE t.partition_key = $partition AND t.state IN ('ready', 'waiting')),"
+	"  WHERE t.partition_key = $partition AND t.state IN ('ready', 'waiting')"
+	"  AND t.fair_pass IS NULL),"
 	" c AS (SELECT b.*, " ADMIT_RANK " FROM b)"
 	ADMIT("fairness_key = c.fairness_key,"),
 	DURABLE_PARAMS(admit_enqueued_params),

@@ -73,16 +73,7 @@ static const DurableColumn moved_columns[MOVED_NCOLUMNS] = {
 
 DurableStatement DurableTransitionStatement = {
 	.name = "transition",
-	.sql = "WITH u AS (UPDATE durable.live_tasks SET"
-	"  state = $to_state::durable.task_state,"
-	"  fence = fence + $revoke,"
-	"  version = version + 1,"
-	"  run_at = COALESCE($run_at, run_at),"
-	"  stop_code = $stop_code,"
-	"  last_error = COALESCE($error, last_error),"
-	"  result = COALESCE($result, result),"
-	"  attempt = " MOVED_ATTEMPT ","
-	"  lease = NULL, lease_until = NULL"
+	.sql = "WITH u AS (UPDATE durable.live_tasks SET" MOVE_SET
 	MOVE_WHERE
 	MOVE_RETURNING ","
 	"  claimed_at, claim_seq, claim_kind, claim_role),"

@@ -14,6 +14,16 @@
 # may end; cancelling a parent cancels its unfinished children, except one
 # with a step in doubt, which goes to review (and one in review stays).
 #
+# Flow control draws its own operations (docs/design.md section 16): a fair
+# queue f, whose keys t1 (weight 2), t2, t3 and none enqueue, and whose
+# every claim must take a task of the lowest pass among its ready tasks,
+# each pass computed here from the contract (the key's last ready pass, or
+# the queue's lowest when the key has none, or 0, plus 1 / weight; the
+# server's passes are compared after every operation); and debounce and
+# throttle calls into queue m, whose answers (the key's task again, or a
+# new one) and due times the model decides, and which the claims of m then
+# respect as any due time.
+#
 # Events belong to a queue: two applications, each with a queue restricted
 # to its role (a, b), and the open queue m emit and await the same event
 # names; an emit or an await into a queue whose grant the role lacks is
@@ -31,6 +41,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use List::Util qw(min max);
 use Time::HiRes qw(sleep);
 use DurableNode;
 
@@ -102,6 +113,11 @@ my $INF = 9**18;
 
 my (%T, %E, @trace, @problems, $M_rand, %outcomes);
 
+# flow control: the weights of queue f's keys, the debounce and throttle
+# keys of queue m (the task of each and its first call)
+my %WEIGHT = (t1 => 2);
+my (%DEBOUNCED, %THROTTLED);
+
 sub r { return int($M_rand->() * $_[0]) }
 sub pick { my @l = @_; return $l[ r(scalar @l) ] }
 
@@ -115,7 +131,7 @@ sub problem
 sub run_at
 {
 	my ($t) = @_;
-	return 0 if $t->{state} eq 'ready';
+	return $t->{run_at} // 0 if $t->{state} eq 'ready';
 	return $INF unless $t->{state} eq 'waiting';
 	my $w = $t->{waits}{ $t->{parked} };
 	return $w->{woken} if defined $w->{woken};
@@ -193,7 +209,7 @@ sub step
 {
 	my $kind = pick(qw(enqueue enqueue claim claim claim claim sleep sleep await await await
 	  emit emit emit spawn spawn join join replay replay replay commit commit cancel cancel_parent stale pause
-	  step step step_commit));
+	  step step step_commit fair_enqueue fair_enqueue fair_claim fair_claim debounce debounce throttle));
 	my @held = held();
 	my $tid = @held ? pick(@held) : undef;
 	my $t = $tid ? $T{$tid} : undef;
@@ -226,7 +242,90 @@ sub step
 		  unless run_at($c) <= $now + 50_000;
 		$c->{state} = 'running';
 		$c->{fence}++;
+		$c->{claimed} = 1;
+		delete $c->{run_at};
 		expect("fence of $row->{task_id} after the claim", $row->{fence}, $c->{fence});
+	}
+	elsif ($kind eq 'fair_enqueue')
+	{
+		my $key = pick('t1', 't2', 't3', undef);
+		my ($row, $err) = call(q{SELECT durable_enqueue('f', '{}', fairness_key => ?) AS id}, $key);
+		return problem("enqueue into f failed: $err") if $err;
+		my @ready = grep { $T{$_}{queue} eq 'f' && $T{$_}{state} eq 'ready' } sort keys %T;
+		my @mine = grep { $T{$_}{fkey} eq ($key // '') } @ready;
+		my $base = @mine ? max(map { $T{$_}{pass} } @mine) : @ready ? min(map { $T{$_}{pass} } @ready) : 0;
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'f', doubt => {},
+			fkey => $key // '', pass => $base + 1 / ($WEIGHT{ $key // '' } // 1) };
+		push @trace, 'enqueue f ' . ($key // '-') . " $row->{id} pass $T{ $row->{id} }{pass}";
+	}
+	elsif ($kind eq 'fair_claim')
+	{
+		# a claim of f and the commit of what it took, at once
+		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('f', 'w') c RIGHT JOIN (SELECT) x ON true});
+		return problem("claim of f failed: $err") if $err;
+		my @ready = grep { $T{$_}{queue} eq 'f' && $T{$_}{state} eq 'ready' } sort keys %T;
+		push @trace, 'claim f -> ' . ($row->{task_id} // 'nothing');
+		if (!defined $row->{task_id})
+		{
+			problem("claim of f returned nothing, but @ready were ready") if @ready;
+			return;
+		}
+		my $c = $T{ $row->{task_id} } or return problem("claim of f handed out unknown task $row->{task_id}");
+		my $lowest = min(map { $T{$_}{pass} } @ready);
+		problem("claim of f took $row->{task_id} (key '$c->{fkey}', pass $c->{pass}), where the lowest pass is $lowest")
+		  unless $c->{state} eq 'ready' && $c->{pass} == $lowest;
+		$outcomes{'fair claims'}++;
+		$c->{state} = 'running';
+		$c->{fence}++;
+		expect("fence of $row->{task_id} after the claim", $row->{fence}, $c->{fence});
+		($row, $err) = call(q{SELECT durable_commit(?, ?)}, $row->{task_id}, $c->{fence});
+		return problem("commit of $c->{fence} failed: $err") if $err;
+		$c->{state} = 'completed';
+	}
+	elsif ($kind eq 'debounce')
+	{
+		my ($key, $delay, $max_wait) = (pick('d1', 'd2'), pick(0, 0.05, 0.3, 3600), pick(undef, 0.2, 3600));
+		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
+			durable_debounce('m', ?, '{}', make_interval(secs => ?),
+			  CASE WHEN ?::float8 IS NOT NULL THEN make_interval(secs => ?) END) AS id},
+			$key, $delay, $max_wait, $max_wait);
+		return problem("debounce failed: $err") if $err;
+		my ($now, $d) = ($row->{now}, $DEBOUNCED{$key});
+		my $t = $d && $T{ $d->{id} };
+		push @trace, "debounce $key $delay " . ($max_wait // '-') . " -> $row->{id}";
+		if ($t && $t->{state} eq 'ready' && !$t->{claimed})
+		{
+			expect("debounce of $key while its task waits for its claim", $row->{id}, $d->{id});
+			$t->{run_at} = max($t->{run_at}, $now + $delay * 1e6);
+			$t->{run_at} = min($t->{run_at}, $d->{first} + $max_wait * 1e6) if defined $max_wait;
+			$outcomes{'debounces delayed'}++;
+			return;
+		}
+		problem("debounce of $key gave its claimed task $row->{id} again") if $d && $row->{id} == $d->{id};
+		my $run_at = $now + $delay * 1e6;
+		$run_at = min($run_at, $now + $max_wait * 1e6) if defined $max_wait;
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'm', doubt => {}, run_at => $run_at };
+		$DEBOUNCED{$key} = { id => $row->{id}, first => $now };
+		$outcomes{'debounces made'}++;
+	}
+	elsif ($kind eq 'throttle')
+	{
+		my ($key, $per) = (pick('h1', 'h2'), pick(0.1, 3600));
+		my ($row, $err) = call(q{SELECT (extract(epoch FROM now()) * 1000000)::bigint AS now,
+			durable_throttle('m', ?, '{}', make_interval(secs => ?)) AS id}, $key, $per);
+		return problem("throttle failed: $err") if $err;
+		my ($now, $h) = ($row->{now}, $THROTTLED{$key});
+		push @trace, "throttle $key $per -> $row->{id}";
+		if ($h && $now < $h->{first} + $per * 1e6)
+		{
+			expect("throttle of $key within its period", $row->{id}, $h->{id});
+			$outcomes{'throttles within'}++;
+			return;
+		}
+		problem("throttle of $key after its period gave $row->{id} again") if $h && $row->{id} == $h->{id};
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'm', doubt => {} };
+		$THROTTLED{$key} = { id => $row->{id}, first => $now };
+		$outcomes{'throttles made'}++;
 	}
 	elsif ($kind eq 'sleep' || $kind eq 'await' || $kind eq 'join' || $kind eq 'spawn' || $kind eq 'replay')
 	{
@@ -502,8 +601,10 @@ sub step
 # every task as the server has it, against the model
 sub compare
 {
-	my $rows = $dbh->selectall_arrayref(q{SELECT task_id, state::text, fence FROM durable.tasks
-		WHERE queue_name IN ('m', 'k', 'a', 'b')}, { Slice => {} });
+	my $rows = $dbh->selectall_arrayref(q{SELECT task_id, state::text, fence, fair_pass FROM durable.live_tasks
+		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f')
+		UNION ALL SELECT task_id, state::text, fence, NULL FROM durable.task_history
+		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f')}, { Slice => {} });
 	my %db = map { $_->{task_id} => $_ } @$rows;
 	for my $id (sort keys %T)
 	{
@@ -514,6 +615,8 @@ sub compare
 		my $got = $d->{state};
 		problem("task $id is $got under fence $d->{fence}, the model says $want under $t->{fence}")
 		  unless ($got eq $want || ($want eq 'ready' && $got eq 'waiting')) && $d->{fence} == $t->{fence};
+		problem("task $id of f has the pass " . ($d->{fair_pass} // 'NULL') . ", the model says $t->{pass}")
+		  if $t->{queue} eq 'f' && $t->{state} eq 'ready' && ($d->{fair_pass} // -1) != $t->{pass};
 	}
 	my $bad = $dbh->selectall_arrayref('SELECT task_id, problem FROM durable_verify()');
 	problem('durable_verify(): ' . join('; ', map { "@$_" } @$bad)) if @$bad;
@@ -521,6 +624,8 @@ sub compare
 
 $dbh->do(q{SELECT durable_create_queue('m', lease => '1 hour')});
 $dbh->do(q{SELECT durable_create_queue('k', lease => '1 hour')});
+$dbh->do(q{SELECT durable_create_queue('f', lease => '1 hour', partitions => 1)});
+$dbh->do(q{SELECT durable_set_fairness('f', ?, ?)}, undef, $_, $WEIGHT{$_}) for sort keys %WEIGHT;
 for my $app ('a', 'b')
 {
 	$dbh->do(qq{CREATE ROLE app_$app IN ROLE durable_worker, durable_producer});
@@ -536,10 +641,13 @@ for my $seq (1 .. $NSEQ)
 	%T = ();
 	%E = ();
 	%outcomes = ();
+	%DEBOUNCED = ();
+	%THROTTLED = ();
 	@trace = ();
 	@problems = ();
 	$dbh->do(q{TRUNCATE durable.live_tasks, durable.task_history, durable.event_log,
-		durable.live_steps, durable.step_history, durable.event_waits, durable.emitted_events});
+		durable.live_steps, durable.step_history, durable.event_waits, durable.emitted_events,
+		durable.flow_keys});
 	for my $i (1 .. $NOPS)
 	{
 		step();
