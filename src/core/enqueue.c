@@ -351,7 +351,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
 		if ((settings->fair || req->fairness_key != NULL) && !req->admitted_by_caller)
-			DurableAdmitEnqueued(partition, &task_id, &req->fairness_key, 1, now);
+			DurableAdmitEnqueued(&task_id, &req->fairness_key, 1, now);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);
@@ -524,35 +524,19 @@ fairness_keys(ArrayType *array)
 }
 
 /*
- * The tasks of a batch into a fair queue given their keys and passes, a
- * partition at a time, together, as one server's statement inserts them.
- * An element whose idempotency key was there before names a task with no
- * row or an existing one, which the admission leaves alone.
+ * The tasks of a batch into a fair queue given their keys and passes, in
+ * the batch's order.  An element whose idempotency key was there before
+ * names a task with no row or an existing one, which admission leaves
+ * alone.
  */
 static void
-admit_batch(const int32 *partitions, const int64 *task_ids, const char **fkeys,
-			int n, TimestampTz now)
+admit_batch(const int64 *task_ids, const char **fkeys, int n, TimestampTz now)
 {
-	int64	   *ids = palloc(sizeof(int64) * n);
-	const char **keys = palloc(sizeof(char *) * n);
-	bool	   *done = palloc0(sizeof(bool) * n);
+	const char **keys = fkeys;
 
-	for (int first = 0; first < n; first++)
-	{
-		int32		partition = partitions[first];
-		int			count = 0;
-
-		if (done[first])
-			continue;
-		for (int i = first; i < n; i++)
-			if (!done[i] && partitions[i] == partition)
-			{
-				ids[count] = task_ids[i];
-				keys[count++] = fkeys ? fkeys[i] : NULL;
-				done[i] = true;
-			}
-		DurableAdmitEnqueued(partition, ids, keys, count, now);
-	}
+	if (keys == NULL)
+		keys = palloc0(sizeof(char *) * Max(n, 1));
+	DurableAdmitEnqueued(task_ids, keys, n, now);
 }
 
 /*
@@ -651,9 +635,9 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 			one.partition = keys_of[i];
 			result[i] = DurableEnqueue(&one, &settings, now);
 		}
-		/* as on one server: the batch's tasks admitted together */
+		/* as on one server: the batch's tasks admitted after its inserts */
 		if (settings.fair)
-			admit_batch(keys_of, result, fkeys, n, now);
+			admit_batch(result, fkeys, n, now);
 		return;
 	}
 	if (n > 0)
@@ -735,13 +719,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		res = DurableRun(&enqueue_batch, args, nulls, SPI_OK_SELECT, 0);
 		existing = res.rows;
 		if (settings.fair)
-		{
-			int32	   *task_partitions = palloc(sizeof(int32) * n);
-
-			for (int i = 0; i < n; i++)
-				task_partitions[i] = DatumGetInt32(partitions[i]);
-			admit_batch(task_partitions, result, fkeys, n, now);
-		}
+			admit_batch(result, fkeys, n, now);
 	}
 	if (existing > 0)
 	{

@@ -43,72 +43,74 @@
 #include "utils/timestamp.h"
 
 /*
- * The pass of the n-th task c admitted with its key at once: after the
- * key's last admitted ready task, or the head of c's priority when the key
- * has none (0 in an empty queue), by 1 / weight a task.  The admitted
+ * A task t admitted with the fairness key k: its pass, when it is due,
+ * comes after its key's last admitted ready task, or after the head of
+ * its queue's priority when the key has none (0 when there is none), by
+ * 1 / the key's weight; when not due, it waits (Infinity).  The admitted
  * tasks are the finite passes, which tasks_fair holds by key and
- * tasks_claimable in order.
+ * tasks_claimable in order.  One task a statement, found by its primary
+ * key: a statement that joined a set of tasks to the table was planned,
+ * once per backend and while the table was small, as a scan of the table,
+ * and each enqueue then read every task.  The tasks of a batch go one
+ * after the other, each seeing the passes of those before it.
  */
 #define ADMITTED_READY(alias) \
-	alias ".partition_key = $partition AND " alias ".queue_name = c.queue_name" \
-	" AND " alias ".priority = c.priority AND " alias ".state IN ('ready', 'waiting')" \
+	alias ".partition_key = $partition AND " alias ".queue_name = t.queue_name" \
+	" AND " alias ".priority = t.priority AND " alias ".state IN ('ready', 'waiting')" \
 	" AND " alias ".fair_pass < 'Infinity'"
-#define FAIR_PASS \
-	"COALESCE((SELECT k.fair_pass FROM durable.live_tasks k" \
-	"  WHERE " ADMITTED_READY("k") \
-	"  AND COALESCE(k.fairness_key, '') = COALESCE(c.fairness_key, '')" \
-	"  ORDER BY k.fair_pass DESC LIMIT 1)," \
-	" (SELECT h.fair_pass FROM durable.live_tasks h WHERE " ADMITTED_READY("h") \
-	"  ORDER BY h.fair_pass LIMIT 1), 0)" \
-	" + c.n / COALESCE(w.weight, 1)"
-
-/* the update that gives the tasks of c their passes (due) */
-#define ADMIT(set_key) \
-	" UPDATE durable.live_tasks t SET " set_key \
-	" fair_pass = CASE WHEN c.due THEN " FAIR_PASS " ELSE 'Infinity' END" \
-	" FROM c LEFT JOIN durable.fairness_weights w" \
-	"  ON w.queue_name = c.queue_name AND w.fairness_key = c.fairness_key" \
-	" WHERE t.partition_key = $partition AND t.task_id = c.task_id"
-
-/* c's rank among the tasks of its key admitted with it */
-#define ADMIT_RANK \
-	"pg_catalog.row_number() OVER (PARTITION BY queue_name, priority," \
-	" fairness_key, due ORDER BY run_at, task_id) AS n"
+#define ADMIT(k, unadmitted) \
+	"UPDATE durable.live_tasks t SET fairness_key = " k "," \
+	" fair_pass = CASE WHEN t.run_at <= $now THEN" \
+	"  COALESCE((SELECT a.fair_pass FROM durable.live_tasks a" \
+	"   WHERE " ADMITTED_READY("a") \
+	"   AND COALESCE(a.fairness_key, '') = COALESCE(" k ", '')" \
+	"   ORDER BY a.fair_pass DESC LIMIT 1)," \
+	"  (SELECT h.fair_pass FROM durable.live_tasks h WHERE " ADMITTED_READY("h") \
+	"   ORDER BY h.fair_pass LIMIT 1), 0)" \
+	"  + 1 / COALESCE((SELECT w.weight FROM durable.fairness_weights w" \
+	"   WHERE w.queue_name = t.queue_name AND w.fairness_key = " k "), 1)" \
+	" ELSE 'Infinity' END" \
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id" \
+	" AND t.state IN ('ready', 'waiting') AND " unadmitted
 
 /*
- * Tasks just enqueued into a partition, each with its key (or NULL): those
- * with no pass yet, which a task inserted has and one enqueued before (an
- * idempotent replay names it) has not.
+ * A task just enqueued, with its key (or NULL): one with no pass yet,
+ * which a task inserted has, and one enqueued before (an idempotent replay
+ * names it) has not.
  */
 enum
 {
-	ENQUEUED_PARTITION,
-	ENQUEUED_TASK_IDS,
-	ENQUEUED_KEYS,
-	ENQUEUED_NOW,
-	ENQUEUED_NPARAMS
+	ADMIT_PARTITION,
+	ADMIT_TASK_ID,
+	ADMIT_NOW,
+	ADMIT_KEY,
+	ADMIT_NPARAMS
 };
-static const DurableParam admit_enqueued_params[ENQUEUED_NPARAMS] = {
-	[ENQUEUED_PARTITION] = {"partition", INT4OID},
-	[ENQUEUED_TASK_IDS] = {"task_ids", INT8ARRAYOID},
-	[ENQUEUED_KEYS] = {"keys", TEXTARRAYOID},
-	[ENQUEUED_NOW] = {"now", TIMESTAMPTZOID},
+static const DurableParam admit_params[ADMIT_NPARAMS] = {
+	[ADMIT_PARTITION] = {"partition", INT4OID},
+	[ADMIT_TASK_ID] = {"task_id", INT8OID},
+	[ADMIT_NOW] = {"now", TIMESTAMPTZOID},
+	[ADMIT_KEY] = {"key", TEXTOID},
 };
 static DurableStatement admit_enqueued = {
 	.name = "admit_enqueued",
-	.sql = "WITH a AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($task_ids::int8[]),"
-	"  pg_catalog.unnest($keys::text[])) AS a(task_id, fairness_key)),"
-	" b AS (SELECT t.task_id, t.queue_name, t.priority, a.fairness_key, t.run_at,"
-	"  t.run_at <= $now AS due"
-	"  FROM durable.live_tasks t JOIN a ON a.task_id = t.task_id"
-	"  WHERE t.partition_key = $partition AND t.state IN ('ready', 'waiting')"
-	"  AND t.fair_pass IS NULL),"
-	" c AS (SELECT b.*, " ADMIT_RANK " FROM b)"
-	ADMIT("fairness_key = c.fairness_key,"),
-	DURABLE_PARAMS(admit_enqueued_params),
+	.sql = ADMIT("$key", "t.fair_pass IS NULL"),
+	DURABLE_PARAMS(admit_params),
 };
 
-/* a batch of a partition's tasks due and waiting for their pass */
+/* a task that waited for its pass, with its own key, once due */
+static const DurableParam admit_waiting_params[ADMIT_KEY] = {
+	[ADMIT_PARTITION] = {"partition", INT4OID},
+	[ADMIT_TASK_ID] = {"task_id", INT8OID},
+	[ADMIT_NOW] = {"now", TIMESTAMPTZOID},
+};
+static DurableStatement admit_waiting = {
+	.name = "admit_waiting",
+	.sql = ADMIT("t.fairness_key", "t.fair_pass = 'Infinity' AND t.run_at <= $now"),
+	DURABLE_PARAMS(admit_waiting_params),
+};
+
+/* a batch of a partition's tasks due and waiting for their passes */
 enum
 {
 	DUE_PARTITION,
@@ -116,21 +118,27 @@ enum
 	DUE_BATCH,
 	DUE_NPARAMS
 };
-static const DurableParam admit_due_params[DUE_NPARAMS] = {
+static const DurableParam due_unadmitted_params[DUE_NPARAMS] = {
 	[DUE_PARTITION] = {"partition", INT4OID},
 	[DUE_NOW] = {"now", TIMESTAMPTZOID},
 	[DUE_BATCH] = {"batch", INT4OID},
 };
-static DurableStatement admit_due = {
-	.name = "admit_due",
-	.sql = "WITH b AS (SELECT task_id, queue_name, priority, fairness_key, run_at,"
-	"  true AS due FROM durable.live_tasks"
-	"  WHERE partition_key = $partition AND state IN ('ready', 'waiting')"
-	"  AND fair_pass = 'Infinity' AND run_at <= $now"
-	"  ORDER BY run_at LIMIT $batch FOR UPDATE SKIP LOCKED),"
-	" c AS (SELECT b.*, " ADMIT_RANK " FROM b)"
-	ADMIT(""),
-	DURABLE_PARAMS(admit_due_params),
+enum
+{
+	DUE_TASK_ID,
+	DUE_NCOLUMNS
+};
+static const DurableColumn due_columns[DUE_NCOLUMNS] = {
+	[DUE_TASK_ID] = {"task_id", INT8OID},
+};
+static DurableStatement due_unadmitted = {
+	.name = "due_unadmitted",
+	.sql = "SELECT task_id FROM durable.live_tasks"
+	" WHERE partition_key = $partition AND state IN ('ready', 'waiting')"
+	" AND fair_pass = 'Infinity' AND run_at <= $now"
+	" ORDER BY run_at, task_id LIMIT $batch FOR UPDATE SKIP LOCKED",
+	DURABLE_PARAMS(due_unadmitted_params),
+	DURABLE_COLUMNS(due_columns),
 };
 
 /* of the partitions given, those with tasks due and waiting for a pass */
@@ -242,35 +250,26 @@ DurableMakeQueueFair(const char *queue, const DurableQueue *settings)
 
 /*
  * DurableAdmitEnqueued
- *		Give the n tasks just enqueued into partition of a fair queue their
- *		fairness keys (keys, NULL elements for none) and, those due at now,
- *		their passes.
+ *		Give the n tasks just enqueued into a fair queue their fairness keys
+ *		(keys, NULL elements for none) and, those due at now, their passes,
+ *		in the order given.
  */
 void
-DurableAdmitEnqueued(int32 partition, const int64 *task_ids, const char *const *keys,
-					 int n, TimestampTz now)
+DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys, int n,
+					 TimestampTz now)
 {
-	Datum		args[ENQUEUED_NPARAMS];
-	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *key_values = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *key_nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
+	Datum		args[ADMIT_NPARAMS];
+	char		nulls[ADMIT_NPARAMS] = {' ', ' ', ' ', ' '};
 
+	args[ADMIT_NOW] = TimestampTzGetDatum(now);
 	for (int i = 0; i < n; i++)
 	{
-		ids[i] = Int64GetDatum(task_ids[i]);
-		key_nulls[i] = keys[i] == NULL;
-		key_values[i] = keys[i] ? CStringGetTextDatum(keys[i]) : (Datum) 0;
+		args[ADMIT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_ids[i]));
+		args[ADMIT_TASK_ID] = Int64GetDatum(task_ids[i]);
+		args[ADMIT_KEY] = keys[i] ? CStringGetTextDatum(keys[i]) : (Datum) 0;
+		nulls[ADMIT_KEY] = keys[i] ? ' ' : 'n';
+		(void) DurableRun(&admit_enqueued, args, nulls, SPI_OK_UPDATE, 0);
 	}
-	args[ENQUEUED_PARTITION] = Int32GetDatum(partition);
-	args[ENQUEUED_TASK_IDS] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
-															  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[ENQUEUED_KEYS] = PointerGetDatum(construct_md_array(key_values, key_nulls, 1, dims,
-															 lbs, TEXTOID, -1, false,
-															 TYPALIGN_INT));
-	args[ENQUEUED_NOW] = TimestampTzGetDatum(now);
-	(void) DurableRun(&admit_enqueued, args, NULL, SPI_OK_UPDATE, 0);
 }
 
 /*
@@ -328,11 +327,30 @@ admit_partition(void *arg)
 {
 	AdmitWork  *work = arg;
 	Datum		args[DUE_NPARAMS];
+	Datum		admit[ADMIT_KEY];
+	DurableResult res;
+	uint64		ntasks;
+	int64	   *task_ids;
+	uint64		admitted = 0;
 
 	args[DUE_PARTITION] = Int32GetDatum(work->partition);
 	args[DUE_NOW] = TimestampTzGetDatum(work->now);
 	args[DUE_BATCH] = Int32GetDatum(work->batch);
-	return DurableRun(&admit_due, args, NULL, SPI_OK_UPDATE, 0).rows;
+	res = DurableRun(&due_unadmitted, args, NULL, SPI_OK_SELECT, 0);
+	/* the next statements replace the result: take the ids first */
+	ntasks = res.rows;
+	task_ids = palloc(sizeof(int64) * Max(ntasks, 1));
+	for (uint64 i = 0; i < ntasks; i++)
+		task_ids[i] = DurableGetInt64(res, i, DUE_TASK_ID);
+	admit[ADMIT_PARTITION] = Int32GetDatum(work->partition);
+	admit[ADMIT_NOW] = TimestampTzGetDatum(work->now);
+	for (uint64 i = 0; i < ntasks; i++)
+	{
+		admit[ADMIT_TASK_ID] = Int64GetDatum(task_ids[i]);
+		admitted += DurableRun(&admit_waiting, admit, NULL, SPI_OK_UPDATE, 0).rows;
+	}
+	pfree(task_ids);
+	return admitted;
 }
 
 /*
