@@ -87,6 +87,15 @@ SELECT cardinality(durable_enqueue_batch('fair_batch',
 SELECT fairness_key, fair_pass FROM durable.live_tasks WHERE queue_name = 'fair_batch' ORDER BY fair_pass, task_id;
 SELECT fairness_key, count(*) FROM durable.tasks WHERE queue_name = 'fair_batch' GROUP BY 1 ORDER BY 1;
 
+-- seen by operators: each key's backlog, and the metrics of the queue
+SELECT fairness_key, weight, ready, running, unadmitted, oldest_ready_age_seconds >= 0 AS aged
+FROM durable.fairness_keys WHERE queue_name = 'fair_batch' ORDER BY ready DESC, fairness_key;
+SELECT count(*) AS keys_with_a_weight FROM durable.fairness_keys
+WHERE queue_name = 'fair_weights' AND weight <> 1;
+SELECT m[1] AS series FROM regexp_matches(durable_metrics_prometheus(),
+    '^(durable_fairness_[a-z_]+\{queue="fair_batch"\} [0-9]+)$', 'gm') m
+WHERE m[1] NOT LIKE '%age_seconds%' ORDER BY 1;
+
 -- bad calls: nothing is written
 \set VERBOSITY sqlstate
 SELECT durable_set_fairness('fair_batch', 'a', 0);

@@ -243,6 +243,33 @@ static DurableStatement failing_parts = {
 	DURABLE_COLUMNS(failing_columns),
 };
 
+/* the fair queues' keys, per queue (the view durable.fairness_keys) */
+enum
+{
+	FAIR_QUEUE,
+	FAIR_KEYS_READY,
+	FAIR_UNADMITTED,
+	FAIR_OLDEST_READY,
+	FAIR_NCOLUMNS
+};
+
+static const DurableColumn fair_columns[FAIR_NCOLUMNS] = {
+	[FAIR_QUEUE] = {"queue_name", TEXTOID},
+	[FAIR_KEYS_READY] = {"keys_ready", INT8OID},
+	[FAIR_UNADMITTED] = {"unadmitted", INT8OID},
+	[FAIR_OLDEST_READY] = {"oldest_ready", FLOAT8OID},
+};
+
+static DurableStatement fair_gauges = {
+	.name = "fair_gauges",
+	.sql = "SELECT queue_name, pg_catalog.count(*) FILTER (WHERE ready > 0) AS keys_ready,"
+	" pg_catalog.sum(unadmitted)::int8 AS unadmitted,"
+	" pg_catalog.max(oldest_ready_age_seconds) AS oldest_ready"
+	" FROM durable.fairness_keys GROUP BY queue_name ORDER BY queue_name",
+	.nargs = 0,
+	DURABLE_COLUMNS(fair_columns),
+};
+
 static void
 append_gauge(StringInfo buf, const char *metric, const char *queue,
 			 const char *state, double value)
@@ -297,6 +324,25 @@ append_gauges(StringInfo buf)
 	for (uint64 r = 0; r < n; r++)
 		append_gauge(buf, "durable_queue_paused", DurableGetText(res, r, GAUGE_QUEUE), NULL,
 					 DurableGetBool(res, r, GAUGE_PAUSED) ? 1 : 0);
+
+	res = DurableRun(&fair_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	n = res.rows;
+	append_header(buf, "durable_fairness_keys_ready", "gauge",
+				  "Fairness keys of a fair queue with a task due and not claimed.");
+	for (uint64 r = 0; r < n; r++)
+		append_gauge(buf, "durable_fairness_keys_ready", DurableGetText(res, r, FAIR_QUEUE), NULL,
+					 (double) DurableGetInt64(res, r, FAIR_KEYS_READY));
+	append_header(buf, "durable_fairness_unadmitted_tasks", "gauge",
+				  "Tasks of a fair queue that are due and still wait for their pass (the reconciler gives it).");
+	for (uint64 r = 0; r < n; r++)
+		append_gauge(buf, "durable_fairness_unadmitted_tasks", DurableGetText(res, r, FAIR_QUEUE), NULL,
+					 (double) DurableGetInt64(res, r, FAIR_UNADMITTED));
+	append_header(buf, "durable_fairness_oldest_ready_age_seconds", "gauge",
+				  "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.");
+	for (uint64 r = 0; r < n; r++)
+		append_gauge(buf, "durable_fairness_oldest_ready_age_seconds",
+					 DurableGetText(res, r, FAIR_QUEUE), NULL,
+					 DatumGetFloat8(DurableGetDatum(res, r, FAIR_OLDEST_READY, &isnull)));
 }
 
 /*
