@@ -168,40 +168,6 @@ find_idle_partitions(void *arg)
 }
 
 /*
- * forget_failures_without_keys
- *		A partition whose part failed and that has no idle rows left (a
- *		claim took its key again, or its queue went) has nothing left to
- *		fail: its part, which runs only for a partition with idle rows,
- *		would otherwise stay failing in durable.status.  Of the partitions
- *		looked at only (on Citus, the node's own).
- */
-static void
-forget_failures_without_keys(const int32 *looked_at, uint64 nlooked_at,
-							 const int32 *with_rows, uint64 nwith_rows)
-{
-	uint64		nfailing;
-	char	  **failing = DurableFailingParts("partition ", &nfailing);
-
-	for (uint64 i = 0; i < nfailing; i++)
-	{
-		int32		partition;
-		int			end = 0;
-		bool		looked = false;
-		bool		rows = false;
-
-		if (sscanf(failing[i], "partition %d: concurrency keys%n", &partition, &end) != 1 ||
-			end == 0 || failing[i][end] != '\0')
-			continue;
-		for (uint64 j = 0; j < nlooked_at; j++)
-			looked |= looked_at[j] == partition;
-		for (uint64 j = 0; j < nwith_rows; j++)
-			rows |= with_rows[j] == partition;
-		if (looked && !rows)
-			DurablePartSucceeded(failing[i]);
-	}
-}
-
-/*
  * DurableRetireConcurrencyKeys
  *		Remove up to batch rows of concurrency keys that have been idle for
  *		DURABLE_KEY_IDLE and have no task that could run, each partition a
@@ -228,7 +194,9 @@ DurableRetireConcurrencyKeys(const int32 *partitions, uint64 npartitions,
 	memcpy(idle.partitions, partitions, sizeof(int32) * npartitions);
 	if (npartitions > 0 &&
 		DurableRunPart("concurrency keys", find_idle_partitions, &idle, &nidle))
-		forget_failures_without_keys(partitions, npartitions, idle.partitions, nidle);
+		/* a partition with no idle rows left: a claim took its key again */
+		DurablePartitionPartsDone("concurrency keys", partitions, npartitions,
+								  idle.partitions, nidle);
 	for (uint64 i = 0; i < nidle && retired < (uint64) batch; i++)
 	{
 		RetireWork	work = {idle.partitions[i], now, batch - (int) retired};

@@ -528,6 +528,9 @@ extern void DurablePartFailedWith(const char *part, const char *sqlstate,
 								  const char *message, bool unreachable);
 extern void DurablePartFailed(const char *part, const ErrorData *edata);
 extern void DurablePartSucceeded(const char *part);
+extern void DurablePartitionPartsDone(const char *what, const int32 *looked_at,
+									  uint64 nlooked_at, const int32 *with_work,
+									  uint64 nwith_work);
 extern bool DurablePartForget(const char *part);
 extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
 					   ErrorData **error);

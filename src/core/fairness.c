@@ -376,6 +376,8 @@ DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions, TimestampTz n
 	work.now = now;
 	if (!DurableRunPart("fairness", find_unadmitted, &work, &nfound))
 		return 0;
+	DurablePartitionPartsDone("fairness", partitions, npartitions,
+							  work.partitions, work.npartitions);
 	for (uint64 i = 0; i < work.npartitions && admitted < (uint64) batch; i++)
 	{
 		char		part[64];

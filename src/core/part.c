@@ -264,6 +264,40 @@ DurablePartSucceeded(const char *part)
 }
 
 /*
+ * DurablePartitionPartsDone
+ *		The parts "partition N: what" that failed, for the partitions the
+ *		tick looked at (looked_at) and found with nothing left to do (not in
+ *		with_work), have nothing left to fail: such a part runs only for a
+ *		partition with work, and would otherwise stay failing in
+ *		durable.status.  On Citus a node looks at its own partitions only.
+ */
+void
+DurablePartitionPartsDone(const char *what, const int32 *looked_at, uint64 nlooked_at,
+						  const int32 *with_work, uint64 nwith_work)
+{
+	uint64		nfailing;
+	char	  **failing = DurableFailingParts("partition ", &nfailing);
+
+	for (uint64 i = 0; i < nfailing; i++)
+	{
+		int32		partition;
+		int			end = 0;
+		bool		looked = false;
+		bool		work = false;
+
+		if (sscanf(failing[i], "partition %d: %n", &partition, &end) != 1 ||
+			end == 0 || strcmp(failing[i] + end, what) != 0)
+			continue;
+		for (uint64 j = 0; j < nlooked_at; j++)
+			looked |= looked_at[j] == partition;
+		for (uint64 j = 0; j < nwith_work; j++)
+			work |= with_work[j] == partition;
+		if (looked && !work)
+			DurablePartSucceeded(failing[i]);
+	}
+}
+
+/*
  * DurableTry
  *		Run fn(arg) in a subtransaction of its own.  Returns whether it
  *		succeeded; sets *done to what fn returned (0 when it failed), and,
