@@ -369,6 +369,8 @@ extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
 /* ---- fairness.c: fairness between the keys of a queue ---- */
 #define DURABLE_MAX_FAIRNESS_WEIGHT 1000000	/* as fairness_weights checks */
 extern void DurableMakeQueueFair(const char *queue, const DurableQueue *settings);
+extern double DurableFairPass(int32 partition, const char *queue, int32 priority,
+							  const char *key);
 extern void DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys,
 								 int n, TimestampTz now);
 extern void DurableSetFairness(const char *queue, const char *key, double weight);

@@ -34,6 +34,7 @@
 #include "commands/sequence.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -71,6 +72,8 @@ enum
 	ENQUEUE_ROLE,
 	ENQUEUE_PARENT_ID,
 	ENQUEUE_CONCURRENCY_KEY,
+	ENQUEUE_FAIRNESS_KEY,
+	ENQUEUE_FAIR_PASS,
 	ENQUEUE_NPARAMS
 };
 static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
@@ -91,16 +94,18 @@ static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
 	[ENQUEUE_ROLE] = {"role", TEXTOID},
 	[ENQUEUE_PARENT_ID] = {"parent_id", INT8OID},
 	[ENQUEUE_CONCURRENCY_KEY] = {"concurrency_key", TEXTOID},
+	[ENQUEUE_FAIRNESS_KEY] = {"fairness_key", TEXTOID},
+	[ENQUEUE_FAIR_PASS] = {"fair_pass", FLOAT8OID},
 };
 
 /*
- * The event of an enqueue, from the task's row given as $18..$21: the
- * columns of the split's step before, past the 17 parameters.
+ * The event of an enqueue, from the task's row given as $20..$23: the
+ * columns of the split's step before, past the 19 parameters.
  */
 #define ENQUEUE_EVENT_SPLIT \
 	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
 	" at, kind, actor, role, detail)" \
-	" VALUES ($18, $19, $20, 'ready', $21, $now, 'enqueued', $role, $role," \
+	" VALUES ($20, $21, $22, 'ready', $23, $now, 'enqueued', $role, $role," \
 	" " ENQUEUE_DETAIL("$workflow_version") ")" \
 	" RETURNING task_id"
 
@@ -108,7 +113,7 @@ static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
 	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
 	" created_at, deadline, queue_name, idempotency_key, request_hash," \
 	" workflow_version, payload, metadata, parent_id, concurrency_key," \
-	" versions"
+	" versions, fairness_key, fair_pass"
 
 /* a task enqueued with a workflow_version is pinned to it */
 #define PINNED_AT_ENQUEUE(param) \
@@ -185,12 +190,13 @@ DurableStatement DurableEnqueueStatement = {
 	.sql = "WITH t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
-	"  payload, metadata, parent_id, concurrency_key, versions)"
+	"  payload, metadata, parent_id, concurrency_key, versions, fairness_key,"
+	"  fair_pass)"
 	"  VALUES ($partition, $task_id,"
 	"  'ready', $class::durable.activity_class, $priority, $max_attempts,"
 	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-	"  " PINNED_AT_ENQUEUE("$workflow_version") ")"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	DURABLE_PARAMS(enqueue_params),
@@ -204,7 +210,7 @@ DurableStatement DurableEnqueueStatement = {
 		" 'ready', $class::durable.activity_class, $priority, $max_attempts,"
 		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-		" " PINNED_AT_ENQUEUE("$workflow_version") ")"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
 		" RETURNING partition_key, task_id, version, fence",
 	DURABLE_SPLIT_NO_INPUT, true, true},
 	{ENQUEUE_EVENT_SPLIT, 0, true, true},
@@ -229,12 +235,13 @@ static DurableStatement enqueue_keyed = {
 	" t AS (INSERT INTO durable.live_tasks (partition_key, task_id, state,"
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
-	"  payload, metadata, parent_id, concurrency_key, versions)"
+	"  payload, metadata, parent_id, concurrency_key, versions, fairness_key,"
+	"  fair_pass)"
 	"  SELECT " TASK_PARTITION_OF_SUFFIX ", k.task_id, 'ready',"
 	"  $class::durable.activity_class, $priority, $max_attempts,"
 	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-	"  " PINNED_AT_ENQUEUE("$workflow_version") " FROM k"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass FROM k"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	DURABLE_PARAMS(enqueue_params),
@@ -248,11 +255,11 @@ static DurableStatement enqueue_keyed = {
 		" RETURNING task_id",
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $18, 'ready',"
+		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $20, 'ready',"
 		" $class::durable.activity_class, $priority, $max_attempts,"
 		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-		" " PINNED_AT_ENQUEUE("$workflow_version") ")"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
 		" RETURNING partition_key, task_id, version, fence",
 	0, true},
 	{ENQUEUE_EVENT_SPLIT, 1, true},
@@ -341,8 +348,26 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		CStringGetTextDatum(req->concurrency_key) : (Datum) 0;
 	nulls[ENQUEUE_CONCURRENCY_KEY] = req->concurrency_key ? ' ' : 'n';
 
+	/*
+	 * In a fair queue the task comes with its pass, or Infinity when it is
+	 * not due yet (fairness.c); a batch gives its tasks theirs after their
+	 * inserts, and the task none here.
+	 */
+	args[ENQUEUE_FAIRNESS_KEY] = req->fairness_key ?
+		CStringGetTextDatum(req->fairness_key) : (Datum) 0;
+	nulls[ENQUEUE_FAIRNESS_KEY] = req->fairness_key ? ' ' : 'n';
+	nulls[ENQUEUE_FAIR_PASS] = 'n';
 	if (req->fairness_key != NULL)
 		DurableMakeQueueFair(req->queue, settings);
+	if ((settings->fair || req->fairness_key != NULL) && !req->admitted_by_caller)
+	{
+		args[ENQUEUE_FAIR_PASS] = Float8GetDatum(run_at <= now ?
+												 DurableFairPass(partition, req->queue,
+																 req->priority,
+																 req->fairness_key) :
+												 get_float8_infinity());
+		nulls[ENQUEUE_FAIR_PASS] = ' ';
+	}
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
 	res = DurableRunInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,
@@ -350,8 +375,6 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	if (res.rows == 1)
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
-		if ((settings->fair || req->fairness_key != NULL) && !req->admitted_by_caller)
-			DurableAdmitEnqueued(&task_id, &req->fairness_key, 1, now);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);

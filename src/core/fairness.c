@@ -20,7 +20,8 @@
  * A task is admitted (gets its pass) only once it is due: a pass is the
  * task's place among tasks that can run now, and one that cannot run yet
  * would be skipped by every claim until it can.  A task enqueued due is
- * admitted by its enqueue, in the same transaction; one enqueued for later,
+ * admitted by its enqueue, which inserts it with its pass (a batch gives
+ * its tasks theirs after their inserts); one enqueued for later,
  * or back from running (released, retried, waiting: move.c's UNADMITTED),
  * has the pass Infinity, after every admitted task of its priority, until
  * the reconciler admits it once due (DurableAdmitFairTasks); it can be
@@ -54,24 +55,57 @@
  * and each enqueue then read every task.  The tasks of a batch go one
  * after the other, each seeing the passes of those before it.
  */
-#define ADMITTED_READY(alias) \
-	alias ".partition_key = $partition AND " alias ".queue_name = t.queue_name" \
-	" AND " alias ".priority = t.priority AND " alias ".state IN ('ready', 'waiting')" \
+#define ADMITTED_READY(alias, queue, priority) \
+	alias ".partition_key = $partition AND " alias ".queue_name = " queue \
+	" AND " alias ".priority = " priority " AND " alias ".state IN ('ready', 'waiting')" \
 	" AND " alias ".fair_pass < 'Infinity'"
+#define FAIR_PASS(queue, priority, k) \
+	"COALESCE((SELECT a.fair_pass FROM durable.live_tasks a" \
+	"  WHERE " ADMITTED_READY("a", queue, priority) \
+	"  AND COALESCE(a.fairness_key, '') = COALESCE(" k ", '')" \
+	"  ORDER BY a.fair_pass DESC LIMIT 1)," \
+	" (SELECT h.fair_pass FROM durable.live_tasks h" \
+	"  WHERE " ADMITTED_READY("h", queue, priority) \
+	"  ORDER BY h.fair_pass LIMIT 1), 0)" \
+	" + 1 / COALESCE((SELECT w.weight FROM durable.fairness_weights w" \
+	"  WHERE w.queue_name = " queue " AND w.fairness_key = " k "), 1)"
 #define ADMIT(k, unadmitted) \
 	"UPDATE durable.live_tasks t SET fairness_key = " k "," \
-	" fair_pass = CASE WHEN t.run_at <= $now THEN" \
-	"  COALESCE((SELECT a.fair_pass FROM durable.live_tasks a" \
-	"   WHERE " ADMITTED_READY("a") \
-	"   AND COALESCE(a.fairness_key, '') = COALESCE(" k ", '')" \
-	"   ORDER BY a.fair_pass DESC LIMIT 1)," \
-	"  (SELECT h.fair_pass FROM durable.live_tasks h WHERE " ADMITTED_READY("h") \
-	"   ORDER BY h.fair_pass LIMIT 1), 0)" \
-	"  + 1 / COALESCE((SELECT w.weight FROM durable.fairness_weights w" \
-	"   WHERE w.queue_name = t.queue_name AND w.fairness_key = " k "), 1)" \
+	" fair_pass = CASE WHEN t.run_at <= $now" \
+	" THEN " FAIR_PASS("t.queue_name", "t.priority", k) \
 	" ELSE 'Infinity' END" \
 	" WHERE t.partition_key = $partition AND t.task_id = $task_id" \
 	" AND t.state IN ('ready', 'waiting') AND " unadmitted
+
+/* the pass of a task about to be enqueued due, with its key (or NULL) */
+enum
+{
+	PASS_PARTITION,
+	PASS_QUEUE,
+	PASS_PRIORITY,
+	PASS_KEY,
+	PASS_NPARAMS
+};
+static const DurableParam fair_pass_params[PASS_NPARAMS] = {
+	[PASS_PARTITION] = {"partition", INT4OID},
+	[PASS_QUEUE] = {"queue", TEXTOID},
+	[PASS_PRIORITY] = {"priority", INT4OID},
+	[PASS_KEY] = {"key", TEXTOID},
+};
+enum
+{
+	PASS_PASS,
+	PASS_NCOLUMNS
+};
+static const DurableColumn fair_pass_columns[PASS_NCOLUMNS] = {
+	[PASS_PASS] = {"pass", FLOAT8OID},
+};
+static DurableStatement fair_pass_next = {
+	.name = "fair_pass_next",
+	.sql = "SELECT " FAIR_PASS("$queue", "$priority", "$key") " AS pass",
+	DURABLE_PARAMS(fair_pass_params),
+	DURABLE_COLUMNS(fair_pass_columns),
+};
 
 /*
  * A task just enqueued, with its key (or NULL): one with no pass yet,
@@ -249,10 +283,34 @@ DurableMakeQueueFair(const char *queue, const DurableQueue *settings)
 }
 
 /*
+ * DurableFairPass
+ *		The pass of a task due now that is about to be enqueued into
+ *		partition of a fair queue, with its key (or NULL) and priority: the
+ *		enqueue inserts it with the task, in one write.
+ */
+double
+DurableFairPass(int32 partition, const char *queue, int32 priority, const char *key)
+{
+	Datum		args[PASS_NPARAMS];
+	char		nulls[PASS_NPARAMS] = {' ', ' ', ' ', ' '};
+	DurableResult res;
+	bool		isnull;
+
+	args[PASS_PARTITION] = Int32GetDatum(partition);
+	args[PASS_QUEUE] = CStringGetTextDatum(queue);
+	args[PASS_PRIORITY] = Int32GetDatum(priority);
+	args[PASS_KEY] = key ? CStringGetTextDatum(key) : (Datum) 0;
+	nulls[PASS_KEY] = key ? ' ' : 'n';
+	res = DurableRun(&fair_pass_next, args, nulls, SPI_OK_SELECT, 1);
+	return DatumGetFloat8(DurableGetDatum(res, 0, PASS_PASS, &isnull));
+}
+
+/*
  * DurableAdmitEnqueued
- *		Give the n tasks just enqueued into a fair queue their fairness keys
- *		(keys, NULL elements for none) and, those due at now, their passes,
- *		in the order given.
+ *		Give the n tasks a batch just enqueued into a fair queue their
+ *		fairness keys (keys, NULL elements for none) and, those due at now,
+ *		their passes, in the order given (one enqueue inserts its task with
+ *		its pass: DurableFairPass).
  */
 void
 DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys, int n,
