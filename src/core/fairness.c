@@ -21,8 +21,8 @@
  * task's place among tasks that can run now, and one that cannot run yet
  * would be skipped by every claim until it can.  A task enqueued due is
  * admitted by its enqueue, which inserts it with its pass (a batch gives
- * its tasks theirs after their inserts); one enqueued for later,
- * or back from running (released, retried, waiting: move.c's UNADMITTED),
+ * its tasks theirs after their inserts); one enqueued for later, or back
+ * from running (released, retried, waiting: move.c's UNADMITTED),
  * has the pass Infinity, after every admitted task of its priority, until
  * the reconciler admits it once due (DurableAdmitFairTasks); it can be
  * claimed meanwhile when nothing admitted is ready.  In a queue without
@@ -30,9 +30,13 @@
  *
  * A queue becomes fair with its first task that has a fairness key, or
  * its first weight (durable_set_fairness): its unfinished tasks then wait
- * for admission as any, so that none is left behind the fair ones.
- * Concurrent enqueues of one key may give two tasks one pass: ties go in
- * due order, and no lock is taken on a key.
+ * for admission as any, so that none is left behind the fair ones.  An
+ * enqueue that read the queue just before, and commits just after, keeps
+ * no pass (NULL) and is claimed after the queue's other ready tasks; the
+ * reconciler does not look for such a task (no index holds them apart
+ * from the tasks of queues without fairness).  Concurrent enqueues of one
+ * key may give two tasks one pass: ties go in due order, and no lock is
+ * taken on a key.
  *
  *-------------------------------------------------------------------------
  */
