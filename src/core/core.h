@@ -359,6 +359,8 @@ extern int64 DurableEnqueuedBefore(int32 partition, const char *queue,
 								   Jsonb *payload);
 extern int32 DurableQueueKeyPartition(const DurableQueue *settings,
 									  const char *key);
+extern int32 DurableTaskPartition(const DurableQueue *settings, const char *key,
+								  const char *concurrency_key);
 
 /*
  * The order in which claims take ready tasks, tasks_claimable's: by

@@ -3,7 +3,8 @@
  * sql.h
  *	  Fragments of SQL that the statements of more than one core module
  *	  share: the queue of a moved task, times on the UTC calendar, a
- *	  lease renewed, the deadline of a wait.  The rows of a task and a step are row.h's.
+ *	  lease renewed, the deadline of a wait, what an enqueue records of a
+ *	  task's version.  The rows of a task and a step are row.h's.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +13,17 @@
 
 
 #define QUEUE_OF_U " LEFT JOIN durable.queues q ON q.queue_name = u.queue_name"
+
+/* the event of an enqueue: the versions it pinned the task to, if any */
+#define ENQUEUE_DETAIL(param) \
+	"CASE WHEN " param "::text IS NOT NULL" \
+	" THEN pg_catalog.jsonb_build_object('versions'," \
+	"  pg_catalog.jsonb_build_object('workflow', " param "::text)) END"
+
+/* a task enqueued with a workflow_version is pinned to it */
+#define PINNED_AT_ENQUEUE(param) \
+	"CASE WHEN " param "::text IS NOT NULL" \
+	" THEN pg_catalog.jsonb_build_object('workflow', " param "::text) END"
 
 /*
  * A time plus or minus an interval on the UTC calendar, whatever the
