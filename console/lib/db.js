@@ -42,6 +42,7 @@ export const FUNCTIONS = {
 // What a role may read, by relation (and column where a grant is per column)
 export const RELATIONS = {
   queue_gauges: 'durable.queue_gauges',
+  fairness_keys: 'durable.fairness_keys',
   queue_stats: 'durable.queue_stats',
   metrics: 'durable.metrics',
   wait_stats: 'durable.wait_stats',
@@ -207,6 +208,8 @@ export async function capabilities(pool, schema) {
     // expired leases and stuck tasks, from the live tasks, for a role that
     // may read them (queue_gauges has neither)
     liveAlarms: can('rel:live_tasks') && can('rel:queues'),
+    // a fair queue's keys (durable 0.9.0 on)
+    fairnessKeys: can('rel:fairness_keys'),
     counters: can('rel:queue_counters'),
     countersPresent: present['rel:queue_counters'],
     metrics: can('rel:metrics'),
@@ -283,6 +286,12 @@ export function statements(api) {
                          FROM pg_catalog.generate_series(0, q.partitions OPERATOR(pg_catalog.-) 1) i
                          ORDER BY 1) AS partition_keys
             FROM durable.queues q WHERE q.queue_name OPERATOR(pg_catalog.=) $1`,
+    // a fair queue's keys with the most due work first: each key's backlog
+    // and how long its oldest due task has waited
+    fairnessKeys: `SELECT fairness_key, weight, ready, running, unadmitted,
+                          oldest_ready_age_seconds AS oldest_due_s
+                   FROM durable.fairness_keys WHERE queue_name OPERATOR(pg_catalog.=) $1
+                   ORDER BY ready DESC, oldest_ready_age_seconds DESC, fairness_key LIMIT 20`,
     // live tasks of a queue in one state, newest id first, after a cursor
     liveTasks: `SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts, t.priority,
                        t.run_at, t.created_at, t.lease_until, t.owner, t.stop_code, t.parent_id, t.versions

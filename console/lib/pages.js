@@ -366,6 +366,18 @@ ${reasonField('Reason (for the console\'s audit log: durable_pause takes none)')
 <button>Apply to the partition</button></form></details>`);
   }
 
+  if (caps.fairnessKeys) {
+    const fair = (await ctx.query(sql.fairnessKeys, [name])).rows;
+    if (fair.length) {
+      parts.push(html`<h2>Fairness keys</h2><p class="muted">The 20 keys with the most due work; a key whose oldest due task keeps ageing while the others are served waits more than its share.</p>
+${table(
+        ['fairness_key', 'weight', 'ready', 'running', 'unadmitted', 'oldest_due'],
+        fair.map((r) => ({ ...r, fairness_key: r.fairness_key ?? '(no key)', oldest_due: Number(r.ready) > 0 ? age(r.oldest_due_s) : '' })),
+        { id: 'fairness-keys' },
+      )}`);
+    }
+  }
+
   parts.push(html`<h2>Tasks</h2><form method="get" class="filters">
 <label>State <select name="state">${['live', ...LIVE_STATES, ...FINISHED_STATES].map(
     (s) => html`<option value="${s}"${s === stateParam ? raw(' selected') : ''}>${s === 'live' ? 'all unfinished' : s}</option>`,

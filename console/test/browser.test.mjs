@@ -87,6 +87,11 @@ before(async () => {
   await sql("SELECT durable_create_queue('audit')");
   await sql("SELECT durable_enqueue('audit', jsonb_build_object('n', n)) FROM generate_series(1, 3) n");
   await sql("SELECT durable_enqueue('audit', jsonb_build_object('note', $1::text), metadata => jsonb_build_object('html', $1::text))", [XSS]);
+  // a fair queue nobody works: two tenants and the tasks without a key
+  await sql("SELECT durable_create_queue('tenants')");
+  await sql("SELECT durable_set_fairness('tenants', 'tenant-b', 2)");
+  await sql("SELECT durable_enqueue('tenants', '{}', fairness_key => k) FROM unnest(ARRAY['tenant-a', 'tenant-a', 'tenant-a', 'tenant-b']) k");
+  await sql("SELECT durable_enqueue('tenants', '{}')");
 });
 
 after(async () => {
@@ -313,6 +318,23 @@ describe('operator', () => {
       assert.match(r.headers()['content-type'], /^text\/plain; version=0\.0\.4/);
       assert.match(body, /^# HELP durable_/m);
     } else assert.fail(`/metrics answered ${r.status()}: ${body}`);
+    await s.close();
+  });
+});
+
+describe('fairness', () => {
+  test("a fair queue's page shows its keys as durable.fairness_keys has them", async (t) => {
+    const s = await login(OPERATOR, t);
+    await s.goto('/queue/tenants');
+    const shown = await s.page.$$eval('#fairness-keys tbody tr', (rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].slice(0, 5).map((c) => c.innerText.trim())));
+    const want = (await sql(`SELECT coalesce(fairness_key, '(no key)') AS k, weight, ready, running, unadmitted
+                              FROM durable.fairness_keys WHERE queue_name = 'tenants'
+                              ORDER BY ready DESC, oldest_ready_age_seconds DESC, fairness_key`))
+      .map((r) => [r.k, String(r.weight), String(r.ready), String(r.running), String(r.unadmitted)]);
+    assert.equal(want.length, 3);
+    assert.deepEqual(shown, want);
+    await s.screenshot('queue-fairness-keys');
     await s.close();
   });
 });
