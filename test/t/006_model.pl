@@ -1430,12 +1430,18 @@ sub execute
 		  : $x < ($queue eq 'q3' ? 55 : 25) ? pick($M->{deployed}{workflow}, $r[5] >> 7)
 		  : $x >= 75 && $queue eq 'q3' ? pick(\@undeployed, $r[5] >> 7)
 		  : $x >= 90 ? pick(\@WORKFLOWS, $r[5] >> 7) : undef;
+		# q2 is fair (docs/design.md section 16): its tasks mostly name one of
+		# three tenants, which changes the order its claims take them in,
+		# never whether a task may be claimed
+		my $fkey = $queue eq 'q2' && ($r[4] >> 12) % 100 < 60 ? 't' . (($r[4] >> 20) % 3) : undef;
+		$stats{fair_enqueues}++ if $fkey;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
 		        durable_enqueue(?, ?::jsonb, idempotency_key => ?, class => ?, max_attempts => ?,
-		                        workflow_version => ?) AS v';
-		@binds = ($queue, $payload, $key, $class, $max, $wv);
+		                        workflow_version => ?, fairness_key => ?) AS v';
+		@binds = ($queue, $payload, $key, $class, $max, $wv, $fkey);
 		$desc = "$sid enqueue $queue $class max_attempts " . ($max // 'default')
-		  . ($key ? " key $key $payload" : '') . (defined $wv ? " workflow_version $wv" : '');
+		  . ($key ? " key $key $payload" : '') . (defined $wv ? " workflow_version $wv" : '')
+		  . ($fkey ? " fairness key $fkey" : '');
 		my $known = $key ? $M->{enqueue_keys}{"$queue/$key"} : undef;
 		@alts = sub {
 			if ($known && $known->{payload} ne $payload)
@@ -2879,6 +2885,7 @@ diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f 
 	  . "  versions: claims naming them %d (tasks pinned by a claim %d), deploys %d, reviews for versions no worker runs %d,\n"
 	  . "  migrations %d (in doubt: refused or left %d), quarantines %d (refused in doubt %d), quarantined tasks replayed %d\n"
 	  . "  locks held by another tenant %d (a part of the tick blocked by them %d)\n"
+	  . "  enqueues with a fairness key %d (q2 is fair)\n"
 	  . "  kinds: %s",
 	$stats{sequences}, $stats{ops}, $stats{skipped}, $elapsed, $SEED, $SEED + $seq - 1,
 	$stats{claims}, $stats{handed_out}, $stats{empty_claims_with_work}, $stats{decisions},
@@ -2886,7 +2893,7 @@ diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f 
 	$stats{timeouts}, $stats{empty_lookups_with_work} // 0,
 	map({ $stats{$_} // 0 } qw(claims_with_versions pinned_by_claim deploys version_reviews migrations
 		migrations_refused_in_doubt quarantines quarantines_refused_in_doubt replayed_quarantined
-		holds holds_blocking)),
+		holds holds_blocking fair_enqueues)),
 	join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
 
 ok($stats{ops} > 0, 'operations ran');
