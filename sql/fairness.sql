@@ -79,6 +79,13 @@ SELECT count(*) >= 0 AS reconciled FROM durable_reconcile();
 SELECT payload->>'k' AS k, fair_pass, task_id = :released AS released
 FROM durable.live_tasks WHERE queue_name = 'fair_later' ORDER BY fair_pass, task_id;
 
+-- a debounced task in a fair queue: due, it has its pass; delayed by a
+-- later call past now, it waits for its pass again until due
+SELECT durable_debounce('fair_later', 'd', '{"k": "debounced"}', '0 seconds') AS debounced \gset
+SELECT fair_pass < 'Infinity' AS admitted FROM durable.live_tasks WHERE task_id = :debounced;
+SELECT durable_debounce('fair_later', 'd', '{"k": "debounced"}', '1 hour') = :debounced AS same_task;
+SELECT fair_pass FROM durable.live_tasks WHERE task_id = :debounced;
+
 -- a batch with its keys
 SELECT durable_create_queue('fair_batch', partitions => 1);
 SELECT cardinality(durable_enqueue_batch('fair_batch',

@@ -27,6 +27,7 @@
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
+#include "core/row.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -99,11 +100,18 @@ static DurableStatement flow_key_task = {
 	DURABLE_PARAMS(flow_key_task_params),
 };
 
-/* a debounced task delayed, while it waits for its first claim */
+/*
+ * A debounced task delayed, while it waits for its first claim.  In a
+ * fair queue a task delayed past now leaves its place in the claim order
+ * until it is due again (fairness.c: a pass is a place among tasks that
+ * can run now).
+ */
+#define DELAYED_RUN_AT "LEAST(GREATEST(run_at, $run_at), $latest)"
 enum
 {
 	DELAY_PARTITION,
 	DELAY_TASK_ID,
+	DELAY_NOW,
 	DELAY_RUN_AT,
 	DELAY_LATEST,
 	DELAY_PAYLOAD,
@@ -112,6 +120,7 @@ enum
 static const DurableParam debounce_delay_params[DELAY_NPARAMS] = {
 	[DELAY_PARTITION] = {"partition", INT4OID},
 	[DELAY_TASK_ID] = {"task_id", INT8OID},
+	[DELAY_NOW] = {"now", TIMESTAMPTZOID},
 	[DELAY_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 	[DELAY_LATEST] = {"latest", TIMESTAMPTZOID},
 	[DELAY_PAYLOAD] = {"payload", JSONBOID},
@@ -119,8 +128,10 @@ static const DurableParam debounce_delay_params[DELAY_NPARAMS] = {
 static DurableStatement debounce_delay = {
 	.name = "debounce_delay",
 	.sql = "UPDATE durable.live_tasks"
-	" SET run_at = LEAST(GREATEST(run_at, $run_at), $latest),"
-	" payload = COALESCE($payload, payload)"
+	" SET run_at = " DELAYED_RUN_AT ","
+	" payload = COALESCE($payload, payload),"
+	" fair_pass = CASE WHEN " DELAYED_RUN_AT " > $now THEN " UNADMITTED("fair_pass")
+	"  ELSE fair_pass END"
 	" WHERE partition_key = $partition AND task_id = $task_id"
 	" AND state = 'ready' AND attempt = 0",
 	DURABLE_PARAMS(debounce_delay_params),
@@ -227,10 +238,11 @@ DurableDebounce(const char *queue, const char *key, Jsonb *payload,
 	if (task_id != 0)
 	{
 		Datum		args[DELAY_NPARAMS];
-		char		nulls[DELAY_NPARAMS] = {' ', ' ', ' ', ' ', ' '};
+		char		nulls[DELAY_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 		args[DELAY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 		args[DELAY_TASK_ID] = Int64GetDatum(task_id);
+		args[DELAY_NOW] = TimestampTzGetDatum(fk.now);
 		args[DELAY_RUN_AT] = TimestampTzGetDatum(run_at);
 		args[DELAY_LATEST] = max_wait ?
 			TimestampTzGetDatum(DurableTimePlus(first_at, max_wait)) : (Datum) 0;
