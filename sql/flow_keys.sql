@@ -57,6 +57,14 @@ SELECT task_id = :c1 AS first, payload FROM durable.live_tasks WHERE queue_name 
 SELECT calls FROM durable.flow_keys WHERE queue_name = 'flow_claimed';
 COMMIT;
 
+-- a task claimed and released was claimed: the next call makes a new task
+SELECT durable_create_queue('flow_released', partitions => 4);
+SELECT durable_debounce('flow_released', 'doc', '{"v": 1}', '0 seconds') AS r1 \gset
+SELECT task_id = :r1 AS claimed, fence AS f FROM durable_claim('flow_released', 'w') \gset
+SELECT durable_release(:r1, :f);
+SELECT state, attempt FROM durable.live_tasks WHERE task_id = :r1;
+SELECT durable_debounce('flow_released', 'doc', '{"v": 2}', '0 seconds') <> :r1 AS new_task;
+
 -- throttle: one task a key a period; a call within it returns that task,
 -- whatever became of it; after it, a new task with the call's payload
 BEGIN;
@@ -110,7 +118,7 @@ SELECT durable_throttle('flow_nowhere', 'bad', '{}', '1 second');
 SELECT count(*) AS bad_keys FROM durable.flow_keys WHERE flow_key = 'bad';
 
 -- leave nothing behind: dropping the queues drops their keys
-\set cleanup_queues 'flow_debounce,flow_claimed,flow_throttle'
+\set cleanup_queues 'flow_debounce,flow_claimed,flow_throttle,flow_released'
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set cleanup_file :abs_srcdir '/test/regress/cleanup.sql'
 \i :cleanup_file

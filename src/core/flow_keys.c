@@ -19,7 +19,8 @@
  * run_at to delay after the call, never past max_wait after the first
  * call, and in trailing mode gives it the call's payload.  That update
  * takes the task's row lock and tests again that the task is still ready
- * and never claimed, so a call that comes with a claim either delays the
+ * and never claimed (its fence is 0: a release gives the attempt back,
+ * not the fence), so a call that comes with a claim either delays the
  * task before the claim takes it or makes a new one after.  A change of
  * the waiting task's run_at and payload is no event of the task: the
  * key's row counts the calls.
@@ -133,7 +134,7 @@ static DurableStatement debounce_delay = {
 	" fair_pass = CASE WHEN " DELAYED_RUN_AT " > $now THEN " UNADMITTED("fair_pass")
 	"  ELSE fair_pass END"
 	" WHERE partition_key = $partition AND task_id = $task_id"
-	" AND state = 'ready' AND attempt = 0",
+	" AND state = 'ready' AND fence = 0",
 	DURABLE_PARAMS(debounce_delay_params),
 };
 

@@ -260,7 +260,7 @@ static DurableStatement retain_events_all = {
 #define FLOW_KEY_DONE(f) \
 	f ".expires_at < $cutoff AND NOT EXISTS (SELECT FROM durable.live_tasks t" \
 	" WHERE t.partition_key = " f ".partition_key AND t.task_id = " f ".task_id" \
-	" AND t.state = 'ready' AND t.attempt = 0)"
+	" AND t.state = 'ready' AND t.fence = 0)"
 static DurableStatement retain_flow_keys = {
 	.name = "retain_flow_keys",
 	.sql = "DELETE FROM durable.flow_keys WHERE ctid = ANY (ARRAY("
