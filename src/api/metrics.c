@@ -284,12 +284,25 @@ append_gauge(StringInfo buf, const char *metric, const char *queue,
 	appendStringInfo(buf, "} %.15g\n", value);
 }
 
+/* a gauge of each queue of res (its first column), from a bigint or float8 column */
+static void
+append_queue_gauge(StringInfo buf, const char *metric, const char *help,
+				   DurableResult res, int column, bool integer)
+{
+	bool		isnull;
+
+	append_header(buf, metric, "gauge", help);
+	for (uint64 r = 0; r < res.rows; r++)
+		append_gauge(buf, metric, DurableGetText(res, r, 0), NULL,
+					 integer ? (double) DurableGetInt64(res, r, column) :
+					 DatumGetFloat8(DurableGetDatum(res, r, column, &isnull)));
+}
+
 static void
 append_gauges(StringInfo buf)
 {
 	DurableResult res = DurableRun(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
 	uint64		n = res.rows;
-	bool		isnull;
 	static const struct
 	{
 		int			column;
@@ -307,18 +320,12 @@ append_gauges(StringInfo buf)
 			append_gauge(buf, "durable_tasks", DurableGetText(res, r, GAUGE_QUEUE),
 						 states[s].state,
 						 (double) DurableGetInt64(res, r, states[s].column));
-	append_header(buf, "durable_oldest_ready_age_seconds", "gauge",
-				  "Age of the oldest task that is due and not claimed (0 for none).");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_oldest_ready_age_seconds",
-					 DurableGetText(res, r, GAUGE_QUEUE), NULL,
-					 DatumGetFloat8(DurableGetDatum(res, r, GAUGE_OLDEST_READY, &isnull)));
-	append_header(buf, "durable_oldest_heartbeat_age_seconds", "gauge",
-				  "Age of the oldest heartbeat of a running task (0 for none).");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_oldest_heartbeat_age_seconds",
-					 DurableGetText(res, r, GAUGE_QUEUE), NULL,
-					 DatumGetFloat8(DurableGetDatum(res, r, GAUGE_OLDEST_HEARTBEAT, &isnull)));
+	append_queue_gauge(buf, "durable_oldest_ready_age_seconds",
+					   "Age of the oldest task that is due and not claimed (0 for none).",
+					   res, GAUGE_OLDEST_READY, false);
+	append_queue_gauge(buf, "durable_oldest_heartbeat_age_seconds",
+					   "Age of the oldest heartbeat of a running task (0 for none).",
+					   res, GAUGE_OLDEST_HEARTBEAT, false);
 	append_header(buf, "durable_queue_paused", "gauge",
 				  "1 when the queue or one of its partitions is paused.");
 	for (uint64 r = 0; r < n; r++)
@@ -326,23 +333,15 @@ append_gauges(StringInfo buf)
 					 DurableGetBool(res, r, GAUGE_PAUSED) ? 1 : 0);
 
 	res = DurableRun(&fair_gauges, NULL, NULL, SPI_OK_SELECT, 0);
-	n = res.rows;
-	append_header(buf, "durable_fairness_keys_ready", "gauge",
-				  "Fairness keys of a fair queue with a task due and not claimed.");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_fairness_keys_ready", DurableGetText(res, r, FAIR_QUEUE), NULL,
-					 (double) DurableGetInt64(res, r, FAIR_KEYS_READY));
-	append_header(buf, "durable_fairness_unadmitted_tasks", "gauge",
-				  "Tasks of a fair queue that are due and still wait for their pass (the reconciler gives it).");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_fairness_unadmitted_tasks", DurableGetText(res, r, FAIR_QUEUE), NULL,
-					 (double) DurableGetInt64(res, r, FAIR_UNADMITTED));
-	append_header(buf, "durable_fairness_oldest_ready_age_seconds", "gauge",
-				  "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_fairness_oldest_ready_age_seconds",
-					 DurableGetText(res, r, FAIR_QUEUE), NULL,
-					 DatumGetFloat8(DurableGetDatum(res, r, FAIR_OLDEST_READY, &isnull)));
+	append_queue_gauge(buf, "durable_fairness_keys_ready",
+					   "Fairness keys of a fair queue with a task due and not claimed.",
+					   res, FAIR_KEYS_READY, true);
+	append_queue_gauge(buf, "durable_fairness_unadmitted_tasks",
+					   "Tasks of a fair queue that are due and still wait for their pass (the reconciler gives it).",
+					   res, FAIR_UNADMITTED, true);
+	append_queue_gauge(buf, "durable_fairness_oldest_ready_age_seconds",
+					   "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.",
+					   res, FAIR_OLDEST_READY, false);
 }
 
 /*

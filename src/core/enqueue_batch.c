@@ -160,22 +160,6 @@ fairness_keys(ArrayType *array)
 }
 
 /*
- * The tasks of a batch into a fair queue given their keys and passes, in
- * the batch's order.  An element whose idempotency key was there before
- * names a task with no row or an existing one, which admission leaves
- * alone.
- */
-static void
-admit_batch(const int64 *task_ids, const char **fkeys, int n, TimestampTz now)
-{
-	const char **keys = fkeys;
-
-	if (keys == NULL)
-		keys = palloc0(sizeof(char *) * Max(n, 1));
-	DurableAdmitEnqueued(task_ids, keys, n, now);
-}
-
-/*
  * DurableEnqueueBatch
  *		Add a task per payload of payloads (jsonb[] of n elements), in one
  *		statement, with the settings of req and each its own idempotency key
@@ -273,7 +257,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		}
 		/* as on one server: the batch's tasks admitted after its inserts */
 		if (settings.fair)
-			admit_batch(result, fkeys, n, now);
+			DurableAdmitEnqueued(result, fkeys, n, now);
 		return;
 	}
 	if (n > 0)
@@ -355,7 +339,7 @@ DurableEnqueueBatch(const DurableEnqueueRequest *req, ArrayType *payload_array,
 		res = DurableRun(&enqueue_batch, args, nulls, SPI_OK_SELECT, 0);
 		existing = res.rows;
 		if (settings.fair)
-			admit_batch(result, fkeys, n, now);
+			DurableAdmitEnqueued(result, fkeys, n, now);
 	}
 	if (existing > 0)
 	{

@@ -312,9 +312,11 @@ DurableFairPass(int32 partition, const char *queue, int32 priority, const char *
 /*
  * DurableAdmitEnqueued
  *		Give the n tasks a batch just enqueued into a fair queue their
- *		fairness keys (keys, NULL elements for none) and, those due at now,
- *		their passes, in the order given (one enqueue inserts its task with
- *		its pass: DurableFairPass).
+ *		fairness keys (keys, NULL elements for none, or NULL for none at
+ *		all) and, those due at now, their passes, in the order given (one
+ *		enqueue inserts its task with its pass: DurableFairPass).  An id
+ *		with no row, or of a task that has a pass (an idempotent replay),
+ *		is left alone.
  */
 void
 DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys, int n,
@@ -326,10 +328,12 @@ DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys, int n,
 	args[ADMIT_NOW] = TimestampTzGetDatum(now);
 	for (int i = 0; i < n; i++)
 	{
+		const char *key = keys ? keys[i] : NULL;
+
 		args[ADMIT_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_ids[i]));
 		args[ADMIT_TASK_ID] = Int64GetDatum(task_ids[i]);
-		args[ADMIT_KEY] = keys[i] ? CStringGetTextDatum(keys[i]) : (Datum) 0;
-		nulls[ADMIT_KEY] = keys[i] ? ' ' : 'n';
+		args[ADMIT_KEY] = key ? CStringGetTextDatum(key) : (Datum) 0;
+		nulls[ADMIT_KEY] = key ? ' ' : 'n';
 		(void) DurableRun(&admit_enqueued, args, nulls, SPI_OK_UPDATE, 0);
 	}
 }

@@ -143,6 +143,7 @@ typedef struct FlowKey
 {
 	const char *queue;
 	const char *kind;
+	const char *what;			/* the key, as its errors name it */
 	const char *key;
 	DurableQueue settings;
 	int32		partition;
@@ -175,7 +176,7 @@ take_key(FlowKey *fk, TimestampTz expires_at, int64 *task_id, TimestampTz *first
 	bool		isnull;
 	Datum		id;
 
-	DurableCheckKey(fk->key, psprintf("%s key", fk->kind));
+	DurableCheckKey(fk->key, fk->what);
 	DurableQueueGetShared(fk->queue, &fk->settings);
 	DurableCheckRestrictedQueue(fk->queue, fk->settings.restricted, DURABLE_PRIV_ENQUEUE);
 	fk->partition = DurableQueueKeyPartition(&fk->settings, fk->key);
@@ -227,7 +228,7 @@ int64
 DurableDebounce(const char *queue, const char *key, Jsonb *payload,
 				const Interval *delay, const Interval *max_wait, bool trailing)
 {
-	FlowKey		fk = {.queue = queue, .kind = "debounce", .key = key};
+	FlowKey		fk = {.queue = queue, .kind = "debounce", .what = "debounce key", .key = key};
 	TimestampTz run_at;
 	TimestampTz first_at;
 	int64		task_id;
@@ -269,7 +270,7 @@ int64
 DurableThrottle(const char *queue, const char *key, Jsonb *payload,
 				const Interval *per)
 {
-	FlowKey		fk = {.queue = queue, .kind = "throttle", .key = key};
+	FlowKey		fk = {.queue = queue, .kind = "throttle", .what = "throttle key", .key = key};
 	TimestampTz first_at;
 	int64		task_id;
 
