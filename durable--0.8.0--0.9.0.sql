@@ -195,6 +195,47 @@ SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
 REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
 GRANT SELECT ON durable.fairness_weights TO durable_operator;
 
+--
+-- Rate limits (issue 40): their definitions, one bucket per limit and key,
+-- the units a task takes of each, the limit that deferred it last, and a
+-- queue's flag.  durable.queue_counters() counts the tasks deferred.
+--
+ALTER TABLE durable.live_tasks ADD COLUMN rate_limits jsonb,
+    ADD COLUMN rate_limited_by text COLLATE "C";
+ALTER TABLE durable.task_history ADD COLUMN rate_limits jsonb,
+    ADD COLUMN rate_limited_by text COLLATE "C";
+COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
+COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
+ALTER TABLE durable.queues ADD COLUMN rate_limited bool NOT NULL DEFAULT false;
+COMMENT ON COLUMN durable.queues.rate_limited IS 'claims check the rate limits of the tasks they take (src/core/rate_limits.c); set by the first task with rate limits';
+CREATE TABLE durable.rate_limit_definitions (
+    limit_name text COLLATE "C" PRIMARY KEY,
+    rate       int NOT NULL CHECK (rate > 0),
+    per        interval NOT NULL,
+    per_us     bigint NOT NULL CHECK (per_us > 0),
+    burst      int NOT NULL CHECK (burst > 0),
+    updated_at timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.rate_limit_definitions IS 'rate limits (durable_set_rate_limit): at most burst units at once, rate units per per after that; a limit name prefix:key uses the definition of prefix for each key';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_definitions', '');
+REVOKE ALL ON durable.rate_limit_definitions FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_definitions TO durable_operator;
+CREATE TABLE durable.rate_limit_buckets (
+    partition_key int NOT NULL,
+    limit_name    text COLLATE "C" NOT NULL,
+    limit_key     text COLLATE "C" NOT NULL,
+    tat           timestamptz NOT NULL,
+    booked        timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, limit_name, limit_key)
+);
+COMMENT ON TABLE durable.rate_limit_buckets IS 'per rate limit and key: the time by which the units taken so far are paid back at the limit''s rate (GCRA); room is what that leaves of the burst';
+COMMENT ON COLUMN durable.rate_limit_buckets.booked IS 'the time by which the units of the tasks deferred so far would be paid back, after tat: each task deferred is due when its units will fit after those before it';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_buckets', '');
+REVOKE ALL ON durable.rate_limit_buckets FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_buckets TO durable_operator;
+DROP VIEW durable.queue_counters;
+DROP FUNCTION durable.queue_counters();
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
@@ -267,11 +308,13 @@ BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
        AND pg_catalog.citus_is_coordinator() THEN
-        FOREACH rel IN ARRAY ARRAY['durable.concurrency_keys', 'durable.flow_keys'] LOOP
+        FOREACH rel IN ARRAY ARRAY['durable.concurrency_keys', 'durable.flow_keys',
+                                   'durable.rate_limit_buckets'] LOOP
             PERFORM pg_catalog.create_distributed_table(rel, 'partition_key',
                                                         colocate_with => 'durable.live_tasks');
         END LOOP;
         PERFORM pg_catalog.create_reference_table('durable.fairness_weights');
+        PERFORM pg_catalog.create_reference_table('durable.rate_limit_definitions');
     END IF;
 END
 $$;
@@ -294,7 +337,7 @@ DROP FUNCTION @extschema@.durable_reconcile(integer);
 
 --
 -- durable_enqueue, durable_enqueue_batch and durable_spawn take a fairness
--- key (issue 40).  The library serves the calls of 0.8.0 until this update.
+-- key, durable_enqueue also rate limits (issue 40).  The library serves the calls of 0.8.0 until this update.
 --
 DROP FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int,
                                           interval, text, jsonb, text);
@@ -573,6 +616,18 @@ COMMENT ON FUNCTION @extschema@.durable_drop_queue(text, boolean) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_drop_queue(text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_queue(text, boolean) TO durable_operator;
 
+-- src/sql/functions/durable_drop_rate_limit.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_drop_rate_limit(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_drop_rate_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_drop_rate_limit(text) IS
+  'drop a rate limit and its buckets: tasks that name it are no longer held back by it';
+REVOKE ALL ON FUNCTION @extschema@.durable_drop_rate_limit(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_rate_limit(text) TO durable_operator;
+
 -- src/sql/functions/durable_emit.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_emit(queue text, event text, payload jsonb DEFAULT NULL)
@@ -653,7 +708,7 @@ BEGIN
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon',
-                               'durable.fairness_weights'] LOOP
+                               'durable.fairness_weights', 'durable.rate_limit_definitions'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -664,7 +719,7 @@ BEGIN
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
-                               'durable.flow_keys'] LOOP
+                               'durable.flow_keys', 'durable.rate_limit_buckets'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
@@ -699,15 +754,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
     concurrency_key text DEFAULT NULL,
-    fairness_key text DEFAULT NULL)
+    fairness_key text DEFAULT NULL,
+    rate_limits jsonb DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text, jsonb) IS
   'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) TO durable_producer;
 
 -- src/sql/functions/durable_enqueue_batch.sql
 
@@ -1320,6 +1376,22 @@ COMMENT ON FUNCTION @extschema@.durable_set_fairness(text, text, real) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_set_fairness(text, text, real) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_set_fairness(text, text, real) TO durable_operator;
 
+-- src/sql/functions/durable_set_rate_limit.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_set_rate_limit(
+    name text,
+    rate int,
+    per interval,
+    burst int DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_set_rate_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) IS
+  'create or replace a rate limit: claims take at most burst units of it at once (rate when NULL) and rate units per per after that';
+REVOKE ALL ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) TO durable_operator;
+
 -- src/sql/functions/durable_sleep.sql
 
 --
@@ -1884,7 +1956,7 @@ CREATE OR REPLACE FUNCTION durable.queue_counters(
     OUT resolved_retry bigint, OUT resolved_cancel bigint, OUT dead_lettered bigint,
     OUT quarantined bigint, OUT replayed bigint, OUT migrated bigint, OUT stale_writes bigint,
     OUT version_conflicts bigint, OUT idempotent_replays bigint, OUT events_emitted bigint,
-    OUT wakeups bigint, OUT stats_reset timestamptz)
+    OUT wakeups bigint, OUT rate_limited bigint, OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'durable_queue_counters'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE SECURITY DEFINER
@@ -1968,14 +2040,16 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits
 FROM durable.live_tasks
 UNION ALL
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits
 FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
@@ -2052,6 +2126,36 @@ WHERE q.fair;
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
 GRANT SELECT ON durable.fairness_keys TO durable_operator;
+
+-- src/sql/views/rate_limits.sql
+
+--
+-- The rate limits (src/core/rate_limits.c), each with the room left now in
+-- its most used bucket (of its keys, and on Citus of its partitions) and
+-- the tasks it holds back: deferred by it (or one of its keys) and not due
+-- yet.  Buckets and tasks are aggregated where the rows are, then joined
+-- to the definitions (as durable.fairness_keys, for Citus).
+--
+CREATE OR REPLACE VIEW durable.rate_limits AS
+SELECT d.limit_name AS name, d.rate, d.per, d.burst,
+       coalesce(b.keys, 0) AS keys,
+       greatest(coalesce(pg_catalog.floor(d.burst - b.busiest_us * d.rate::float8 / d.per_us), d.burst), 0)::int
+           AS room,
+       coalesce(t.deferred, 0) AS deferred
+FROM durable.rate_limit_definitions d
+LEFT JOIN (
+    SELECT limit_name, count(DISTINCT limit_key) AS keys,
+           greatest(max(EXTRACT(EPOCH FROM tat - now()) * 1000000), 0)::float8 AS busiest_us
+    FROM durable.rate_limit_buckets
+    GROUP BY limit_name) b ON b.limit_name = d.limit_name
+LEFT JOIN (
+    SELECT split_part(rate_limited_by, ':', 1) AS limit_name, count(*) AS deferred
+    FROM durable.live_tasks
+    WHERE rate_limited_by IS NOT NULL AND state IN ('ready', 'waiting') AND run_at > now()
+    GROUP BY 1) t ON t.limit_name = d.limit_name;
+COMMENT ON VIEW durable.rate_limits IS 'per rate limit: its rate, period and burst, how many keys it has buckets for, the units its most used bucket has room for now, and the tasks it has deferred that are not due yet';
+REVOKE ALL ON durable.rate_limits FROM PUBLIC;
+GRANT SELECT ON durable.rate_limits TO durable_operator;
 
 -- src/sql/views/queue_stats.sql
 

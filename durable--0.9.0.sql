@@ -74,6 +74,7 @@ CREATE TABLE durable.queues (
     version_timeout   interval CHECK (version_timeout > '0'::interval),
     paused_partitions int4[] NOT NULL DEFAULT '{}',
     fair              bool NOT NULL DEFAULT false,
+    rate_limited      bool NOT NULL DEFAULT false,
     grants_sequence   text COLLATE "C",
     -- edges: no out-of-range time is stored.  Refill rates are checked at
     -- creation and change (from 0.000001 to 1000000 tokens a second); the
@@ -90,6 +91,7 @@ COMMENT ON COLUMN durable.queues.version_timeout IS 'after how long without a wo
 COMMENT ON COLUMN durable.queues.paused_partitions IS 'the partitions of the queue that hand out no task (durable_pause(queue, partition => n))';
 COMMENT ON COLUMN durable.queues.grants_sequence IS 'the sequence of schema durable whose privileges are the queue''s grants (UPDATE: enqueue, USAGE: work), made by its first grant';
 COMMENT ON COLUMN durable.queues.fair IS 'claims share the queue between fairness keys by their weights (src/core/fairness.c); set by the first task with a fairness key or durable_set_fairness()';
+COMMENT ON COLUMN durable.queues.rate_limited IS 'claims check the rate limits of the tasks they take (src/core/rate_limits.c); set by the first task with rate limits';
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 REVOKE ALL ON durable.queues FROM PUBLIC;
 GRANT SELECT ON durable.queues TO durable_operator;
@@ -232,6 +234,8 @@ CREATE TABLE durable.live_tasks (
     versions           jsonb,
     fairness_key       text COLLATE "C",
     fair_pass          float8,
+    rate_limits        jsonb,
+    rate_limited_by    text COLLATE "C",
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -242,6 +246,8 @@ COMMENT ON COLUMN durable.live_tasks.concurrency_key IS 'tasks of one key run at
 COMMENT ON COLUMN durable.live_tasks.waits IS 'the task''s named waits and spawns: name -> {kind, args, status, ...}';
 COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks claims share a fair queue (NULL: the tasks without a key, which share one)';
 COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
+COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
+COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
 -- ready and waiting work, in claim order: in a fair queue by each task's
 -- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by
@@ -735,6 +741,49 @@ SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
 REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
 GRANT SELECT ON durable.fairness_weights TO durable_operator;
 
+--
+-- Rate limits (src/core/rate_limits.c): a limit admits at most burst
+-- units at once and rate units per per after that (GCRA).  Its definition
+-- is read by every claim that takes a task naming it; on Citus a
+-- reference table, on every node.  per_us is per in microseconds (a month
+-- counts 30 days, as interval comparison does).
+--
+CREATE TABLE durable.rate_limit_definitions (
+    limit_name text COLLATE "C" PRIMARY KEY,
+    rate       int NOT NULL CHECK (rate > 0),
+    per        interval NOT NULL,
+    per_us     bigint NOT NULL CHECK (per_us > 0),
+    burst      int NOT NULL CHECK (burst > 0),
+    updated_at timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.rate_limit_definitions IS 'rate limits (durable_set_rate_limit): at most burst units at once, rate units per per after that; a limit name prefix:key uses the definition of prefix for each key';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_definitions', '');
+REVOKE ALL ON durable.rate_limit_definitions FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_definitions TO durable_operator;
+
+--
+-- The state of a rate limit for one key ('' for a limit without keys):
+-- its theoretical arrival time, the time by which every unit taken so far
+-- would be paid back at the limit's rate.  One narrow row, updated by the
+-- claims that take the limit's units, in their transactions.  On one
+-- server every bucket is in partition 0; on Citus in the partition of the
+-- task that takes the units, which is its limit's key's (enqueue.c), so
+-- that a claim stays on one node.
+--
+CREATE TABLE durable.rate_limit_buckets (
+    partition_key int NOT NULL,
+    limit_name    text COLLATE "C" NOT NULL,
+    limit_key     text COLLATE "C" NOT NULL,
+    tat           timestamptz NOT NULL,
+    booked        timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, limit_name, limit_key)
+);
+COMMENT ON TABLE durable.rate_limit_buckets IS 'per rate limit and key: the time by which the units taken so far are paid back at the limit''s rate (GCRA); room is what that leaves of the burst';
+COMMENT ON COLUMN durable.rate_limit_buckets.booked IS 'the time by which the units of the tasks deferred so far would be paid back, after tat: each task deferred is due when its units will fit after those before it';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_buckets', '');
+REVOKE ALL ON durable.rate_limit_buckets FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_buckets TO durable_operator;
+
 -- src/sql/functions/durable_alter_queue.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_alter_queue(
@@ -968,6 +1017,18 @@ COMMENT ON FUNCTION @extschema@.durable_drop_queue(text, boolean) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_drop_queue(text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_queue(text, boolean) TO durable_operator;
 
+-- src/sql/functions/durable_drop_rate_limit.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_drop_rate_limit(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_drop_rate_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_drop_rate_limit(text) IS
+  'drop a rate limit and its buckets: tasks that name it are no longer held back by it';
+REVOKE ALL ON FUNCTION @extschema@.durable_drop_rate_limit(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_rate_limit(text) TO durable_operator;
+
 -- src/sql/functions/durable_emit.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_emit(queue text, event text, payload jsonb DEFAULT NULL)
@@ -1048,7 +1109,7 @@ BEGIN
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon',
-                               'durable.fairness_weights'] LOOP
+                               'durable.fairness_weights', 'durable.rate_limit_definitions'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -1059,7 +1120,7 @@ BEGIN
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
-                               'durable.flow_keys'] LOOP
+                               'durable.flow_keys', 'durable.rate_limit_buckets'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
@@ -1094,15 +1155,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     workflow_version text DEFAULT NULL,
     metadata jsonb DEFAULT NULL,
     concurrency_key text DEFAULT NULL,
-    fairness_key text DEFAULT NULL)
+    fairness_key text DEFAULT NULL,
+    rate_limits jsonb DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text, jsonb) IS
   'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) TO durable_producer;
 
 -- src/sql/functions/durable_enqueue_batch.sql
 
@@ -1715,6 +1777,22 @@ COMMENT ON FUNCTION @extschema@.durable_set_fairness(text, text, real) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_set_fairness(text, text, real) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_set_fairness(text, text, real) TO durable_operator;
 
+-- src/sql/functions/durable_set_rate_limit.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_set_rate_limit(
+    name text,
+    rate int,
+    per interval,
+    burst int DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_set_rate_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) IS
+  'create or replace a rate limit: claims take at most burst units of it at once (rate when NULL) and rate units per per after that';
+REVOKE ALL ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) TO durable_operator;
+
 -- src/sql/functions/durable_sleep.sql
 
 --
@@ -2279,7 +2357,7 @@ CREATE OR REPLACE FUNCTION durable.queue_counters(
     OUT resolved_retry bigint, OUT resolved_cancel bigint, OUT dead_lettered bigint,
     OUT quarantined bigint, OUT replayed bigint, OUT migrated bigint, OUT stale_writes bigint,
     OUT version_conflicts bigint, OUT idempotent_replays bigint, OUT events_emitted bigint,
-    OUT wakeups bigint, OUT stats_reset timestamptz)
+    OUT wakeups bigint, OUT rate_limited bigint, OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'durable_queue_counters'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE SECURITY DEFINER
@@ -2363,14 +2441,16 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits
 FROM durable.live_tasks
 UNION ALL
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits
 FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
@@ -2447,6 +2527,36 @@ WHERE q.fair;
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
 GRANT SELECT ON durable.fairness_keys TO durable_operator;
+
+-- src/sql/views/rate_limits.sql
+
+--
+-- The rate limits (src/core/rate_limits.c), each with the room left now in
+-- its most used bucket (of its keys, and on Citus of its partitions) and
+-- the tasks it holds back: deferred by it (or one of its keys) and not due
+-- yet.  Buckets and tasks are aggregated where the rows are, then joined
+-- to the definitions (as durable.fairness_keys, for Citus).
+--
+CREATE OR REPLACE VIEW durable.rate_limits AS
+SELECT d.limit_name AS name, d.rate, d.per, d.burst,
+       coalesce(b.keys, 0) AS keys,
+       greatest(coalesce(pg_catalog.floor(d.burst - b.busiest_us * d.rate::float8 / d.per_us), d.burst), 0)::int
+           AS room,
+       coalesce(t.deferred, 0) AS deferred
+FROM durable.rate_limit_definitions d
+LEFT JOIN (
+    SELECT limit_name, count(DISTINCT limit_key) AS keys,
+           greatest(max(EXTRACT(EPOCH FROM tat - now()) * 1000000), 0)::float8 AS busiest_us
+    FROM durable.rate_limit_buckets
+    GROUP BY limit_name) b ON b.limit_name = d.limit_name
+LEFT JOIN (
+    SELECT split_part(rate_limited_by, ':', 1) AS limit_name, count(*) AS deferred
+    FROM durable.live_tasks
+    WHERE rate_limited_by IS NOT NULL AND state IN ('ready', 'waiting') AND run_at > now()
+    GROUP BY 1) t ON t.limit_name = d.limit_name;
+COMMENT ON VIEW durable.rate_limits IS 'per rate limit: its rate, period and burst, how many keys it has buckets for, the units its most used bucket has room for now, and the tasks it has deferred that are not due yet';
+REVOKE ALL ON durable.rate_limits FROM PUBLIC;
+GRANT SELECT ON durable.rate_limits TO durable_operator;
 
 -- src/sql/views/queue_stats.sql
 

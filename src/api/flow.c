@@ -3,10 +3,10 @@
  * flow.c
  *	  The README's "Flow control": durable_debounce and durable_throttle,
  *	  which a trigger may call to turn a burst of changes into one task,
- *	  and durable_set_fairness.
+ *	  durable_set_fairness, and the definitions of rate limits.
  *
  * Each checks its arguments, connects to SPI and calls the core
- * (core/flow_keys.c, core/fairness.c).
+ * (core/flow_keys.c, core/fairness.c, core/rate_limits.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -122,6 +122,58 @@ durable_set_fairness(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	DurableSetFairness(queue, key, (double) weight);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_set_rate_limit(name text, rate int, per interval, burst int = NULL)
+ *		RETURNS void
+ *
+ * Creates or replaces a rate limit: claims take at most burst units of it
+ * at once (rate when NULL) and rate units per per after that.  22023 for
+ * a rate or burst not greater than zero, a per not greater than zero, or
+ * a name with a colon.
+ */
+PG_FUNCTION_INFO_V1(durable_set_rate_limit);
+Datum
+durable_set_rate_limit(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	int32		rate;
+	int32		burst;
+	Interval   *per;
+
+	DurableRequireArg(fcinfo, 0, "name");
+	name = DurableTextArgCString(fcinfo, 0, "name");
+	DurableCheckRateLimitName(name);
+	DurableRequireArg(fcinfo, 1, "rate");
+	rate = DurableIntArgAtLeast(fcinfo, 1, "rate", 1);
+	per = DurablePositiveIntervalArg(fcinfo, 2, "per");
+	burst = PG_ARGISNULL(3) ? rate : DurableIntArgAtLeast(fcinfo, 3, "burst", 1);
+
+	SPI_connect();
+	DurableSetRateLimit(name, rate, per, burst);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_drop_rate_limit(name text) RETURNS void
+ *
+ * Drops a rate limit and its buckets; 42704 when there is none.
+ */
+PG_FUNCTION_INFO_V1(durable_drop_rate_limit);
+Datum
+durable_drop_rate_limit(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+
+	DurableRequireArg(fcinfo, 0, "name");
+	name = DurableTextArgCString(fcinfo, 0, "name");
+
+	SPI_connect();
+	DurableDropRateLimit(name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

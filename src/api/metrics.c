@@ -51,6 +51,7 @@ static const CounterName counter_names[DURABLE_NCOUNTERS] = {
 	[DURABLE_COUNT_IDEMPOTENT_REPLAYS] = {"idempotent_replays", "durable_idempotent_replays_total", "Enqueues that returned the task of their idempotency key.", NULL},
 	[DURABLE_COUNT_EVENTS_EMITTED] = {"events_emitted", "durable_events_emitted_total", "Events emitted for the first time.", NULL},
 	[DURABLE_COUNT_WAKEUPS] = {"wakeups", "durable_wakeups_total", "Waiting tasks woken by an event or a child.", NULL},
+	[DURABLE_COUNT_RATE_LIMITED] = {"rate_limited", "durable_rate_limited_total", "Tasks a claim deferred for want of room in a rate limit.", NULL},
 };
 
 static const char *const histogram_names[DURABLE_NHISTOGRAMS][2] = {

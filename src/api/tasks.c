@@ -68,11 +68,13 @@ DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
  *		run_at timestamptz = NULL, priority int = 0, class text = 'idempotent',
  *		max_attempts int = NULL, deadline interval = NULL,
  *		workflow_version text = NULL, metadata jsonb = NULL,
- *		concurrency_key text = NULL, fairness_key text = NULL) RETURNS bigint
+ *		concurrency_key text = NULL, fairness_key text = NULL,
+ *		rate_limits jsonb = NULL) RETURNS bigint
  *
  * Returns the new task's id, or the first task's id for a key seen before
  * with the same payload.  Raises 55U03 for a key seen with another payload,
- * 42704 for an unknown queue, 22023/22004/54000 for bad arguments.
+ * 42704 for an unknown queue or rate limit, 22023/22004/54000 for bad
+ * arguments.
  */
 PG_FUNCTION_INFO_V1(durable_enqueue);
 Datum
@@ -87,6 +89,8 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		req.idempotency_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	DurableEnqueueArgs(fcinfo, 3, 10, &req);
+	if (PG_NARGS() > 12)
+		req.rate_limits = DurableJsonbArg(fcinfo, 12, "rate_limits");
 
 	SPI_connect();
 	task_id = DurableEnqueueTask(&req);

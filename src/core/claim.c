@@ -19,6 +19,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "core/row.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -163,13 +164,21 @@ static const DurableColumn claimed_columns[DURABLE_CLAIMED_NCOLUMNS] = {
 	" AND ($runs::jsonb IS NULL OR versions IS NULL" \
 	"  OR durable.versions_run(versions, $runs))"
 
-/* the ready tasks of a partition a claim takes, first first, locked */
-#define READY_TO_CLAIM \
-	"   SELECT task_id FROM durable.live_tasks" \
+/*
+ * The ready tasks of a partition a claim takes, first first, locked: of
+ * those that name no rate limit (a claim that read its queue just before
+ * the first task with limits made it rate-limited leaves that task to the
+ * claims that check them).
+ */
+#define READY(columns, no_rate_limits) \
+	"   SELECT " columns " FROM durable.live_tasks" \
 	"   WHERE partition_key = $partition AND queue_name = $queue" \
 	"   AND state IN ('ready', 'waiting') AND run_at <= $now" RUNS_VERSIONS \
+	no_rate_limits \
 	"   ORDER BY " DURABLE_CLAIM_ORDER \
 	"   LIMIT $batch FOR UPDATE SKIP LOCKED"
+#define NO_RATE_LIMITS "   AND rate_limits IS NULL"
+#define READY_TO_CLAIM READY("task_id", NO_RATE_LIMITS)
 
 static DurableStatement claim = {
 	.name = "claim",
@@ -219,11 +228,11 @@ DurableStatement DurableClaimOneStatement = {
  * The tasks a claim in a queue with a concurrency limit may take, first
  * first: without a key, or of a key with fewer than limit busy (and held).
  */
-#define LIMITED_READY(where, held) \
+#define LIMITED_READY(where, held, no_rate_limits) \
 	"   FROM durable.live_tasks c" \
 	"   WHERE partition_key = $partition AND queue_name = $queue" \
 	"   AND state IN ('ready', 'waiting') AND run_at <= $now" \
-	RUNS_VERSIONS \
+	RUNS_VERSIONS no_rate_limits \
 	"   AND (concurrency_key IS NULL OR " held \
 	"    " KEY_BUSY(where) " < $concurrency_limit)" \
 	"   ORDER BY " DURABLE_CLAIM_ORDER " LIMIT $batch"
@@ -252,7 +261,7 @@ DurableStatement DurableClaimOneStatement = {
  */
 #define CLAIM_KEYS(where, rows) \
 	"WITH k AS (SELECT DISTINCT concurrency_key FROM (SELECT concurrency_key" \
-	LIMITED_READY(where, "") " FOR UPDATE SKIP LOCKED)" \
+	LIMITED_READY(where, "", "") " FOR UPDATE SKIP LOCKED)" \
 	" c WHERE concurrency_key IS NOT NULL)," \
 	" i AS (INSERT INTO durable.concurrency_keys" \
 	"  (partition_key, queue_name, concurrency_key, claimed_at)" \
@@ -329,7 +338,7 @@ static DurableStatement claim_keys_here = {
 	"WITH u AS (" CLAIM_UPDATE \
 	"  WHERE t.partition_key = $partition AND t.task_id = ANY (ARRAY(" \
 	"   SELECT task_id" LIMITED_READY(where, \
-	"concurrency_key = ANY ($held) AND") \
+	"concurrency_key = ANY ($held) AND", NO_RATE_LIMITS) \
 	"   FOR UPDATE SKIP LOCKED))" \
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until," \
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority," \
@@ -422,6 +431,286 @@ static DurableStatement reconcile_claim = {
 };
 
 /*
+ * A claim in a queue whose tasks name rate limits (rate_limits.c) first
+ * chooses: it locks its candidates, in claim order, with the units they
+ * take, and then claims by id those whose limits have room.  A candidate
+ * whose limits have none is deferred: due when its units will fit, with
+ * the limit that holds it back named in its row and in an event, its pass
+ * in a fair queue taken until it is due again.  Being not due, it is
+ * never among the next candidates.
+ */
+enum
+{
+	CANDIDATE_TASK_ID,
+	CANDIDATE_RATE_LIMITS,
+	CANDIDATE_NCOLUMNS
+};
+
+static const DurableColumn candidate_columns[CANDIDATE_NCOLUMNS] = {
+	[CANDIDATE_TASK_ID] = {"task_id", INT8OID},
+	[CANDIDATE_RATE_LIMITS] = {"rate_limits", JSONBOID},
+};
+
+/* a claim's parameters that its candidates' statements read */
+enum
+{
+	CANDIDATES_PARTITION,
+	CANDIDATES_QUEUE,
+	CANDIDATES_NOW,
+	CANDIDATES_BATCH,
+	CANDIDATES_RUNS,
+	CANDIDATES_PARTITIONS,
+	CANDIDATES_CONCURRENCY_LIMIT,
+	CANDIDATES_HELD,
+	CANDIDATES_NPARAMS
+};
+#define CANDIDATES_PARAMS \
+	[CANDIDATES_PARTITION] = {"partition", INT4OID}, \
+	[CANDIDATES_QUEUE] = {"queue", TEXTOID}, \
+	[CANDIDATES_NOW] = {"now", TIMESTAMPTZOID}, \
+	[CANDIDATES_BATCH] = {"batch", INT4OID}, \
+	[CANDIDATES_RUNS] = {"runs", JSONBOID}
+static const DurableParam candidates_params[CANDIDATES_PARTITIONS] = {
+	CANDIDATES_PARAMS,
+};
+static const DurableParam candidates_limited_params[CANDIDATES_NPARAMS] = {
+	CANDIDATES_PARAMS,
+	[CANDIDATES_PARTITIONS] = {"partitions", INT4ARRAYOID},
+	[CANDIDATES_CONCURRENCY_LIMIT] = {"concurrency_limit", INT4OID},
+	[CANDIDATES_HELD] = {"held", TEXTARRAYOID},
+};
+
+static DurableStatement claim_candidates = {
+	.name = "claim_candidates",
+	.sql = READY("task_id, rate_limits", ""),
+	DURABLE_PARAMS(candidates_params),
+	DURABLE_COLUMNS(candidate_columns),
+};
+
+#define LIMITED_CANDIDATES(where) \
+	"SELECT task_id, rate_limits" \
+	LIMITED_READY(where, "concurrency_key = ANY ($held) AND", "") \
+	" FOR UPDATE SKIP LOCKED"
+
+static DurableStatement claim_candidates_limited = {
+	.name = "claim_candidates_limited",
+	.sql = LIMITED_CANDIDATES(KEY_IN_QUEUE),
+	DURABLE_PARAMS(candidates_limited_params),
+	DURABLE_COLUMNS(candidate_columns),
+};
+
+static DurableStatement claim_candidates_limited_here = {
+	.name = "claim_candidates_limited_here",
+	.sql = LIMITED_CANDIDATES(KEY_IN_PARTITION),
+	DURABLE_PARAMS(candidates_limited_params),
+	DURABLE_COLUMNS(candidate_columns),
+};
+
+/* a claim's parameters that CLAIM_UPDATE reads, and the tasks chosen */
+enum
+{
+	CHOSEN_PARTITION,
+	CHOSEN_NOW,
+	CHOSEN_WORKER,
+	CHOSEN_LEASE,
+	CHOSEN_LEASE_UNTIL,
+	CHOSEN_ROLE,
+	CHOSEN_PINS,
+	CHOSEN_IDS,
+	CHOSEN_NPARAMS
+};
+static const DurableParam chosen_params[CHOSEN_NPARAMS] = {
+	[CHOSEN_PARTITION] = {"partition", INT4OID},
+	[CHOSEN_NOW] = {"now", TIMESTAMPTZOID},
+	[CHOSEN_WORKER] = {"worker", TEXTOID},
+	[CHOSEN_LEASE] = {"lease", INTERVALOID},
+	[CHOSEN_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
+	[CHOSEN_ROLE] = {"role", TEXTOID},
+	[CHOSEN_PINS] = {"pins", JSONBOID},
+	[CHOSEN_IDS] = {"ids", INT8ARRAYOID},
+};
+
+static DurableStatement claim_chosen = {
+	.name = "claim_chosen",
+	.sql = "WITH u AS (" CLAIM_UPDATE ", rate_limited_by = NULL"
+	"  WHERE t.partition_key = $partition AND t.task_id = ANY ($ids)"
+	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
+	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
+	"  t.fair_pass, t.run_at)"
+	" SELECT task_id, fence, lease_until, attempt, payload, checkpoint,"
+	" versions, run_at FROM u ORDER BY " DURABLE_CLAIM_ORDER,
+	DURABLE_PARAMS(chosen_params),
+	DURABLE_COLUMNS(claimed_columns),
+};
+
+enum
+{
+	DEFER_PARTITION,
+	DEFER_TASK_ID,
+	DEFER_UNTIL,
+	DEFER_LIMIT,
+	DEFER_NPARAMS
+};
+
+static const DurableParam defer_params[DEFER_NPARAMS] = {
+	[DEFER_PARTITION] = {"partition", INT4OID},
+	[DEFER_TASK_ID] = {"task_id", INT8OID},
+	[DEFER_UNTIL] = {"until", TIMESTAMPTZOID},
+	[DEFER_LIMIT] = {"limit", TEXTOID},
+};
+
+static DurableStatement claim_defer = {
+	.name = "claim_defer",
+	.sql = "UPDATE durable.live_tasks SET run_at = $until,"
+	" fair_pass = " UNADMITTED("fair_pass") ", rate_limited_by = $limit"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(defer_params),
+};
+
+/* a candidate whose limits have no room, due when they will */
+static void
+defer_task(int32 partition, int64 task_id, const DurableRateDeferral *deferral,
+		   const char *worker, TimestampTz now)
+{
+	Datum		args[DEFER_NPARAMS];
+	DurableTask task = {.partition = partition,.task_id = task_id};
+	DurableDetail detail;
+
+	args[DEFER_PARTITION] = Int32GetDatum(partition);
+	args[DEFER_TASK_ID] = Int64GetDatum(task_id);
+	args[DEFER_UNTIL] = TimestampTzGetDatum(deferral->until);
+	args[DEFER_LIMIT] = CStringGetTextDatum(deferral->limit);
+	(void) DurableRun(&claim_defer, args, NULL, SPI_OK_UPDATE, 0);
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "limit", deferral->limit);
+	DurableDetailInt(&detail, "units", deferral->units);
+	DurableDetailTime(&detail, "until", deferral->until);
+	(void) DurableAppendEvent(&task, now, "rate_limited", worker,
+							  DurableDetailFinish(&detail), NULL, 0);
+}
+
+/* the tasks a claim took, as desc has them (without run_at), into store */
+static void
+put_claimed(DurableResult res, const char *queue, TimestampTz now,
+			Tuplestorestate *store, TupleDesc desc)
+{
+	for (uint64 row = 0; row < res.rows; row++)
+	{
+		Datum		values[DURABLE_CLAIMED_NCOLUMNS];
+		bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
+
+		heap_deform_tuple(DurableGetRow(res, row), res.tuptable->tupdesc,
+						  values, isnull);
+		DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
+					   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
+		tuplestore_putvalues(store, desc, values, isnull);
+	}
+}
+
+/*
+ * Claim up to wanted tasks of the partition in args as chosen above, with
+ * candidates (the queue's, or in a queue with a concurrency limit, of the
+ * keys held): again while it deferred some and wants more, unless a
+ * candidate was left for the claim that holds one of its buckets.
+ */
+static int
+claim_rate_limited(DurableStatement *candidates, const Datum *args,
+				   const char *nulls, int wanted, const char *queue,
+				   const char *worker, TimestampTz now, Tuplestorestate *store,
+				   TupleDesc desc)
+{
+	int32		partition = DatumGetInt32(args[CLAIM_PARTITION]);
+	Datum		cargs[CANDIDATES_NPARAMS];
+	char		cnulls[CANDIDATES_NPARAMS];
+	Datum		chosen_args[CHOSEN_NPARAMS];
+	char		chosen_nulls[CHOSEN_NPARAMS];
+	int			claimed = 0;
+	bool		again = true;
+
+	memset(cnulls, ' ', sizeof(cnulls));
+	cargs[CANDIDATES_PARTITION] = args[CLAIM_PARTITION];
+	cargs[CANDIDATES_QUEUE] = args[CLAIM_QUEUE];
+	cargs[CANDIDATES_NOW] = args[CLAIM_NOW];
+	cargs[CANDIDATES_RUNS] = args[CLAIM_RUNS];
+	cnulls[CANDIDATES_RUNS] = nulls[CLAIM_RUNS];
+	if (candidates != &claim_candidates)
+	{
+		cargs[CANDIDATES_PARTITIONS] = args[CLAIM_PARTITIONS];
+		cargs[CANDIDATES_CONCURRENCY_LIMIT] = args[CLAIM_CONCURRENCY_LIMIT];
+		cargs[CANDIDATES_HELD] = args[CLAIM_HELD];
+	}
+	memset(chosen_nulls, ' ', sizeof(chosen_nulls));
+	chosen_args[CHOSEN_PARTITION] = args[CLAIM_PARTITION];
+	chosen_args[CHOSEN_NOW] = args[CLAIM_NOW];
+	chosen_args[CHOSEN_WORKER] = args[CLAIM_WORKER];
+	chosen_args[CHOSEN_LEASE] = args[CLAIM_LEASE];
+	chosen_args[CHOSEN_LEASE_UNTIL] = args[CLAIM_LEASE_UNTIL];
+	chosen_args[CHOSEN_ROLE] = args[CLAIM_ROLE];
+	chosen_args[CHOSEN_PINS] = args[CLAIM_PINS];
+	chosen_nulls[CHOSEN_PINS] = nulls[CLAIM_PINS];
+
+	while (again && claimed < wanted)
+	{
+		DurableResult res;
+		int			n;
+		Datum	   *chosen;
+		Jsonb	  **limits;
+		int			nchosen = 0;
+		int			ndeferred = 0;
+		bool		busy = false;
+
+		cargs[CANDIDATES_BATCH] = Int32GetDatum(wanted - claimed);
+		res = DurableRun(candidates, cargs, cnulls, SPI_OK_SELECT, 0);
+		n = (int) res.rows;
+		if (n == 0)
+			break;
+		chosen = palloc(sizeof(Datum) * n);
+		limits = palloc(sizeof(Jsonb *) * n);
+		for (int i = 0; i < n; i++)
+		{
+			bool		isnull;
+			Datum		d = DurableGetDatum(res, i, CANDIDATE_RATE_LIMITS, &isnull);
+
+			chosen[i] = Int64GetDatum(DurableGetInt64(res, i, CANDIDATE_TASK_ID));
+			limits[i] = isnull ? NULL : DatumGetJsonbPCopy(d);
+		}
+		for (int i = 0; i < n; i++)
+		{
+			DurableRateDeferral deferral;
+
+			if (limits[i] != NULL)
+				switch (DurableRateLimitsTake(partition, limits[i], now, &deferral))
+				{
+					case DURABLE_RATE_TAKEN:
+						break;
+					case DURABLE_RATE_DEFERRED:
+						defer_task(partition, DatumGetInt64(chosen[i]), &deferral,
+								   worker, now);
+						ndeferred++;
+						continue;
+					case DURABLE_RATE_BUSY:
+						busy = true;
+						continue;
+				}
+			chosen[nchosen++] = chosen[i];
+		}
+		if (nchosen > 0)
+		{
+			chosen_args[CHOSEN_IDS] =
+				PointerGetDatum(construct_array(chosen, nchosen, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			res = DurableRun(&claim_chosen, chosen_args, chosen_nulls, SPI_OK_SELECT, 0);
+			put_claimed(res, queue, now, store, desc);
+			claimed += (int) res.rows;
+		}
+		DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
+		again = ndeferred > 0 && !busy;
+	}
+	return claimed;
+}
+
+/*
  * DurableClaim
  *		Lease up to batch tasks of a queue into store (rows of desc),
  *		partition by
@@ -457,6 +746,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	Jsonb	   *pin = runs ? DurableVersionsRuns(runs) : NULL;
 	int32	   *order = NULL;
 	DurableNodeWalk walk;
+	DurableStatement *candidates = NULL;
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
@@ -479,6 +769,11 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		args[CLAIM_PARTITIONS] = PointerGetDatum(DurableQueuePartitionArray(&settings));
 		args[CLAIM_CONCURRENCY_LIMIT] = Int32GetDatum(settings.concurrency_limit);
 	}
+	/* in a queue with rate limits, the claim chooses first */
+	if (ready_work && settings.rate_limited)
+		candidates = stmt == &claim ? &claim_candidates :
+			stmt == &claim_limited ? &claim_candidates_limited :
+			&claim_candidates_limited_here;
 
 	args[CLAIM_QUEUE] = CStringGetTextDatum(queue);
 	args[CLAIM_NOW] = TimestampTzGetDatum(now);
@@ -534,6 +829,16 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		}
 		if (stmt != &claim && stmt != &reconcile_claim)
 			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
+		if (candidates != NULL)
+		{
+			int			n = claim_rate_limited(candidates, args, nulls, wanted, queue,
+											   worker, now, store, desc);
+
+			claimed += n;
+			if (n < wanted && expired)
+				DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
+			continue;
+		}
 		if (stmt == &claim && wanted == 1 && runs == NULL && !DurableDistributed())
 		{
 			Datum		values[DURABLE_CLAIMED_NCOLUMNS];
@@ -564,23 +869,11 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		else
 			res = DurableRun(stmt, args, nulls, SPI_OK_SELECT, 0);
 		n = res.rows;
-		for (uint64 row = 0; row < n; row++)
-		{
-			Datum		values[DURABLE_CLAIMED_NCOLUMNS];
-			bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
-
-			if (!ready_work)
-			{
+		if (ready_work)
+			put_claimed(res, queue, now, store, desc);
+		else
+			for (uint64 row = 0; row < n; row++)
 				tuplestore_puttuple(store, DurableGetRow(res, row));
-				continue;
-			}
-			/* the rows as desc has them: without run_at */
-			heap_deform_tuple(DurableGetRow(res, row), res.tuptable->tupdesc,
-							  values, isnull);
-			DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
-						   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
-			tuplestore_putvalues(store, desc, values, isnull);
-		}
 		claimed += (int) n;
 
 		if (ready_work && (int) n < wanted && expired)

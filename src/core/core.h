@@ -269,6 +269,7 @@ typedef struct DurableQueue
 	bool		restricted;		/* to the roles granted (access.c) */
 	int32		concurrency_limit;	/* running tasks per key, 0 for no limit */
 	bool		fair;			/* shared between fairness keys (fairness.c) */
+	bool		rate_limited;	/* has tasks that name rate limits */
 	bool		has_version_timeout;
 	Interval	version_timeout;
 	int			npaused_partitions;
@@ -340,6 +341,7 @@ typedef struct DurableEnqueueRequest
 	Jsonb	   *metadata;
 	const char *concurrency_key;	/* or NULL */
 	const char *fairness_key;	/* or NULL */
+	Jsonb	   *rate_limits;	/* or NULL (rate_limits.c) */
 	bool		admitted_by_caller; /* to its fair queue's order (fairness.c) */
 	int64		parent_id;		/* 0: none */
 	bool		has_partition;	/* partition chosen by the caller */
@@ -378,6 +380,34 @@ extern void DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys,
 extern void DurableSetFairness(const char *queue, const char *key, double weight);
 extern uint64 DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions,
 									TimestampTz now, int batch);
+
+/* ---- rate_limits.c: the units of rate limits tasks take ---- */
+typedef enum DurableRateOutcome
+{
+	DURABLE_RATE_TAKEN,
+	DURABLE_RATE_DEFERRED,
+	DURABLE_RATE_BUSY			/* a bucket is another claim's */
+} DurableRateOutcome;
+
+typedef struct DurableRateDeferral
+{
+	TimestampTz until;			/* when the task's units will fit */
+	const char *limit;			/* the limit that holds it back the longest */
+	int64		units;			/* of it */
+} DurableRateDeferral;
+
+extern void DurableCheckRateLimitName(const char *name);
+extern const char *DurableRateLimitsCheck(Jsonb *limits);
+extern void DurableRateLimitsMakeBuckets(Jsonb *limits, int32 partition,
+										 TimestampTz now);
+extern void DurableMakeQueueRateLimited(const char *queue,
+										const DurableQueue *settings);
+extern void DurableSetRateLimit(const char *name, int32 rate,
+								const Interval *per, int32 burst);
+extern void DurableDropRateLimit(const char *name);
+extern DurableRateOutcome DurableRateLimitsTake(int32 partition, Jsonb *limits,
+												TimestampTz now,
+												DurableRateDeferral *deferral);
 
 /* ---- flow_keys.c: a key's calls coalesced into one task ---- */
 extern int64 DurableDebounce(const char *queue, const char *key, Jsonb *payload,

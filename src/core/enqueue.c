@@ -70,6 +70,7 @@ enum
 	ENQUEUE_CONCURRENCY_KEY,
 	ENQUEUE_FAIRNESS_KEY,
 	ENQUEUE_FAIR_PASS,
+	ENQUEUE_RATE_LIMITS,
 	ENQUEUE_NPARAMS
 };
 static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
@@ -92,16 +93,17 @@ static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
 	[ENQUEUE_CONCURRENCY_KEY] = {"concurrency_key", TEXTOID},
 	[ENQUEUE_FAIRNESS_KEY] = {"fairness_key", TEXTOID},
 	[ENQUEUE_FAIR_PASS] = {"fair_pass", FLOAT8OID},
+	[ENQUEUE_RATE_LIMITS] = {"rate_limits", JSONBOID},
 };
 
 /*
- * The event of an enqueue, from the task's row given as $20..$23: the
- * columns of the split's step before, past the 19 parameters.
+ * The event of an enqueue, from the task's row given as $21..$24: the
+ * columns of the split's step before, past the 20 parameters.
  */
 #define ENQUEUE_EVENT_SPLIT \
 	"INSERT INTO durable.event_log (partition_key, task_id, seq, state, fence," \
 	" at, kind, actor, role, detail)" \
-	" VALUES ($20, $21, $22, 'ready', $23, $now, 'enqueued', $role, $role," \
+	" VALUES ($21, $22, $23, 'ready', $24, $now, 'enqueued', $role, $role," \
 	" " ENQUEUE_DETAIL("$workflow_version") ")" \
 	" RETURNING task_id"
 
@@ -109,7 +111,7 @@ static const DurableParam enqueue_params[ENQUEUE_NPARAMS] = {
 	"partition_key, task_id, state, class, priority, max_attempts, run_at," \
 	" created_at, deadline, queue_name, idempotency_key, request_hash," \
 	" workflow_version, payload, metadata, parent_id, concurrency_key," \
-	" versions, fairness_key, fair_pass"
+	" versions, fairness_key, fair_pass, rate_limits"
 
 /* round-robin over a queue's partitions, starting apart in each backend */
 static uint32 next_partition_index;
@@ -143,7 +145,8 @@ next_local_partition(const DurableQueue *settings, uint32 turn)
 
 /*
  * DurableTaskPartition
- *		The partition of a new task: its concurrency key's, else its
+ *		The partition of a new task: its concurrency key's (or the key of
+ *		its first rate limit, as the caller passes it), else its
  *		idempotency key's, else the next in turn (on Citus, of this
  *		node's).
  */
@@ -184,12 +187,13 @@ DurableStatement DurableEnqueueStatement = {
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions, fairness_key,"
-	"  fair_pass)"
+	"  fair_pass, rate_limits)"
 	"  VALUES ($partition, $task_id,"
 	"  'ready', $class::durable.activity_class, $priority, $max_attempts,"
 	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass,"
+	"  $rate_limits)"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	DURABLE_PARAMS(enqueue_params),
@@ -203,7 +207,8 @@ DurableStatement DurableEnqueueStatement = {
 		" 'ready', $class::durable.activity_class, $priority, $max_attempts,"
 		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass,"
+	"  $rate_limits)"
 		" RETURNING partition_key, task_id, version, fence",
 	DURABLE_SPLIT_NO_INPUT, true, true},
 	{ENQUEUE_EVENT_SPLIT, 0, true, true},
@@ -229,12 +234,13 @@ static DurableStatement enqueue_keyed = {
 	"  class, priority, max_attempts, run_at, created_at, deadline,"
 	"  queue_name, idempotency_key, request_hash, workflow_version,"
 	"  payload, metadata, parent_id, concurrency_key, versions, fairness_key,"
-	"  fair_pass)"
+	"  fair_pass, rate_limits)"
 	"  SELECT " TASK_PARTITION_OF_SUFFIX ", k.task_id, 'ready',"
 	"  $class::durable.activity_class, $priority, $max_attempts,"
 	"  $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 	"  $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass FROM k"
+	"  " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass,"
+	"  $rate_limits FROM k"
 	"  RETURNING partition_key, task_id, version, fence)"
 	ENQUEUE_EVENT,
 	DURABLE_PARAMS(enqueue_params),
@@ -248,11 +254,12 @@ static DurableStatement enqueue_keyed = {
 		" RETURNING task_id",
 	DURABLE_SPLIT_NO_INPUT, true},
 	{"INSERT INTO durable.live_tasks (" ENQUEUE_COLUMNS ")"
-		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $20, 'ready',"
+		" VALUES (" TASK_PARTITION_OF_SUFFIX ", $21, 'ready',"
 		" $class::durable.activity_class, $priority, $max_attempts,"
 		" $run_at, $now, $deadline, $queue, $idempotency_key, $request_hash,"
 		" $workflow_version, $payload, $metadata, $parent_id, $concurrency_key,"
-		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass)"
+		" " PINNED_AT_ENQUEUE("$workflow_version") ", $fairness_key, $fair_pass,"
+	"  $rate_limits)"
 		" RETURNING partition_key, task_id, version, fence",
 	0, true},
 	{ENQUEUE_EVENT_SPLIT, 1, true},
@@ -295,6 +302,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	bytea	   *request_hash = NULL;
 	int32		partition;
 	int32		key_partition;
+	const char *rate_home = NULL;
 	int64		task_id;
 
 	DurableCheckPayloadSize(VARSIZE(req->payload), "payload");
@@ -304,8 +312,15 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		DurableCheckKey(key, "idempotency key");
 		request_hash = DurableJsonbHash(req->payload);
 	}
+	if (req->rate_limits != NULL)
+	{
+		rate_home = DurableRateLimitsCheck(req->rate_limits);
+		if (rate_home != NULL)
+			DurableMakeQueueRateLimited(req->queue, settings);
+	}
 	partition = req->has_partition ? req->partition :
-		DurableTaskPartition(settings, key, req->concurrency_key);
+		DurableTaskPartition(settings, key,
+							 req->concurrency_key ? req->concurrency_key : rate_home);
 	key_partition = key ? DurableQueueKeyPartition(settings, key) : partition;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -361,6 +376,11 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 												 get_float8_infinity());
 		nulls[ENQUEUE_FAIR_PASS] = ' ';
 	}
+
+	args[ENQUEUE_RATE_LIMITS] = JsonbPGetDatum(req->rate_limits);
+	nulls[ENQUEUE_RATE_LIMITS] = rate_home != NULL ? ' ' : 'n';
+	if (rate_home != NULL)
+		DurableRateLimitsMakeBuckets(req->rate_limits, partition, now);
 
 	/* a key is bound in durable.task_keys, where it outlives the task's run */
 	res = DurableRunInQueue(key ? &enqueue_keyed : &DurableEnqueueStatement,

@@ -35,6 +35,7 @@ enum
 	QUEUE_VERSION_TIMEOUT,
 	QUEUE_PAUSED_PARTITIONS,
 	QUEUE_FAIR,
+	QUEUE_RATE_LIMITED,
 	QUEUE_NCOLUMNS
 };
 
@@ -51,13 +52,14 @@ static const DurableColumn queue_columns[QUEUE_NCOLUMNS] = {
 	[QUEUE_VERSION_TIMEOUT] = {"version_timeout", INTERVALOID},
 	[QUEUE_PAUSED_PARTITIONS] = {"paused_partitions", INT4ARRAYOID},
 	[QUEUE_FAIR] = {"fair", BOOLOID},
+	[QUEUE_RATE_LIMITED] = {"rate_limited", BOOLOID},
 };
 
 /* a queue's settings, by name, as queue_columns */
 #define QUEUE_SELECT \
 	"SELECT partition_base, partitions, lease, max_attempts, deadline," \
 	" notify, paused, restricted, concurrency_limit, version_timeout," \
-	" paused_partitions, fair" \
+	" paused_partitions, fair, rate_limited" \
 	" FROM durable.queues WHERE queue_name = $queue"
 
 /* the parameters of QUEUE_SELECT */
@@ -159,6 +161,7 @@ decode_queue(const Datum *values, const bool *isnull, DurableQueue *result)
 	if (result->has_version_timeout)
 		result->version_timeout = *DatumGetIntervalP(values[QUEUE_VERSION_TIMEOUT]);
 	result->fair = DatumGetBool(values[QUEUE_FAIR]);
+	result->rate_limited = DatumGetBool(values[QUEUE_RATE_LIMITED]);
 	result->npaused_partitions = 0;
 	if (!isnull[QUEUE_PAUSED_PARTITIONS])
 	{

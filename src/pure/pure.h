@@ -116,6 +116,11 @@ extern DurableStepState DurableParseStepState(const char *name);
 extern int32 DurableRetryDelay(const char *activity_id, size_t len,
 							   int32 attempt, int32 base, int32 cap);
 
+/* ---- rate.c: a rate limit's units (GCRA) ---- */
+extern bool DurableRateTake(TimestampTz tat, TimestampTz now, int64 per_us,
+							int32 rate, int32 burst, int64 units,
+							TimestampTz *next, TimestampTz *admit_at);
+
 /* ---- digest.c ---- */
 extern void DurableSha256(const void *data, size_t len,
 						  uint8 digest[PG_SHA256_DIGEST_LENGTH]);

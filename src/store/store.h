@@ -441,6 +441,7 @@ typedef enum DurableCounter
 	DURABLE_COUNT_IDEMPOTENT_REPLAYS,
 	DURABLE_COUNT_EVENTS_EMITTED,
 	DURABLE_COUNT_WAKEUPS,
+	DURABLE_COUNT_RATE_LIMITED, /* claims deferred by a rate limit */
 	DURABLE_NCOUNTERS
 } DurableCounter;
 

@@ -64,7 +64,7 @@ BEGIN
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon',
-                               'durable.fairness_weights'] LOOP
+                               'durable.fairness_weights', 'durable.rate_limit_definitions'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -75,7 +75,7 @@ BEGIN
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
-                               'durable.flow_keys'] LOOP
+                               'durable.flow_keys', 'durable.rate_limit_buckets'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;

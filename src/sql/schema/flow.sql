@@ -41,3 +41,46 @@ COMMENT ON TABLE durable.fairness_weights IS 'the weights of the fairness keys o
 SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
 REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
 GRANT SELECT ON durable.fairness_weights TO durable_operator;
+
+--
+-- Rate limits (src/core/rate_limits.c): a limit admits at most burst
+-- units at once and rate units per per after that (GCRA).  Its definition
+-- is read by every claim that takes a task naming it; on Citus a
+-- reference table, on every node.  per_us is per in microseconds (a month
+-- counts 30 days, as interval comparison does).
+--
+CREATE TABLE durable.rate_limit_definitions (
+    limit_name text COLLATE "C" PRIMARY KEY,
+    rate       int NOT NULL CHECK (rate > 0),
+    per        interval NOT NULL,
+    per_us     bigint NOT NULL CHECK (per_us > 0),
+    burst      int NOT NULL CHECK (burst > 0),
+    updated_at timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.rate_limit_definitions IS 'rate limits (durable_set_rate_limit): at most burst units at once, rate units per per after that; a limit name prefix:key uses the definition of prefix for each key';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_definitions', '');
+REVOKE ALL ON durable.rate_limit_definitions FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_definitions TO durable_operator;
+
+--
+-- The state of a rate limit for one key ('' for a limit without keys):
+-- its theoretical arrival time, the time by which every unit taken so far
+-- would be paid back at the limit's rate.  One narrow row, updated by the
+-- claims that take the limit's units, in their transactions.  On one
+-- server every bucket is in partition 0; on Citus in the partition of the
+-- task that takes the units, which is its limit's key's (enqueue.c), so
+-- that a claim stays on one node.
+--
+CREATE TABLE durable.rate_limit_buckets (
+    partition_key int NOT NULL,
+    limit_name    text COLLATE "C" NOT NULL,
+    limit_key     text COLLATE "C" NOT NULL,
+    tat           timestamptz NOT NULL,
+    booked        timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, limit_name, limit_key)
+);
+COMMENT ON TABLE durable.rate_limit_buckets IS 'per rate limit and key: the time by which the units taken so far are paid back at the limit''s rate (GCRA); room is what that leaves of the burst';
+COMMENT ON COLUMN durable.rate_limit_buckets.booked IS 'the time by which the units of the tasks deferred so far would be paid back, after tat: each task deferred is due when its units will fit after those before it';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_buckets', '');
+REVOKE ALL ON durable.rate_limit_buckets FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_buckets TO durable_operator;

@@ -24,6 +24,7 @@ CREATE TABLE durable.queues (
     version_timeout   interval CHECK (version_timeout > '0'::interval),
     paused_partitions int4[] NOT NULL DEFAULT '{}',
     fair              bool NOT NULL DEFAULT false,
+    rate_limited      bool NOT NULL DEFAULT false,
     grants_sequence   text COLLATE "C",
     -- edges: no out-of-range time is stored.  Refill rates are checked at
     -- creation and change (from 0.000001 to 1000000 tokens a second); the
@@ -40,6 +41,7 @@ COMMENT ON COLUMN durable.queues.version_timeout IS 'after how long without a wo
 COMMENT ON COLUMN durable.queues.paused_partitions IS 'the partitions of the queue that hand out no task (durable_pause(queue, partition => n))';
 COMMENT ON COLUMN durable.queues.grants_sequence IS 'the sequence of schema durable whose privileges are the queue''s grants (UPDATE: enqueue, USAGE: work), made by its first grant';
 COMMENT ON COLUMN durable.queues.fair IS 'claims share the queue between fairness keys by their weights (src/core/fairness.c); set by the first task with a fairness key or durable_set_fairness()';
+COMMENT ON COLUMN durable.queues.rate_limited IS 'claims check the rate limits of the tasks they take (src/core/rate_limits.c); set by the first task with rate limits';
 SELECT pg_catalog.pg_extension_config_dump('durable.queues', '');
 REVOKE ALL ON durable.queues FROM PUBLIC;
 GRANT SELECT ON durable.queues TO durable_operator;

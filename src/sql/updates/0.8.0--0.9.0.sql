@@ -186,6 +186,47 @@ SELECT pg_catalog.pg_extension_config_dump('durable.fairness_weights', '');
 REVOKE ALL ON durable.fairness_weights FROM PUBLIC;
 GRANT SELECT ON durable.fairness_weights TO durable_operator;
 
+--
+-- Rate limits (issue 40): their definitions, one bucket per limit and key,
+-- the units a task takes of each, the limit that deferred it last, and a
+-- queue's flag.  durable.queue_counters() counts the tasks deferred.
+--
+ALTER TABLE durable.live_tasks ADD COLUMN rate_limits jsonb,
+    ADD COLUMN rate_limited_by text COLLATE "C";
+ALTER TABLE durable.task_history ADD COLUMN rate_limits jsonb,
+    ADD COLUMN rate_limited_by text COLLATE "C";
+COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
+COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
+ALTER TABLE durable.queues ADD COLUMN rate_limited bool NOT NULL DEFAULT false;
+COMMENT ON COLUMN durable.queues.rate_limited IS 'claims check the rate limits of the tasks they take (src/core/rate_limits.c); set by the first task with rate limits';
+CREATE TABLE durable.rate_limit_definitions (
+    limit_name text COLLATE "C" PRIMARY KEY,
+    rate       int NOT NULL CHECK (rate > 0),
+    per        interval NOT NULL,
+    per_us     bigint NOT NULL CHECK (per_us > 0),
+    burst      int NOT NULL CHECK (burst > 0),
+    updated_at timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.rate_limit_definitions IS 'rate limits (durable_set_rate_limit): at most burst units at once, rate units per per after that; a limit name prefix:key uses the definition of prefix for each key';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_definitions', '');
+REVOKE ALL ON durable.rate_limit_definitions FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_definitions TO durable_operator;
+CREATE TABLE durable.rate_limit_buckets (
+    partition_key int NOT NULL,
+    limit_name    text COLLATE "C" NOT NULL,
+    limit_key     text COLLATE "C" NOT NULL,
+    tat           timestamptz NOT NULL,
+    booked        timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, limit_name, limit_key)
+);
+COMMENT ON TABLE durable.rate_limit_buckets IS 'per rate limit and key: the time by which the units taken so far are paid back at the limit''s rate (GCRA); room is what that leaves of the burst';
+COMMENT ON COLUMN durable.rate_limit_buckets.booked IS 'the time by which the units of the tasks deferred so far would be paid back, after tat: each task deferred is due when its units will fit after those before it';
+SELECT pg_catalog.pg_extension_config_dump('durable.rate_limit_buckets', '');
+REVOKE ALL ON durable.rate_limit_buckets FROM PUBLIC;
+GRANT SELECT ON durable.rate_limit_buckets TO durable_operator;
+DROP VIEW durable.queue_counters;
+DROP FUNCTION durable.queue_counters();
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID
@@ -258,11 +299,13 @@ BEGIN
     IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
        AND pg_catalog.citus_is_coordinator() THEN
-        FOREACH rel IN ARRAY ARRAY['durable.concurrency_keys', 'durable.flow_keys'] LOOP
+        FOREACH rel IN ARRAY ARRAY['durable.concurrency_keys', 'durable.flow_keys',
+                                   'durable.rate_limit_buckets'] LOOP
             PERFORM pg_catalog.create_distributed_table(rel, 'partition_key',
                                                         colocate_with => 'durable.live_tasks');
         END LOOP;
         PERFORM pg_catalog.create_reference_table('durable.fairness_weights');
+        PERFORM pg_catalog.create_reference_table('durable.rate_limit_definitions');
     END IF;
 END
 $$;
@@ -285,7 +328,7 @@ DROP FUNCTION @extschema@.durable_reconcile(integer);
 
 --
 -- durable_enqueue, durable_enqueue_batch and durable_spawn take a fairness
--- key (issue 40).  The library serves the calls of 0.8.0 until this update.
+-- key, durable_enqueue also rate limits (issue 40).  The library serves the calls of 0.8.0 until this update.
 --
 DROP FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int,
                                           interval, text, jsonb, text);

@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * rate_limits.c
+ *	  Rate limits: their definitions, the units a task names at enqueue,
+ *	  and the units a claim takes, or the time it defers the task to.
+ *
+ * A task names the units it takes of each limit ({"llm-tokens": 1200});
+ * a name prefix:key uses the definition of prefix, with a bucket of its
+ * own per key.  A bucket is one row: its GCRA state tat (pure/rate.c) and
+ * booked, the end of what the tasks deferred so far would take.  A claim
+ * in a queue with such tasks (claim.c) locks each candidate's buckets,
+ * skipping one another claim holds (the task stays ready for a later
+ * claim, which is no busy loop: this claim goes on to other tasks), and
+ * either takes the units of all of them, or none: the task is then due
+ * when its units will fit after those booked before it, which it books in
+ * turn, so that the tasks a limit holds back come due one after the other
+ * at its rate rather than all at once.  The units taken are written in
+ * the claim's transaction: a claim that rolls back gives them back.
+ *
+ * On one server every bucket is in partition 0, so a limit is one bucket
+ * per key whichever partition claims.  On Citus a bucket is in the
+ * partition of the task that takes from it, so that a claim stays on one
+ * node: a task naming limits is enqueued into its first limit's key's
+ * partition (enqueue.c), where every task of that key then is.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "core/core.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+#include "utils/timestamp.h"
+
+/* a limit, by name */
+static const DurableParam name_params[1] = {
+	{"name", TEXTOID},
+};
+
+/* a limit's definition */
+enum
+{
+	DEF_NAME,
+	DEF_RATE,
+	DEF_PER,
+	DEF_PER_US,
+	DEF_BURST,
+	DEF_NOW,
+	DEF_NPARAMS
+};
+static const DurableParam definition_params[DEF_NPARAMS] = {
+	[DEF_NAME] = {"name", TEXTOID},
+	[DEF_RATE] = {"rate", INT4OID},
+	[DEF_PER] = {"per", INTERVALOID},
+	[DEF_PER_US] = {"per_us", INT8OID},
+	[DEF_BURST] = {"burst", INT4OID},
+	[DEF_NOW] = {"now", TIMESTAMPTZOID},
+};
+
+static DurableStatement definition_set = {
+	.name = "rate_limit_set",
+	.sql = "INSERT INTO durable.rate_limit_definitions"
+	" (limit_name, rate, per, per_us, burst, updated_at)"
+	" VALUES ($name, $rate, $per, $per_us, $burst, $now)"
+	" ON CONFLICT (limit_name) DO UPDATE SET rate = excluded.rate,"
+	" per = excluded.per, per_us = excluded.per_us, burst = excluded.burst,"
+	" updated_at = excluded.updated_at",
+	DURABLE_PARAMS(definition_params),
+};
+
+static DurableStatement definition_drop = {
+	.name = "rate_limit_drop",
+	.sql = "DELETE FROM durable.rate_limit_definitions WHERE limit_name = $name",
+	DURABLE_PARAMS(name_params),
+};
+
+/* a limit's buckets, of every key: prefix:key names prefix's */
+static DurableStatement buckets_drop = {
+	.name = "rate_limit_buckets_drop",
+	.sql = "DELETE FROM durable.rate_limit_buckets WHERE limit_name = $name",
+	DURABLE_PARAMS(name_params),
+};
+
+enum
+{
+	DEFINED_RATE,
+	DEFINED_PER_US,
+	DEFINED_BURST,
+	DEFINED_NCOLUMNS
+};
+static const DurableColumn defined_columns[DEFINED_NCOLUMNS] = {
+	[DEFINED_RATE] = {"rate", INT4OID},
+	[DEFINED_PER_US] = {"per_us", INT8OID},
+	[DEFINED_BURST] = {"burst", INT4OID},
+};
+
+static DurableStatement definition_get = {
+	.name = "rate_limit_get",
+	.sql = "SELECT rate, per_us, burst FROM durable.rate_limit_definitions"
+	" WHERE limit_name = $name",
+	DURABLE_PARAMS(name_params),
+	DURABLE_COLUMNS(defined_columns),
+};
+
+/* a bucket, by its primary key */
+enum
+{
+	BUCKET_PARTITION,
+	BUCKET_NAME,
+	BUCKET_KEY,
+	BUCKET_TAT,
+	BUCKET_BOOKED,
+	BUCKET_NPARAMS
+};
+#define BUCKET_KEY_PARAMS \
+	[BUCKET_PARTITION] = {"partition", INT4OID}, \
+	[BUCKET_NAME] = {"name", TEXTOID}, \
+	[BUCKET_KEY] = {"key", TEXTOID}
+static const DurableParam bucket_params[BUCKET_TAT] = {
+	BUCKET_KEY_PARAMS,
+};
+static const DurableParam bucket_make_params[BUCKET_BOOKED] = {
+	BUCKET_KEY_PARAMS,
+	[BUCKET_TAT] = {"tat", TIMESTAMPTZOID},
+};
+static const DurableParam bucket_set_params[BUCKET_NPARAMS] = {
+	BUCKET_KEY_PARAMS,
+	[BUCKET_TAT] = {"tat", TIMESTAMPTZOID},
+	[BUCKET_BOOKED] = {"booked", TIMESTAMPTZOID},
+};
+#define BUCKET_WHERE \
+	" WHERE partition_key = $partition AND limit_name = $name AND limit_key = $key"
+
+enum
+{
+	STATE_TAT,
+	STATE_BOOKED,
+	STATE_NCOLUMNS
+};
+static const DurableColumn state_columns[STATE_NCOLUMNS] = {
+	[STATE_TAT] = {"tat", TIMESTAMPTZOID},
+	[STATE_BOOKED] = {"booked", TIMESTAMPTZOID},
+};
+
+/* the bucket, unless another claim holds it (or it is missing) */
+static DurableStatement bucket_lock = {
+	.name = "rate_limit_bucket_lock",
+	.sql = "SELECT tat, booked FROM durable.rate_limit_buckets" BUCKET_WHERE
+	" FOR UPDATE SKIP LOCKED",
+	DURABLE_PARAMS(bucket_params),
+	DURABLE_COLUMNS(state_columns),
+};
+
+/* whether the bucket exists, locked or not */
+static DurableStatement bucket_exists = {
+	.name = "rate_limit_bucket_exists",
+	.sql = "SELECT tat, booked FROM durable.rate_limit_buckets" BUCKET_WHERE,
+	DURABLE_PARAMS(bucket_params),
+	DURABLE_COLUMNS(state_columns),
+};
+
+/* a new bucket, empty at $tat, unless one was made meanwhile */
+static DurableStatement bucket_make = {
+	.name = "rate_limit_bucket_make",
+	.sql = "INSERT INTO durable.rate_limit_buckets"
+	" (partition_key, limit_name, limit_key, tat, booked)"
+	" VALUES ($partition, $name, $key, $tat, $tat)"
+	" ON CONFLICT (partition_key, limit_name, limit_key) DO NOTHING"
+	" RETURNING tat, booked",
+	DURABLE_PARAMS(bucket_make_params),
+	DURABLE_COLUMNS(state_columns),
+};
+
+static DurableStatement bucket_set = {
+	.name = "rate_limit_bucket_set",
+	.sql = "UPDATE durable.rate_limit_buckets SET tat = $tat, booked = $booked"
+	BUCKET_WHERE,
+	DURABLE_PARAMS(bucket_set_params),
+};
+
+/* one limit a task names, with its definition and its bucket's state */
+typedef struct RateUse
+{
+	char	   *name;			/* as the task names it: prefix or prefix:key */
+	char	   *prefix;			/* the definition's name */
+	const char *key;			/* "" for a limit without keys */
+	int64		units;
+	bool		defined;
+	int32		rate;
+	int64		per_us;
+	int32		burst;
+	TimestampTz tat;
+	TimestampTz booked;
+} RateUse;
+
+/* at most this many limits a task */
+#define DURABLE_MAX_TASK_RATE_LIMITS 8
+
+/* a limit name: a definition's, or prefix:key */
+static void
+split_name(RateUse *use, const char *name, int len)
+{
+	const char *colon = memchr(name, ':', len);
+
+	use->name = pnstrdup(name, len);
+	if (colon == NULL)
+	{
+		use->prefix = use->name;
+		use->key = "";
+		return;
+	}
+	use->prefix = pnstrdup(name, colon - name);
+	use->key = use->name + (colon - name) + 1;
+}
+
+/* a limit's units: a non-negative integer */
+static int64
+units_of(const RateUse *use, const JsonbValue *v)
+{
+	const char *digits = "";
+
+	if (v->type == jbvNumeric)
+		digits = DatumGetCString(DirectFunctionCall1(numeric_out,
+													 NumericGetDatum(v->val.numeric)));
+	/* no sign, no fraction, no more than any burst */
+	if (digits[0] == '\0' || strspn(digits, "0123456789") != strlen(digits) ||
+		strlen(digits) > 12)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("the units of rate limit \"%s\" must be a non-negative integer",
+					   use->name),
+				errdetail("The value given was %s.", digits[0] ? digits : "not a number"));
+	return strtoll(digits, NULL, 10);
+}
+
+/* the limits a task names, in the order of its jsonb object (by name) */
+static int
+parse_uses(Jsonb *limits, RateUse *uses)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			n = 0;
+
+	if (!JB_ROOT_IS_OBJECT(limits) || JB_ROOT_IS_SCALAR(limits))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("rate_limits must be a JSON object of limit names and units"),
+				errhint("For example {\"llm-requests\": 1, \"llm-tokens\": 1200}."));
+	it = JsonbIteratorInit(&limits->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		RateUse    *use;
+
+		if (tok != WJB_KEY)
+			continue;
+		if (n == DURABLE_MAX_TASK_RATE_LIMITS)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("a task may name at most %d rate limits",
+						   DURABLE_MAX_TASK_RATE_LIMITS));
+		use = &uses[n++];
+		split_name(use, v.val.string.val, v.val.string.len);
+		tok = JsonbIteratorNext(&it, &v, true);
+		Assert(tok == WJB_VALUE);
+		use->units = units_of(use, &v);
+	}
+	return n;
+}
+
+/* the definition of a use's limit, if it has one */
+static bool
+read_definition(RateUse *use)
+{
+	Datum		name = CStringGetTextDatum(use->prefix);
+	DurableResult res;
+
+	res = DurableRun(&definition_get, &name, NULL, SPI_OK_SELECT, 1);
+	use->defined = res.rows == 1;
+	if (use->defined)
+	{
+		use->rate = DurableGetInt32(res, 0, DEFINED_RATE);
+		use->per_us = DurableGetInt64(res, 0, DEFINED_PER_US);
+		use->burst = DurableGetInt32(res, 0, DEFINED_BURST);
+	}
+	return use->defined;
+}
+
+/*
+ * DurableCheckRateLimitName
+ *		22023 unless a limit's name has 1 to DURABLE_MAX_KEY_LEN bytes and
+ *		no colon (which separates a limit from a key of it).
+ */
+void
+DurableCheckRateLimitName(const char *name)
+{
+	DurableCheckKey(name, "rate limit name");
+	if (strchr(name, ':') != NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("rate limit name \"%s\" must not contain \":\"", name),
+				errdetail("A task names prefix:key to take from the limit prefix separately for each key."));
+}
+
+/*
+ * DurableRateLimitsCheck
+ *		Check the limits a task names at enqueue: a JSON object of at most
+ *		DURABLE_MAX_TASK_RATE_LIMITS names of defined limits (42704 for
+ *		another) or prefix:key with a key of 1 to DURABLE_MAX_KEY_LEN bytes,
+ *		each to a non-negative integer of units no greater than the limit's
+ *		burst (22023 otherwise, as units that could never be taken).
+ *		Returns the name whose key places the task (its first), or NULL for
+ *		an empty object.
+ */
+const char *
+DurableRateLimitsCheck(Jsonb *limits)
+{
+	RateUse		uses[DURABLE_MAX_TASK_RATE_LIMITS];
+	int			n = parse_uses(limits, uses);
+
+	for (int i = 0; i < n; i++)
+	{
+		RateUse    *use = &uses[i];
+
+		if (use->key != NULL && use->prefix != use->name)
+			DurableCheckKey(use->key, "rate limit key");
+		if (!read_definition(use))
+			ereport(ERROR,
+					errcode(ERRCODE_UNDEFINED_OBJECT),
+					errmsg("rate limit \"%s\" does not exist", use->prefix),
+					errhint("Define it with durable_set_rate_limit()."));
+		if (use->units > use->burst)
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("%lld units of rate limit \"%s\" exceed its burst of %d",
+						   (long long) use->units, use->name, use->burst),
+					errdetail("A claim could never take them."));
+	}
+	return n > 0 ? uses[0].name : NULL;
+}
+
+/*
+ * DurableRateLimitsMakeBuckets
+ *		Make the buckets a task enqueued into partition at now will take
+ *		from, where they are missing: with the task, so that they exist
+ *		when a claim sees it, and its claim finds a row to lock or skip
+ *		rather than waiting on another claim's insert of one.
+ */
+void
+DurableRateLimitsMakeBuckets(Jsonb *limits, int32 partition, TimestampTz now)
+{
+	RateUse		uses[DURABLE_MAX_TASK_RATE_LIMITS];
+	int			n = parse_uses(limits, uses);
+	Datum		args[BUCKET_BOOKED];
+
+	args[BUCKET_PARTITION] = Int32GetDatum(DurableDistributed() ? partition : 0);
+	args[BUCKET_TAT] = TimestampTzGetDatum(now);
+	for (int i = 0; i < n; i++)
+	{
+		args[BUCKET_NAME] = CStringGetTextDatum(uses[i].prefix);
+		args[BUCKET_KEY] = CStringGetTextDatum(uses[i].key);
+		(void) DurableRun(&bucket_make, args, NULL, SPI_OK_INSERT_RETURNING, 0);
+	}
+}
+
+static DurableStatement queue_rate_limited = {
+	.name = "queue_rate_limited",
+	.sql = "UPDATE durable.queues SET rate_limited = true"
+	" WHERE queue_name = $name AND NOT rate_limited",
+	DURABLE_PARAMS(name_params),
+};
+
+/*
+ * DurableMakeQueueRateLimited
+ *		Make the claims of the queue read into settings check the limits of
+ *		the tasks they take, unless they did.
+ */
+void
+DurableMakeQueueRateLimited(const char *queue, const DurableQueue *settings)
+{
+	Datum		name;
+
+	if (settings->rate_limited)
+		return;
+	name = CStringGetTextDatum(queue);
+	(void) DurableRun(&queue_rate_limited, &name, NULL, SPI_OK_UPDATE, 0);
+}
+
+/*
+ * DurableSetRateLimit
+ *		Create or replace a limit: burst units at once, rate per per after
+ *		that.  Buckets keep their state: units taken stay taken.
+ */
+void
+DurableSetRateLimit(const char *name, int32 rate, const Interval *per, int32 burst)
+{
+	Datum		args[DEF_NPARAMS];
+
+	args[DEF_NAME] = CStringGetTextDatum(name);
+	args[DEF_RATE] = Int32GetDatum(rate);
+	args[DEF_PER] = IntervalPGetDatum(per);
+	args[DEF_PER_US] = Int64GetDatum(DurableIntervalMicroseconds(per, "per"));
+	args[DEF_BURST] = Int32GetDatum(burst);
+	args[DEF_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	(void) DurableRun(&definition_set, args, NULL, SPI_OK_INSERT, 0);
+}
+
+/*
+ * DurableDropRateLimit
+ *		Drop a limit and its buckets; 42704 when there is none.  Tasks that
+ *		name it are no longer held back by it.
+ */
+void
+DurableDropRateLimit(const char *name)
+{
+	Datum		args[1];
+
+	args[0] = CStringGetTextDatum(name);
+	if (DurableRun(&definition_drop, args, NULL, SPI_OK_DELETE, 0).rows == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("rate limit \"%s\" does not exist", name));
+	(void) DurableRun(&buckets_drop, args, NULL, SPI_OK_DELETE, 0);
+}
+
+/*
+ * Lock a use's bucket, or make it; false when another claim holds it.
+ * Such a bucket is seen to exist by the snapshot, without waiting: an
+ * insert would wait for the claim that holds it, as for one that makes
+ * it (a bucket dropped and defined again since the task was enqueued).
+ */
+static bool
+lock_bucket(RateUse *use, int32 partition, TimestampTz now)
+{
+	Datum		args[BUCKET_BOOKED];
+	DurableResult res;
+	bool		isnull;
+
+	args[BUCKET_PARTITION] = Int32GetDatum(partition);
+	args[BUCKET_NAME] = CStringGetTextDatum(use->prefix);
+	args[BUCKET_KEY] = CStringGetTextDatum(use->key);
+	args[BUCKET_TAT] = TimestampTzGetDatum(now);
+	res = DurableRun(&bucket_lock, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
+	{
+		if (DurableRun(&bucket_exists, args, NULL, SPI_OK_SELECT, 1).rows == 1)
+			return false;
+		res = DurableRun(&bucket_make, args, NULL, SPI_OK_INSERT_RETURNING, 1);
+		if (res.rows == 0)
+			return false;
+	}
+	use->tat = DatumGetTimestampTz(DurableGetDatum(res, 0, STATE_TAT, &isnull));
+	use->booked = DatumGetTimestampTz(DurableGetDatum(res, 0, STATE_BOOKED, &isnull));
+	return true;
+}
+
+static void
+write_bucket(const RateUse *use, int32 partition)
+{
+	Datum		args[BUCKET_NPARAMS];
+
+	args[BUCKET_PARTITION] = Int32GetDatum(partition);
+	args[BUCKET_NAME] = CStringGetTextDatum(use->prefix);
+	args[BUCKET_KEY] = CStringGetTextDatum(use->key);
+	args[BUCKET_TAT] = TimestampTzGetDatum(use->tat);
+	args[BUCKET_BOOKED] = TimestampTzGetDatum(use->booked);
+	(void) DurableRun(&bucket_set, args, NULL, SPI_OK_UPDATE, 0);
+}
+
+/*
+ * The time a task deferred by a use is due, which it books: when its
+ * units will conform after those of the tasks deferred before it, as if
+ * they had taken theirs.  A use that does not conform now has tat past
+ * now, so its booking starts there too, and conforms at the time found.
+ */
+static TimestampTz
+book(RateUse *use, TimestampTz now)
+{
+	TimestampTz after = Max(use->tat, use->booked);
+	TimestampTz next;
+	TimestampTz due;
+
+	(void) DurableRateTake(after, now, use->per_us, use->rate, use->burst,
+						   use->units, &next, &due);
+	(void) DurableRateTake(after, due, use->per_us, use->rate, use->burst,
+						   use->units, &use->booked, &next);
+	return due;
+}
+
+/*
+ * DurableRateLimitsTake
+ *		For a claim at now of a task of partition that names limits: take
+ *		the units of every limit that is still defined (DURABLE_RATE_TAKEN),
+ *		or none: when a bucket is held by another claim (DURABLE_RATE_BUSY),
+ *		or one has no room (DURABLE_RATE_DEFERRED: the task books its units
+ *		where they fit, and *deferral says until when and which limit
+ *		holds it back the longest).
+ */
+DurableRateOutcome
+DurableRateLimitsTake(int32 partition, Jsonb *limits, TimestampTz now,
+					  DurableRateDeferral *deferral)
+{
+	RateUse		uses[DURABLE_MAX_TASK_RATE_LIMITS];
+	bool		conforms[DURABLE_MAX_TASK_RATE_LIMITS];
+	int			n = parse_uses(limits, uses);
+	int32		bucket_partition = DurableDistributed() ? partition : 0;
+	bool		admitted = true;
+
+	for (int i = 0; i < n; i++)
+	{
+		RateUse    *use = &uses[i];
+		TimestampTz admit_at;
+
+		if (use->units == 0 || !read_definition(use))
+			continue;
+		if (!lock_bucket(use, bucket_partition, now))
+			return DURABLE_RATE_BUSY;
+		conforms[i] = DurableRateTake(use->tat, now, use->per_us, use->rate,
+									  use->burst, use->units, &use->tat, &admit_at);
+		admitted &= conforms[i];
+	}
+
+	deferral->until = now;
+	for (int i = 0; i < n; i++)
+	{
+		RateUse    *use = &uses[i];
+
+		if (use->units == 0 || !use->defined)
+			continue;
+		if (!admitted)
+		{
+			TimestampTz due;
+
+			if (conforms[i])
+				continue;
+			due = book(use, now);
+			if (due > deferral->until)
+			{
+				deferral->until = due;
+				deferral->limit = use->name;
+				deferral->units = use->units;
+			}
+		}
+		write_bucket(use, bucket_partition);
+	}
+	return admitted ? DURABLE_RATE_TAKEN : DURABLE_RATE_DEFERRED;
+}
