@@ -19,10 +19,14 @@
 # every claim must take a task of the lowest pass among its ready tasks,
 # each pass computed here from the contract (the key's last ready pass, or
 # the queue's lowest when the key has none, or 0, plus 1 / weight; the
-# server's passes are compared after every operation); and debounce and
+# server's passes are compared after every operation); debounce and
 # throttle calls into queue m, whose answers (the key's task again, or a
 # new one) and due times the model decides, and which the claims of m then
-# respect as any due time.
+# respect as any due time; and tasks of queue r that name rate limits,
+# whose claims the model decides from the contract's GCRA kept here (which
+# tasks each claim takes, in claim order, and the time each task it
+# defers is due), and whose units taken are checked against every window
+# between two claims: never more than burst + rate * window / per.
 #
 # Events belong to a queue: two applications, each with a queue restricted
 # to its role (a, b), and the open queue m emit and await the same event
@@ -41,7 +45,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use List::Util qw(min max);
+use List::Util qw(min max sum0);
+use POSIX qw(floor ceil);
 use Time::HiRes qw(sleep);
 use DurableNode;
 
@@ -117,6 +122,15 @@ my (%T, %E, @trace, @problems, $M_rand, %outcomes);
 # keys of queue m (the task of each and its first call)
 my %WEIGHT = (t1 => 2);
 my (%DEBOUNCED, %THROTTLED);
+
+# the rate limits of queue r's tasks (whole microseconds per unit), each
+# bucket's state (tat, booked) and the units its claims took, when
+my %LIMIT = (
+	rl_fast => { rate => 4, per_us => 1_000_000, burst => 2 },
+	rl_tenant => { rate => 1, per_us => 400_000, burst => 1 });
+my (%BUCKET, %TAKEN);
+my @RATE_USES = ({}, { rl_fast => 1 }, { rl_fast => 2 }, { 'rl_tenant:a' => 1 },
+	{ 'rl_tenant:b' => 1 }, { rl_fast => 1, 'rl_tenant:a' => 1 });
 
 sub r { return int($M_rand->() * $_[0]) }
 sub pick { my @l = @_; return $l[ r(scalar @l) ] }
@@ -198,6 +212,92 @@ sub cancel_model
 # a task held by a worker: its id and fence
 sub held { return grep { $T{$_}{state} eq 'running' } sort keys %T }
 
+# GCRA: whether units of limit $l taken at $now conform to the state
+# $tat, and the state after them, or the first time they will conform
+sub gcra
+{
+	my ($l, $tat, $now, $units) = @_;
+	my $emission = $l->{per_us} / $l->{rate};
+	my $start = max($tat, $now);
+	my $slack = floor(($l->{burst} - min($units, $l->{burst})) * $emission);
+	return (1, $start + ceil($units * $emission)) if $start - $now <= $slack;
+	return (0, $start - $slack);
+}
+
+# a claim of r at $now for $wanted tasks: the tasks taken, and the time
+# each one deferred is due; the buckets as the claim leaves them
+sub rate_claim_model
+{
+	my ($now, $wanted) = @_;
+	my (@taken, %deferred);
+	my $again = 1;
+	while ($again && @taken < $wanted)
+	{
+		my %took = map { $_ => 1 } @taken;
+		my @ready = sort { $T{$a}{run_at} <=> $T{$b}{run_at} || $a <=> $b }
+		  grep { $T{$_}{queue} eq 'r' && $T{$_}{state} eq 'ready' && $T{$_}{run_at} <= $now && !$took{$_} } keys %T;
+		last unless @ready;
+		splice(@ready, $wanted - @taken) if @ready > $wanted - @taken;
+		my $ndeferred = 0;
+		for my $id (@ready)
+		{
+			my $uses = $T{$id}{limits};
+			my (%next, $until);
+			for my $name (keys %$uses)
+			{
+				my $l = $LIMIT{ (split /:/, $name)[0] };
+				my $b = $BUCKET{$name} //= { tat => $now, booked => $now };
+				my ($ok, $t) = gcra($l, $b->{tat}, $now, $uses->{$name});
+				$next{$name} = $ok ? $t : undef;
+			}
+			if (!grep { !defined $next{$_} } keys %next)
+			{
+				$BUCKET{$_}{tat} = $next{$_} for keys %next;
+				push @{ $TAKEN{$_} }, [ $now, $uses->{$_} ] for keys %next;
+				push @taken, $id;
+				next;
+			}
+			# the limits without room book the task's units after those
+			# deferred before it, and it is due when the last fits
+			for my $name (grep { !defined $next{$_} } keys %next)
+			{
+				my ($l, $b) = ($LIMIT{ (split /:/, $name)[0] }, $BUCKET{$name});
+				my $after = max($b->{tat}, $b->{booked});
+				my (undef, $due) = gcra($l, $after, $now, $uses->{$name});
+				(undef, $b->{booked}) = gcra($l, $after, $due, $uses->{$name});
+				$until = max($until // $due, $due);
+			}
+			$T{$id}{run_at} = $until;
+			$deferred{$id} = $until;
+			$ndeferred++;
+		}
+		$again = $ndeferred > 0;
+	}
+	return (\@taken, \%deferred);
+}
+
+# no window between two claims that took units of a bucket holds more
+# than burst + rate * window / per of them
+sub check_windows
+{
+	for my $name (sort keys %TAKEN)
+	{
+		my $l = $LIMIT{ (split /:/, $name)[0] };
+		my @takes = sort { $a->[0] <=> $b->[0] } @{ $TAKEN{$name} };
+		for my $i (0 .. $#takes)
+		{
+			my $units = 0;
+			for my $j ($i .. $#takes)
+			{
+				$units += $takes[$j][1];
+				my $most = $l->{burst} + ($takes[$j][0] - $takes[$i][0]) * $l->{rate} / $l->{per_us};
+				return problem("$units units of $name taken between $takes[$i][0] and $takes[$j][0], at most $most allowed")
+				  if $units > $most;
+			}
+		}
+	}
+}
+
 sub expect
 {
 	my ($what, $got, $want) = @_;
@@ -209,7 +309,8 @@ sub step
 {
 	my $kind = pick(qw(enqueue enqueue claim claim claim claim sleep sleep await await await
 	  emit emit emit spawn spawn join join replay replay replay commit commit cancel cancel_parent stale pause
-	  step step step_commit fair_enqueue fair_enqueue fair_claim fair_claim debounce debounce throttle));
+	  step step step_commit fair_enqueue fair_enqueue fair_claim fair_claim debounce debounce throttle
+	  rate_enqueue rate_enqueue rate_claim rate_claim));
 	my @held = held();
 	my $tid = @held ? pick(@held) : undef;
 	my $t = $tid ? $T{$tid} : undef;
@@ -281,6 +382,52 @@ sub step
 		($row, $err) = call(q{SELECT durable_commit(?, ?)}, $row->{task_id}, $c->{fence});
 		return problem("commit of $c->{fence} failed: $err") if $err;
 		$c->{state} = 'completed';
+	}
+	elsif ($kind eq 'rate_enqueue')
+	{
+		my $uses = pick(@RATE_USES);
+		my $json = '{' . join(', ', map { qq{"$_": $uses->{$_}} } sort keys %$uses) . '}';
+		my ($row, $err) = call(q{SELECT durable_enqueue('r', '{}', rate_limits => ?::jsonb) AS id,
+			(extract(epoch FROM now()) * 1000000)::bigint AS now}, $json);
+		return problem("enqueue into r failed: $err") if $err;
+		$T{ $row->{id} } = { state => 'ready', fence => 0, waits => {}, queue => 'r', doubt => {},
+			limits => $uses, run_at => $row->{now} };
+		push @trace, "enqueue r $json $row->{id}";
+	}
+	elsif ($kind eq 'rate_claim')
+	{
+		# a claim of r and the commit of what it took, at once
+		my $wanted = 1 + r(3);
+		my $rows = $dbh->selectall_arrayref(q{SELECT c.task_id, c.fence,
+			(extract(epoch FROM now()) * 1000000)::bigint AS now
+			FROM durable_claim('r', 'w', batch => ?) c RIGHT JOIN (SELECT) x ON true}, { Slice => {} }, $wanted);
+		return problem('claim of r failed: ' . $dbh->state) unless $rows;
+		my @got = sort map { $_->{task_id} } grep { defined $_->{task_id} } @$rows;
+		my ($taken, $deferred) = rate_claim_model($rows->[0]{now}, $wanted);
+		push @trace, "claim r $wanted at $rows->[0]{now} -> @got";
+		expect("tasks the claim of r at $rows->[0]{now} took", "@got", join(' ', sort @$taken));
+		my $due = $dbh->selectall_arrayref(q{SELECT task_id, (extract(epoch FROM run_at) * 1000000)::bigint AS us,
+			rate_limited_by FROM durable.live_tasks WHERE queue_name = 'r' AND state = 'ready'}, { Slice => {} });
+		for my $d (@$due)
+		{
+			next unless exists $deferred->{ $d->{task_id} };
+			expect("the time task $d->{task_id} is due after the claim deferred it", $d->{us},
+				$deferred->{ $d->{task_id} });
+			problem("task $d->{task_id} deferred by no limit") unless defined $d->{rate_limited_by};
+		}
+		$outcomes{'rate deferrals'} += keys %$deferred;
+		for my $r (grep { defined $_->{task_id} } @$rows)
+		{
+			my $c = $T{ $r->{task_id} } or return problem("claim of r handed out unknown task $r->{task_id}");
+			$outcomes{'rate-limited takes'}++ if %{ $c->{limits} };
+			$c->{state} = 'running';
+			$c->{fence}++;
+			expect("fence of $r->{task_id} after the claim", $r->{fence}, $c->{fence});
+			my (undef, $err) = call(q{SELECT durable_commit(?, ?)}, $r->{task_id}, $c->{fence});
+			return problem("commit of $r->{task_id} failed: $err") if $err;
+			$c->{state} = 'completed';
+		}
+		check_windows();
 	}
 	elsif ($kind eq 'debounce')
 	{
@@ -602,9 +749,9 @@ sub step
 sub compare
 {
 	my $rows = $dbh->selectall_arrayref(q{SELECT task_id, state::text, fence, fair_pass FROM durable.live_tasks
-		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f')
+		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f', 'r')
 		UNION ALL SELECT task_id, state::text, fence, NULL FROM durable.task_history
-		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f')}, { Slice => {} });
+		WHERE queue_name IN ('m', 'k', 'a', 'b', 'f', 'r')}, { Slice => {} });
 	my %db = map { $_->{task_id} => $_ } @$rows;
 	for my $id (sort keys %T)
 	{
@@ -626,6 +773,9 @@ $dbh->do(q{SELECT durable_create_queue('m', lease => '1 hour')});
 $dbh->do(q{SELECT durable_create_queue('k', lease => '1 hour')});
 $dbh->do(q{SELECT durable_create_queue('f', lease => '1 hour', partitions => 1)});
 $dbh->do(q{SELECT durable_set_fairness('f', ?, ?)}, undef, $_, $WEIGHT{$_}) for sort keys %WEIGHT;
+$dbh->do(q{SELECT durable_create_queue('r', lease => '1 hour', partitions => 1)});
+$dbh->do(q{SELECT durable_set_rate_limit(?, ?, make_interval(secs => ? / 1e6), ?)}, undef,
+	$_, $LIMIT{$_}{rate}, $LIMIT{$_}{per_us}, $LIMIT{$_}{burst}) for sort keys %LIMIT;
 for my $app ('a', 'b')
 {
 	$dbh->do(qq{CREATE ROLE app_$app IN ROLE durable_worker, durable_producer});
@@ -643,11 +793,13 @@ for my $seq (1 .. $NSEQ)
 	%outcomes = ();
 	%DEBOUNCED = ();
 	%THROTTLED = ();
+	%BUCKET = ();
+	%TAKEN = ();
 	@trace = ();
 	@problems = ();
 	$dbh->do(q{TRUNCATE durable.live_tasks, durable.task_history, durable.event_log,
 		durable.live_steps, durable.step_history, durable.event_waits, durable.emitted_events,
-		durable.flow_keys});
+		durable.flow_keys, durable.rate_limit_buckets});
 	for my $i (1 .. $NOPS)
 	{
 		step();
