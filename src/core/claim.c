@@ -154,7 +154,7 @@ static const DurableColumn claimed_columns[DURABLE_CLAIMED_NCOLUMNS] = {
 	"  claim_kind = CASE WHEN (" PINNED_VERSIONS ") IS DISTINCT FROM t.versions" \
 	"   THEN 'pinned' ELSE 'claimed' END, claim_role = $role," \
 	"  versions = " PINNED_VERSIONS "," \
-	"  workflow_version = (" PINNED_VERSIONS ") ->> 'workflow'"
+	"  workflow_version = (" PINNED_VERSIONS ") ->> 'workflow', rate_limited_by = NULL"
 
 /*
  * A task a worker may take: unpinned, or pinned to versions it runs
@@ -532,7 +532,7 @@ static const DurableParam chosen_params[CHOSEN_NPARAMS] = {
 
 static DurableStatement claim_chosen = {
 	.name = "claim_chosen",
-	.sql = "WITH u AS (" CLAIM_UPDATE ", rate_limited_by = NULL"
+	.sql = "WITH u AS (" CLAIM_UPDATE
 	"  WHERE t.partition_key = $partition AND t.task_id = ANY ($ids)"
 	"  RETURNING t.partition_key, t.task_id, t.fence, t.lease_until,"
 	"  t.attempt, t.payload, t.checkpoint, t.versions, t.version, t.priority,"
@@ -605,6 +605,73 @@ put_claimed(DurableResult res, const char *queue, TimestampTz now,
 		DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
 					   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
 		tuplestore_putvalues(store, desc, values, isnull);
+	}
+}
+
+/*
+ * The same for one task on one server, through the access methods
+ * (claim_direct.c): the first candidate locked, its limits taken, the
+ * task claimed by its key; a candidate deferred is no longer due, one left
+ * for the claim that holds one of its buckets is passed over, and the
+ * claim goes on to the next.  Returns false when the table must be read
+ * by statement, having done nothing.
+ */
+static bool
+claim_rate_limited_directly(const Datum *args, const char *queue, const char *worker,
+							TimestampTz now, Tuplestorestate *store, TupleDesc desc,
+							int *claimed)
+{
+	int32		partition = DatumGetInt32(args[CLAIM_PARTITION]);
+	int64	   *passed = NULL;
+	int			npassed = 0;
+	int			ndeferred = 0;
+
+	*claimed = 0;
+	for (;;)
+	{
+		int64		task_id;
+		Jsonb	   *limits;
+		DurableRateDeferral deferral;
+		Datum		values[DURABLE_CLAIMED_NCOLUMNS];
+		bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
+
+		switch (DurableLockClaimCandidate(partition, args[CLAIM_QUEUE], now, passed,
+										  npassed, &task_id, &limits))
+		{
+			case DURABLE_DIRECT_BY_STATEMENT:
+				Assert(npassed == 0 && ndeferred == 0);
+				return false;
+			case DURABLE_DIRECT_NONE:
+				DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
+				return true;
+			case DURABLE_DIRECT_DONE:
+				break;
+		}
+		if (limits != NULL)
+			switch (DurableRateLimitsTake(partition, limits, now, &deferral))
+			{
+				case DURABLE_RATE_TAKEN:
+					break;
+				case DURABLE_RATE_DEFERRED:
+					defer_task(partition, task_id, &deferral, worker, now);
+					ndeferred++;
+					continue;
+				case DURABLE_RATE_BUSY:
+					passed = passed ? repalloc(passed, sizeof(int64) * (npassed + 1)) :
+						palloc(sizeof(int64));
+					passed[npassed++] = task_id;
+					continue;
+			}
+		if (DurableClaimTaskDirectly(partition, task_id, now, args[CLAIM_WORKER],
+									 args[CLAIM_LEASE], args[CLAIM_LEASE_UNTIL],
+									 args[CLAIM_ROLE], values, isnull) != DURABLE_DIRECT_DONE)
+			elog(ERROR, "task %lld left its claim's lock", (long long) task_id);
+		DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
+					   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
+		tuplestore_putvalues(store, desc, values, isnull);
+		DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
+		*claimed = 1;
+		return true;
 	}
 }
 
@@ -831,8 +898,13 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			hold_keys(args, nulls, DurableQueuePartition(&settings, 0));
 		if (candidates != NULL)
 		{
-			int			n = claim_rate_limited(candidates, args, nulls, wanted, queue,
-											   worker, now, store, desc);
+			int			n;
+
+			if (candidates != &claim_candidates || wanted != 1 || runs != NULL ||
+				DurableDistributed() ||
+				!claim_rate_limited_directly(args, queue, worker, now, store, desc, &n))
+				n = claim_rate_limited(candidates, args, nulls, wanted, queue,
+									   worker, now, store, desc);
 
 			claimed += n;
 			if (n < wanted && expired)

@@ -12,6 +12,11 @@
  * together: sql/direct_claim.sql checks every column a claim leaves
  * against the statement's expressions, evaluated on the row before.
  *
+ * In a queue with rate limits the claim chooses first (claim.c): the
+ * first candidate is only locked, with the limits it names, and taken by
+ * its key once they have room (DurableLockClaimCandidate,
+ * DurableClaimTaskDirectly).
+ *
  *-------------------------------------------------------------------------
  */
 #include "core/core.h"
@@ -28,6 +33,7 @@ enum
 	TAKE_RUN_AT,
 	TAKE_PAYLOAD,
 	TAKE_CHECKPOINT,
+	TAKE_RATE_LIMITS,
 	TAKE_STATE,					/* the first one written */
 	TAKE_OWNER,
 	TAKE_LEASE,
@@ -44,6 +50,7 @@ enum
 	TAKE_CLAIM_ROLE,
 	TAKE_VERSIONS,
 	TAKE_WORKFLOW_VERSION,
+	TAKE_RATE_LIMITED_BY,
 	TAKE_NCOLUMNS
 };
 
@@ -52,6 +59,7 @@ static const DurableColumn take_columns[TAKE_NCOLUMNS] = {
 	[TAKE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 	[TAKE_PAYLOAD] = {"payload", JSONBOID},
 	[TAKE_CHECKPOINT] = {"checkpoint", JSONBOID},
+	[TAKE_RATE_LIMITS] = {"rate_limits", JSONBOID},
 	/* durable.task_state, an enum whose OID each installation chooses */
 	[TAKE_STATE] = {"state", InvalidOid},
 	[TAKE_OWNER] = {"owner", TEXTOID},
@@ -69,6 +77,7 @@ static const DurableColumn take_columns[TAKE_NCOLUMNS] = {
 	[TAKE_CLAIM_ROLE] = {"claim_role", TEXTOID},
 	[TAKE_VERSIONS] = {"versions", JSONBOID},
 	[TAKE_WORKFLOW_VERSION] = {"workflow_version", TEXTOID},
+	[TAKE_RATE_LIMITED_BY] = {"rate_limited_by", TEXTOID},
 };
 
 /* durable_claim's columns, then run_at, as columns of claim_take */
@@ -92,6 +101,16 @@ static DurableTake claim_take = {
 	.wait = LockWaitSkip,
 };
 
+/* a task chosen by a claim, which holds it, by its primary key */
+static DurableTake claim_take_by_key = {
+	.table = {.schema = "durable", .name = "live_tasks", DURABLE_COLUMNS(take_columns)},
+	.index = NULL,
+	.keys = {.nkeys = 2},		/* partition_key, task_id */
+	.nread = TAKE_STATE,
+	.lockmode = LockTupleExclusive,
+	.wait = LockWaitBlock,
+};
+
 /* a claim's values, and the task states as the table's enum has them */
 typedef struct ClaimValues
 {
@@ -105,6 +124,8 @@ typedef struct ClaimValues
 	Datum		ready;
 	Datum		waiting;
 	Datum		running;
+	const int64 *passed;		/* candidates to pass over */
+	int			npassed;
 } ClaimValues;
 
 /* ready, waiting and running as values of the state column's type */
@@ -118,16 +139,41 @@ task_states(ClaimValues *claim)
 	claim->running = DurableTaskStateValue(typid, DURABLE_TASK_RUNNING);
 }
 
-/* READY_TO_CLAIM's conditions beyond the index's keys, with $runs NULL */
+/* a task ready and due */
 static bool
-claimable(const Datum *values, const bool *isnull, void *arg)
+due(const Datum *values, ClaimValues *claim)
 {
-	ClaimValues *claim = arg;
-
 	if (claim->ready == (Datum) 0)
 		task_states(claim);
 	return (values[TAKE_STATE] == claim->ready || values[TAKE_STATE] == claim->waiting) &&
 		DatumGetTimestampTz(values[TAKE_RUN_AT]) <= claim->now;
+}
+
+/* READY_TO_CLAIM's conditions beyond the index's keys, with $runs NULL */
+static bool
+claimable(const Datum *values, const bool *isnull, void *arg)
+{
+	return due(values, arg) && isnull[TAKE_RATE_LIMITS];
+}
+
+/* a candidate of a claim that chooses: due, and not passed over */
+static bool
+candidate(const Datum *values, const bool *isnull, void *arg)
+{
+	ClaimValues *claim = arg;
+	int64		task_id = DatumGetInt64(values[TAKE_TASK_ID]);
+
+	for (int i = 0; i < claim->npassed; i++)
+		if (claim->passed[i] == task_id)
+			return false;
+	return due(values, claim);
+}
+
+/* the task chosen, still due under the claim's lock */
+static bool
+chosen(const Datum *values, const bool *isnull, void *arg)
+{
+	return due(values, arg);
 }
 
 /* versions ->> 'workflow' */
@@ -177,6 +223,33 @@ take_task(Datum *values, bool *isnull, void *arg)
 	isnull[TAKE_LEASE_UNTIL] = isnull[TAKE_HEARTBEAT_AT] = false;
 	isnull[TAKE_PROGRESS_AT] = isnull[TAKE_CLAIMED_AT] = isnull[TAKE_CLAIM_SEQ] = false;
 	isnull[TAKE_CLAIM_KIND] = isnull[TAKE_CLAIM_ROLE] = false;
+	isnull[TAKE_RATE_LIMITED_BY] = true;
+}
+
+/* a claim's values, as the statements' parameters give them */
+static void
+claim_values(ClaimValues *claim, TimestampTz now, Datum worker, Datum lease,
+			 Datum lease_until, Datum role)
+{
+	memset(claim, 0, sizeof(*claim));
+	claim->now = now;
+	claim->worker = worker;
+	claim->lease = lease;
+	claim->lease_until = lease_until;
+	claim->role = role;
+	claim->claimed_kind = CStringGetTextDatum("claimed");
+	claim->workflow_key = CStringGetTextDatum("workflow");
+}
+
+/* the columns of a task taken, as DurableClaimOneStatement returns them */
+static void
+claimed_row(const Datum *values, const bool *nulls, Datum *result, bool *isnull)
+{
+	for (int i = 0; i < DURABLE_CLAIMED_NCOLUMNS; i++)
+	{
+		result[i] = values[claimed_columns[i]];
+		isnull[i] = nulls[claimed_columns[i]];
+	}
 }
 
 /*
@@ -192,30 +265,77 @@ DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum wor
 						Datum lease, Datum lease_until, Datum role,
 						Datum *result, bool *isnull)
 {
-	ClaimValues claim = {0};
+	ClaimValues claim;
 	Datum		keys[2];
 	Datum		values[TAKE_NCOLUMNS];
 	bool		nulls[TAKE_NCOLUMNS];
 	DurableDirectResult taken;
 
-	claim.now = now;
-	claim.worker = worker;
-	claim.lease = lease;
-	claim.lease_until = lease_until;
-	claim.role = role;
-	claim.claimed_kind = CStringGetTextDatum("claimed");
-	claim.workflow_key = CStringGetTextDatum("workflow");
+	claim_values(&claim, now, worker, lease, lease_until, role);
 	keys[0] = Int32GetDatum(partition);
 	keys[1] = queue;
 	taken = DurableTakeFirst(&claim_take, keys, claimable, take_task, &claim,
 							 values, nulls);
-	if (taken != DURABLE_DIRECT_DONE)
-		return taken;
+	if (taken == DURABLE_DIRECT_DONE)
+		claimed_row(values, nulls, result, isnull);
+	return taken;
+}
 
-	for (int i = 0; i < DURABLE_CLAIMED_NCOLUMNS; i++)
+/*
+ * DurableLockClaimCandidate
+ *		Lock the first task of queue in partition that a claim at now
+ *		would take, but for those passed over (npassed of them), with the
+ *		rate limits it names (NULL for none): READY_TO_CLAIM's row with
+ *		tasks that name limits among them.
+ */
+DurableDirectResult
+DurableLockClaimCandidate(int32 partition, Datum queue, TimestampTz now,
+						  const int64 *passed, int npassed, int64 *task_id,
+						  Jsonb **rate_limits)
+{
+	ClaimValues claim;
+	Datum		keys[2];
+	Datum		values[TAKE_NCOLUMNS];
+	bool		nulls[TAKE_NCOLUMNS];
+	DurableDirectResult locked;
+
+	claim_values(&claim, now, (Datum) 0, (Datum) 0, (Datum) 0, (Datum) 0);
+	claim.passed = passed;
+	claim.npassed = npassed;
+	keys[0] = Int32GetDatum(partition);
+	keys[1] = queue;
+	locked = DurableTakeFirst(&claim_take, keys, candidate, NULL, &claim, values, nulls);
+	if (locked == DURABLE_DIRECT_DONE)
 	{
-		result[i] = values[claimed_columns[i]];
-		isnull[i] = nulls[claimed_columns[i]];
+		*task_id = DatumGetInt64(values[TAKE_TASK_ID]);
+		*rate_limits = nulls[TAKE_RATE_LIMITS] ? NULL : DatumGetJsonbP(values[TAKE_RATE_LIMITS]);
 	}
+	return locked;
+}
+
+/*
+ * DurableClaimTaskDirectly
+ *		Claim the task of partition that the caller chose and holds, as
+ *		DurableClaimOneDirectly claims its task; DURABLE_DIRECT_NONE when
+ *		it is no longer due.
+ */
+DurableDirectResult
+DurableClaimTaskDirectly(int32 partition, int64 task_id, TimestampTz now, Datum worker,
+						 Datum lease, Datum lease_until, Datum role,
+						 Datum *result, bool *isnull)
+{
+	ClaimValues claim;
+	Datum		keys[2];
+	Datum		values[TAKE_NCOLUMNS];
+	bool		nulls[TAKE_NCOLUMNS];
+	DurableDirectResult taken;
+
+	claim_values(&claim, now, worker, lease, lease_until, role);
+	keys[0] = Int32GetDatum(partition);
+	keys[1] = Int64GetDatum(task_id);
+	taken = DurableTakeFirst(&claim_take_by_key, keys, chosen, take_task, &claim,
+							 values, nulls);
+	if (taken == DURABLE_DIRECT_DONE)
+		claimed_row(values, nulls, result, isnull);
 	return taken;
 }

@@ -161,6 +161,16 @@ extern DurableDirectResult DurableClaimOneDirectly(int32 partition, Datum queue,
 												 Datum lease, Datum lease_until,
 												 Datum role, Datum *result,
 												 bool *isnull);
+extern DurableDirectResult DurableLockClaimCandidate(int32 partition, Datum queue,
+													 TimestampTz now,
+													 const int64 *passed,
+													 int npassed, int64 *task_id,
+													 Jsonb **rate_limits);
+extern DurableDirectResult DurableClaimTaskDirectly(int32 partition, int64 task_id,
+													TimestampTz now, Datum worker,
+													Datum lease, Datum lease_until,
+													Datum role, Datum *result,
+													bool *isnull);
 
 /* ---- heartbeat.c: leases renewed ---- */
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,

@@ -18,7 +18,9 @@
  * the claim's transaction: a claim that rolls back gives them back.
  *
  * On one server every bucket is in partition 0, so a limit is one bucket
- * per key whichever partition claims.  On Citus a bucket is in the
+ * per key whichever partition claims, and a claim reads definitions and
+ * takes buckets through the access methods (store/take.c), as the usual
+ * claim takes its task, without a statement's executor.  On Citus a bucket is in the
  * partition of the task that takes from it, so that a claim stays on one
  * node: a task naming limits is enqueued into its first limit's key's
  * partition (enqueue.c), where every task of that key then is.
@@ -103,6 +105,13 @@ static DurableStatement definition_get = {
 	DURABLE_COLUMNS(defined_columns),
 };
 
+/* the same on one server, by its primary key */
+static DurableKeyRead definition_read = {
+	.table = {.schema = "durable", .name = "rate_limit_definitions",
+	DURABLE_COLUMNS(defined_columns)},
+	.keys = {.nkeys = 1},
+};
+
 /* a bucket, by its primary key */
 enum
 {
@@ -177,6 +186,30 @@ static DurableStatement bucket_set = {
 	.sql = "UPDATE durable.rate_limit_buckets SET tat = $tat, booked = $booked"
 	BUCKET_WHERE,
 	DURABLE_PARAMS(bucket_set_params),
+};
+
+/*
+ * On one server, bucket_lock and bucket_set by the bucket's primary key
+ * (partition_key, limit_name, limit_key): locked as FOR UPDATE SKIP
+ * LOCKED, and written by the claim that holds it.
+ */
+static DurableTake bucket_take = {
+	.table = {.schema = "durable", .name = "rate_limit_buckets",
+	DURABLE_COLUMNS(state_columns)},
+	.index = NULL,
+	.keys = {.nkeys = 3},
+	.nread = 0,
+	.lockmode = LockTupleExclusive,
+	.wait = LockWaitSkip,
+};
+static DurableTake bucket_write = {
+	.table = {.schema = "durable", .name = "rate_limit_buckets",
+	DURABLE_COLUMNS(state_columns)},
+	.index = NULL,
+	.keys = {.nkeys = 3},
+	.nread = 0,
+	.lockmode = LockTupleExclusive,
+	.wait = LockWaitBlock,
 };
 
 /* one limit a task names, with its definition and its bucket's state */
@@ -276,6 +309,20 @@ read_definition(RateUse *use)
 	Datum		name = CStringGetTextDatum(use->prefix);
 	DurableResult res;
 
+	if (!DurableDistributed())
+	{
+		Datum		values[DEFINED_NCOLUMNS];
+		bool		isnull[DEFINED_NCOLUMNS];
+
+		use->defined = DurableReadByKey(&definition_read, &name, values, isnull);
+		if (use->defined)
+		{
+			use->rate = DatumGetInt32(values[DEFINED_RATE]);
+			use->per_us = DatumGetInt64(values[DEFINED_PER_US]);
+			use->burst = DatumGetInt32(values[DEFINED_BURST]);
+		}
+		return use->defined;
+	}
 	res = DurableRun(&definition_get, &name, NULL, SPI_OK_SELECT, 1);
 	use->defined = res.rows == 1;
 	if (use->defined)
@@ -424,6 +471,13 @@ DurableDropRateLimit(const char *name)
 	(void) DurableRun(&buckets_drop, args, NULL, SPI_OK_DELETE, 0);
 }
 
+/* a bucket, whatever its state */
+static bool
+any_row(const Datum *values, const bool *isnull, void *arg)
+{
+	return true;
+}
+
 /*
  * Lock a use's bucket, or make it; false when another claim holds it.
  * Such a bucket is seen to exist by the snapshot, without waiting: an
@@ -441,7 +495,27 @@ lock_bucket(RateUse *use, int32 partition, TimestampTz now)
 	args[BUCKET_NAME] = CStringGetTextDatum(use->prefix);
 	args[BUCKET_KEY] = CStringGetTextDatum(use->key);
 	args[BUCKET_TAT] = TimestampTzGetDatum(now);
-	res = DurableRun(&bucket_lock, args, NULL, SPI_OK_SELECT, 1);
+	if (!DurableDistributed())
+	{
+		Datum		values[STATE_NCOLUMNS];
+		bool		isnull[STATE_NCOLUMNS];
+
+		switch (DurableTakeFirst(&bucket_take, args, any_row, NULL, NULL, values, isnull))
+		{
+			case DURABLE_DIRECT_DONE:
+				use->tat = DatumGetTimestampTz(values[STATE_TAT]);
+				use->booked = DatumGetTimestampTz(values[STATE_BOOKED]);
+				return true;
+			case DURABLE_DIRECT_NONE:
+				res.rows = 0;
+				break;
+			case DURABLE_DIRECT_BY_STATEMENT:
+				res = DurableRun(&bucket_lock, args, NULL, SPI_OK_SELECT, 1);
+				break;
+		}
+	}
+	else
+		res = DurableRun(&bucket_lock, args, NULL, SPI_OK_SELECT, 1);
 	if (res.rows == 0)
 	{
 		if (DurableRun(&bucket_exists, args, NULL, SPI_OK_SELECT, 1).rows == 1)
@@ -455,14 +529,33 @@ lock_bucket(RateUse *use, int32 partition, TimestampTz now)
 	return true;
 }
 
+/* the new state of a bucket its claim holds */
 static void
-write_bucket(const RateUse *use, int32 partition)
+set_state(Datum *values, bool *isnull, void *arg)
+{
+	const RateUse *use = arg;
+
+	values[STATE_TAT] = TimestampTzGetDatum(use->tat);
+	values[STATE_BOOKED] = TimestampTzGetDatum(use->booked);
+}
+
+static void
+write_bucket(RateUse *use, int32 partition)
 {
 	Datum		args[BUCKET_NPARAMS];
 
 	args[BUCKET_PARTITION] = Int32GetDatum(partition);
 	args[BUCKET_NAME] = CStringGetTextDatum(use->prefix);
 	args[BUCKET_KEY] = CStringGetTextDatum(use->key);
+	if (!DurableDistributed())
+	{
+		Datum		values[STATE_NCOLUMNS];
+		bool		isnull[STATE_NCOLUMNS];
+
+		if (DurableTakeFirst(&bucket_write, args, any_row, set_state, use,
+							 values, isnull) != DURABLE_DIRECT_BY_STATEMENT)
+			return;
+	}
 	args[BUCKET_TAT] = TimestampTzGetDatum(use->tat);
 	args[BUCKET_BOOKED] = TimestampTzGetDatum(use->booked);
 	(void) DurableRun(&bucket_set, args, NULL, SPI_OK_UPDATE, 0);
@@ -488,6 +581,43 @@ book(RateUse *use, TimestampTz now)
 	return due;
 }
 
+/* a deferral by use, if it holds the task back the longest so far */
+static void
+defer_by(DurableRateDeferral *deferral, const RateUse *use, TimestampTz due)
+{
+	if (due > deferral->until)
+	{
+		deferral->until = due;
+		deferral->limit = use->name;
+		deferral->units = use->units;
+	}
+}
+
+/* a task's only limit, taken or booked as its bucket is locked */
+typedef struct OnlyUse
+{
+	RateUse    *use;
+	TimestampTz now;
+	bool		conforms;
+	TimestampTz due;
+} OnlyUse;
+
+static void
+take_only_use(Datum *values, bool *isnull, void *arg)
+{
+	OnlyUse    *only = arg;
+	RateUse    *use = only->use;
+
+	use->tat = DatumGetTimestampTz(values[STATE_TAT]);
+	use->booked = DatumGetTimestampTz(values[STATE_BOOKED]);
+	only->conforms = DurableRateTake(use->tat, only->now, use->per_us, use->rate,
+									 use->burst, use->units, &use->tat, &only->due);
+	if (!only->conforms)
+		only->due = book(use, only->now);
+	values[STATE_TAT] = TimestampTzGetDatum(use->tat);
+	values[STATE_BOOKED] = TimestampTzGetDatum(use->booked);
+}
+
 /*
  * DurableRateLimitsTake
  *		For a claim at now of a task of partition that names limits: take
@@ -495,7 +625,8 @@ book(RateUse *use, TimestampTz now)
  *		or none: when a bucket is held by another claim (DURABLE_RATE_BUSY),
  *		or one has no room (DURABLE_RATE_DEFERRED: the task books its units
  *		where they fit, and *deferral says until when and which limit
- *		holds it back the longest).
+ *		holds it back the longest).  A task of one limit, the usual case,
+ *		has its bucket locked and written at once on one server.
  */
 DurableRateOutcome
 DurableRateLimitsTake(int32 partition, Jsonb *limits, TimestampTz now,
@@ -506,13 +637,46 @@ DurableRateLimitsTake(int32 partition, Jsonb *limits, TimestampTz now,
 	int			n = parse_uses(limits, uses);
 	int32		bucket_partition = DurableDistributed() ? partition : 0;
 	bool		admitted = true;
+	int			nused = 0;
+	RateUse    *last = NULL;	/* the last limit in use */
+
+	deferral->until = now;
+	for (int i = 0; i < n; i++)
+	{
+		uses[i].defined = uses[i].units > 0 && read_definition(&uses[i]);
+		if (uses[i].defined)
+		{
+			last = &uses[i];
+			nused++;
+		}
+	}
+	if (nused == 1 && !DurableDistributed())
+	{
+		OnlyUse		only = {.use = last,.now = now};
+		Datum		keys[BUCKET_TAT];
+		Datum		values[STATE_NCOLUMNS];
+		bool		isnull[STATE_NCOLUMNS];
+
+		keys[BUCKET_PARTITION] = Int32GetDatum(bucket_partition);
+		keys[BUCKET_NAME] = CStringGetTextDatum(last->prefix);
+		keys[BUCKET_KEY] = CStringGetTextDatum(last->key);
+		if (DurableTakeFirst(&bucket_take, keys, any_row, take_only_use, &only,
+							 values, isnull) == DURABLE_DIRECT_DONE)
+		{
+			if (only.conforms)
+				return DURABLE_RATE_TAKEN;
+			defer_by(deferral, last, only.due);
+			return DURABLE_RATE_DEFERRED;
+		}
+		/* held by another claim, or missing: as any */
+	}
 
 	for (int i = 0; i < n; i++)
 	{
 		RateUse    *use = &uses[i];
 		TimestampTz admit_at;
 
-		if (use->units == 0 || !read_definition(use))
+		if (!use->defined)
 			continue;
 		if (!lock_bucket(use, bucket_partition, now))
 			return DURABLE_RATE_BUSY;
@@ -520,28 +684,14 @@ DurableRateLimitsTake(int32 partition, Jsonb *limits, TimestampTz now,
 									  use->burst, use->units, &use->tat, &admit_at);
 		admitted &= conforms[i];
 	}
-
-	deferral->until = now;
 	for (int i = 0; i < n; i++)
 	{
 		RateUse    *use = &uses[i];
 
-		if (use->units == 0 || !use->defined)
+		if (!use->defined || (!admitted && conforms[i]))
 			continue;
 		if (!admitted)
-		{
-			TimestampTz due;
-
-			if (conforms[i])
-				continue;
-			due = book(use, now);
-			if (due > deferral->until)
-			{
-				deferral->until = due;
-				deferral->limit = use->name;
-				deferral->units = use->units;
-			}
-		}
+			defer_by(deferral, use, book(use, now));
 		write_bucket(use, bucket_partition);
 	}
 	return admitted ? DURABLE_RATE_TAKEN : DURABLE_RATE_DEFERRED;

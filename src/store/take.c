@@ -90,7 +90,8 @@ lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *
  *		Take the first row of take's index whose leading columns are keys
  *		and that test passes (given take's columns, in its order), skipping
  *		rows other transactions hold, and update it by change (given the
- *		same columns, to change those after take->nread).  values and
+ *		same columns, to change those after take->nread), or with no change
+ *		(NULL) only lock it, as SELECT ... FOR UPDATE does.  values and
  *		isnull receive the row's columns as updated, copied into the
  *		current memory context.  Runs under a snapshot of its own, as a
  *		statement would (DurableDirectSnapshot), and advances the command
@@ -163,7 +164,15 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 		break;
 	}
 
-	if (taken)
+	if (taken && change == NULL)
+	{
+		DurableDirectGetColumns(table, locked, values, isnull);
+		MemoryContextSwitchTo(caller);
+		for (int i = 0; i < table->ncolumns; i++)
+			if (!isnull[i])
+				values[i] = datumCopy(values[i], table->attbyvals[i], table->attlens[i]);
+	}
+	else if (taken)
 	{
 		TupleDesc	desc = RelationGetDescr(rel);
 		TupleTableSlot *updated = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
