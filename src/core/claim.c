@@ -459,6 +459,7 @@ enum
 	CANDIDATES_NOW,
 	CANDIDATES_BATCH,
 	CANDIDATES_RUNS,
+	CANDIDATES_PASSED,
 	CANDIDATES_PARTITIONS,
 	CANDIDATES_CONCURRENCY_LIMIT,
 	CANDIDATES_HELD,
@@ -469,7 +470,8 @@ enum
 	[CANDIDATES_QUEUE] = {"queue", TEXTOID}, \
 	[CANDIDATES_NOW] = {"now", TIMESTAMPTZOID}, \
 	[CANDIDATES_BATCH] = {"batch", INT4OID}, \
-	[CANDIDATES_RUNS] = {"runs", JSONBOID}
+	[CANDIDATES_RUNS] = {"runs", JSONBOID}, \
+	[CANDIDATES_PASSED] = {"passed", INT8ARRAYOID}
 static const DurableParam candidates_params[CANDIDATES_PARTITIONS] = {
 	CANDIDATES_PARAMS,
 };
@@ -480,16 +482,19 @@ static const DurableParam candidates_limited_params[CANDIDATES_NPARAMS] = {
 	[CANDIDATES_HELD] = {"held", TEXTARRAYOID},
 };
 
+/* but for those another claim holds a bucket of, passed over */
+#define PASSED_OVER "   AND task_id <> ALL ($passed)"
+
 static DurableStatement claim_candidates = {
 	.name = "claim_candidates",
-	.sql = READY("task_id, rate_limits", ""),
+	.sql = READY("task_id, rate_limits", PASSED_OVER),
 	DURABLE_PARAMS(candidates_params),
 	DURABLE_COLUMNS(candidate_columns),
 };
 
 #define LIMITED_CANDIDATES(where) \
 	"SELECT task_id, rate_limits" \
-	LIMITED_READY(where, "concurrency_key = ANY ($held) AND", "") \
+	LIMITED_READY(where, "concurrency_key = ANY ($held) AND", PASSED_OVER) \
 	" FOR UPDATE SKIP LOCKED"
 
 static DurableStatement claim_candidates_limited = {
@@ -678,8 +683,9 @@ claim_rate_limited_directly(const Datum *args, const char *queue, const char *wo
 /*
  * Claim up to wanted tasks of the partition in args as chosen above, with
  * candidates (the queue's, or in a queue with a concurrency limit, of the
- * keys held): again while it deferred some and wants more, unless a
- * candidate was left for the claim that holds one of its buckets.
+ * keys held): again while it wants more and deferred or passed over some
+ * (each round leaves fewer candidates: those deferred are not due, those
+ * passed over are named).
  */
 static int
 claim_rate_limited(DurableStatement *candidates, const Datum *args,
@@ -694,8 +700,11 @@ claim_rate_limited(DurableStatement *candidates, const Datum *args,
 	char		chosen_nulls[CHOSEN_NPARAMS];
 	int			claimed = 0;
 	bool		again = true;
+	Datum	   *passed = NULL;
+	int			npassed_all = 0;
 
 	memset(cnulls, ' ', sizeof(cnulls));
+	cargs[CANDIDATES_PASSED] = PointerGetDatum(construct_empty_array(INT8OID));
 	cargs[CANDIDATES_PARTITION] = args[CLAIM_PARTITION];
 	cargs[CANDIDATES_QUEUE] = args[CLAIM_QUEUE];
 	cargs[CANDIDATES_NOW] = args[CLAIM_NOW];
@@ -725,7 +734,7 @@ claim_rate_limited(DurableStatement *candidates, const Datum *args,
 		Jsonb	  **limits;
 		int			nchosen = 0;
 		int			ndeferred = 0;
-		bool		busy = false;
+		int			npassed = 0;
 
 		cargs[CANDIDATES_BATCH] = Int32GetDatum(wanted - claimed);
 		res = DurableRun(candidates, cargs, cnulls, SPI_OK_SELECT, 0);
@@ -757,11 +766,18 @@ claim_rate_limited(DurableStatement *candidates, const Datum *args,
 						ndeferred++;
 						continue;
 					case DURABLE_RATE_BUSY:
-						busy = true;
+						passed = passed ? repalloc(passed, sizeof(Datum) * (npassed_all + 1)) :
+							palloc(sizeof(Datum));
+						passed[npassed_all++] = chosen[i];
+						npassed++;
 						continue;
 				}
 			chosen[nchosen++] = chosen[i];
 		}
+		if (npassed > 0)
+			cargs[CANDIDATES_PASSED] =
+				PointerGetDatum(construct_array(passed, npassed_all, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		if (nchosen > 0)
 		{
 			chosen_args[CHOSEN_IDS] =
@@ -772,7 +788,7 @@ claim_rate_limited(DurableStatement *candidates, const Datum *args,
 			claimed += (int) res.rows;
 		}
 		DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
-		again = ndeferred > 0 && !busy;
+		again = ndeferred > 0 || npassed > 0;
 	}
 	return claimed;
 }
