@@ -226,6 +226,11 @@ my @MODELS = qw(m-1 m-2);
 # why an operator quarantines (not a stop code: a replay by reason tells
 # them apart)
 my @QUARANTINE_REASONS = ('payments API returns 500', 'bad deploy');
+# the rate limits of q2's tasks, and the units claims took of each limit
+# and key: [claim time, units]
+my %RATE_LIMITS = (model_rate => { rate => 2, per => 3, burst => 2 },
+	model_tenant => { rate => 1, per => 2, burst => 1 });
+my %RATE_TAKES;
 # how long a version review (the reconciler's tick) may take between its
 # look at the workers seen and its commit: a claim that committed that long
 # before the last observation counts as seen by it
@@ -251,7 +256,7 @@ sub reset_state
 	{
 		$done = $OBS->do('TRUNCATE durable.live_tasks, durable.live_steps, durable.task_history, durable.step_history, '
 			  . 'durable.task_keys, durable.event_log, durable.outbox, '
-			  . 'durable.inbox, durable.idempotency_keys, durable.workers_seen, durable.queues CASCADE') and last;
+			  . 'durable.inbox, durable.idempotency_keys, durable.workers_seen, durable.flow_keys, durable.queues CASCADE') and last;
 		$OBS = connect_db() unless $OBS->ping;
 		sleep 0.2;
 	}
@@ -286,6 +291,13 @@ sub reset_state
 	$PREV_OBS = time;
 	$OBS->do("SELECT durable_grant_queue('q2', 'model_app', 'all')") or die 'grant: ' . $OBS->errstr
 	  if $GRANTS;
+	# the rate limits q2's tasks name (docs/design.md section 16): the units
+	# every claim took, by limit and key, are checked against every window
+	$OBS->do('TRUNCATE durable.rate_limit_buckets') or die 'truncate buckets: ' . $OBS->errstr;
+	$OBS->do("SELECT durable_set_rate_limit(?, ?, make_interval(secs => ?), ?)", undef,
+		$_, @{ $RATE_LIMITS{$_} }{qw(rate per burst)}) or die 'rate limit: ' . $OBS->errstr
+	  for sort keys %RATE_LIMITS;
+	%RATE_TAKES = ();
 	# the holder's queue, with a retry budget and a schedule of its own
 	$OBS->do("SELECT durable_create_queue('qh', lease => '1 second', max_attempts => 1000000,
 	          retry_base => 1, retry_cap => 1, retry_capacity => 1, retry_refill_rate => 1)")
@@ -421,6 +433,33 @@ sub busy_tasks
 }
 
 sub T { return DurableModel::alias($M, $_[0]) }
+
+# No window between two claims that took units of a rate limit's key holds
+# more than burst + rate * window / per of them (docs/design.md section
+# 16, item 8); a claim's time is its transaction's start, as the server's.
+sub check_rate_windows
+{
+	my ($desc) = @_;
+	for my $name (sort keys %RATE_TAKES)
+	{
+		my $l = $RATE_LIMITS{ (split /:/, $name)[0] };
+		my @takes = sort { $a->[0] <=> $b->[0] } @{ $RATE_TAKES{$name} };
+		for my $i (0 .. $#takes)
+		{
+			my $units = 0;
+			for my $j ($i .. $#takes)
+			{
+				$units += $takes[$j][1];
+				my $most = $l->{burst} + ($takes[$j][0] - $takes[$i][0]) * $l->{rate} / $l->{per};
+				next if $units <= $most + 1e-6;
+				violation('rate', 'a rate limit exceeded',
+					"$units units of $name were taken between claims at $takes[$i][0] and $takes[$j][0],"
+					  . " at most $most allowed, after [$desc]");
+				return;
+			}
+		}
+	}
+}
 
 #
 # Versions (docs/design.md section 15): what workers run, and the reviews of tasks
@@ -864,7 +903,7 @@ my @KINDS = (
 	[ begin => 2 ], [ terminate => 0.4 ], [ sigkill => 0.15 ], [ restart => 0.1 ],
 	[ settings => 1.5 ], [ alter_queue => 0.7 ], [ reconciler_settings => 0.3 ],
 	[ database_settings => 0.2 ], [ deploy => 2 ], [ migrate => 2 ], [ migrate_queue => 1 ],
-	[ quarantine => 1.5 ], [ hold => 1.5 ]);
+	[ quarantine => 1.5 ], [ hold => 1.5 ], [ debounce => 1.5 ]);
 
 # Settings a session, a role or a database owner may choose, none of which
 # may change what durable computes (docs/design.md section 7).  extra_float_digits
@@ -1435,13 +1474,19 @@ sub execute
 		# never whether a task may be claimed
 		my $fkey = $queue eq 'q2' && ($r[4] >> 12) % 100 < 60 ? 't' . (($r[4] >> 20) % 3) : undef;
 		$stats{fair_enqueues}++ if $fkey;
+		# and name rate limits: the queue's, and their tenant's
+		my %limits;
+		$limits{model_rate} = 1 if $queue eq 'q2' && ($r[4] >> 8) % 100 < 40;
+		$limits{"model_tenant:$fkey"} = 1 if $fkey && ($r[4] >> 16) % 100 < 50;
+		my $limits = %limits ? '{' . join(', ', map { qq{"$_": $limits{$_}} } sort keys %limits) . '}' : undef;
+		$stats{rate_limited_enqueues}++ if $limits;
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
 		        durable_enqueue(?, ?::jsonb, idempotency_key => ?, class => ?, max_attempts => ?,
-		                        workflow_version => ?, fairness_key => ?) AS v';
-		@binds = ($queue, $payload, $key, $class, $max, $wv, $fkey);
+		                        workflow_version => ?, fairness_key => ?, rate_limits => ?::jsonb) AS v';
+		@binds = ($queue, $payload, $key, $class, $max, $wv, $fkey, $limits);
 		$desc = "$sid enqueue $queue $class max_attempts " . ($max // 'default')
 		  . ($key ? " key $key $payload" : '') . (defined $wv ? " workflow_version $wv" : '')
-		  . ($fkey ? " fairness key $fkey" : '');
+		  . ($fkey ? " fairness key $fkey" : '') . ($limits ? " rate limits $limits" : '');
 		my $known = $key ? $M->{enqueue_keys}{"$queue/$key"} : undef;
 		@alts = sub {
 			if ($known && $known->{payload} ne $payload)
@@ -1472,7 +1517,55 @@ sub execute
 					return { $v => [ { id => $v, queue => $queue, class => $class,
 						max_attempts => $max // $M->{queues}{$queue}{max_attempts},
 						state => 'ready', fence => 0, attempt => 0, steps => {},
-						versions => defined $wv ? { workflow => $wv } : undef, due_since => $res->{t0} } ] };
+						versions => defined $wv ? { workflow => $wv } : undef, due_since => $res->{t0},
+						limits => {%limits} } ] };
+				});
+		};
+	}
+	elsif ($kind eq 'debounce')
+	{
+		# a debounce key's calls (docs/design.md section 16, items 1-2): one
+		# task while it was never claimed, under crashes and kills as any;
+		# when it runs is the waits model's (test/t/014) to check
+		my $queue = pick([qw(q1 q2)], $r[0]);
+		my $key = 'd' . ($r[1] % 3);
+		my $delay = ($r[2] % 6) / 10;
+		my $max_wait = $r[3] % 100 < 50 ? 1 : undef;
+		my $known = $M->{debounced}{"$queue/$key"};
+		my $kt = defined $known ? $M->{tasks}{$known} : undef;
+		my $coalesces = $kt && $kt->{state} eq 'ready' && $kt->{fence} == 0;
+		$sql = 'SELECT extract(epoch FROM now())::float8 AS now,
+		        durable_debounce(?, ?, ?::jsonb, make_interval(secs => ?),
+		                         CASE WHEN ?::float8 IS NOT NULL THEN make_interval(secs => ?) END) AS v';
+		@binds = ($queue, $key, '{"p": ' . ($r[4] % 1000) . '}', $delay, $max_wait, $max_wait);
+		$desc = "$sid debounce $queue $key delay $delay s max_wait " . ($max_wait // '-');
+		@alts = sub {
+			if ($coalesces)
+			{
+				return ok_alt(desc => 'the key\'s task, never claimed',
+					check => sub {
+						my $v = $_[0]{rows}[0]{v};
+						return "task id $v, the key's task is $known" unless $v == $known;
+						return undef;
+					},
+					apply => sub { $stats{debounces_coalesced}++; return {} });
+			}
+			return ok_alt(desc => 'a new task',
+				check => sub {
+					my $v = $_[0]{rows}[0]{v};
+					return "task id $v was handed out before" if $M->{tasks}{$v};
+					return undef;
+				},
+				apply => sub {
+					my ($res) = @_;
+					my $v = $res->{rows}[0]{v};
+					T($v);
+					$M->{debounced}{"$queue/$key"} = $v;
+					$stats{debounces_made}++;
+					return { $v => [ { id => $v, queue => $queue, class => 'idempotent',
+						max_attempts => $M->{queues}{$queue}{max_attempts},
+						state => 'ready', fence => 0, attempt => 0, steps => {},
+						versions => undef, due_since => $res->{t0}, limits => {} } ] };
 				});
 		};
 	}
@@ -1575,7 +1668,11 @@ sub execute
 						$stats{pinned_by_claim}++ if VS($row->{_pin}) ne VS($row->{_base}{versions});
 						unshift @{ $s->{handles} }, { tid => $tid, fence => $row->{fence}, kind => 'worker' };
 						$stats{handed_out}++;
+						my $limits = $row->{_base}{limits} // {};
+						push @{ $RATE_TAKES{$_} }, [ $res->{rows}[0]{now}, $limits->{$_} ] for keys %$limits;
+						$stats{rate_limited_claims}++ if %$limits;
 					}
+					check_rate_windows($desc);
 					# the newest eight of each kind (a reconcile handler's too)
 					my %n;
 					@{ $s->{handles} } = grep { ++$n{ $_->{kind} } <= 8 } @{ $s->{handles} };
@@ -2885,7 +2982,8 @@ diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f 
 	  . "  versions: claims naming them %d (tasks pinned by a claim %d), deploys %d, reviews for versions no worker runs %d,\n"
 	  . "  migrations %d (in doubt: refused or left %d), quarantines %d (refused in doubt %d), quarantined tasks replayed %d\n"
 	  . "  locks held by another tenant %d (a part of the tick blocked by them %d)\n"
-	  . "  enqueues with a fairness key %d (q2 is fair)\n"
+	  . "  enqueues with a fairness key %d (q2 is fair), with rate limits %d (claims of them %d)\n"
+	  . "  debounces that made a task %d, that returned the key's task %d\n"
 	  . "  kinds: %s",
 	$stats{sequences}, $stats{ops}, $stats{skipped}, $elapsed, $SEED, $SEED + $seq - 1,
 	$stats{claims}, $stats{handed_out}, $stats{empty_claims_with_work}, $stats{decisions},
@@ -2893,7 +2991,8 @@ diag(sprintf("%d sequences, %d operations (%d skipped: nothing to act on), %.0f 
 	$stats{timeouts}, $stats{empty_lookups_with_work} // 0,
 	map({ $stats{$_} // 0 } qw(claims_with_versions pinned_by_claim deploys version_reviews migrations
 		migrations_refused_in_doubt quarantines quarantines_refused_in_doubt replayed_quarantined
-		holds holds_blocking fair_enqueues)),
+		holds holds_blocking fair_enqueues rate_limited_enqueues rate_limited_claims
+		debounces_made debounces_coalesced)),
 	join(' ', map { "$_=$kinds_run{$_}" } sort keys %kinds_run)));
 
 ok($stats{ops} > 0, 'operations ran');
