@@ -572,20 +572,13 @@ static DurableStatement claim_defer = {
 	DURABLE_PARAMS(defer_params),
 };
 
-/* a candidate whose limits have no room, due when they will */
+/* the event of a candidate deferred for want of room in a limit */
 static void
-defer_task(int32 partition, int64 task_id, const DurableRateDeferral *deferral,
-		   const char *worker, TimestampTz now)
+deferred_event(int32 partition, int64 task_id, const DurableRateDeferral *deferral,
+			   const char *worker, TimestampTz now)
 {
-	Datum		args[DEFER_NPARAMS];
 	DurableTask task = {.partition = partition,.task_id = task_id};
 	DurableDetail detail;
-
-	args[DEFER_PARTITION] = Int32GetDatum(partition);
-	args[DEFER_TASK_ID] = Int64GetDatum(task_id);
-	args[DEFER_UNTIL] = TimestampTzGetDatum(deferral->until);
-	args[DEFER_LIMIT] = CStringGetTextDatum(deferral->limit);
-	(void) DurableRun(&claim_defer, args, NULL, SPI_OK_UPDATE, 0);
 
 	DurableDetailInit(&detail);
 	DurableDetailText(&detail, "limit", deferral->limit);
@@ -593,6 +586,21 @@ defer_task(int32 partition, int64 task_id, const DurableRateDeferral *deferral,
 	DurableDetailTime(&detail, "until", deferral->until);
 	(void) DurableAppendEvent(&task, now, "rate_limited", worker,
 							  DurableDetailFinish(&detail), NULL, 0);
+}
+
+/* a candidate whose limits have no room, due when they will */
+static void
+defer_task(int32 partition, int64 task_id, const DurableRateDeferral *deferral,
+		   const char *worker, TimestampTz now)
+{
+	Datum		args[DEFER_NPARAMS];
+
+	args[DEFER_PARTITION] = Int32GetDatum(partition);
+	args[DEFER_TASK_ID] = Int64GetDatum(task_id);
+	args[DEFER_UNTIL] = TimestampTzGetDatum(deferral->until);
+	args[DEFER_LIMIT] = CStringGetTextDatum(deferral->limit);
+	(void) DurableRun(&claim_defer, args, NULL, SPI_OK_UPDATE, 0);
+	deferred_event(partition, task_id, deferral, worker, now);
 }
 
 /* the tasks a claim took, as desc has them (without run_at), into store */
@@ -613,10 +621,42 @@ put_claimed(DurableResult res, const char *queue, TimestampTz now,
 	}
 }
 
+/* the chooser of a claim on one server (DurableClaimChoosing) */
+typedef struct RateChooser
+{
+	int32		partition;
+	TimestampTz now;
+	MemoryContext caller;		/* where the deferral's limit is kept */
+	DurableRateDeferral deferral;
+} RateChooser;
+
+static DurableChoice
+choose_by_rate_limits(int64 task_id, Jsonb *rate_limits, void *arg, TimestampTz *until,
+					  const char **limit)
+{
+	RateChooser *chooser = arg;
+
+	switch (DurableRateLimitsTake(chooser->partition, rate_limits, chooser->now,
+								  &chooser->deferral))
+	{
+		case DURABLE_RATE_TAKEN:
+			return DURABLE_CHOOSE_TAKE;
+		case DURABLE_RATE_DEFERRED:
+			chooser->deferral.limit = MemoryContextStrdup(chooser->caller,
+														  chooser->deferral.limit);
+			*until = chooser->deferral.until;
+			*limit = chooser->deferral.limit;
+			return DURABLE_CHOOSE_DEFER;
+		case DURABLE_RATE_BUSY:
+			break;
+	}
+	return DURABLE_CHOOSE_PASS;
+}
+
 /*
  * The same for one task on one server, through the access methods
- * (claim_direct.c): the first candidate locked, its limits taken, the
- * task claimed by its key; a candidate deferred is no longer due, one left
+ * (claim_direct.c): the first candidate locked, its limits taken and the
+ * task claimed at once; a candidate deferred is no longer due, one left
  * for the claim that holds one of its buckets is passed over, and the
  * claim goes on to the next.  Returns false when the table must be read
  * by statement, having done nothing.
@@ -626,7 +666,8 @@ claim_rate_limited_directly(const Datum *args, const char *queue, const char *wo
 							TimestampTz now, Tuplestorestate *store, TupleDesc desc,
 							int *claimed)
 {
-	int32		partition = DatumGetInt32(args[CLAIM_PARTITION]);
+	RateChooser chooser = {.partition = DatumGetInt32(args[CLAIM_PARTITION]),.now = now,
+	.caller = CurrentMemoryContext};
 	int64	   *passed = NULL;
 	int			npassed = 0;
 	int			ndeferred = 0;
@@ -635,16 +676,17 @@ claim_rate_limited_directly(const Datum *args, const char *queue, const char *wo
 	for (;;)
 	{
 		int64		task_id;
-		Jsonb	   *limits;
-		DurableRateDeferral deferral;
+		DurableChoice choice;
 		Datum		values[DURABLE_CLAIMED_NCOLUMNS];
 		bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
 
-		switch (DurableLockClaimCandidate(partition, args[CLAIM_QUEUE], now, passed,
-										  npassed, &task_id, &limits))
+		switch (DurableClaimChoosing(chooser.partition, args[CLAIM_QUEUE], now,
+									 args[CLAIM_WORKER], args[CLAIM_LEASE],
+									 args[CLAIM_LEASE_UNTIL], args[CLAIM_ROLE], passed,
+									 npassed, choose_by_rate_limits, &chooser, &task_id,
+									 &choice, values, isnull))
 		{
 			case DURABLE_DIRECT_BY_STATEMENT:
-				Assert(npassed == 0 && ndeferred == 0);
 				return false;
 			case DURABLE_DIRECT_NONE:
 				DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
@@ -652,31 +694,25 @@ claim_rate_limited_directly(const Datum *args, const char *queue, const char *wo
 			case DURABLE_DIRECT_DONE:
 				break;
 		}
-		if (limits != NULL)
-			switch (DurableRateLimitsTake(partition, limits, now, &deferral))
-			{
-				case DURABLE_RATE_TAKEN:
-					break;
-				case DURABLE_RATE_DEFERRED:
-					defer_task(partition, task_id, &deferral, worker, now);
-					ndeferred++;
-					continue;
-				case DURABLE_RATE_BUSY:
-					passed = passed ? repalloc(passed, sizeof(int64) * (npassed + 1)) :
-						palloc(sizeof(int64));
-					passed[npassed++] = task_id;
-					continue;
-			}
-		if (DurableClaimTaskDirectly(partition, task_id, now, args[CLAIM_WORKER],
-									 args[CLAIM_LEASE], args[CLAIM_LEASE_UNTIL],
-									 args[CLAIM_ROLE], values, isnull) != DURABLE_DIRECT_DONE)
-			elog(ERROR, "task %lld left its claim's lock", (long long) task_id);
-		DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
-					   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
-		tuplestore_putvalues(store, desc, values, isnull);
-		DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
-		*claimed = 1;
-		return true;
+		switch (choice)
+		{
+			case DURABLE_CHOOSE_TAKE:
+				DurableObserve(queue, DURABLE_HIST_QUEUE_LATENCY,
+							   now - DatumGetTimestampTz(values[DURABLE_CLAIMED_RUN_AT]));
+				tuplestore_putvalues(store, desc, values, isnull);
+				DurableCount(queue, DURABLE_COUNT_RATE_LIMITED, ndeferred);
+				*claimed = 1;
+				return true;
+			case DURABLE_CHOOSE_DEFER:
+				deferred_event(chooser.partition, task_id, &chooser.deferral, worker, now);
+				ndeferred++;
+				break;
+			case DURABLE_CHOOSE_PASS:
+				passed = passed ? repalloc(passed, sizeof(int64) * (npassed + 1)) :
+					palloc(sizeof(int64));
+				passed[npassed++] = task_id;
+				break;
+		}
 	}
 }
 

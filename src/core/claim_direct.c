@@ -12,10 +12,10 @@
  * together: sql/direct_claim.sql checks every column a claim leaves
  * against the statement's expressions, evaluated on the row before.
  *
- * In a queue with rate limits the claim chooses first (claim.c): the
- * first candidate is only locked, with the limits it names, and taken by
- * its key once they have room (DurableLockClaimCandidate,
- * DurableClaimTaskDirectly).
+ * In a queue with rate limits the claim chooses (DurableClaimChoosing):
+ * the first candidate, locked, is taken when it names no limit or its
+ * limits have room, deferred when they have none (it becomes due when they
+ * will, which claim.c's chooser decides), or passed over, still locked.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +23,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
@@ -30,7 +31,6 @@
 enum
 {
 	TAKE_TASK_ID,
-	TAKE_RUN_AT,
 	TAKE_PAYLOAD,
 	TAKE_CHECKPOINT,
 	TAKE_RATE_LIMITS,
@@ -51,12 +51,13 @@ enum
 	TAKE_VERSIONS,
 	TAKE_WORKFLOW_VERSION,
 	TAKE_RATE_LIMITED_BY,
+	TAKE_RUN_AT,				/* changed by a deferral only */
+	TAKE_FAIR_PASS,
 	TAKE_NCOLUMNS
 };
 
 static const DurableColumn take_columns[TAKE_NCOLUMNS] = {
 	[TAKE_TASK_ID] = {"task_id", INT8OID},
-	[TAKE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
 	[TAKE_PAYLOAD] = {"payload", JSONBOID},
 	[TAKE_CHECKPOINT] = {"checkpoint", JSONBOID},
 	[TAKE_RATE_LIMITS] = {"rate_limits", JSONBOID},
@@ -78,6 +79,8 @@ static const DurableColumn take_columns[TAKE_NCOLUMNS] = {
 	[TAKE_VERSIONS] = {"versions", JSONBOID},
 	[TAKE_WORKFLOW_VERSION] = {"workflow_version", TEXTOID},
 	[TAKE_RATE_LIMITED_BY] = {"rate_limited_by", TEXTOID},
+	[TAKE_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[TAKE_FAIR_PASS] = {"fair_pass", FLOAT8OID},
 };
 
 /* durable_claim's columns, then run_at, as columns of claim_take */
@@ -101,16 +104,6 @@ static DurableTake claim_take = {
 	.wait = LockWaitSkip,
 };
 
-/* a task chosen by a claim, which holds it, by its primary key */
-static DurableTake claim_take_by_key = {
-	.table = {.schema = "durable", .name = "live_tasks", DURABLE_COLUMNS(take_columns)},
-	.index = NULL,
-	.keys = {.nkeys = 2},		/* partition_key, task_id */
-	.nread = TAKE_STATE,
-	.lockmode = LockTupleExclusive,
-	.wait = LockWaitBlock,
-};
-
 /* a claim's values, and the task states as the table's enum has them */
 typedef struct ClaimValues
 {
@@ -126,6 +119,9 @@ typedef struct ClaimValues
 	Datum		running;
 	const int64 *passed;		/* candidates to pass over */
 	int			npassed;
+	DurableClaimChooser choose;
+	void	   *choose_arg;
+	DurableChoice choice;
 } ClaimValues;
 
 /* ready, waiting and running as values of the state column's type */
@@ -169,12 +165,6 @@ candidate(const Datum *values, const bool *isnull, void *arg)
 	return due(values, claim);
 }
 
-/* the task chosen, still due under the claim's lock */
-static bool
-chosen(const Datum *values, const bool *isnull, void *arg)
-{
-	return due(values, arg);
-}
 
 /* versions ->> 'workflow' */
 static Datum
@@ -282,60 +272,75 @@ DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum wor
 }
 
 /*
- * DurableLockClaimCandidate
- *		Lock the first task of queue in partition that a claim at now
- *		would take, but for those passed over (npassed of them), with the
- *		rate limits it names (NULL for none): READY_TO_CLAIM's row with
- *		tasks that name limits among them.
+ * The candidate, locked: taken when it names no rate limit or the chooser
+ * takes it; deferred (due when the chooser says, waiting for its pass in
+ * a fair queue, the limit named) or passed over as the chooser says.
  */
-DurableDirectResult
-DurableLockClaimCandidate(int32 partition, Datum queue, TimestampTz now,
-						  const int64 *passed, int npassed, int64 *task_id,
-						  Jsonb **rate_limits)
+static bool
+choose_and_take(Datum *values, bool *isnull, void *arg)
 {
-	ClaimValues claim;
-	Datum		keys[2];
-	Datum		values[TAKE_NCOLUMNS];
-	bool		nulls[TAKE_NCOLUMNS];
-	DurableDirectResult locked;
+	ClaimValues *claim = arg;
+	TimestampTz until;
+	const char *limit;
 
-	claim_values(&claim, now, (Datum) 0, (Datum) 0, (Datum) 0, (Datum) 0);
-	claim.passed = passed;
-	claim.npassed = npassed;
-	keys[0] = Int32GetDatum(partition);
-	keys[1] = queue;
-	locked = DurableTakeFirst(&claim_take, keys, candidate, NULL, &claim, values, nulls);
-	if (locked == DURABLE_DIRECT_DONE)
+	claim->choice = isnull[TAKE_RATE_LIMITS] ? DURABLE_CHOOSE_TAKE :
+		claim->choose(DatumGetInt64(values[TAKE_TASK_ID]),
+					  DatumGetJsonbP(values[TAKE_RATE_LIMITS]), claim->choose_arg,
+					  &until, &limit);
+	switch (claim->choice)
 	{
-		*task_id = DatumGetInt64(values[TAKE_TASK_ID]);
-		*rate_limits = nulls[TAKE_RATE_LIMITS] ? NULL : DatumGetJsonbP(values[TAKE_RATE_LIMITS]);
+		case DURABLE_CHOOSE_TAKE:
+			take_task(values, isnull, arg);
+			return true;
+		case DURABLE_CHOOSE_DEFER:
+			/* claim.c's claim_defer: UNADMITTED */
+			values[TAKE_RUN_AT] = TimestampTzGetDatum(until);
+			if (!isnull[TAKE_FAIR_PASS])
+				values[TAKE_FAIR_PASS] = Float8GetDatum(get_float8_infinity());
+			values[TAKE_RATE_LIMITED_BY] = CStringGetTextDatum(limit);
+			isnull[TAKE_RATE_LIMITED_BY] = false;
+			return true;
+		case DURABLE_CHOOSE_PASS:
+			break;
 	}
-	return locked;
+	return false;
 }
 
 /*
- * DurableClaimTaskDirectly
- *		Claim the task of partition that the caller chose and holds, as
- *		DurableClaimOneDirectly claims its task; DURABLE_DIRECT_NONE when
- *		it is no longer due.
+ * DurableClaimChoosing
+ *		In a queue whose tasks name rate limits, claim one task of queue in
+ *		partition as DurableClaimOneDirectly does, but for those passed
+ *		over (npassed of them), and with choose deciding of each candidate
+ *		that names limits, while it holds it: *choice says what became of
+ *		the candidate, *task_id which it was; a task taken goes into result
+ *		and isnull.  DURABLE_DIRECT_NONE when no candidate is left.
  */
 DurableDirectResult
-DurableClaimTaskDirectly(int32 partition, int64 task_id, TimestampTz now, Datum worker,
-						 Datum lease, Datum lease_until, Datum role,
-						 Datum *result, bool *isnull)
+DurableClaimChoosing(int32 partition, Datum queue, TimestampTz now, Datum worker,
+					 Datum lease, Datum lease_until, Datum role, const int64 *passed,
+					 int npassed, DurableClaimChooser choose, void *choose_arg,
+					 int64 *task_id, DurableChoice *choice, Datum *result, bool *isnull)
 {
 	ClaimValues claim;
 	Datum		keys[2];
 	Datum		values[TAKE_NCOLUMNS];
 	bool		nulls[TAKE_NCOLUMNS];
-	DurableDirectResult taken;
+	DurableDirectResult done;
 
 	claim_values(&claim, now, worker, lease, lease_until, role);
+	claim.passed = passed;
+	claim.npassed = npassed;
+	claim.choose = choose;
+	claim.choose_arg = choose_arg;
 	keys[0] = Int32GetDatum(partition);
-	keys[1] = Int64GetDatum(task_id);
-	taken = DurableTakeFirst(&claim_take_by_key, keys, chosen, take_task, &claim,
-							 values, nulls);
-	if (taken == DURABLE_DIRECT_DONE)
+	keys[1] = queue;
+	done = DurableTakeFirstDeciding(&claim_take, keys, candidate, choose_and_take, &claim,
+									values, nulls);
+	if (done != DURABLE_DIRECT_DONE)
+		return done;
+	*task_id = DatumGetInt64(values[TAKE_TASK_ID]);
+	*choice = claim.choice;
+	if (claim.choice == DURABLE_CHOOSE_TAKE)
 		claimed_row(values, nulls, result, isnull);
-	return taken;
+	return done;
 }

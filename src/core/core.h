@@ -161,16 +161,26 @@ extern DurableDirectResult DurableClaimOneDirectly(int32 partition, Datum queue,
 												 Datum lease, Datum lease_until,
 												 Datum role, Datum *result,
 												 bool *isnull);
-extern DurableDirectResult DurableLockClaimCandidate(int32 partition, Datum queue,
-													 TimestampTz now,
-													 const int64 *passed,
-													 int npassed, int64 *task_id,
-													 Jsonb **rate_limits);
-extern DurableDirectResult DurableClaimTaskDirectly(int32 partition, int64 task_id,
-													TimestampTz now, Datum worker,
-													Datum lease, Datum lease_until,
-													Datum role, Datum *result,
-													bool *isnull);
+
+/* what a claim that chooses does with a candidate that names rate limits */
+typedef enum DurableChoice
+{
+	DURABLE_CHOOSE_TAKE,
+	DURABLE_CHOOSE_DEFER,		/* until the time, for the limit it gives */
+	DURABLE_CHOOSE_PASS			/* left, locked, for a later claim */
+} DurableChoice;
+typedef DurableChoice (*DurableClaimChooser) (int64 task_id, Jsonb *rate_limits,
+											  void *arg, TimestampTz *until,
+											  const char **limit);
+extern DurableDirectResult DurableClaimChoosing(int32 partition, Datum queue,
+												TimestampTz now, Datum worker,
+												Datum lease, Datum lease_until,
+												Datum role, const int64 *passed,
+												int npassed,
+												DurableClaimChooser choose,
+												void *choose_arg, int64 *task_id,
+												DurableChoice *choice,
+												Datum *result, bool *isnull);
 
 /* ---- heartbeat.c: leases renewed ---- */
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,

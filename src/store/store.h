@@ -257,6 +257,8 @@ typedef enum DurableDirectResult
 /* a test of a row's columns, and a change of them, for take.c and relocate.c */
 typedef bool (*DurableRowTest) (const Datum *values, const bool *isnull, void *arg);
 typedef void (*DurableRowChange) (Datum *values, bool *isnull, void *arg);
+/* a change that may decline: false leaves the row as it was, locked */
+typedef bool (*DurableRowDecision) (Datum *values, bool *isnull, void *arg);
 
 extern void DurableIndexKeysResolve(DurableIndexKeys *keys, const DurableDirectTable *table,
 									Oid index);
@@ -313,6 +315,10 @@ typedef struct DurableTake
 extern DurableDirectResult DurableTakeFirst(DurableTake *take, const Datum *keys,
 										  DurableRowTest test, DurableRowChange change,
 										  void *arg, Datum *values, bool *isnull);
+extern DurableDirectResult DurableTakeFirstDeciding(DurableTake *take, const Datum *keys,
+												  DurableRowTest test,
+												  DurableRowDecision decide, void *arg,
+												  Datum *values, bool *isnull);
 
 /*
  * relocate.c: the row of from with a primary key, deleted as DELETE

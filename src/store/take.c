@@ -85,6 +85,29 @@ lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *
 	return false;
 }
 
+static DurableDirectResult take_first(DurableTake *take, const Datum *keys,
+									  DurableRowTest test, void *test_arg,
+									  DurableRowDecision decide, void *decide_arg,
+									  Datum *values, bool *isnull);
+
+/* DurableTakeFirst's change, as a decision that always changes the row */
+typedef struct Changing
+{
+	DurableRowChange change;
+	void	   *arg;
+} Changing;
+
+static bool
+always_change(Datum *values, bool *isnull, void *arg)
+{
+	Changing   *changing = arg;
+
+	if (changing->change == NULL)
+		return false;
+	changing->change(values, isnull, changing->arg);
+	return true;
+}
+
 /*
  * DurableTakeFirst
  *		Take the first row of take's index whose leading columns are keys
@@ -100,6 +123,32 @@ lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *
 DurableDirectResult
 DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 				 DurableRowChange change, void *arg, Datum *values, bool *isnull)
+{
+	Changing	changing = {change, arg};
+
+	return take_first(take, keys, test, arg, always_change, &changing, values, isnull);
+}
+
+/*
+ * DurableTakeFirstDeciding
+ *		The same, with a change that decides, the row locked, whether to
+ *		change it (true) or leave it as it was, still locked (false).  The
+ *		decision may read and write other tables (through the access
+ *		methods or SPI, under snapshots of their own): the row's change
+ *		then comes after theirs in the transaction.
+ */
+DurableDirectResult
+DurableTakeFirstDeciding(DurableTake *take, const Datum *keys, DurableRowTest test,
+						 DurableRowDecision decide, void *arg, Datum *values,
+						 bool *isnull)
+{
+	return take_first(take, keys, test, arg, decide, arg, values, isnull);
+}
+
+/* both, with an argument each for the test and the decision */
+static DurableDirectResult
+take_first(DurableTake *take, const Datum *keys, DurableRowTest test, void *test_arg,
+		   DurableRowDecision decide, void *decide_arg, Datum *values, bool *isnull)
 {
 	DurableDirectTable *table = &take->table;
 	MemoryContext caller = CurrentMemoryContext;
@@ -149,7 +198,7 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 
 		CHECK_FOR_INTERRUPTS();
 		DurableDirectGetColumns(table, slot, values, isnull);
-		if (!test(values, isnull, arg))
+		if (!test(values, isnull, test_arg))
 			continue;
 		if (!lock_row(take, rel, estate, slot, locked, &traversed))
 			continue;
@@ -157,39 +206,33 @@ DurableTakeFirst(DurableTake *take, const Datum *keys, DurableRowTest test,
 		{
 			/* updated since the snapshot: its last version must pass too */
 			DurableDirectGetColumns(table, locked, values, isnull);
-			if (!DurableIndexKeysMatch(&take->keys, keys, locked) || !test(values, isnull, arg))
+			if (!DurableIndexKeysMatch(&take->keys, keys, locked) || !test(values, isnull, test_arg))
 				continue;
 		}
 		taken = true;
 		break;
 	}
 
-	if (taken && change == NULL)
+	if (taken)
 	{
 		DurableDirectGetColumns(table, locked, values, isnull);
-		MemoryContextSwitchTo(caller);
-		for (int i = 0; i < table->ncolumns; i++)
-			if (!isnull[i])
-				values[i] = datumCopy(values[i], table->attbyvals[i], table->attlens[i]);
-	}
-	else if (taken)
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		TupleTableSlot *updated = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
-
-		slot_getallattrs(locked);
-		ExecClearTuple(updated);
-		memcpy(updated->tts_values, locked->tts_values, desc->natts * sizeof(Datum));
-		memcpy(updated->tts_isnull, locked->tts_isnull, desc->natts * sizeof(bool));
-		DurableDirectGetColumns(table, locked, values, isnull);
-		change(values, isnull, arg);
-		for (int i = take->nread; i < table->ncolumns; i++)
+		if (decide(values, isnull, decide_arg))
 		{
-			updated->tts_values[table->attnums[i] - 1] = values[i];
-			updated->tts_isnull[table->attnums[i] - 1] = isnull[i];
+			TupleDesc	desc = RelationGetDescr(rel);
+			TupleTableSlot *updated = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
+
+			slot_getallattrs(locked);
+			ExecClearTuple(updated);
+			memcpy(updated->tts_values, locked->tts_values, desc->natts * sizeof(Datum));
+			memcpy(updated->tts_isnull, locked->tts_isnull, desc->natts * sizeof(bool));
+			for (int i = take->nread; i < table->ncolumns; i++)
+			{
+				updated->tts_values[table->attnums[i] - 1] = values[i];
+				updated->tts_isnull[table->attnums[i] - 1] = isnull[i];
+			}
+			ExecStoreVirtualTuple(updated);
+			ExecSimpleRelationUpdate(rri, estate, NULL, locked, updated);
 		}
-		ExecStoreVirtualTuple(updated);
-		ExecSimpleRelationUpdate(rri, estate, NULL, locked, updated);
 
 		MemoryContextSwitchTo(caller);
 		for (int i = 0; i < table->ncolumns; i++)

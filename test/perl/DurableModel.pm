@@ -423,7 +423,10 @@ sub diff_task
 		push @d, 'reason: server ' . show($o->{reason}) . ", model $t->{reason}"
 		  if defined $t->{reason} && ($o->{reason} // '') ne $t->{reason};
 	}
-	if ($state_ok && $o->{state} eq 'waiting' && defined $t->{run_at})
+	# a due task that names rate limits may have been deferred by a claim
+	# (docs/design.md section 16, item 9): later, by the server's clock
+	if ($state_ok && $o->{state} eq 'waiting' && defined $t->{run_at}
+		&& !(%{ $t->{limits} // {} } && $o->{run_at} >= $t->{run_at}))
 	{
 		push @d, 'run_at: server ' . show($o->{run_at}) . ', model ' . show($t->{run_at})
 		  unless matches($t->{run_at}, $o->{run_at});
