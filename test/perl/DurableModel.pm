@@ -167,11 +167,12 @@ sub recover
 	}
 	# A step failed before: whether settling the task hands it out again or
 	# fails it the contract does not say (settle_task), so the action it
-	# records may be the failure where its steps in doubt would retry or
-	# complete it.  The first action stays the one settle_task applies.
+	# records may be the failure where its steps in doubt would retry,
+	# complete or exhaust it (docs/design.md section 3).  The first action stays the one settle_task applies.
 	$action = [ ref $action ? @$action : $action, 'record_failure' ]
 	  if $failed_before
-	  && grep { $_ eq 'retry_same_activity' || $_ eq 'record_completion' } ref $action ? @$action : $action;
+	  && grep { $_ eq 'retry_same_activity' || $_ eq 'record_completion' || $_ eq 'exhausted' }
+	  ref $action ? @$action : $action;
 	$t->{fence} = { min => $t->{fence} + 1, max => $t->{fence} + 1 };
 	$t->{holder} = undef;
 	settle_task($m, $t, $action, $t->{lease_until}, $hi);
