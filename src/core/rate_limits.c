@@ -20,10 +20,11 @@
  * On one server every bucket is in partition 0, so a limit is one bucket
  * per key whichever partition claims, and a claim reads definitions and
  * takes buckets through the access methods (store/take.c), as the usual
- * claim takes its task, without a statement's executor.  On Citus a bucket is in the
- * partition of the task that takes from it, so that a claim stays on one
- * node: a task naming limits is enqueued into its first limit's key's
- * partition (enqueue.c), where every task of that key then is.
+ * claim takes its task, without a statement's executor.  On Citus a
+ * bucket is in the partition of the task that takes from it, so that a
+ * claim stays on one node: a task naming limits is enqueued into its
+ * first limit's key's partition (enqueue.c), where every task of that key
+ * then is.
  *
  *-------------------------------------------------------------------------
  */

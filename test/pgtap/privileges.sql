@@ -52,7 +52,8 @@ SELECT set_eq(
         'queue_counters.resolved_cancel', 'queue_counters.dead_lettered', 'queue_counters.quarantined',
         'queue_counters.replayed', 'queue_counters.migrated', 'queue_counters.stale_writes',
         'queue_counters.version_conflicts', 'queue_counters.idempotent_replays',
-        'queue_counters.events_emitted', 'queue_counters.wakeups', 'queue_counters.stats_reset',
+        'queue_counters.events_emitted', 'queue_counters.wakeups', 'queue_counters.rate_limited',
+        'queue_counters.stats_reset',
         'queue_gauges.queue_name', 'queue_gauges.paused', 'queue_gauges.paused_partitions',
         'queue_gauges.ready', 'queue_gauges.running', 'queue_gauges.waiting',
         'queue_gauges.needs_review', 'queue_gauges.scheduled', 'queue_gauges.oldest_ready_age_seconds',
@@ -86,10 +87,10 @@ SELECT set_eq(
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb'],
        'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
