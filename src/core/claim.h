@@ -122,6 +122,7 @@ enum
 	"    " KEY_BUSY(where) " < $concurrency_limit)" \
 	"   ORDER BY " DURABLE_CLAIM_ORDER " LIMIT $batch"
 
+/* claimed.c */
 extern const DurableColumn DurableClaimedColumns[DURABLE_CLAIMED_NCOLUMNS];
 extern void DurableClaimPut(DurableResult res, const char *queue, TimestampTz now,
 							Tuplestorestate *store, TupleDesc desc);
