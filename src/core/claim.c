@@ -351,11 +351,12 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	Jsonb	   *pin = runs ? DurableVersionsRuns(runs) : NULL;
 	int32	   *order = NULL;
 	DurableNodeWalk walk;
-	/* in a queue whose tasks name rate limits, the claim chooses */
-	bool		rate_limited = ready_work && settings.rate_limited;
+	bool		rate_limited;
 
 	DurableQueueGet(queue, &settings);
 	DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_WORK);
+	/* in a queue whose tasks name rate limits, the claim chooses */
+	rate_limited = ready_work && settings.rate_limited;
 	/*
 	 * On Citus the record is on the node of the queue's workers, most often
 	 * another than the claim's: it is kept where the review of a
