@@ -203,6 +203,11 @@ static DurableTake bucket_take = {
 	.lockmode = LockTupleExclusive,
 	.wait = LockWaitSkip,
 };
+static DurableKeyRead bucket_read = {
+	.table = {.schema = "durable", .name = "rate_limit_buckets",
+	DURABLE_COLUMNS(state_columns)},
+	.keys = {.nkeys = 3},
+};
 static DurableTake bucket_write = {
 	.table = {.schema = "durable", .name = "rate_limit_buckets",
 	DURABLE_COLUMNS(state_columns)},
@@ -393,7 +398,8 @@ DurableRateLimitsCheck(Jsonb *limits)
  *		Make the buckets a task enqueued into partition at now will take
  *		from, where they are missing: with the task, so that they exist
  *		when a claim sees it, and its claim finds a row to lock or skip
- *		rather than waiting on another claim's insert of one.
+ *		rather than waiting on another claim's insert of one.  On one
+ *		server a bucket that exists is only read, by its key.
  */
 void
 DurableRateLimitsMakeBuckets(Jsonb *limits, int32 partition, TimestampTz now)
@@ -406,8 +412,13 @@ DurableRateLimitsMakeBuckets(Jsonb *limits, int32 partition, TimestampTz now)
 	args[BUCKET_TAT] = TimestampTzGetDatum(now);
 	for (int i = 0; i < n; i++)
 	{
+		Datum		values[STATE_NCOLUMNS];
+		bool		isnull[STATE_NCOLUMNS];
+
 		args[BUCKET_NAME] = CStringGetTextDatum(uses[i].prefix);
 		args[BUCKET_KEY] = CStringGetTextDatum(uses[i].key);
+		if (!DurableDistributed() && DurableReadByKey(&bucket_read, args, values, isnull))
+			continue;
 		(void) DurableRun(&bucket_make, args, NULL, SPI_OK_INSERT_RETURNING, 0);
 	}
 }
