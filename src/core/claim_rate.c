@@ -296,9 +296,9 @@ claim_rate_limited_directly(const Datum *args, const char *queue, const char *wo
  */
 static int
 claim_by_statements(DurableStatement *candidates, const Datum *args,
-				   const char *nulls, int wanted, const char *queue,
-				   const char *worker, TimestampTz now, Tuplestorestate *store,
-				   TupleDesc desc)
+					const char *nulls, int wanted, const char *queue,
+					const char *worker, TimestampTz now, Tuplestorestate *store,
+					TupleDesc desc)
 {
 	int32		partition = DatumGetInt32(args[CLAIM_PARTITION]);
 	Datum		cargs[CANDIDATES_NPARAMS];
