@@ -4,7 +4,7 @@
  *	  The claim in a queue whose tasks name rate limits: each candidate's
  *	  units taken, or the candidate deferred or passed over, in the claim.
  *
- * Such a claim chooses (rate_limits.c decides a candidate's limits): a
+ * Such a claim chooses (rate_buckets.c decides a candidate's limits): a
  * candidate whose limits have room is claimed; one whose limits have none
  * is deferred, due when its units will fit, with the limit that holds it
  * back named in its row and in an event, its pass in a fair queue taken
