@@ -337,7 +337,8 @@ DROP FUNCTION @extschema@.durable_reconcile(integer);
 
 --
 -- durable_enqueue, durable_enqueue_batch and durable_spawn take a fairness
--- key, durable_enqueue also rate limits (issue 40).  The library serves the calls of 0.8.0 until this update.
+-- key, durable_enqueue also rate limits (issue 40) and spend budgets (issue
+-- 41).  The library serves the calls of 0.8.0 until this update.
 --
 DROP FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int,
                                           interval, text, jsonb, text);
@@ -345,6 +346,96 @@ DROP FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamp
                                                 int, interval, text, jsonb, text[]);
 DROP FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int,
                                         text, int, interval, text, jsonb, text);
+
+--
+-- Spend budgets (issue 41): the budgets, their settlements not yet folded
+-- in, a started step's reservation, and the budgets a task names.  A
+-- step's start takes a reserve, its commit what was spent.  The library
+-- serves the calls of 0.8.0 until this update.
+--
+ALTER TABLE durable.live_tasks ADD COLUMN budgets text[] COLLATE "C";
+ALTER TABLE durable.task_history ADD COLUMN budgets text[] COLLATE "C";
+COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
+DROP FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int);
+DROP FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int);
+--
+-- Spend budgets (src/core/spend.c): an amount that the steps of the tasks
+-- naming the budget reserve before their calls and settle after; with a
+-- period it starts again each period on the UTC calendar.  Reserving
+-- locks the budget's row, so that concurrent reserves never overshoot;
+-- settling never does (the reconciler settles too, and must not wait on a
+-- worker's open transaction): it appends to durable.spend_settlements,
+-- which the next reserve folds into the row.  On Citus a reference table.
+--
+CREATE TABLE durable.spend_budgets (
+    budget_name  text COLLATE "C" PRIMARY KEY,
+    amount       numeric NOT NULL CHECK (amount >= 0),
+    period       interval,
+    period_start timestamptz,
+    reserved     numeric NOT NULL DEFAULT 0,
+    spent        numeric NOT NULL DEFAULT 0,
+    created_at   timestamptz NOT NULL,
+    updated_at   timestamptz NOT NULL
+);
+COMMENT ON TABLE durable.spend_budgets IS 'spend budgets (durable_create_budget); reserved and spent as of the last reserve, before the settlements not yet folded in (durable.budgets adds them)';
+COMMENT ON COLUMN durable.spend_budgets.period_start IS 'the start of the period spent counts in (NULL without a period)';
+SELECT pg_catalog.pg_extension_config_dump('durable.spend_budgets', '');
+REVOKE ALL ON durable.spend_budgets FROM PUBLIC;
+GRANT SELECT ON durable.spend_budgets TO durable_operator;
+
+--
+-- What settling a step changed of a budget, until a reserve folds it into
+-- the budget's row: the reservation returned (negative) and the amount
+-- spent, in the period it was spent in.
+--
+CREATE TABLE durable.spend_settlements (
+    budget_name  text COLLATE "C" NOT NULL,
+    reserved     numeric NOT NULL,
+    spent        numeric NOT NULL,
+    period_start timestamptz,
+    settled_at   timestamptz NOT NULL
+);
+CREATE INDEX spend_settlements_budget ON durable.spend_settlements (budget_name);
+COMMENT ON TABLE durable.spend_settlements IS 'settlements of steps not yet folded into their budget''s row by a reserve';
+SELECT pg_catalog.pg_extension_config_dump('durable.spend_settlements', '');
+REVOKE ALL ON durable.spend_settlements FROM PUBLIC;
+GRANT SELECT ON durable.spend_settlements TO durable_operator;
+
+--
+-- A started step's reservation, from its start until it is settled: the
+-- amount and the budgets it was taken from.  A row only for a step that
+-- reserved; on Citus with its task.
+--
+CREATE TABLE durable.step_reservations (
+    partition_key int NOT NULL,
+    task_id       bigint NOT NULL,
+    step          text COLLATE "C" NOT NULL,
+    amount        numeric NOT NULL CHECK (amount >= 0),
+    budgets       text[] COLLATE "C" NOT NULL,
+    reserved_at   timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, task_id, step)
+);
+COMMENT ON TABLE durable.step_reservations IS 'what a started or unknown step reserved (durable_step_start(reserve => ...)), until its commit, failure or replanning settles it';
+SELECT pg_catalog.pg_extension_config_dump('durable.step_reservations', '');
+REVOKE ALL ON durable.step_reservations FROM PUBLIC;
+GRANT SELECT ON durable.step_reservations TO durable_operator;
+-- a cluster already distributed gets them here (durable_enable_citus makes
+-- them so on a new one)
+DO $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
+       AND pg_catalog.citus_is_coordinator() THEN
+        PERFORM pg_catalog.create_reference_table('durable.spend_budgets');
+        PERFORM pg_catalog.create_reference_table('durable.spend_settlements');
+        PERFORM pg_catalog.create_distributed_table('durable.step_reservations', 'partition_key',
+                                                    colocate_with => 'durable.live_tasks');
+    END IF;
+END
+$$;
 
 -- src/sql/functions/index_history.sql
 
@@ -382,6 +473,37 @@ $$;
 COMMENT ON FUNCTION durable.index_history(text, text) IS
   'make the indexes of a partition of durable.task_history, durable.step_history or durable.event_log';
 REVOKE ALL ON FUNCTION durable.index_history(text, text) FROM PUBLIC;
+
+-- src/sql/functions/budget_period_start.sql
+
+--
+-- The start of a budget's period that holds a time, on the UTC calendar
+-- (src/pure/period.c), for the view durable.budgets: NULL without a period.
+--
+CREATE OR REPLACE FUNCTION durable.budget_period_start(period interval, at timestamptz)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'durable_budget_period_start'
+LANGUAGE C IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION durable.budget_period_start(interval, timestamptz) IS
+  'the start of the budget period that holds at, on the UTC calendar (NULL without a period)';
+REVOKE ALL ON FUNCTION durable.budget_period_start(interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.budget_period_start(interval, timestamptz) TO durable_operator;
+
+-- src/sql/functions/durable_alter_budget.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_alter_budget(
+    name text,
+    amount numeric DEFAULT NULL,
+    period interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_alter_budget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_alter_budget(text, numeric, interval) IS
+  'change a spend budget''s amount or period (NULL: unchanged); what is reserved and spent stays';
+REVOKE ALL ON FUNCTION @extschema@.durable_alter_budget(text, numeric, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_alter_budget(text, numeric, interval) TO durable_operator;
 
 -- src/sql/functions/durable_alter_queue.sql
 
@@ -491,15 +613,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_commit(
     fence bigint,
     result jsonb DEFAULT NULL,
     step text DEFAULT NULL,
-    expected_version int DEFAULT NULL)
+    expected_version int DEFAULT NULL,
+    spent numeric DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'durable_commit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int) IS
-  'with a step: commit that step (compare-and-swap on its version); without: complete the task, refused while a step is started or unknown';
-REVOKE ALL ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, integer) TO durable_worker;
+COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int, numeric) IS
+  'with a step: commit that step (compare-and-swap on its version), settling its reservation with what was spent (the reservation when NULL); without: complete the task, refused while a step is started or unknown';
+REVOKE ALL ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, integer, numeric) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, integer, numeric) TO durable_worker;
 
 -- src/sql/functions/durable_commit_and_claim.sql
 
@@ -547,6 +670,21 @@ COMMENT ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) IS
   'plan a compensation step for each committed step, newest first, of its step''s class or the one classes gives; calling it again plans nothing new';
 REVOKE ALL ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) TO durable_worker;
+
+-- src/sql/functions/durable_create_budget.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_create_budget(
+    name text,
+    amount numeric,
+    period interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_create_budget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_create_budget(text, numeric, interval) IS
+  'create a spend budget of amount, starting again each period on the UTC calendar when one is given; tasks name it at enqueue, their steps reserve from it';
+REVOKE ALL ON FUNCTION @extschema@.durable_create_budget(text, numeric, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_create_budget(text, numeric, interval) TO durable_operator;
 
 -- src/sql/functions/durable_create_queue.sql
 
@@ -600,6 +738,18 @@ COMMENT ON FUNCTION @extschema@.durable_debounce(text, text, jsonb, interval, in
   'one task for the calls of a key until it is claimed: it runs delay after the last call, never later than max_wait after the first, with the last payload (trailing) or the first (leading)';
 REVOKE ALL ON FUNCTION @extschema@.durable_debounce(text, text, jsonb, interval, interval, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_debounce(text, text, jsonb, interval, interval, text) TO durable_producer;
+
+-- src/sql/functions/durable_drop_budget.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_drop_budget(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_drop_budget'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_drop_budget(text) IS
+  'drop a spend budget: the steps of tasks that name it no longer reserve from it';
+REVOKE ALL ON FUNCTION @extschema@.durable_drop_budget(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_budget(text) TO durable_operator;
 
 -- src/sql/functions/durable_drop_queue.sql
 
@@ -708,7 +858,8 @@ BEGIN
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon',
-                               'durable.fairness_weights', 'durable.rate_limit_definitions'] LOOP
+                               'durable.fairness_weights', 'durable.rate_limit_definitions',
+                               'durable.spend_budgets', 'durable.spend_settlements'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -719,7 +870,8 @@ BEGIN
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
-                               'durable.flow_keys', 'durable.rate_limit_buckets'] LOOP
+                               'durable.flow_keys', 'durable.rate_limit_buckets',
+                               'durable.step_reservations'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
@@ -755,15 +907,16 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     metadata jsonb DEFAULT NULL,
     concurrency_key text DEFAULT NULL,
     fairness_key text DEFAULT NULL,
-    rate_limits jsonb DEFAULT NULL)
+    rate_limits jsonb DEFAULT NULL,
+    budgets text[] DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text, jsonb) IS
+COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text, jsonb, text[]) IS
   'add a task; the same idempotency key with the same payload returns the first task id, with another payload raises 55U03';
-REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb) TO durable_producer;
+REVOKE ALL ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamp with time zone, integer, text, integer, interval, text, jsonb, text, text, jsonb, text[]) TO durable_producer;
 
 -- src/sql/functions/durable_enqueue_batch.sql
 
@@ -1469,15 +1622,16 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_step(bigint, bigint, text, text, j
 -- src/sql/functions/durable_step_start.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_step_start(task_id bigint, fence bigint, step text,
-                                               expected_version int)
+                                               expected_version int,
+                                               reserve numeric DEFAULT NULL)
 RETURNS int
 AS 'MODULE_PATHNAME', 'durable_step_start'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int) IS
-  'move a planned step to started (a new attempt) before its external call; returns its new version';
-REVOKE ALL ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, integer) TO durable_worker;
+COMMENT ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int, numeric) IS
+  'move a planned step to started (a new attempt) before its external call, reserving reserve from every budget its task names (all or none); returns its new version';
+REVOKE ALL ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, integer, numeric) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, integer, numeric) TO durable_worker;
 
 -- src/sql/functions/durable_step_unknown.sql
 
@@ -2041,7 +2195,7 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits
+       rate_limits, budgets
 FROM durable.live_tasks
 UNION ALL
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -2049,7 +2203,7 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits
+       rate_limits, budgets
 FROM durable.task_history;
 COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
@@ -2156,6 +2310,32 @@ LEFT JOIN (
 COMMENT ON VIEW durable.rate_limits IS 'per rate limit: its rate, period and burst, how many keys it has buckets for, the units its most used bucket has room for now, and the tasks it has deferred that are not due yet';
 REVOKE ALL ON durable.rate_limits FROM PUBLIC;
 GRANT SELECT ON durable.rate_limits TO durable_operator;
+
+-- src/sql/views/budgets.sql
+
+--
+-- The spend budgets (src/core/spend.c), with the settlements not yet
+-- folded into their rows: what is reserved, what was spent in the current
+-- period (all of it, without a period), and what remains.
+--
+CREATE OR REPLACE VIEW durable.budgets AS
+SELECT b.budget_name AS name, b.amount, b.period, p.period_start,
+       b.reserved + coalesce(s.reserved, 0) AS reserved,
+       CASE WHEN b.period_start IS NOT DISTINCT FROM p.period_start THEN b.spent ELSE 0 END
+           + coalesce(s.spent, 0) AS spent,
+       b.amount - b.reserved - coalesce(s.reserved, 0)
+           - CASE WHEN b.period_start IS NOT DISTINCT FROM p.period_start THEN b.spent ELSE 0 END
+           - coalesce(s.spent, 0) AS remaining
+FROM durable.spend_budgets b
+CROSS JOIN LATERAL (SELECT durable.budget_period_start(b.period, now()) AS period_start) p
+LEFT JOIN LATERAL (
+    SELECT sum(x.reserved) AS reserved,
+           sum(x.spent) FILTER (WHERE x.period_start IS NOT DISTINCT FROM p.period_start) AS spent
+    FROM durable.spend_settlements x
+    WHERE x.budget_name = b.budget_name) s ON true;
+COMMENT ON VIEW durable.budgets IS 'per spend budget: its amount and period, the start of the current period, what its steps have reserved and not settled, what they spent in the period, and what remains';
+REVOKE ALL ON durable.budgets FROM PUBLIC;
+GRANT SELECT ON durable.budgets TO durable_operator;
 
 -- src/sql/views/queue_stats.sql
 

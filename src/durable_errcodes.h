@@ -23,5 +23,7 @@
 #define ERRCODE_DURABLE_IDEMPOTENCY_CONFLICT	MAKE_SQLSTATE('5','5','U','0','3')
 /* the state machine has no edge from the current state to the requested one */
 #define ERRCODE_DURABLE_INVALID_TRANSITION		MAKE_SQLSTATE('5','5','U','0','4')
+/* a step's reserve does not fit what a spend budget has left */
+#define ERRCODE_DURABLE_BUDGET_EXHAUSTED		MAKE_SQLSTATE('5','5','U','0','5')
 
 #endif							/* DURABLE_ERRCODES_H */

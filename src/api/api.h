@@ -30,6 +30,7 @@ extern int	DurableArrayArg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
 extern int32 DurableBatchArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableTaskIdArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DurableFenceArg(FunctionCallInfo fcinfo, int argno);
+extern Numeric DurableNumericArg(FunctionCallInfo fcinfo, int argno);
 extern Jsonb *DurableJsonbArg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
 extern text *DurableTextArg(FunctionCallInfo fcinfo, int argno,

@@ -12,6 +12,8 @@
  */
 #include "api/api.h"
 
+#include "utils/numeric.h"
+
 #include "access/xact.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
@@ -258,6 +260,19 @@ DurableJsonbArg(FunctionCallInfo fcinfo, int argno, const char *name)
 	value = PG_GETARG_JSONB_P(argno);
 	DurableCheckPayloadSize(VARSIZE(value), name);
 	return value;
+}
+
+/*
+ * DurableNumericArg
+ *		An optional amount, or NULL when NULL or not passed (a call of an
+ *		older signature, which the library still serves).
+ */
+Numeric
+DurableNumericArg(FunctionCallInfo fcinfo, int argno)
+{
+	if (argno >= PG_NARGS() || PG_ARGISNULL(argno))
+		return NULL;
+	return PG_GETARG_NUMERIC(argno);
 }
 
 /*

@@ -94,11 +94,13 @@ durable_step(PG_FUNCTION_ARGS)
 
 /*
  * durable_step_start(task_id bigint, fence bigint, step text,
- *					  expected_version int) RETURNS int
+ *					  expected_version int, reserve numeric = NULL) RETURNS int
  *
  * PLANNED -> STARTED, a new attempt; returns the step's new version.  Call
  * it, and commit, before the external call, so that a crash after the call
- * leaves a step that recovery knows may have taken effect.
+ * leaves a step that recovery knows may have taken effect.  With reserve,
+ * takes that much from every budget the task names, or none (55U05 when
+ * one has too little left; the step stays planned).
  */
 PG_FUNCTION_INFO_V1(durable_step_start);
 Datum
@@ -108,10 +110,11 @@ durable_step_start(PG_FUNCTION_ARGS)
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	char	   *name = step_name_arg(fcinfo, 2);
 	int32		expected = expected_version_arg(fcinfo, 3);
+	Numeric		reserve = DurableNumericArg(fcinfo, 4);
 	int32		version;
 
 	SPI_connect();
-	version = DurableStepStart(task_id, fence, name, expected);
+	version = DurableStepStart(task_id, fence, name, expected, reserve);
 	SPI_finish();
 	PG_RETURN_INT32(version);
 }

@@ -69,11 +69,11 @@ DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
  *		max_attempts int = NULL, deadline interval = NULL,
  *		workflow_version text = NULL, metadata jsonb = NULL,
  *		concurrency_key text = NULL, fairness_key text = NULL,
- *		rate_limits jsonb = NULL) RETURNS bigint
+ *		rate_limits jsonb = NULL, budgets text[] = NULL) RETURNS bigint
  *
  * Returns the new task's id, or the first task's id for a key seen before
  * with the same payload.  Raises 55U03 for a key seen with another payload,
- * 42704 for an unknown queue or rate limit, 22023/22004/54000 for bad
+ * 42704 for an unknown queue, rate limit or budget, 22023/22004/54000 for bad
  * arguments.
  */
 PG_FUNCTION_INFO_V1(durable_enqueue);
@@ -91,6 +91,8 @@ durable_enqueue(PG_FUNCTION_ARGS)
 	DurableEnqueueArgs(fcinfo, 3, 10, &req);
 	if (PG_NARGS() > 12)
 		req.rate_limits = DurableJsonbArg(fcinfo, 12, "rate_limits");
+	if (PG_NARGS() > 13 && !PG_ARGISNULL(13))
+		req.budgets = PG_GETARG_ARRAYTYPE_P(13);
 
 	SPI_connect();
 	task_id = DurableEnqueueTask(&req);
@@ -388,12 +390,15 @@ durable_release(PG_FUNCTION_ARGS)
 
 /*
  * durable_commit(task_id bigint, fence bigint, result jsonb = NULL,
- *				  step text = NULL, expected_version int = NULL) RETURNS void
+ *				  step text = NULL, expected_version int = NULL,
+ *				  spent numeric = NULL) RETURNS void
  *
  * With a step, commits that step by compare-and-swap on expected_version
- * (see step.c).  Without, completes the running task and stores its
+ * (see step.c), charging what it spent (its reservation when NULL) to its
+ * task's budgets.  Without, completes the running task and stores its
  * result, refusing (55U04) while one of its steps is started or unknown.
- * Raises 55U01 for a stale fence, 42704 for an unknown task.
+ * Raises 55U01 for a stale fence, 42704 for an unknown task, 22023 for
+ * spent without a step.
  */
 PG_FUNCTION_INFO_V1(durable_commit);
 Datum
@@ -402,14 +407,19 @@ durable_commit(PG_FUNCTION_ARGS)
 	int64		task_id = DurableTaskIdArg(fcinfo, 0);
 	int64		fence = DurableFenceArg(fcinfo, 1);
 	Jsonb	   *result = DurableJsonbArg(fcinfo, 2, "result");
+	Numeric		spent = DurableNumericArg(fcinfo, 5);
 
+	if (spent != NULL && PG_ARGISNULL(3))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("spent is what a step spent: it needs the step"));
 	SPI_connect();
 	if (!PG_ARGISNULL(3))
 	{
 		char	   *step = DurableNameArg(fcinfo, 3, "step name");
 
 		DurableRequireArg(fcinfo, 4, "expected_version");
-		DurableCommitStep(task_id, fence, step, PG_GETARG_INT32(4), result);
+		DurableCommitStep(task_id, fence, step, PG_GETARG_INT32(4), result, spent);
 	}
 	else
 		DurableCommitTask(task_id, fence, result);

@@ -43,6 +43,7 @@ typedef struct DurableTask
 	int32		steps_in_doubt; /* steps started or unknown */
 	int32		checkpoint_version;
 	bool		restricted;		/* its queue is restricted to roles */
+	bool		spends;			/* it names spend budgets (spend.c) */
 } DurableTask;
 
 /* run_at of a task parked until a reconcile handler looks its step up */
@@ -362,6 +363,7 @@ typedef struct DurableEnqueueRequest
 	const char *concurrency_key;	/* or NULL */
 	const char *fairness_key;	/* or NULL */
 	Jsonb	   *rate_limits;	/* or NULL (rate_limits.c) */
+	ArrayType  *budgets;		/* spend budgets, or NULL (spend.c) */
 	bool		admitted_by_caller; /* to its fair queue's order (fairness.c) */
 	int64		parent_id;		/* 0: none */
 	bool		has_partition;	/* partition chosen by the caller */
@@ -400,6 +402,18 @@ extern void DurableAdmitEnqueued(const int64 *task_ids, const char *const *keys,
 extern void DurableSetFairness(const char *queue, const char *key, double weight);
 extern uint64 DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions,
 									TimestampTz now, int batch);
+
+/* ---- spend.c: spend budgets, reserved by steps and settled ---- */
+extern void DurableCreateBudget(const char *name, Numeric amount, const Interval *period);
+extern void DurableAlterBudget(const char *name, Numeric amount, const Interval *period);
+extern void DurableDropBudget(const char *name);
+extern ArrayType *DurableBudgetsCheck(ArrayType *budgets);
+extern void DurableSetTaskBudgets(int64 task_id, ArrayType *budgets);
+extern void DurableSpendReserve(const DurableTask *task, const char *step, Numeric reserve,
+								TimestampTz now, DurableDetail *detail);
+extern void DurableSpendSettle(const DurableTask *task, const char *step, bool completed,
+							   Numeric spent, TimestampTz now, DurableDetail *detail);
+extern void DurableSpendSettleTask(const DurableTask *task, TimestampTz now);
 
 /* ---- rate_limits.c: the units of rate limits tasks take ---- */
 typedef enum DurableRateOutcome
@@ -489,6 +503,8 @@ typedef struct DurableStepChange
 	const char *kind;			/* the event's kind */
 	const char *actor;
 	DurableDetail *detail;		/* extra detail, or NULL */
+	Numeric		reserve;		/* to STARTED: from the task's budgets, or NULL */
+	Numeric		spent;			/* to COMMITTED: what the step spent, or NULL */
 } DurableStepChange;
 
 /* prefix of the steps durable_compensate plans */
@@ -521,7 +537,7 @@ extern void DurableStepGetOrPlan(int64 task_id, int64 fence, const char *name,
 								 const char *class, Jsonb *request,
 								 const char *target, DurableStep *step);
 extern int32 DurableStepStart(int64 task_id, int64 fence, const char *name,
-							  int32 expected);
+							  int32 expected, Numeric reserve);
 extern int32 DurableStepUnknown(int64 task_id, int64 fence, const char *name,
 								int32 expected, const char *reason);
 extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
@@ -538,7 +554,7 @@ typedef struct DurableCompensation
 } DurableCompensation;
 
 extern void DurableCommitStep(int64 task_id, int64 fence, const char *name,
-							  int32 expected, Jsonb *result);
+							  int32 expected, Jsonb *result, Numeric spent);
 extern const char *DurableFailStep(int64 task_id, int64 fence, const char *name,
 								   const char *error_class_name, Jsonb *error,
 								   int64 retry_after);

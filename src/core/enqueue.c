@@ -303,6 +303,7 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	int32		partition;
 	int32		key_partition;
 	const char *rate_home = NULL;
+	ArrayType  *budgets;
 	int64		task_id;
 
 	DurableCheckPayloadSize(VARSIZE(req->payload), "payload");
@@ -318,6 +319,8 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 		if (rate_home != NULL)
 			DurableMakeQueueRateLimited(req->queue, settings);
 	}
+	/* each budget once, in the order reserves lock them (spend.c) */
+	budgets = req->budgets ? DurableBudgetsCheck(req->budgets) : NULL;
 	partition = req->has_partition ? req->partition :
 		DurableTaskPartition(settings, key,
 							 req->concurrency_key ? req->concurrency_key : rate_home);
@@ -388,6 +391,8 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	if (res.rows == 1)
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
+		if (budgets != NULL)
+			DurableSetTaskBudgets(task_id, budgets);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);

@@ -207,6 +207,7 @@ DurableMoveTask(const DurableTask *task, const DurableMove *move,
 
 		if (!DurableFinishTask(task->task_id, move, args, nulls, now, &finished))
 			return false;
+		DurableSpendSettleTask(task, now);
 		if (moved != NULL)
 			*moved = finished.moved;
 		family_of_finished(&finished, task->task_id, move, now);

@@ -23,12 +23,13 @@
 /*
  * DurableCommitStep
  *		The step form of durable_commit: STARTED, or UNKNOWN with a
- *		'succeeded' receipt, -> COMMITTED.  Committing a compensation step
- *		moves the step it compensates to COMPENSATED.
+ *		'succeeded' receipt, -> COMMITTED, what it spent charged to its
+ *		task's budgets (spend.c).  Committing a compensation step moves the
+ *		step it compensates to COMPENSATED.
  */
 void
 DurableCommitStep(int64 task_id, int64 fence, const char *name,
-				  int32 expected, Jsonb *result)
+				  int32 expected, Jsonb *result, Numeric spent)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
@@ -48,6 +49,7 @@ DurableCommitStep(int64 task_id, int64 fence, const char *name,
 				errhint("Record what the external system says with durable_record_receipt()."));
 	change.to_state = DURABLE_STEP_COMMITTED;
 	change.result = result;
+	change.spent = spent;
 	change.kind = "step_committed";
 	DurableStepChangeState(&task, &step, &change, now);
 

@@ -44,6 +44,7 @@ enum
 	EXPIRED_RETRY_LIMITED,
 	EXPIRED_STEPS_IN_DOUBT,
 	EXPIRED_RUN_AT,
+	EXPIRED_SPENDS,
 	EXPIRED_NCOLUMNS
 };
 static const DurableColumn expired_columns[EXPIRED_NCOLUMNS] = {
@@ -60,6 +61,7 @@ static const DurableColumn expired_columns[EXPIRED_NCOLUMNS] = {
 	[EXPIRED_RETRY_LIMITED] = {"retry_limited", BOOLOID},
 	[EXPIRED_STEPS_IN_DOUBT] = {"steps_in_doubt", INT4OID},
 	[EXPIRED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	[EXPIRED_SPENDS] = {"spends", BOOLOID},
 };
 /* the statements that look for leases to settle in one partition */
 enum
@@ -81,7 +83,7 @@ static DurableStatement expired = {
 	.sql = "SELECT t.task_id, t.fence, t.attempt, t.max_attempts, t.class::text,"
 	" t.owner, t.lease_until, q.retry_base, q.retry_cap, t.queue_name,"
 	" q.retry_capacity IS NOT NULL AS retry_limited, t.steps_in_doubt,"
-	" t.run_at"
+	" t.run_at, t.budgets IS NOT NULL AS spends"
 	" FROM durable.live_tasks t"
 	" JOIN durable.queues q ON q.queue_name = t.queue_name"
 	" WHERE t.partition_key = $partition"
@@ -133,6 +135,7 @@ read_expired(DurableResult res, uint64 row, DurableTask *task, int32 partition)
 	task->version = 0;			/* not needed: events number themselves */
 	task->checkpoint_version = 0;
 	task->restricted = false;	/* the reconciler acts for every role */
+	task->spends = DurableGetBool(res, row, EXPIRED_SPENDS);
 }
 
 /*

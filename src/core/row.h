@@ -132,7 +132,8 @@
 	COLUMN(fairness_key, "pg_catalog.text", AS_IS, AS_IS, AS_IS) \
 	COLUMN(fair_pass, "double precision", AS_IS, TO(UNADMITTED("fair_pass")), AS_IS) \
 	COLUMN(rate_limits, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
-	COLUMN(rate_limited_by, "pg_catalog.text", AS_IS, AS_IS, AS_IS)
+	COLUMN(rate_limited_by, "pg_catalog.text", AS_IS, AS_IS, AS_IS) \
+	COLUMN(budgets, "pg_catalog.text[]", AS_IS, AS_IS, AS_IS)
 
 /*
  * A step's columns, and in which of its tables each is: BOTH, or HISTORY

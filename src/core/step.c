@@ -359,6 +359,19 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		!step_edge_allowed(step->state, change->to_state))
 		report_bad_transition(task, step, change->to_state);
 
+	if (detail == NULL)
+	{
+		DurableDetailInit(&own_detail);
+		detail = &own_detail;
+	}
+	/* a start reserves from the task's budgets, leaving doubt settles */
+	if (change->to_state == DURABLE_STEP_STARTED && change->reserve != NULL)
+		DurableSpendReserve(task, step->name, change->reserve, now, detail);
+	else if (DurableStepStateInDoubt(step->state) &&
+			 !DurableStepStateInDoubt(change->to_state))
+		DurableSpendSettle(task, step->name, change->to_state == DURABLE_STEP_COMMITTED,
+						   change->spent, now, detail);
+
 	memset(nulls, ' ', sizeof(nulls));
 	args[UPDATE_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task->task_id));
 	args[UPDATE_TASK_ID] = Int64GetDatum(task->task_id);
@@ -388,11 +401,6 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 	doubt_delta = (DurableStepStateInDoubt(change->to_state) ? 1 : 0) -
 		(DurableStepStateInDoubt(step->state) ? 1 : 0);
 
-	if (detail == NULL)
-	{
-		DurableDetailInit(&own_detail);
-		detail = &own_detail;
-	}
 	DurableDetailText(detail, "from", DurableStepStateName(step->state));
 	DurableDetailText(detail, "to", DurableStepStateName(change->to_state));
 	DurableDetailInt(detail, "version", step->version + 1);
@@ -580,14 +588,17 @@ change_held_step(int64 task_id, int64 fence, const char *name,
 
 /*
  * DurableStepStart
- *		PLANNED -> STARTED, a new attempt; returns the step's new version.
+ *		PLANNED -> STARTED, a new attempt, reserving reserve (unless NULL)
+ *		from the task's budgets; returns the step's new version.
  */
 int32
-DurableStepStart(int64 task_id, int64 fence, const char *name, int32 expected)
+DurableStepStart(int64 task_id, int64 fence, const char *name, int32 expected,
+				 Numeric reserve)
 {
 	DurableStepChange change = {0};
 
 	change.to_state = DURABLE_STEP_STARTED;
+	change.reserve = reserve;
 	change.new_attempt = true;
 	change.clear_evidence = true;
 	change.kind = "step_started";

@@ -24,7 +24,8 @@
 	"SELECT t.state::text, t.fence, t.attempt, t.max_attempts, t.created_at," \
 	" t.deadline, t.class::text, t.queue_name, t.owner, t.lease_until," \
 	" q.retry_base, q.retry_cap, q.retry_capacity, t.version, t.run_at," \
-	" t.steps_in_doubt, t.checkpoint_version, q.restricted" \
+	" t.steps_in_doubt, t.checkpoint_version, q.restricted," \
+	" t.budgets IS NOT NULL AS spends" \
 	" FROM " table " t" \
 	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name" \
 	" WHERE t.partition_key = $partition" \
@@ -51,6 +52,7 @@ enum
 	TASK_STEPS_IN_DOUBT,
 	TASK_CHECKPOINT_VERSION,
 	TASK_RESTRICTED,
+	TASK_SPENDS,
 	TASK_NCOLUMNS
 };
 
@@ -73,6 +75,7 @@ static const DurableColumn task_columns[TASK_NCOLUMNS] = {
 	[TASK_STEPS_IN_DOUBT] = {"steps_in_doubt", INT4OID},
 	[TASK_CHECKPOINT_VERSION] = {"checkpoint_version", INT4OID},
 	[TASK_RESTRICTED] = {"restricted", BOOLOID},
+	[TASK_SPENDS] = {"spends", BOOLOID},
 };
 
 /* the statements of one task, by its key */
@@ -159,6 +162,7 @@ DurableTaskFetch(int64 task_id, bool lock, DurableTask *task)
 	task->checkpoint_version = DurableGetInt32(res, 0, TASK_CHECKPOINT_VERSION);
 	d = DurableGetDatum(res, 0, TASK_RESTRICTED, &isnull);
 	task->restricted = !isnull && DatumGetBool(d);
+	task->spends = DurableGetBool(res, 0, TASK_SPENDS);
 	return true;
 }
 

@@ -95,6 +95,20 @@ DurableDetailInt(DurableDetail *detail, const char *key, int64 value)
 	push_int(detail, value);
 }
 
+/* a numeric amount, copied into the document's context */
+void
+DurableDetailNumeric(DurableDetail *detail, const char *key, Numeric value)
+{
+	JsonbValue	v;
+	MemoryContext old = MemoryContextSwitchTo(detail->context);
+
+	push_string(detail, WJB_KEY, key);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumericCopy(NumericGetDatum(value));
+	MemoryContextSwitchTo(old);
+	(void) push(detail, WJB_VALUE, &v);
+}
+
 /*
  * A time as JSON writes it, in UTC ("2026-01-01T00:00:00.5+00:00") whatever
  * the session's TimeZone: what is stored, and compared, is one text.

@@ -121,6 +121,10 @@ extern bool DurableRateTake(TimestampTz tat, TimestampTz now, int64 per_us,
 							int32 rate, int32 burst, int64 units,
 							TimestampTz *next, TimestampTz *admit_at);
 
+/* ---- period.c: a spend budget's periods on the UTC calendar ---- */
+extern void DurableCheckBudgetPeriod(const Interval *period);
+extern TimestampTz DurableBudgetPeriodStart(TimestampTz at, const Interval *period);
+
 /* ---- digest.c ---- */
 extern void DurableSha256(const void *data, size_t len,
 						  uint8 digest[PG_SHA256_DIGEST_LENGTH]);
@@ -153,6 +157,8 @@ extern void DurableDetailText(DurableDetail *detail, const char *key,
 							  const char *value);
 extern void DurableDetailInt(DurableDetail *detail, const char *key,
 							 int64 value);
+extern void DurableDetailNumeric(DurableDetail *detail, const char *key,
+								 Numeric value);
 extern void DurableDetailTime(DurableDetail *detail, const char *key,
 							  TimestampTz value);
 extern void DurableDetailJsonb(DurableDetail *detail, const char *key,

@@ -12,12 +12,12 @@ SELECT is((SELECT array_agg(p.proname::text ORDER BY p.proname)
 SELECT is((SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
            JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'durable'
            WHERE p.provolatile = 'i' AND NOT p.prosecdef AND p.proparallel = 's'),
-          6::bigint, 'the five decision functions and versions_run are immutable, parallel safe and run with the caller''s rights');
+          7::bigint, 'the five decision functions, versions_run and budget_period_start are immutable, parallel safe and run with the caller''s rights');
 
 SELECT volatility_is('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb'], 'volatile');
 SELECT function_returns('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb'], 'setof record');
 SELECT function_returns('durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
        'bigint');
 
 SELECT durable_create_queue('contracts', lease => '1 minute');

@@ -87,15 +87,15 @@ SELECT set_eq(
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
        'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
              ('durable_heartbeat', ARRAY['bigint', 'bigint', 'text', 'interval']),
-             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer']),
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer', 'numeric']),
              ('durable_fail', ARRAY['bigint', 'bigint', 'text', 'jsonb', 'interval', 'text'])) AS v(f, args);
 -- giving tasks back and renewing many leases: workers only
 SELECT function_privs_are('public', f, args, r, CASE WHEN r = 'durable_worker' THEN ARRAY['EXECUTE'] ELSE ARRAY[]::text[] END)
@@ -104,7 +104,7 @@ FROM (VALUES ('durable_release', ARRAY['bigint', 'bigint', 'text']),
      unnest(ARRAY['durable_worker', 'durable_producer', 'durable_operator']) r;
 SELECT function_privs_are('public', f, args, 'durable_producer', ARRAY[]::text[])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
-             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer'])) AS v(f, args);
+             ('durable_commit', ARRAY['bigint', 'bigint', 'jsonb', 'text', 'integer', 'numeric'])) AS v(f, args);
 SELECT function_privs_are('public', f, args, 'durable_operator', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_pause', ARRAY['text', 'integer']),
              ('durable_resume', ARRAY['text', 'integer']),

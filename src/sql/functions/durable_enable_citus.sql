@@ -64,7 +64,8 @@ BEGIN
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     FOREACH rel IN ARRAY ARRAY['durable.queues', 'durable.schedules',
                                'durable.installation', 'durable.history_horizon',
-                               'durable.fairness_weights', 'durable.rate_limit_definitions'] LOOP
+                               'durable.fairness_weights', 'durable.rate_limit_definitions',
+                               'durable.spend_budgets', 'durable.spend_settlements'] LOOP
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING rel;
     END LOOP;
 
@@ -75,7 +76,8 @@ BEGIN
                                'durable.outbox', 'durable.idempotency_keys',
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
-                               'durable.flow_keys', 'durable.rate_limit_buckets'] LOOP
+                               'durable.flow_keys', 'durable.rate_limit_buckets',
+                               'durable.step_reservations'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;

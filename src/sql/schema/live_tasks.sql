@@ -92,6 +92,7 @@ CREATE TABLE durable.live_tasks (
     fair_pass          float8,
     rate_limits        jsonb,
     rate_limited_by    text COLLATE "C",
+    budgets            text[] COLLATE "C",
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -104,6 +105,7 @@ COMMENT ON COLUMN durable.live_tasks.fairness_key IS 'the key among whose tasks 
 COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s place among the ready tasks of its priority (its key''s virtual time); Infinity until the task is due and admitted; NULL in a queue without fairness';
 COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
 COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
+COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
 -- ready and waiting work, in claim order: in a fair queue by each task's
 -- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by
