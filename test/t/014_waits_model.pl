@@ -28,6 +28,17 @@
 # defers is due), and whose units taken are checked against every window
 # between two claims: never more than burst + rate * window / per.
 #
+# Spend budgets draw their own too (docs/design.md section 17): tasks of
+# queue sb name budgets sb_a and sb_b; their steps reserve from them
+# (refused with 55U05 exactly when one has less left than the reserve),
+# and settle by a commit with what they spent or without a figure, a
+# failure, a not_executed receipt, a receipt after going unknown, or a
+# lost lease (recovery returns an idempotent step's reservation, keeps an
+# unsafe one's); after every operation each budget's reserved and spent
+# must be the model's, nothing is ever past its amount, and the
+# reservations the server holds are the model's, so that a step retried
+# never counts twice.
+#
 # Events belong to a queue: two applications, each with a queue restricted
 # to its role (a, b), and the open queue m emit and await the same event
 # names; an emit or an await into a queue whose grant the role lacks is
@@ -129,6 +140,12 @@ my %LIMIT = (
 	rl_fast => { rate => 4, per_us => 1_000_000, burst => 2 },
 	rl_tenant => { rate => 1, per_us => 400_000, burst => 1 });
 my (%BUCKET, %TAKEN);
+
+# spend budgets: each one's amount, what is reserved and spent; queue sb's
+# tasks (held or not, the budgets they name) and their steps' reservations
+my %BUDGET_AMOUNT = (sb_a => 100, sb_b => 60);
+my (%BUDGET, %SB);
+
 my @RATE_USES = ({}, { rl_fast => 1 }, { rl_fast => 2 }, { 'rl_tenant:a' => 1 },
 	{ 'rl_tenant:b' => 1 }, { rl_fast => 1, 'rl_tenant:a' => 1 });
 
@@ -310,7 +327,9 @@ sub step
 	my $kind = pick(qw(enqueue enqueue claim claim claim claim sleep sleep await await await
 	  emit emit emit spawn spawn join join replay replay replay commit commit cancel cancel_parent stale pause
 	  step step step_commit fair_enqueue fair_enqueue fair_claim fair_claim debounce debounce throttle
-	  rate_enqueue rate_enqueue rate_claim rate_claim));
+	  rate_enqueue rate_enqueue rate_claim rate_claim
+	  budget_enqueue budget_enqueue budget_claim budget_claim budget_reserve budget_reserve
+	  budget_reserve budget_settle budget_settle budget_settle budget_expire));
 	my @held = held();
 	my $tid = @held ? pick(@held) : undef;
 	my $t = $tid ? $T{$tid} : undef;
@@ -428,6 +447,121 @@ sub step
 			$c->{state} = 'completed';
 		}
 		check_windows();
+	}
+	elsif ($kind eq 'budget_enqueue')
+	{
+		my $names = pick([], ['sb_a'], ['sb_b'], [ 'sb_a', 'sb_b' ], [ 'sb_b', 'sb_a', 'sb_b' ]);
+		my ($row, $err) = call(q{SELECT durable_enqueue('sb', '{}', budgets => ?::text[]) AS id},
+			'{' . join(',', @$names) . '}');
+		return problem("enqueue into sb failed: $err") if $err;
+		my %uniq = map { $_ => 1 } @$names;
+		$SB{ $row->{id} } = { state => 'ready', budgets => [ sort keys %uniq ], steps => {}, n => 0 };
+		push @trace, "enqueue sb @$names $row->{id}";
+	}
+	elsif ($kind eq 'budget_claim')
+	{
+		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('sb', 'w') c
+			RIGHT JOIN (SELECT) x ON true});
+		return problem("claim of sb failed: $err") if $err;
+		push @trace, 'claim sb -> ' . ($row->{task_id} // 'nothing');
+		return unless defined $row->{task_id};
+		my $c = $SB{ $row->{task_id} } or return problem("claim of sb handed out unknown task $row->{task_id}");
+		problem("claim of sb handed out $row->{task_id}, which the model has $c->{state}")
+		  unless $c->{state} eq 'ready' || $c->{state} eq 'retrying';
+		$c->{state} = 'running';
+		$c->{fence} = $row->{fence};
+	}
+	elsif ($kind eq 'budget_reserve')
+	{
+		my @run = grep { $SB{$_}{state} eq 'running' } sort keys %SB or return;
+		my $id = pick(@run);
+		my $c = $SB{$id};
+		# a step planned and refused before is started again, or a new one
+		my @planned = grep { $c->{steps}{$_}{state} eq 'planned' } sort keys %{ $c->{steps} };
+		my $name = @planned && r(2) ? pick(@planned) : 's' . ++$c->{n};
+		my $new = !exists $c->{steps}{$name};
+		my $class = $new ? pick('idempotent', 'unsafe') : $c->{steps}{$name}{class};
+		my $reserve = pick(0, 10, 25, 40, 70);
+		if ($new)
+		{
+			my (undef, $err) = call(q{SELECT (durable_step(?, ?, ?, ?)).state}, $id, $c->{fence}, $name, $class);
+			return problem("step $name of $id failed: $err") if $err;
+			$c->{steps}{$name} = { state => 'planned', class => $class };
+		}
+		my $st = $c->{steps}{$name};
+		my ($row, $err) = call(q{SELECT durable_step_start(?, ?, ?, ?, reserve => ?) AS v},
+			$id, $c->{fence}, $name, step_version($id, $name), $reserve);
+		my @short = grep { $BUDGET{$_}{amount} - $BUDGET{$_}{reserved} - $BUDGET{$_}{spent} < $reserve }
+		  @{ $c->{budgets} };
+		push @trace, "reserve $id $name $reserve from @{ $c->{budgets} } -> " . ($err // "version $row->{v}");
+		if (@short)
+		{
+			expect("a reserve of $reserve from @{ $c->{budgets} } (@short short)", $err, '55U05');
+			$outcomes{'budget refusals'}++;
+			return;
+		}
+		return problem("reserve of $reserve for $name of $id failed: $err") if $err;
+		$BUDGET{$_}{reserved} += $reserve for @{ $c->{budgets} };
+		@$st{qw(state reserved)} = ('started', $reserve);
+		$outcomes{'budget reserves'}++;
+	}
+	elsif ($kind eq 'budget_settle')
+	{
+		my @doubt = map { my $id = $_; map { [ $id, $_ ] }
+			  grep { $SB{$id}{steps}{$_}{state} =~ /^(started|unknown)$/ } sort keys %{ $SB{$id}{steps} } }
+		  grep { $SB{$_}{state} eq 'running' } sort keys %SB or return;
+		my ($id, $name) = @{ pick(@doubt) };
+		my ($c, $st) = ($SB{$id}, $SB{$id}{steps}{$name});
+		my $how = $st->{state} eq 'unknown' ? 'succeeded' : pick('spent', 'spent', 'whole', 'fail', 'unknown', 'not_executed');
+		# a failure gives the task up: only with no other step in doubt, whose
+		# judging this model leaves to budget_expire
+		my $in_doubt = grep { $_->{state} =~ /^(started|unknown)$/ } values %{ $c->{steps} };
+		$how = 'spent' if $how eq 'fail' && $in_doubt > 1;
+		my $version = step_version($id, $name);
+		my $spent = $how eq 'spent' ? r($st->{reserved} + 1) : $how =~ /^(whole|succeeded)$/ ? $st->{reserved} : 0;
+		my ($row, $err);
+		if ($how eq 'spent' || $how eq 'whole')
+		{
+			($row, $err) = call(q{SELECT durable_commit(?, ?, '{}', step => ?, expected_version => ?,
+				spent => ?::numeric)::text AS ok}, $id, $c->{fence}, $name, $version,
+				$how eq 'spent' ? $spent : undef);
+			$st->{state} = 'committed';
+		}
+		elsif ($how eq 'fail')
+		{
+			($row, $err) = call(q{SELECT durable_fail(?, ?, 'transient', step => ?) AS ok}, $id, $c->{fence}, $name);
+			# the worker gives the task up: retried later, or failed
+			$st->{state} = 'planned';
+			$c->{state} = 'retrying';
+		}
+		elsif ($how eq 'unknown')
+		{
+			($row, $err) = call(q{SELECT durable_step_unknown(?, ?, ?, ?) AS v}, $id, $c->{fence}, $name, $version);
+			$st->{state} = 'unknown';
+		}
+		else
+		{
+			($row, $err) = call(q{SELECT durable_record_receipt(?, ?, ?, ?) AS ok}, $id, $c->{fence}, $name, $how);
+			$st->{state} = $how eq 'succeeded' ? 'committed' : 'planned';
+		}
+		push @trace, "settle $id $name ($st->{reserved} reserved) by $how" . ($how eq 'spent' ? " $spent" : '')
+		  . ' -> ' . ($err // $row->{ok} // $row->{v});
+		return problem("settling $name of $id by $how failed: $err") if $err;
+		return if $how eq 'unknown';
+		$BUDGET{$_}{reserved} -= $st->{reserved}, $BUDGET{$_}{spent} += $spent for @{ $c->{budgets} };
+		$st->{reserved} = 0;
+		$outcomes{"budget settled by $how"}++;
+	}
+	elsif ($kind eq 'budget_expire')
+	{
+		my @run = grep { my $c = $SB{$_}; $c->{state} eq 'running'
+			  && !grep { $_->{state} eq 'unknown' } values %{ $c->{steps} } } sort keys %SB or return;
+		my $id = pick(@run);
+		my ($row, $err) = call(q{SELECT durable_expire_lease(?, 'model') AS action}, $id);
+		push @trace, "expire $id -> " . ($err // $row->{action});
+		return problem("expiry of $id failed: $err") if $err;
+		settle_lost($SB{$id});
+		$outcomes{'budget leases lost'}++;
 	}
 	elsif ($kind eq 'debounce')
 	{
@@ -745,6 +879,57 @@ sub step
 	}
 }
 
+# a step's version as the server has it (the model keeps no versions)
+sub step_version
+{
+	my ($id, $name) = @_;
+	my ($row) = call(q{SELECT version FROM durable.steps WHERE task_id = ? AND step = ?}, $id, $name);
+	return $row ? $row->{version} : 1;
+}
+
+# a task of sb whose holder is gone: each step in doubt as recovery judges
+# it, an idempotent one planned again (or failed, out of attempts) with its
+# reservation returned, an unsafe one kept in doubt (the task in review)
+sub settle_lost
+{
+	my ($c) = @_;
+	my $review = 0;
+	for my $st (grep { $_->{state} eq 'started' } values %{ $c->{steps} })
+	{
+		if ($st->{class} eq 'unsafe')
+		{
+			$st->{state} = 'unknown';
+			$review = 1;
+			next;
+		}
+		$BUDGET{$_}{reserved} -= $st->{reserved} for @{ $c->{budgets} };
+		@$st{qw(state reserved)} = ('planned', 0);
+	}
+	$c->{state} = $review ? 'review' : 'retrying';
+}
+
+# every budget as the server has it, against the model: never past its
+# amount, and the reservations held are the model's
+sub compare_budgets
+{
+	my $rows = $dbh->selectall_arrayref(q{SELECT name, reserved::float8, spent::float8, remaining::float8
+		FROM durable.budgets}, { Slice => {} });
+	for my $b (@$rows)
+	{
+		my $m = $BUDGET{ $b->{name} } or next;
+		problem("budget $b->{name}: reserved $b->{reserved}, spent $b->{spent}; the model says "
+			  . "$m->{reserved} and $m->{spent}")
+		  unless $b->{reserved} == $m->{reserved} && $b->{spent} == $m->{spent};
+		problem("budget $b->{name} is past its amount: $b->{remaining} remain") if $b->{remaining} < 0;
+	}
+	my $held = $dbh->selectall_arrayref(q{SELECT task_id || '/' || step, amount::float8
+		FROM durable.step_reservations ORDER BY 1});
+	my @want = sort map { my $id = $_; map { "$id/$_ $SB{$id}{steps}{$_}{reserved}" }
+		  grep { $SB{$id}{steps}{$_}{state} =~ /^(started|unknown)$/ && @{ $SB{$id}{budgets} } }
+		  keys %{ $SB{$id}{steps} } } keys %SB;
+	expect('the reservations held', join(', ', map { "@$_" } @$held), join(', ', @want));
+}
+
 # every task as the server has it, against the model
 sub compare
 {
@@ -774,6 +959,7 @@ $dbh->do(q{SELECT durable_create_queue('k', lease => '1 hour')});
 $dbh->do(q{SELECT durable_create_queue('f', lease => '1 hour', partitions => 1)});
 $dbh->do(q{SELECT durable_set_fairness('f', ?, ?)}, undef, $_, $WEIGHT{$_}) for sort keys %WEIGHT;
 $dbh->do(q{SELECT durable_create_queue('r', lease => '1 hour', partitions => 1)});
+$dbh->do(q{SELECT durable_create_queue('sb', lease => '1 hour', partitions => 1)});
 $dbh->do(q{SELECT durable_set_rate_limit(?, ?, make_interval(secs => ? / 1e6), ?)}, undef,
 	$_, $LIMIT{$_}{rate}, $LIMIT{$_}{per_us}, $LIMIT{$_}{burst}) for sort keys %LIMIT;
 for my $app ('a', 'b')
@@ -795,15 +981,21 @@ for my $seq (1 .. $NSEQ)
 	%THROTTLED = ();
 	%BUCKET = ();
 	%TAKEN = ();
+	%SB = ();
+	%BUDGET = map { $_ => { amount => $BUDGET_AMOUNT{$_}, reserved => 0, spent => 0 } } keys %BUDGET_AMOUNT;
+	$dbh->do(q{SELECT durable_drop_budget(budget_name) FROM durable.spend_budgets});
+	$dbh->do(q{SELECT durable_create_budget(?, ?)}, undef, $_, $BUDGET_AMOUNT{$_}) for sort keys %BUDGET_AMOUNT;
 	@trace = ();
 	@problems = ();
 	$dbh->do(q{TRUNCATE durable.live_tasks, durable.task_history, durable.event_log,
 		durable.live_steps, durable.step_history, durable.event_waits, durable.emitted_events,
-		durable.flow_keys, durable.rate_limit_buckets});
+		durable.flow_keys, durable.rate_limit_buckets, durable.step_reservations,
+		durable.spend_settlements});
 	for my $i (1 .. $NOPS)
 	{
 		step();
 		compare() unless @problems;
+		compare_budgets() unless @problems;
 		last if @problems;
 	}
 	my %states;
