@@ -358,6 +358,7 @@ ALTER TABLE durable.task_history ADD COLUMN budgets text[] COLLATE "C";
 COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
 DROP FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int);
 DROP FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int);
+DROP FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text);
 --
 -- Spend budgets (src/core/spend.c): an amount that the steps of the tasks
 -- naming the budget reserve before their calls and settle after; with a
@@ -1382,13 +1383,18 @@ BEGIN
                                           FROM durable.steps s
                                           WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
                                             AND s.state IN ('started', 'unknown')), '[]'),
+        'reservations', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                      'step', r.step, 'amount', r.amount, 'budgets', r.budgets,
+                                      'reserved_at', r.reserved_at) ORDER BY r.step)
+                                  FROM durable.step_reservations r
+                                  WHERE r.partition_key = t.partition_key AND r.task_id = t.task_id), '[]'),
         'recommended_action', recommended)
     INTO package;
     RETURN package;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.durable_recovery_package(bigint) IS
-  'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, and the recommended next action';
+  'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, what its steps in doubt hold of its spend budgets, and the recommended next action';
 REVOKE ALL ON FUNCTION @extschema@.durable_recovery_package(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator;
 
@@ -1451,15 +1457,16 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_reset_counters() TO durable_operat
 -- src/sql/functions/durable_resolve.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_resolve(task_id bigint, decision text, operator text,
-                                            evidence jsonb, step text DEFAULT NULL)
+                                            evidence jsonb, step text DEFAULT NULL,
+                                            spent numeric DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'durable_resolve'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text) IS
-  'settle a task in review: mark_committed, mark_not_executed, mark_failed (of the step named, or of the only step in doubt), retry or cancel; records operator and evidence first';
-REVOKE ALL ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text) TO durable_operator;
+COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) IS
+  'settle a task in review: mark_committed, mark_not_executed, mark_failed (of the step named, or of the only step in doubt), retry or cancel; records operator and evidence first; spent is what a step marked committed spent';
+REVOKE ALL ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) TO durable_operator;
 
 -- src/sql/functions/durable_resume.sql
 

@@ -156,6 +156,24 @@ SELECT durable_expire_lease(:t1, 'worker gone');
 SELECT state FROM durable.steps WHERE task_id = :t1 AND step = 'again';
 SELECT * FROM pg_temp.budget('sb_tenant');
 
+-- an unsafe step in doubt sends its task to review with its reservation;
+-- the operator's decision settles it with the operator's figure (spent
+-- only with mark_committed of a step: 22023 otherwise)
+SELECT durable_create_budget('sb_review', 50);
+SELECT durable_enqueue('sb_work', '{"n": 6}', budgets => ARRAY['sb_review']) AS t6 \gset
+SELECT fence AS f6 FROM durable_claim('sb_work', 'w6') WHERE task_id = :t6 \gset
+SELECT (durable_step(:t6, :f6, 'wire', 'unsafe')).state;
+SELECT durable_step_start(:t6, :f6, 'wire', 1, reserve => 20);
+SELECT durable_expire_lease(:t6, 'worker gone');
+SELECT * FROM pg_temp.budget('sb_review');
+SELECT r->>'step' AS step, r->>'amount' AS amount, r->'budgets' AS budgets
+FROM jsonb_array_elements(durable_recovery_package(:t6)->'reservations') r;
+SELECT pg_temp.fails($$durable_resolve($$ || :t6 || $$, 'mark_not_executed', 'ops', '{}', 'wire', spent => 1)$$);
+SELECT durable_resolve(:t6, 'mark_committed', 'ops', '{"bank": "sent"}', 'wire', spent => 12);
+SELECT * FROM pg_temp.budget('sb_review');
+SELECT durable_drop_budget('sb_review');
+SELECT durable_cancel(:t6, 'reviewed');
+
 -- a task cancelled while its step reserves: the step may have spent it,
 -- so all of it is charged
 SELECT durable_enqueue('sb_work', '{"n": 4}', budgets => ARRAY['sb_tenant']) AS t4 \gset
@@ -202,6 +220,10 @@ WHERE budget_name = 'sb_daily';
 UPDATE durable.spend_settlements SET period_start = period_start - interval '1 day'
 WHERE budget_name = 'sb_daily';
 SELECT amount, reserved, spent, remaining FROM pg_temp.budget('sb_daily');
+
+-- the budgets in durable_metrics_prometheus()
+SELECT line FROM regexp_split_to_table(durable_metrics_prometheus(), E'\n') line
+WHERE line LIKE 'durable\_budget\_%{budget="sb\_daily"}%';
 
 SELECT durable_drop_budget('sb_daily');
 SELECT count(durable_cancel(task_id, 'test')) FROM durable.live_tasks WHERE queue_name = 'sb_work';

@@ -271,6 +271,34 @@ static DurableStatement fair_gauges = {
 	DURABLE_COLUMNS(fair_columns),
 };
 
+/* the spend budgets (the view durable.budgets) */
+enum
+{
+	BUDGET_NAME,
+	BUDGET_AMOUNT,
+	BUDGET_RESERVED,
+	BUDGET_SPENT,
+	BUDGET_REMAINING,
+	BUDGET_NCOLUMNS
+};
+
+static const DurableColumn budget_columns[BUDGET_NCOLUMNS] = {
+	[BUDGET_NAME] = {"name", TEXTOID},
+	[BUDGET_AMOUNT] = {"amount", FLOAT8OID},
+	[BUDGET_RESERVED] = {"reserved", FLOAT8OID},
+	[BUDGET_SPENT] = {"spent", FLOAT8OID},
+	[BUDGET_REMAINING] = {"remaining", FLOAT8OID},
+};
+
+static DurableStatement budget_gauges = {
+	.name = "budget_gauges",
+	.sql = "SELECT name, amount::float8 AS amount, reserved::float8 AS reserved,"
+	" spent::float8 AS spent, remaining::float8 AS remaining"
+	" FROM durable.budgets ORDER BY name",
+	.nargs = 0,
+	DURABLE_COLUMNS(budget_columns),
+};
+
 static void
 append_gauge(StringInfo buf, const char *metric, const char *queue,
 			 const char *state, double value)
@@ -297,6 +325,38 @@ append_queue_gauge(StringInfo buf, const char *metric, const char *help,
 		append_gauge(buf, metric, DurableGetText(res, r, 0), NULL,
 					 integer ? (double) DurableGetInt64(res, r, column) :
 					 DatumGetFloat8(DurableGetDatum(res, r, column, &isnull)));
+}
+
+/* each spend budget's amount, what is reserved, spent (this period) and left */
+static void
+append_budget_gauges(StringInfo buf)
+{
+	DurableResult res = DurableRun(&budget_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	static const struct
+	{
+		int			column;
+		const char *metric;
+		const char *help;
+	}			gauges[] = {
+		{BUDGET_AMOUNT, "durable_budget_amount", "A spend budget's amount (per period, when it has one)."},
+		{BUDGET_RESERVED, "durable_budget_reserved", "What started steps have reserved from a spend budget and not settled."},
+		{BUDGET_SPENT, "durable_budget_spent", "What settled steps spent of a spend budget in its current period."},
+		{BUDGET_REMAINING, "durable_budget_remaining", "What a spend budget has left: amount - reserved - spent."},
+	};
+
+	for (int g = 0; g < (int) lengthof(gauges); g++)
+	{
+		append_header(buf, gauges[g].metric, "gauge", gauges[g].help);
+		for (uint64 r = 0; r < res.rows; r++)
+		{
+			bool		isnull;
+
+			appendStringInfo(buf, "%s{", gauges[g].metric);
+			append_label(buf, "budget", DurableGetText(res, r, BUDGET_NAME));
+			appendStringInfo(buf, "} %.15g\n",
+							 DatumGetFloat8(DurableGetDatum(res, r, gauges[g].column, &isnull)));
+		}
+	}
 }
 
 static void
@@ -343,6 +403,7 @@ append_gauges(StringInfo buf)
 	append_queue_gauge(buf, "durable_fairness_oldest_ready_age_seconds",
 					   "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.",
 					   res, FAIR_OLDEST_READY, false);
+	append_budget_gauges(buf);
 }
 
 /*

@@ -17,7 +17,8 @@
 
 /*
  * durable_resolve(task_id bigint, decision text, operator text,
- *				   evidence jsonb, step text = NULL) RETURNS text
+ *				   evidence jsonb, step text = NULL, spent numeric = NULL)
+ *		RETURNS text
  *
  * Settles a task in NEEDS_REVIEW; returns its new state.  A decision about
  * a step in doubt names it (it may be left out when there is only one):
@@ -27,7 +28,9 @@
  * doubt any more, READY to resume, or FAILED when a step failed; until then
  * it stays in review for the next decision.  retry is refused while a step is in
  * doubt.  Without one, the marks apply to the task itself.  cancel
- * cancels.  Raises 55U04 for a task that is not in review.
+ * cancels.  spent is what a step marked committed spent, charged to its
+ * task's budgets (its reservation when NULL; 22023 with another decision).
+ * Raises 55U04 for a task that is not in review.
  */
 PG_FUNCTION_INFO_V1(durable_resolve);
 Datum
@@ -50,7 +53,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	new_state = DurableResolve(task_id, decision, operator_name, evidence,
-							   step_name);
+							   step_name, DurableNumericArg(fcinfo, 5));
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(new_state));
 }

@@ -543,7 +543,8 @@ extern int32 DurableStepUnknown(int64 task_id, int64 fence, const char *name,
 extern const char *DurableSettleStep(DurableTask *task, DurableStep *step,
 									 DurableRecoveryAction action,
 									 const char *actor, const char *receipt,
-									 Jsonb *evidence, TimestampTz now);
+									 Jsonb *evidence, Numeric spent,
+									 TimestampTz now);
 
 /* ---- outcome.c: what a step's outcome does to its task ---- */
 typedef struct DurableCompensation
@@ -639,7 +640,7 @@ typedef enum DurableResolveDecision
 extern DurableResolveDecision DurableParseResolveDecision(const char *name);
 extern const char *DurableResolve(int64 task_id, DurableResolveDecision decision,
 								  const char *operator_name, Jsonb *evidence,
-								  const char *step_name);
+								  const char *step_name, Numeric spent);
 extern uint64 DurableReplayDeadLetters(const char *queue, int32 batch,
 									   int32 partition, const char *reason,
 									   const char *actor, int64 **replayed);

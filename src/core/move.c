@@ -355,7 +355,7 @@ child_to_review(DurableTask *child, int64 parent_id, TimestampTz now)
 		DurableStepFetchOrError(child, names[i], &step);
 		if (step.state == DURABLE_STEP_STARTED)
 			DurableSettleStep(child, &step, DURABLE_RECOVERY_MANUAL_REVIEW,
-							  actor, NULL, NULL, now);
+							  actor, NULL, NULL, NULL, now);
 	}
 
 	DurableDetailInit(&detail);

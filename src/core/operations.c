@@ -81,13 +81,14 @@ resolved_step(DurableTask *task, const char *name, DurableStep *step)
  *		Apply an operator's decision to a task in NEEDS_REVIEW (55U04 for
  *		one that is not): first the decision and its evidence as an event,
  *		then its application through the step and task state machines.
- *		step_name, when not NULL, names the step in doubt it settles.
- *		Returns the task's new state.
+ *		step_name, when not NULL, names the step in doubt it settles;
+ *		spent, what a step marked committed spent (spend.c).  Returns the
+ *		task's new state.
  */
 const char *
 DurableResolve(int64 task_id, DurableResolveDecision decision,
 			   const char *operator_name, Jsonb *evidence,
-			   const char *step_name)
+			   const char *step_name, Numeric spent)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
@@ -112,6 +113,11 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 				errhint("Decide each step first: mark_committed if it took effect, mark_not_executed if it did not."));
 	has_step = decision != DURABLE_RESOLVE_CANCEL &&
 		resolved_step(&task, step_name, &step);
+	if (spent != NULL && !(decision == DURABLE_RESOLVE_MARK_COMMITTED && has_step))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("spent is what a step marked committed spent"),
+				errhint("Give it with mark_committed of a step in doubt."));
 	if (decision == DURABLE_RESOLVE_RETRY && has_step)
 		ereport(ERROR,
 				errcode(ERRCODE_DURABLE_INVALID_TRANSITION),
@@ -142,7 +148,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 		case DURABLE_RESOLVE_MARK_COMMITTED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_COMPLETION,
-								  operator_name, "succeeded", evidence, now);
+								  operator_name, "succeeded", evidence, spent, now);
 			else
 			{
 				move.to_state = DURABLE_TASK_COMPLETED;
@@ -152,7 +158,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 		case DURABLE_RESOLVE_MARK_NOT_EXECUTED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
-								  operator_name, NULL, NULL, now);
+								  operator_name, NULL, NULL, NULL, now);
 			else
 			{
 				move.to_state = DURABLE_TASK_READY;
@@ -162,7 +168,7 @@ DurableResolve(int64 task_id, DurableResolveDecision decision,
 		case DURABLE_RESOLVE_MARK_FAILED:
 			if (has_step)
 				DurableSettleStep(&task, &step, DURABLE_RECOVERY_RECORD_FAILURE,
-								  operator_name, "failed_permanent", evidence, now);
+								  operator_name, "failed_permanent", evidence, NULL, now);
 			if (task.steps_in_doubt == 0)
 			{
 				move.to_state = DURABLE_TASK_FAILED;

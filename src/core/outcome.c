@@ -216,7 +216,7 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 
 	if (step.state == DURABLE_STEP_STARTED && receipt == DURABLE_RECEIPT_NOT_EXECUTED)
 		DurableSettleStep(&task, &step, DURABLE_RECOVERY_RETRY_SAME_ACTIVITY,
-						  NULL, NULL, NULL, now);
+						  NULL, NULL, NULL, NULL, now);
 	else if (step.state == DURABLE_STEP_UNKNOWN)
 	{
 		DurableActivityClass class = DurableParseActivityClass(step.class);
@@ -226,7 +226,7 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 									   DURABLE_CLASS_RETRY_SAFE(class),
 									   step.attempt, task.max_attempts,
 									   class == DURABLE_CLASS_QUERYABLE);
-		DurableSettleStep(&task, &step, action, NULL, NULL, NULL, now);
+		DurableSettleStep(&task, &step, action, NULL, NULL, NULL, NULL, now);
 
 		/*
 		 * A reconcile handler's work ends with the evidence for the last of

@@ -114,7 +114,7 @@ DurableJudgeSteps(DurableTask *task, const char *except, bool apply,
 		DurableDetailText(&items[i], "action", DurableRecoveryActionName(action));
 
 		if (apply && step.state != DURABLE_STEP_FAILED)
-			DurableSettleStep(task, &step, action, actor, NULL, NULL, now);
+			DurableSettleStep(task, &step, action, actor, NULL, NULL, NULL, now);
 	}
 
 	/* items not listed stay in the caller's memory context until it goes */

@@ -631,17 +631,19 @@ DurableStepUnknown(int64 task_id, int64 fence, const char *name,
  *		Apply a recovery decision to an in-doubt step of a task whose row
  *		the caller holds locked; receipt and evidence, when given, are
  *		recorded with the move (a completion's evidence becomes the step's
- *		result).  Returns the step's new state; the task's move, if any, is
- *		the caller's.
+ *		result, and spent, unless NULL, what it spent: spend.c).  Returns
+ *		the step's new state; the task's move, if any, is the caller's.
  */
 const char *
 DurableSettleStep(DurableTask *task, DurableStep *step,
 				  DurableRecoveryAction action, const char *actor,
-				  const char *receipt, Jsonb *evidence, TimestampTz now)
+				  const char *receipt, Jsonb *evidence, Numeric spent,
+				  TimestampTz now)
 {
 	DurableStepChange change = {0};
 
 	change.actor = actor;
+	change.spent = spent;
 	change.receipt = receipt;
 	change.evidence = evidence;
 	switch (action)

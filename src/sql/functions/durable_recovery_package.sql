@@ -114,12 +114,17 @@ BEGIN
                                           FROM durable.steps s
                                           WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
                                             AND s.state IN ('started', 'unknown')), '[]'),
+        'reservations', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                      'step', r.step, 'amount', r.amount, 'budgets', r.budgets,
+                                      'reserved_at', r.reserved_at) ORDER BY r.step)
+                                  FROM durable.step_reservations r
+                                  WHERE r.partition_key = t.partition_key AND r.task_id = t.task_id), '[]'),
         'recommended_action', recommended)
     INTO package;
     RETURN package;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.durable_recovery_package(bigint) IS
-  'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, and the recommended next action';
+  'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, what its steps in doubt hold of its spend budgets, and the recommended next action';
 REVOKE ALL ON FUNCTION @extschema@.durable_recovery_package(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator;

@@ -349,6 +349,7 @@ ALTER TABLE durable.task_history ADD COLUMN budgets text[] COLLATE "C";
 COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
 DROP FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int);
 DROP FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int);
+DROP FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text);
 --
 -- Spend budgets (src/core/spend.c): an amount that the steps of the tasks
 -- naming the budget reserve before their calls and settle after; with a
