@@ -271,7 +271,7 @@ static DurableStatement fair_gauges = {
 	DURABLE_COLUMNS(fair_columns),
 };
 
-/* the spend budgets (the view durable.budgets) */
+/* the spend budgets (the view durable.budgets), but the tasks' own */
 enum
 {
 	BUDGET_NAME,
@@ -294,7 +294,7 @@ static DurableStatement budget_gauges = {
 	.name = "budget_gauges",
 	.sql = "SELECT name, amount::float8 AS amount, reserved::float8 AS reserved,"
 	" spent::float8 AS spent, remaining::float8 AS remaining"
-	" FROM durable.budgets ORDER BY name",
+	" FROM durable.budgets WHERE name NOT LIKE 'task:%' ORDER BY name",
 	.nargs = 0,
 	DURABLE_COLUMNS(budget_columns),
 };

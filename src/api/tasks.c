@@ -69,7 +69,8 @@ DurableEnqueueArgs(FunctionCallInfo fcinfo, int argno, int key_argno,
  *		max_attempts int = NULL, deadline interval = NULL,
  *		workflow_version text = NULL, metadata jsonb = NULL,
  *		concurrency_key text = NULL, fairness_key text = NULL,
- *		rate_limits jsonb = NULL, budgets text[] = NULL) RETURNS bigint
+ *		rate_limits jsonb = NULL, budgets text[] = NULL,
+ *		spend_limit numeric = NULL) RETURNS bigint
  *
  * Returns the new task's id, or the first task's id for a key seen before
  * with the same payload.  Raises 55U03 for a key seen with another payload,
@@ -93,6 +94,7 @@ durable_enqueue(PG_FUNCTION_ARGS)
 		req.rate_limits = DurableJsonbArg(fcinfo, 12, "rate_limits");
 	if (PG_NARGS() > 13 && !PG_ARGISNULL(13))
 		req.budgets = PG_GETARG_ARRAYTYPE_P(13);
+	req.spend_limit = DurableNumericArg(fcinfo, 14);
 
 	SPI_connect();
 	task_id = DurableEnqueueTask(&req);

@@ -132,10 +132,14 @@ DurableSpawn(int64 fence, const char *name, const DurableEnqueueRequest *req,
 	}
 	else
 	{
+		/* a child charges what its parent charges (spend.c) */
+		DurableEnqueueRequest child = *req;
+
+		child.inherited_budgets = DurableTaskBudgets(&task);
 		DurableQueueGetShared(req->queue, &settings);
 		DurableCheckRestrictedQueue(req->queue, settings.restricted,
 									DURABLE_PRIV_ENQUEUE);
-		child_id = DurableEnqueue(req, &settings, now);
+		child_id = DurableEnqueue(&child, &settings, now);
 		DurableWaitRecord(&task, name, "spawn", args, "spawned", 0, NULL,
 						  child_id, now);
 		DurableDetailInit(&detail);

@@ -53,7 +53,7 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 					  const char *worker, Interval *lease, int batch,
 					  Jsonb *runs, Tuplestorestate *store, TupleDesc desc)
 {
-	DurableTask task;
+	DurableTask task = {.task_id = task_id};
 	DurableMove move = {0};
 	DurableMoved moved;
 
@@ -62,7 +62,6 @@ DurableCommitAndClaim(int64 task_id, int64 fence, Jsonb *result,
 	move.from_state = DURABLE_TASK_RUNNING;
 	move.to_state = DURABLE_TASK_COMPLETED;
 	move.kind = "completed";
-	task.task_id = task_id;
 	if (!DurableMoveTask(&task, &move, GetCurrentTransactionStartTimestamp(),
 						 &moved))
 		DurableReportRefusal(task_id, move.fence);

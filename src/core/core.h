@@ -364,6 +364,8 @@ typedef struct DurableEnqueueRequest
 	const char *fairness_key;	/* or NULL */
 	Jsonb	   *rate_limits;	/* or NULL (rate_limits.c) */
 	ArrayType  *budgets;		/* spend budgets, or NULL (spend.c) */
+	ArrayType  *inherited_budgets;	/* a child's: its parent's, or NULL */
+	Numeric		spend_limit;	/* the task's own limit, or NULL */
 	bool		admitted_by_caller; /* to its fair queue's order (fairness.c) */
 	int64		parent_id;		/* 0: none */
 	bool		has_partition;	/* partition chosen by the caller */
@@ -407,8 +409,12 @@ extern uint64 DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions,
 extern void DurableCreateBudget(const char *name, Numeric amount, const Interval *period);
 extern void DurableAlterBudget(const char *name, Numeric amount, const Interval *period);
 extern void DurableDropBudget(const char *name);
+extern void DurableCheckAmount(Numeric amount, const char *what);
 extern ArrayType *DurableBudgetsCheck(ArrayType *budgets);
-extern void DurableSetTaskBudgets(int64 task_id, ArrayType *budgets);
+extern void DurableSetTaskBudgets(int64 task_id, ArrayType *budgets, ArrayType *inherited,
+								  Numeric spend_limit);
+extern ArrayType *DurableTaskBudgets(const DurableTask *task);
+extern uint64 DurableMaintainBudgets(TimestampTz now, int batch);
 extern void DurableSpendReserve(const DurableTask *task, const char *step, Numeric reserve,
 								TimestampTz now, DurableDetail *detail);
 extern void DurableSpendSettle(const DurableTask *task, const char *step, bool completed,

@@ -321,6 +321,8 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	}
 	/* each budget once, in the order reserves lock them (spend.c) */
 	budgets = req->budgets ? DurableBudgetsCheck(req->budgets) : NULL;
+	if (req->spend_limit != NULL)
+		DurableCheckAmount(req->spend_limit, "a task's spend_limit");
 	partition = req->has_partition ? req->partition :
 		DurableTaskPartition(settings, key,
 							 req->concurrency_key ? req->concurrency_key : rate_home);
@@ -391,8 +393,9 @@ DurableEnqueue(const DurableEnqueueRequest *req, const DurableQueue *settings,
 	if (res.rows == 1)
 	{
 		task_id = DurableGetInt64(res, 0, ENQUEUED_TASK_ID);
-		if (budgets != NULL)
-			DurableSetTaskBudgets(task_id, budgets);
+		if (budgets != NULL || req->inherited_budgets != NULL || req->spend_limit != NULL)
+			DurableSetTaskBudgets(task_id, budgets, req->inherited_budgets,
+								  req->spend_limit);
 		if (settings->notify && run_at <= now)
 			Async_Notify(DURABLE_READY_CHANNEL, req->queue);
 		DurableCount(req->queue, DURABLE_COUNT_ENQUEUED, 1);

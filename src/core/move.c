@@ -452,10 +452,10 @@ DurableMoveLockedTask(const DurableTask *task, const DurableMove *move,
 void
 DurableMoveTaskFenced(int64 task_id, const DurableMove *move, TimestampTz now)
 {
-	DurableTask task;
+	/* known by its id alone: its worker holds no step in doubt (spend.c) */
+	DurableTask task = {.task_id = task_id};
 	DurableMoved moved;
 
-	task.task_id = task_id;
 	if (!DurableMoveTask(&task, move, now, &moved))
 		DurableReportRefusal(task_id, move->fence);
 	DurableCheckTaskAccess(task_id, moved.queue, moved.restricted);

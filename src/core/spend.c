@@ -293,9 +293,12 @@ static DurableStatement settlement_insert = {
 	DURABLE_PARAMS(settle_params),
 };
 
-/* an amount: finite and not negative (22023), what names it in errors */
-static void
-check_amount(Numeric amount, const char *what)
+/*
+ * DurableCheckAmount
+ *		An amount, finite and not negative (22023); what names it in errors.
+ */
+void
+DurableCheckAmount(Numeric amount, const char *what)
 {
 	if (numeric_is_nan(amount) || numeric_is_inf(amount) ||
 		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(amount),
@@ -339,7 +342,7 @@ budget_args(Datum *args, char *nulls, const char *name, Numeric amount,
 	args[BUDGET_PERIOD_START] = period_start(period, now, &nulls[BUDGET_PERIOD_START]);
 	args[BUDGET_NOW] = TimestampTzGetDatum(now);
 	if (amount)
-		check_amount(amount, "a budget's amount");
+		DurableCheckAmount(amount, "a budget's amount");
 }
 
 static void
@@ -348,6 +351,20 @@ report_missing(const char *name)
 	ereport(ERROR,
 			errcode(ERRCODE_UNDEFINED_OBJECT),
 			errmsg("spend budget \"%s\" does not exist", name));
+}
+
+/*
+ * A name with a colon is a task's own budget (task:<id>, its spend_limit):
+ * an application names one by the task's limit, never by its name.
+ */
+static void
+check_not_a_task_budget(const char *name)
+{
+	if (strchr(name, ':') != NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("budget name \"%s\" must not contain a colon", name),
+				errdetail("A name with a colon is a task's own budget, task:<id>, made by its spend_limit."));
 }
 
 /*
@@ -361,6 +378,7 @@ DurableCreateBudget(const char *name, Numeric amount, const Interval *period)
 	Datum		args[BUDGET_NPARAMS];
 	char		nulls[BUDGET_NPARAMS];
 
+	check_not_a_task_budget(name);
 	budget_args(args, nulls, name, amount, period);
 	if (DurableRun(&budget_create, args, nulls, SPI_OK_INSERT, 0).rows == 0)
 		ereport(ERROR,
@@ -407,6 +425,24 @@ compare_names(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* n names (sorted in place), each once, as a text[] */
+static ArrayType *
+sorted_names(char **names, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			kept = 0;
+
+	qsort(names, n, sizeof(char *), compare_names);
+	for (int i = 0; i < n; i++)
+		if (kept == 0 || strcmp(names[kept - 1], names[i]) != 0)
+		{
+			names[kept] = names[i];
+			elems[kept++] = CStringGetTextDatum(names[i]);
+		}
+	return construct_array(elems, kept, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+
 /*
  * DurableBudgetsCheck
  *		The budgets an enqueue names, each once and in name order (the
@@ -419,7 +455,6 @@ DurableBudgetsCheck(ArrayType *budgets)
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	int			kept = 0;
 	char	  **names;
 	Datum		args[NAMES_NPARAMS];
 	DurableResult res;
@@ -440,15 +475,9 @@ DurableBudgetsCheck(ArrayType *budgets)
 			ereport(ERROR,
 					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					errmsg("budget name must not be empty"));
+		check_not_a_task_budget(names[i]);
 	}
-	qsort(names, n, sizeof(char *), compare_names);
-	for (int i = 0; i < n; i++)
-		if (kept == 0 || strcmp(names[kept - 1], names[i]) != 0)
-		{
-			names[kept] = names[i];
-			elems[kept++] = CStringGetTextDatum(names[i]);
-		}
-	result = construct_array(elems, kept, TEXTOID, -1, false, TYPALIGN_INT);
+	result = sorted_names(names, n);
 
 	args[NAMES_NAMES] = PointerGetDatum(result);
 	res = DurableRun(&budget_missing, args, NULL, SPI_OK_SELECT, 1);
@@ -457,20 +486,55 @@ DurableBudgetsCheck(ArrayType *budgets)
 	return result;
 }
 
+/* add the names of a text[] (or NULL) to names */
+static int
+add_names(char **names, int n, ArrayType *array)
+{
+	Datum	   *elems;
+	int			count;
+
+	if (array == NULL)
+		return n;
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &count);
+	for (int i = 0; i < count; i++)
+		names[n++] = TextDatumGetCString(elems[i]);
+	return n;
+}
+
 /*
  * DurableSetTaskBudgets
- *		Give a task just enqueued the budgets DurableBudgetsCheck returned.
- *		(A statement of its own: the enqueue's insert has no parameter
- *		left, and most tasks name none.)
+ *		Give a task just enqueued what it charges: the budgets
+ *		DurableBudgetsCheck returned, its parent's (a child's spend counts
+ *		against every budget and limit of its ancestors), and with a
+ *		spend_limit a budget of its own, task:<id>, which lives as long as
+ *		the task (DurableMaintainBudgets).  A statement of its own: the
+ *		enqueue's insert has no parameter left, and most tasks charge none.
  */
 void
-DurableSetTaskBudgets(int64 task_id, ArrayType *budgets)
+DurableSetTaskBudgets(int64 task_id, ArrayType *budgets, ArrayType *inherited,
+					  Numeric spend_limit)
 {
 	Datum		args[SET_NPARAMS];
+	int			max = 1 + (budgets ? ArrayGetNItems(ARR_NDIM(budgets), ARR_DIMS(budgets)) : 0) +
+		(inherited ? ArrayGetNItems(ARR_NDIM(inherited), ARR_DIMS(inherited)) : 0);
+	char	  **names = palloc(sizeof(char *) * max);
+	int			n = add_names(names, add_names(names, 0, budgets), inherited);
 
+	if (spend_limit != NULL)
+	{
+		char	   *own = psprintf("task:" INT64_FORMAT, task_id);
+		Datum		bargs[BUDGET_NPARAMS];
+		char		bnulls[BUDGET_NPARAMS];
+
+		budget_args(bargs, bnulls, own, spend_limit, NULL);
+		(void) DurableRun(&budget_create, bargs, bnulls, SPI_OK_INSERT, 0);
+		names[n++] = own;
+	}
+	if (n == 0)
+		return;
 	args[SET_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	args[SET_TASK_ID] = Int64GetDatum(task_id);
-	args[SET_BUDGETS] = PointerGetDatum(budgets);
+	args[SET_BUDGETS] = PointerGetDatum(sorted_names(names, n));
 	(void) DurableRun(&task_set_budgets, args, NULL, SPI_OK_UPDATE, 0);
 }
 
@@ -499,6 +563,22 @@ budgets_of(const DurableTask *task, Datum *args, char *nulls)
 }
 
 /*
+ * DurableTaskBudgets
+ *		The budgets task charges (its own limit's among them), or NULL.
+ */
+ArrayType *
+DurableTaskBudgets(const DurableTask *task)
+{
+	Datum		args[TASK_NPARAMS];
+	char		nulls[TASK_NPARAMS];
+
+	if (!task->spends)
+		return NULL;
+	task_args(args, nulls, task, "", 0);
+	return budgets_of(task, args, nulls);
+}
+
+/*
  * DurableSpendReserve
  *		For a step of task started at now: take reserve from every budget
  *		the task names, or raise 55U05 for the first that has too little
@@ -516,7 +596,7 @@ DurableSpendReserve(const DurableTask *task, const char *step, Numeric reserve,
 	int			n;
 	int			nreserved = 0;
 
-	check_amount(reserve, "a step's reserve");
+	DurableCheckAmount(reserve, "a step's reserve");
 	if (!task->spends)
 		return;
 	task_args(args, nulls, task, step, now);
@@ -610,7 +690,7 @@ DurableSpendSettle(const DurableTask *task, const char *step, bool completed,
 	ArrayType  *budgets = NULL;
 
 	if (spent)
-		check_amount(spent, "what a step spent");
+		DurableCheckAmount(spent, "what a step spent");
 	if (!task->spends)
 		return;
 	task_args(args, nulls, task, step, now);
@@ -664,4 +744,108 @@ DurableSpendSettleTask(const DurableTask *task, TimestampTz now)
 		settle(DatumGetArrayTypeP(DurableGetDatum(res, row, RESERVATION_BUDGETS, &isnull)),
 			   reserved, reserved, now);
 	}
+}
+
+/* the budgets with settlements to fold that no reserve holds, some of them */
+enum
+{
+	UNFOLDED_NAME,
+	UNFOLDED_PERIOD,
+	UNFOLDED_NCOLUMNS
+};
+static const DurableColumn unfolded_columns[UNFOLDED_NCOLUMNS] = {
+	[UNFOLDED_NAME] = {"budget_name", TEXTOID},
+	[UNFOLDED_PERIOD] = {"period", INTERVALOID},
+};
+static const DurableParam batch_params[] = {
+	{"batch", INT4OID},
+};
+static DurableStatement budgets_unfolded = {
+	.name = "spend_budgets_unfolded",
+	.sql = "SELECT budget_name, period FROM durable.spend_budgets b"
+	" WHERE EXISTS (SELECT FROM durable.spend_settlements s"
+	"  WHERE s.budget_name = b.budget_name)"
+	" ORDER BY budget_name LIMIT $batch FOR UPDATE SKIP LOCKED",
+	DURABLE_PARAMS(batch_params),
+	DURABLE_COLUMNS(unfolded_columns),
+};
+
+/* the task of a budget task:<id> */
+#define BUDGET_TASK_ID "pg_catalog.substr(b.budget_name, 6)::pg_catalog.int8"
+
+/* the budgets of tasks no longer live (and their settlements), some of them */
+static DurableStatement task_budgets_retire = {
+	.name = "spend_task_budgets_retire",
+	.sql = "WITH gone AS (SELECT budget_name FROM durable.spend_budgets b"
+	"  WHERE b.budget_name LIKE 'task:%' AND NOT EXISTS (SELECT FROM durable.live_tasks t"
+	"   WHERE t.partition_key = (" BUDGET_TASK_ID " & "
+	CppAsString2(DURABLE_PARTITION_MASK) ")::pg_catalog.int4"
+	"   AND t.task_id = " BUDGET_TASK_ID ")"
+	"  ORDER BY budget_name LIMIT $batch FOR UPDATE SKIP LOCKED),"
+	" s AS (DELETE FROM durable.spend_settlements x USING gone g"
+	"  WHERE x.budget_name = g.budget_name)"
+	" DELETE FROM durable.spend_budgets b USING gone g WHERE b.budget_name = g.budget_name",
+	DURABLE_PARAMS(batch_params),
+};
+
+/* how often the tick looks after the budgets */
+#define DURABLE_BUDGETS_EVERY_MS 10000
+
+typedef struct BudgetWork
+{
+	TimestampTz now;
+	int			batch;
+} BudgetWork;
+
+/* fold the settlements of budgets no reserve came to, retire task budgets */
+static uint64
+maintain_budgets(void *arg)
+{
+	BudgetWork *work = arg;
+	Datum		args[1] = {Int32GetDatum(work->batch)};
+	DurableResult res = DurableRun(&budgets_unfolded, args, NULL, SPI_OK_SELECT, 0);
+	uint64		done = res.rows;
+
+	for (uint64 r = 0; r < res.rows; r++)
+	{
+		Datum		fold[RESERVE_NPARAMS];
+		char		nulls[RESERVE_NPARAMS];
+		bool		isnull;
+		Datum		period = DurableGetDatum(res, r, UNFOLDED_PERIOD, &isnull);
+
+		memset(nulls, ' ', sizeof(nulls));
+		fold[RESERVE_NAME] = CStringGetTextDatum(DurableGetText(res, r, UNFOLDED_NAME));
+		fold[RESERVE_PERIOD_START] = period_start(isnull ? NULL : DatumGetIntervalP(period),
+												  work->now, &nulls[RESERVE_PERIOD_START]);
+		fold[RESERVE_AMOUNT] = DirectFunctionCall1(int4_numeric, Int32GetDatum(0));
+		fold[RESERVE_NOW] = TimestampTzGetDatum(work->now);
+		(void) DurableRun(&budget_reserve, fold, nulls, SPI_OK_UPDATE_RETURNING, 1);
+	}
+	done += DurableRun(&task_budgets_retire, args, NULL, SPI_OK_DELETE, 0).rows;
+	return done;
+}
+
+/*
+ * DurableMaintainBudgets
+ *		The tick's part for the spend budgets, every
+ *		DURABLE_BUDGETS_EVERY_MS: up to batch budgets whose settlements no
+ *		reserve folded get them folded (so that a budget only charged keeps
+ *		no growing list of them), and up to batch budgets of tasks no longer
+ *		live (a spend_limit lives as long as its task) are dropped.  A
+ *		budget a reserve holds is left for the next time, never waited for.
+ *		Not on Citus yet.  Returns how many budgets it changed.
+ */
+uint64
+DurableMaintainBudgets(TimestampTz now, int batch)
+{
+	static TimestampTz last_look = 0;
+	BudgetWork	work = {now, batch};
+	uint64		done = 0;
+
+	if (DurableDistributed() ||
+		(last_look != 0 && !TimestampDifferenceExceeds(last_look, now, DURABLE_BUDGETS_EVERY_MS)))
+		return 0;
+	last_look = now;
+	(void) DurableRunPart("spend budgets", maintain_budgets, &work, &done);
+	return done;
 }

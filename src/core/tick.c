@@ -287,6 +287,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	uint64		scheduled = 0;
 	uint64		retired;
 	uint64		admitted;
+	uint64		budgets;
 	int32	   *in_use;
 	uint64		nin_use;
 	static uint64 ticks = 0;
@@ -315,13 +316,14 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 		scheduled = DurableRunSchedules(now, batch, callback, arg);
 	retired = DurableRetireConcurrencyKeys(in_use, nin_use, now, batch);
 	admitted = DurableAdmitFairTasks(in_use, nin_use, now, batch);
+	budgets = DurableMaintainBudgets(now, batch);
 	/* last: the queues' buckets stay locked from here to the commit */
 	DurableTakeOwedTokens(now);
 	DurableCountTick(GetCurrentTimestamp());
 	pfree(partitions);
 	pfree(in_use);
 	return Max(Max(Max(settled, alarms), Max(removed, scheduled)),
-			   Max(Max(reviewed, retired), admitted));
+			   Max(Max(reviewed, retired), Max(admitted, budgets)));
 }
 
 /*

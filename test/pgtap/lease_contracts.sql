@@ -17,7 +17,7 @@ SELECT is((SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AN
 SELECT volatility_is('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb'], 'volatile');
 SELECT function_returns('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb'], 'setof record');
 SELECT function_returns('durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]', 'numeric'],
        'bigint');
 
 SELECT durable_create_queue('contracts', lease => '1 minute');

@@ -87,10 +87,10 @@ SELECT set_eq(
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]', 'numeric'],
        'durable_producer', ARRAY['EXECUTE']);
 SELECT function_privs_are('public', 'durable_enqueue',
-       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]'],
+       ARRAY['text', 'jsonb', 'text', 'timestamp with time zone', 'integer', 'text', 'integer', 'interval', 'text', 'jsonb', 'text', 'text', 'jsonb', 'text[]', 'numeric'],
        'durable_worker', ARRAY[]::text[]);
 SELECT function_privs_are('public', f, args, 'durable_worker', ARRAY['EXECUTE'])
 FROM (VALUES ('durable_claim', ARRAY['text', 'text', 'interval', 'integer', 'jsonb']),
