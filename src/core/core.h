@@ -409,7 +409,6 @@ extern uint64 DurableAdmitFairTasks(const int32 *partitions, uint64 npartitions,
 extern void DurableCreateBudget(const char *name, Numeric amount, const Interval *period);
 extern void DurableAlterBudget(const char *name, Numeric amount, const Interval *period);
 extern void DurableDropBudget(const char *name);
-extern void DurableCheckAmount(Numeric amount, const char *what);
 extern ArrayType *DurableBudgetsCheck(ArrayType *budgets);
 extern void DurableSetTaskBudgets(int64 task_id, ArrayType *budgets, ArrayType *inherited,
 								  Numeric spend_limit);

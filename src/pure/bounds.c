@@ -11,6 +11,7 @@
 
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 /* durable.max_payload_size in kB (process/durable.c defines the setting) */
@@ -75,4 +76,21 @@ DurableCheckPayloadSize(Size size, const char *name)
 				errdetail("It takes %zu bytes; durable.max_payload_size allows %d kB.",
 						  size, durable_max_payload_size),
 				errhint("Store large data elsewhere and pass a reference to it."));
+}
+
+/*
+ * DurableCheckAmount
+ *		An amount (a spend budget's, a reserve, what was spent): finite and
+ *		not negative (22023); what names it in errors.
+ */
+void
+DurableCheckAmount(Numeric amount, const char *what)
+{
+	if (numeric_is_nan(amount) || numeric_is_inf(amount) ||
+		DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(amount),
+										 DirectFunctionCall1(int4_numeric,
+															 Int32GetDatum(0)))))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("%s must be finite and not negative", what));
 }

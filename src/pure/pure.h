@@ -144,6 +144,7 @@ extern TimestampTz DurableTimeAfter(TimestampTz now, const Interval *span,
 									const char *what);
 extern void DurableCheckPayloadSize(Size size, const char *name);
 extern char *DurableClipName(const char *name, int maxbytes);
+extern void DurableCheckAmount(Numeric amount, const char *what);
 
 /* ---- detail.c: the jsonb details of events, and who acts ---- */
 typedef struct DurableDetail
