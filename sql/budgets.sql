@@ -63,12 +63,12 @@ SELECT count(*) AS budgets FROM durable.spend_budgets WHERE budget_name LIKE 'sb
 -- one is 42704, a NULL one 22004, an empty one 22023, and no task is made
 SELECT durable_create_queue('sb_work', partitions => 1);
 SELECT durable_create_budget('sb_tenant', 100);
-SELECT durable_create_budget('sb_daily', 1000, '1 day');
+SELECT durable_create_budget('sb_account', 1000);
 SELECT pg_temp.fails($$durable_enqueue('sb_work', '{}', budgets => ARRAY['sb_tenant', 'sb_nowhere'])$$);
 SELECT pg_temp.fails($$durable_enqueue('sb_work', '{}', budgets => ARRAY['sb_tenant', NULL])$$);
 SELECT pg_temp.fails($$durable_enqueue('sb_work', '{}', budgets => ARRAY[''])$$);
 SELECT count(*) AS tasks FROM durable.live_tasks WHERE queue_name = 'sb_work';
-SELECT durable_enqueue('sb_work', '{"n": 1}', budgets => ARRAY['sb_tenant', 'sb_daily', 'sb_tenant']) AS t1 \gset
+SELECT durable_enqueue('sb_work', '{"n": 1}', budgets => ARRAY['sb_tenant', 'sb_account', 'sb_tenant']) AS t1 \gset
 SELECT budgets FROM durable.live_tasks WHERE task_id = :t1;
 SELECT durable_enqueue('sb_work', '{"n": 2}', budgets => ARRAY['sb_tenant']) AS t2 \gset
 
@@ -78,7 +78,7 @@ SELECT :'first' AS first_claimed;
 SELECT (durable_step(:t1, :f1, 'llm', 'idempotent')).state;
 SELECT durable_step_start(:t1, :f1, 'llm', 1, reserve => 60);
 SELECT * FROM pg_temp.budget('sb_tenant');
-SELECT * FROM pg_temp.budget('sb_daily');
+SELECT * FROM pg_temp.budget('sb_account');
 SELECT step, amount, budgets FROM durable.step_reservations WHERE task_id = :t1;
 SELECT detail->>'reserved' AS reserved FROM durable.events
 WHERE task_id = :t1 AND kind = 'step_started';
@@ -99,7 +99,7 @@ SELECT * FROM pg_temp.budget('sb_tenant');
 -- the first step spent 25 of its 60: 35 come back, 25 are spent
 SELECT durable_commit(:t1, :f1, '{"tokens": 25}', step => 'llm', expected_version => 2, spent => 25);
 SELECT * FROM pg_temp.budget('sb_tenant');
-SELECT * FROM pg_temp.budget('sb_daily');
+SELECT * FROM pg_temp.budget('sb_account');
 SELECT detail->>'returned' AS returned, detail->>'spent' AS spent FROM durable.events
 WHERE task_id = :t1 AND kind = 'step_committed';
 SELECT count(*) AS reservations FROM durable.step_reservations WHERE task_id = :t1;
@@ -186,7 +186,7 @@ SELECT count(*) AS reservations FROM durable.step_reservations WHERE task_id = :
 
 -- a budget dropped: the task's steps no longer reserve from it, and what
 -- they had reserved there is settled nowhere
-SELECT durable_enqueue('sb_work', '{"n": 5}', budgets => ARRAY['sb_tenant', 'sb_daily']) AS t5 \gset
+SELECT durable_enqueue('sb_work', '{"n": 5}', budgets => ARRAY['sb_tenant', 'sb_account']) AS t5 \gset
 SELECT fence AS f5 FROM durable_claim('sb_work', 'w5') WHERE task_id = :t5 \gset
 SELECT (durable_step(:t5, :f5, 'llm', 'idempotent')).state;
 SELECT durable_step_start(:t5, :f5, 'llm', 1, reserve => 3);
@@ -212,19 +212,32 @@ FROM unnest(ARRAY['1 day', '1 hour', '90 minutes', '7 days', '1 month', '3 month
 RESET TimeZone;
 SELECT pg_temp.fails($$durable.budget_period_start('1 month 2 days', now())$$);
 
--- a new period starts spending again: with the daily budget's spending
--- (its row's and its settlements' alike) moved to yesterday, today has
--- all of it but what is reserved
--- (a constant: Citus writes a reference table with no function of a column)
+-- a budget with a period starts spending again at each period's start:
+-- spent in this one, then the same spending moved to yesterday's (the
+-- row's and the settlements' alike), and this period has all of it again.
+-- In one transaction, so that no midnight falls inside it: now() stays.
+-- (Yesterday is a constant: Citus writes a reference table with no
+-- function of a column.)
+BEGIN;
+SELECT durable_create_budget('sb_daily', 50, '1 day');
+SELECT durable_enqueue('sb_work', '{"n": 8}', budgets => ARRAY['sb_daily']) AS t8 \gset
+SELECT fence AS f8 FROM durable_claim('sb_work', 'w8') WHERE task_id = :t8 \gset
+SELECT (durable_step(:t8, :f8, 'llm', 'idempotent')).state;
+SELECT durable_step_start(:t8, :f8, 'llm', 1, reserve => 20);
+SELECT durable_commit(:t8, :f8, '{}', step => 'llm', expected_version => 2, spent => 15);
+SELECT period_start = durable.budget_period_start('1 day', now()) AS this_period,
+       reserved, spent, remaining
+FROM durable.budgets WHERE name = 'sb_daily';
 SELECT durable.budget_period_start('1 day', now()) - interval '1 day' AS yesterday \gset
 UPDATE durable.spend_budgets SET period_start = :'yesterday' WHERE budget_name = 'sb_daily';
 UPDATE durable.spend_settlements SET period_start = :'yesterday' WHERE budget_name = 'sb_daily';
-SELECT amount, reserved, spent, remaining FROM pg_temp.budget('sb_daily');
+SELECT reserved, spent, remaining FROM durable.budgets WHERE name = 'sb_daily';
+COMMIT;
 
 -- the budgets in durable_metrics_prometheus()
 SELECT line FROM regexp_split_to_table(durable_metrics_prometheus(), E'\n') line
-WHERE line LIKE 'durable\_budget\_%{budget="sb\_daily"}%';
+WHERE line LIKE 'durable\_budget\_%{budget="sb\_account"}%';
 
-SELECT durable_drop_budget('sb_daily');
-SELECT durable_cancel(t, 'test') FROM unnest(ARRAY[:t1, :t2, :t3, :t5]::bigint[]) t;
+SELECT durable_drop_budget(b) FROM unnest(ARRAY['sb_account', 'sb_daily']) b;
+SELECT durable_cancel(t, 'test') FROM unnest(ARRAY[:t1, :t2, :t3, :t5, :t8]::bigint[]) t;
 SELECT durable_drop_queue('sb_work', cascade => true);

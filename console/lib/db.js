@@ -28,7 +28,7 @@ pg.types.setTypeParser(1186, (s) => s);
 // The API functions the console calls, by signature: a role is offered an
 // action only when it may execute the function.
 export const FUNCTIONS = {
-  resolve: 'durable_resolve(bigint,text,text,jsonb,text)',
+  resolve: 'durable_resolve(bigint,text,text,jsonb,text,numeric)',
   package: 'durable_recovery_package(bigint)',
   pause: 'durable_pause(text,integer)',
   resume: 'durable_resume(text,integer)',
