@@ -225,9 +225,9 @@ task_args(Datum *args, char *nulls, const DurableTask *task, const char *step,
 	nulls[TASK_AMOUNT] = nulls[TASK_BUDGETS] = 'n';
 }
 
-/* the budgets task names, or NULL */
+/* the budgets of the task in args (task_args), or NULL */
 static ArrayType *
-budgets_of(const DurableTask *task, Datum *args, char *nulls)
+budgets_of(Datum *args, char *nulls)
 {
 	DurableResult res = DurableRun(&task_budgets, args, nulls, SPI_OK_SELECT, 1);
 	bool		isnull = true;
@@ -249,7 +249,7 @@ DurableTaskBudgets(const DurableTask *task)
 	if (!task->spends)
 		return NULL;
 	task_args(args, nulls, task, "", 0);
-	return budgets_of(task, args, nulls);
+	return budgets_of(args, nulls);
 }
 
 /*
@@ -274,7 +274,7 @@ DurableSpendReserve(const DurableTask *task, const char *step, Numeric reserve,
 	if (!task->spends)
 		return;
 	task_args(args, nulls, task, step, now);
-	budgets = budgets_of(task, args, nulls);
+	budgets = budgets_of(args, nulls);
 	if (budgets == NULL)
 		return;
 	deconstruct_array(budgets, TEXTOID, -1, false, TYPALIGN_INT, &names, NULL, &n);
@@ -375,7 +375,7 @@ DurableSpendSettle(const DurableTask *task, const char *step, bool completed,
 		budgets = DatumGetArrayTypeP(DurableGetDatum(res, 0, RESERVATION_BUDGETS, &isnull));
 	}
 	else if (completed && spent)
-		budgets = budgets_of(task, args, nulls);
+		budgets = budgets_of(args, nulls);
 	if (budgets == NULL)
 		return;
 	if (!completed)
