@@ -438,6 +438,69 @@ BEGIN
 END
 $$;
 
+--
+-- Streams (issue 41): the streams of tasks and their chunks.
+--
+--
+-- Streams (src/core/stream.c): what a running task tells its readers as it
+-- goes (a model's tokens, a tool's progress), a chunk at a time, each at
+-- the next position of its stream.  A stream belongs to its task: only
+-- the holder of the task's fence appends to it or closes it, readers need
+-- a grant on the task's queue, and the stream goes when the task's
+-- history does.  The head holds the last position and says whether the
+-- stream is closed; a close is also a chunk, a NULL one at the end, so
+-- that a reader learns of it in order.  On Citus both are distributed
+-- with their task.
+--
+CREATE TABLE durable.streams (
+    partition_key int NOT NULL,
+    task_id       bigint NOT NULL,
+    stream        text COLLATE "C" NOT NULL,
+    queue_name    text COLLATE "C" NOT NULL,
+    last_seq      bigint NOT NULL,
+    created_at    timestamptz NOT NULL,
+    appended_at   timestamptz NOT NULL,
+    closed_at     timestamptz,
+    PRIMARY KEY (partition_key, task_id, stream)
+);
+CREATE INDEX streams_appended ON durable.streams (appended_at);
+COMMENT ON TABLE durable.streams IS 'the streams of tasks (durable_stream_append): the last position of each, and when it was closed';
+COMMENT ON COLUMN durable.streams.queue_name IS 'the queue of the stream''s task, whose grants say who may read it';
+SELECT pg_catalog.pg_extension_config_dump('durable.streams', '');
+REVOKE ALL ON durable.streams FROM PUBLIC;
+GRANT SELECT ON durable.streams TO durable_operator;
+
+CREATE TABLE durable.stream_chunks (
+    partition_key int NOT NULL,
+    task_id       bigint NOT NULL,
+    stream        text COLLATE "C" NOT NULL,
+    seq           bigint NOT NULL,
+    chunk         jsonb,
+    at            timestamptz NOT NULL,
+    PRIMARY KEY (partition_key, task_id, stream, seq)
+);
+COMMENT ON TABLE durable.stream_chunks IS 'the chunks of the streams of tasks, by position; a NULL chunk ends a closed stream';
+SELECT pg_catalog.pg_extension_config_dump('durable.stream_chunks', '');
+REVOKE ALL ON durable.stream_chunks FROM PUBLIC;
+GRANT SELECT ON durable.stream_chunks TO durable_operator;
+-- a cluster already distributed gets them here (durable_enable_citus makes
+-- them so on a new one)
+DO $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass)
+       AND pg_catalog.citus_is_coordinator() THEN
+        PERFORM pg_catalog.create_distributed_table('durable.streams', 'partition_key',
+                                                    colocate_with => 'durable.live_tasks');
+        PERFORM pg_catalog.create_distributed_table('durable.stream_chunks', 'partition_key',
+                                                    colocate_with => 'durable.live_tasks');
+    END IF;
+END
+$$;
+
 -- src/sql/functions/index_history.sql
 
 -- The partitioned tables have no index of their own: each partition has
@@ -872,7 +935,8 @@ BEGIN
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
                                'durable.flow_keys', 'durable.rate_limit_buckets',
-                               'durable.step_reservations'] LOOP
+                               'durable.step_reservations', 'durable.streams',
+                               'durable.stream_chunks'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;
@@ -1654,6 +1718,53 @@ COMMENT ON FUNCTION @extschema@.durable_step_unknown(bigint, bigint, text, int, 
 REVOKE ALL ON FUNCTION @extschema@.durable_step_unknown(bigint, bigint, text, integer, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_step_unknown(bigint, bigint, text, integer, text) TO durable_worker;
 
+-- src/sql/functions/durable_stream_append.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_stream_append(
+    task_id bigint,
+    fence bigint,
+    stream text,
+    chunk jsonb)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_stream_append'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_stream_append(bigint, bigint, text, jsonb) IS
+  'append a chunk to a stream of the running task held under fence; returns its position (1, 2, ...); NOTIFY durable_stream ''<task_id>'' at commit';
+REVOKE ALL ON FUNCTION @extschema@.durable_stream_append(bigint, bigint, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_stream_append(bigint, bigint, text, jsonb) TO durable_worker;
+
+-- src/sql/functions/durable_stream_close.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_stream_close(
+    task_id bigint,
+    fence bigint,
+    stream text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_stream_close'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_stream_close(bigint, bigint, text) IS
+  'close a stream of the running task held under fence (again: nothing changes); returns the position of its end, a NULL chunk';
+REVOKE ALL ON FUNCTION @extschema@.durable_stream_close(bigint, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_stream_close(bigint, bigint, text) TO durable_worker;
+
+-- src/sql/functions/durable_stream_read.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_stream_read(
+    task_id bigint,
+    stream text,
+    after bigint DEFAULT 0,
+    max int DEFAULT 1000)
+RETURNS TABLE (seq bigint, chunk jsonb, at timestamptz)
+AS 'MODULE_PATHNAME', 'durable_stream_read'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_stream_read(bigint, text, bigint, int) IS
+  'the chunks of a task''s stream after a position, at most max, in order; a NULL chunk is its end (the stream was closed, or its task finished); needs the enqueue or work grant of the task''s queue where it is restricted';
+REVOKE ALL ON FUNCTION @extschema@.durable_stream_read(bigint, text, bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_stream_read(bigint, text, bigint, integer) TO durable_producer, durable_worker;
+
 -- src/sql/functions/durable_throttle.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_throttle(
@@ -1736,6 +1847,10 @@ COMMENT ON FUNCTION durable.library_status() IS
 -- statement locks rows on two shards, which Citus refuses.  On one server
 -- everything runs as in 0.5.0.  The reads that ask whether rows exist
 -- select a constant: Citus cannot plan a subquery that selects no column.
+--
+-- The streams of a task (durable_stream_append) go with it, a batch at a
+-- time: once neither the live tasks nor history have the task, and
+-- nothing was appended to them for as long as retention.
 --
 -- The days of history are made where durable's tables are: each day and
 -- its indexes go where its parent's default partition is (made with the
@@ -2086,6 +2201,68 @@ BEGIN
         task_id := NULL;
         action := 'failed';
         part := 'history: task keys';
+        RETURN NEXT;
+    END;
+
+    -- streams of tasks that are gone, with their chunks
+    BEGIN
+        IF NOT distributed THEN
+            WITH gone AS (
+                SELECT x.partition_key, x.task_id, x.stream FROM durable.streams x
+                WHERE x.appended_at OPERATOR(pg_catalog.<) cutoff
+                  AND NOT EXISTS (SELECT FROM durable.live_tasks t
+                                  WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key
+                                    AND t.task_id OPERATOR(pg_catalog.=) x.task_id)
+                  AND NOT EXISTS (SELECT FROM durable.task_history t
+                                  WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key
+                                    AND t.task_id OPERATOR(pg_catalog.=) x.task_id)
+                LIMIT batch FOR UPDATE OF x SKIP LOCKED),
+            c AS (DELETE FROM durable.stream_chunks c USING gone g
+                  WHERE c.partition_key OPERATOR(pg_catalog.=) g.partition_key
+                    AND c.task_id OPERATOR(pg_catalog.=) g.task_id
+                    AND c.stream OPERATOR(pg_catalog.=) g.stream)
+            DELETE FROM durable.streams s USING gone g
+            WHERE s.partition_key OPERATOR(pg_catalog.=) g.partition_key
+              AND s.task_id OPERATOR(pg_catalog.=) g.task_id
+              AND s.stream OPERATOR(pg_catalog.=) g.stream;
+        ELSE
+            FOR shard IN EXECUTE pg_catalog.format(by_shard,
+                'SELECT x.partition_key, x.task_id FROM durable.streams x'
+                ' WHERE x.appended_at OPERATOR(pg_catalog.<) $1'
+                '   AND NOT EXISTS (SELECT 1 FROM durable.live_tasks t'
+                '       WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key'
+                '         AND t.task_id OPERATOR(pg_catalog.=) x.task_id)'
+                '   AND NOT EXISTS (SELECT 1 FROM durable.task_history t'
+                '       WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key'
+                '         AND t.task_id OPERATOR(pg_catalog.=) x.task_id)'
+                ' LIMIT $2')
+                USING cutoff, batch
+            LOOP
+                EXECUTE pg_catalog.format(
+                    'WITH gone AS ('
+                    '  SELECT x.partition_key, x.task_id, x.stream FROM durable.streams x'
+                    '  WHERE x.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '    AND x.task_id OPERATOR(pg_catalog.=) ANY ($1)'
+                    '    AND x.appended_at OPERATOR(pg_catalog.<) $2'
+                    '  FOR UPDATE SKIP LOCKED),'
+                    ' c AS (DELETE FROM durable.stream_chunks c USING gone g'
+                    '  WHERE c.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '    AND c.partition_key OPERATOR(pg_catalog.=) g.partition_key'
+                    '    AND c.task_id OPERATOR(pg_catalog.=) g.task_id'
+                    '    AND c.stream OPERATOR(pg_catalog.=) g.stream)'
+                    ' DELETE FROM durable.streams s USING gone g'
+                    ' WHERE s.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '   AND s.partition_key OPERATOR(pg_catalog.=) g.partition_key'
+                    '   AND s.task_id OPERATOR(pg_catalog.=) g.task_id'
+                    '   AND s.stream OPERATOR(pg_catalog.=) g.stream', shard.keys)
+                    USING shard.ids, cutoff;
+            END LOOP;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS error_code = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
+        task_id := NULL;
+        action := 'failed';
+        part := 'history: streams';
         RETURN NEXT;
     END;
 END

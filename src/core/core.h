@@ -420,6 +420,16 @@ extern void DurableSpendSettle(const DurableTask *task, const char *step, bool c
 							   Numeric spent, TimestampTz now, DurableDetail *detail);
 extern void DurableSpendSettleTask(const DurableTask *task, TimestampTz now);
 
+/* ---- stream.c: the streams of running tasks ---- */
+/* the channel an append or a close notifies; the payload is the task id */
+#define DURABLE_STREAM_CHANNEL "durable_stream"
+
+extern int64 DurableStreamAppend(int64 task_id, int64 fence, const char *stream,
+								 Jsonb *chunk);
+extern int64 DurableStreamClose(int64 task_id, int64 fence, const char *stream);
+extern void DurableStreamRead(int64 task_id, const char *stream, int64 after,
+							  int32 max, Tuplestorestate *store, TupleDesc tupdesc);
+
 /* ---- rate_limits.c: the units of rate limits tasks take ---- */
 typedef enum DurableRateOutcome
 {

@@ -189,25 +189,35 @@ static DurableStatement queue_drop_events = {
 };
 
 /*
- * Its outbox messages, inbox entries and request keys: an outbox message
- * emitted before 0.9.0 kept the partition its id carries, so those are
- * found by queue alone.
+ * Its outbox messages, inbox entries, request keys and streams: an outbox
+ * message emitted before 0.9.0 kept the partition its id carries, so
+ * those are found by queue alone, as streams are (by their queue_name).
  */
 static DurableStatement queue_drop_messages = {
 	.name = "queue_drop_messages",
 	.sql = "WITH o AS (DELETE FROM durable.outbox WHERE queue_name = $queue),"
 	" i AS (DELETE FROM durable.inbox"
-	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue)"
+	"  WHERE partition_key = ANY ($partitions) AND queue_name = $queue),"
+	" c AS (DELETE FROM durable.stream_chunks c USING durable.streams s"
+	"  WHERE s.queue_name = $queue AND c.partition_key = s.partition_key"
+	"  AND c.task_id = s.task_id AND c.stream = s.stream),"
+	" st AS (DELETE FROM durable.streams WHERE queue_name = $queue)"
 	" DELETE FROM durable.idempotency_keys"
 	" WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
 	DURABLE_PARAMS(drop_params),
-	.nsplit = 3,
+	.nsplit = 5,
 	.split = {
 		{"DELETE FROM durable.outbox WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 		{"DELETE FROM durable.inbox WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 		{"DELETE FROM durable.idempotency_keys WHERE partition_key = ANY ($partitions) AND queue_name = $queue",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.stream_chunks c USING durable.streams s"
+			" WHERE s.queue_name = $queue AND c.partition_key = s.partition_key"
+			" AND c.task_id = s.task_id AND c.stream = s.stream",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.streams WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 	},
 };

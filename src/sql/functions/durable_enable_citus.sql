@@ -77,7 +77,8 @@ BEGIN
                                'durable.emitted_events', 'durable.event_waits',
                                'durable.retry_buckets', 'durable.concurrency_keys',
                                'durable.flow_keys', 'durable.rate_limit_buckets',
-                               'durable.step_reservations'] LOOP
+                               'durable.step_reservations', 'durable.streams',
+                               'durable.stream_chunks'] LOOP
         EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''partition_key'', colocate_with => ''durable.live_tasks'')'
             USING rel;
     END LOOP;

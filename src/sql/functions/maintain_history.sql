@@ -14,6 +14,10 @@
 -- everything runs as in 0.5.0.  The reads that ask whether rows exist
 -- select a constant: Citus cannot plan a subquery that selects no column.
 --
+-- The streams of a task (durable_stream_append) go with it, a batch at a
+-- time: once neither the live tasks nor history have the task, and
+-- nothing was appended to them for as long as retention.
+--
 -- The days of history are made where durable's tables are: each day and
 -- its indexes go where its parent's default partition is (made with the
 -- extension), in that partition's access method, whatever
@@ -363,6 +367,68 @@ BEGIN
         task_id := NULL;
         action := 'failed';
         part := 'history: task keys';
+        RETURN NEXT;
+    END;
+
+    -- streams of tasks that are gone, with their chunks
+    BEGIN
+        IF NOT distributed THEN
+            WITH gone AS (
+                SELECT x.partition_key, x.task_id, x.stream FROM durable.streams x
+                WHERE x.appended_at OPERATOR(pg_catalog.<) cutoff
+                  AND NOT EXISTS (SELECT FROM durable.live_tasks t
+                                  WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key
+                                    AND t.task_id OPERATOR(pg_catalog.=) x.task_id)
+                  AND NOT EXISTS (SELECT FROM durable.task_history t
+                                  WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key
+                                    AND t.task_id OPERATOR(pg_catalog.=) x.task_id)
+                LIMIT batch FOR UPDATE OF x SKIP LOCKED),
+            c AS (DELETE FROM durable.stream_chunks c USING gone g
+                  WHERE c.partition_key OPERATOR(pg_catalog.=) g.partition_key
+                    AND c.task_id OPERATOR(pg_catalog.=) g.task_id
+                    AND c.stream OPERATOR(pg_catalog.=) g.stream)
+            DELETE FROM durable.streams s USING gone g
+            WHERE s.partition_key OPERATOR(pg_catalog.=) g.partition_key
+              AND s.task_id OPERATOR(pg_catalog.=) g.task_id
+              AND s.stream OPERATOR(pg_catalog.=) g.stream;
+        ELSE
+            FOR shard IN EXECUTE pg_catalog.format(by_shard,
+                'SELECT x.partition_key, x.task_id FROM durable.streams x'
+                ' WHERE x.appended_at OPERATOR(pg_catalog.<) $1'
+                '   AND NOT EXISTS (SELECT 1 FROM durable.live_tasks t'
+                '       WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key'
+                '         AND t.task_id OPERATOR(pg_catalog.=) x.task_id)'
+                '   AND NOT EXISTS (SELECT 1 FROM durable.task_history t'
+                '       WHERE t.partition_key OPERATOR(pg_catalog.=) x.partition_key'
+                '         AND t.task_id OPERATOR(pg_catalog.=) x.task_id)'
+                ' LIMIT $2')
+                USING cutoff, batch
+            LOOP
+                EXECUTE pg_catalog.format(
+                    'WITH gone AS ('
+                    '  SELECT x.partition_key, x.task_id, x.stream FROM durable.streams x'
+                    '  WHERE x.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '    AND x.task_id OPERATOR(pg_catalog.=) ANY ($1)'
+                    '    AND x.appended_at OPERATOR(pg_catalog.<) $2'
+                    '  FOR UPDATE SKIP LOCKED),'
+                    ' c AS (DELETE FROM durable.stream_chunks c USING gone g'
+                    '  WHERE c.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '    AND c.partition_key OPERATOR(pg_catalog.=) g.partition_key'
+                    '    AND c.task_id OPERATOR(pg_catalog.=) g.task_id'
+                    '    AND c.stream OPERATOR(pg_catalog.=) g.stream)'
+                    ' DELETE FROM durable.streams s USING gone g'
+                    ' WHERE s.partition_key OPERATOR(pg_catalog.=) ANY (%1$L::int[])'
+                    '   AND s.partition_key OPERATOR(pg_catalog.=) g.partition_key'
+                    '   AND s.task_id OPERATOR(pg_catalog.=) g.task_id'
+                    '   AND s.stream OPERATOR(pg_catalog.=) g.stream', shard.keys)
+                    USING shard.ids, cutoff;
+            END LOOP;
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS error_code = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
+        task_id := NULL;
+        action := 'failed';
+        part := 'history: streams';
         RETURN NEXT;
     END;
 END
