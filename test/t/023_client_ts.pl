@@ -25,7 +25,9 @@
 #    57P01: its failure, not the worker's lost connection), a reconcile
 #    look-up that throws (logged, the worker goes on), a handler's own
 #    40001 (the handler runs again), and a heartbeat that hangs (the worker
-#    takes its task for lost once the lease is out).
+#    takes its task for lost once the lease is out);
+# 9. a stream a handler writes, read live by another process (readStream),
+#    and resumed after a position.
 #
 # npm needs the registry for pg's metadata (the cache is the test's own;
 # the TypeScript compiler is the one tools/test installed in clients/ts).
@@ -357,6 +359,12 @@ const handlers = {
     await mine.connect();
     await mine.query('SELECT pg_terminate_backend(pg_backend_pid())'); // 57P01
   },
+  async streams(task) { // a model's tokens, read live by another process
+    await task.stream('tokens', 'a');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await task.stream('tokens', { b: 2 });
+    return { end: await task.closeStream('tokens') };
+  },
   async rolledback(task) { // the handler's own statement rolled back (40001)
     runs++;
     await task.step('a', 'idempotent', {}, () => called('a'));
@@ -517,6 +525,35 @@ $node->poll_query_until('postgres',
 $watched->{h}->signal('TERM');
 $watched->{h}->finish;
 is(effects_of($node, $queue), '2 2', '... and finished it when it came back, every effect once');
+
+# 9. a stream: a handler appends to it and closes it; a reader started
+# before the task runs reads it as it is written (woken by LISTEN) until its
+# end, and one started after a position reads the rest
+append_to_file("$app/reader.js", <<'JS');
+import { readStream } from 'pgdurable';
+const [db, taskId, after] = process.argv.slice(2);
+const seen = [];
+for await (const c of readStream(db, taskId, 'tokens', { after: Number(after), poll: 60000 })) seen.push([c.seq, c.chunk]);
+console.log(JSON.stringify(seen));
+JS
+$queue = 'streams';
+my $task = $node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT durable_enqueue('$queue', '{}');
+});
+$task = (split /\n/, $task)[-1];
+my %reader = (out => '', err => '');
+$reader{h} = IPC::Run::start([ 'node', "$app/reader.js", $db, $task, 0 ],
+	'>', \$reader{out}, '2>', \$reader{err}, IPC::Run::timeout(60));
+$probe = probe('streams', $queue);
+$probe->{h}->finish;
+$reader{h}->finish;
+is($reader{out}, qq{[[1,"a"],[2,{"b":2}]]\n}, 'a reader read the stream as the handler wrote it, to its end')
+  or diag($reader{err});
+is(tasks_of($node, $queue, 'result::text'), '{"end": 3}', '... which the handler closed at position 3');
+my ($rest, $rest_err) = ('', '');
+IPC::Run::run([ 'node', "$app/reader.js", $db, $task, 1 ], '>', \$rest, '2>', \$rest_err);
+is($rest, qq{[[2,{"b":2}]]\n}, '... and one that resumed after position 1 read the rest') or diag($rest_err);
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() reports nothing after the handlers\' cases');

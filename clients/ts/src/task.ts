@@ -195,6 +195,24 @@ export class Task<Payload = any> {
       this.ctx.log)).emitted);
   }
 
+  /** Append chunk (JSON) to a stream of this task; resolves to its position (1, 2, ...). */
+  stream(stream: string, chunk: unknown): Promise<number> {
+    return this.guarded(async () => Number((await this.call<{ seq: string }>(
+      'SELECT @api.durable_stream_append($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text,'
+      + ' $4::pg_catalog.jsonb) AS seq', [stream, JSON.stringify(chunk)])).seq));
+  }
+
+  /**
+   * End a stream of this task (again: nothing changes); resolves to the
+   * position of its end.  A stream still open when the task finishes ends
+   * there for its readers all the same.
+   */
+  closeStream(stream: string): Promise<number> {
+    return this.guarded(async () => Number((await this.call<{ seq: string }>(
+      'SELECT @api.durable_stream_close($1::pg_catalog.int8, $2::pg_catalog.int8, $3::pg_catalog.text) AS seq',
+      [stream])).seq));
+  }
+
   /**
    * The application's own writes, run in the transaction that completes the
    * task: both land, or neither (a stale fence rolls them back too).

@@ -16,9 +16,11 @@ except ImportError:  # one clear line instead of a traceback into the library
     raise ImportError("pgdurable needs psycopg 3: pip install 'psycopg[binary]'"
                       " (or Debian's python3-psycopg)") from None
 
-from .errors import Failed, InTransaction, StepCallFailed
+from .errors import BudgetExhausted, Failed, InTransaction, StepCallFailed
+from .stream import Chunk, read_stream
 from .task import Outcome, Task
 from .worker import Worker
 
 __version__ = "0.9.0"
-__all__ = ["Failed", "InTransaction", "Outcome", "StepCallFailed", "Task", "Worker"]
+__all__ = ["BudgetExhausted", "Chunk", "Failed", "InTransaction", "Outcome", "StepCallFailed", "Task", "Worker",
+           "read_stream"]

@@ -11,6 +11,7 @@ STALE_FENCE = "55U01"  # another worker holds the task now: drop it
 VERSION_CONFLICT = "55U02"  # the step changed under us: read it again
 IDEMPOTENCY_CONFLICT = "55U03"  # same name or key, other request: a bug
 INVALID_TRANSITION = "55U04"  # not allowed now, e.g. a step is in doubt
+BUDGET_EXHAUSTED = "55U05"  # a step's reserve does not fit a spend budget
 
 # The transaction was rolled back and may simply run again: a serialization
 # failure, a deadlock, a statement_timeout or a pg_cancel_backend.
@@ -60,6 +61,16 @@ class Failed(Exception):
             raise ValueError(f"error_class must be one of {ERROR_CLASSES}")
         super().__init__(message)
         self.error_class, self.retry_after = error_class, retry_after
+
+
+class BudgetExhausted(Failed):
+    """A step's reserve did not fit a spend budget of its task (55U05): the
+    step was not started and nothing was called.  Uncaught, the task fails
+    for good; a handler may catch it and finish with what it has."""
+
+    def __init__(self, step: str, message: str, detail: str | None):
+        super().__init__(f"step {step}: {message}" + (f" ({detail})" if detail else ""), "permanent")
+        self.step = step
 
 
 class StepCallFailed(Exception):

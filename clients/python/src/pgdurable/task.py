@@ -57,7 +57,8 @@ def _interval(value):
 class Task:
     def __init__(self, worker, conn: psycopg.Connection, row):
         self.worker, self.conn = worker, conn
-        self.id, self.fence, self.attempt, self.payload, self.checkpoint, _ = row
+        self.id, self.fence, self.attempt, self.payload, self.checkpoint, _, versions = row
+        self.versions = versions or {}  # what the task is pinned to (Worker(versions=...))
         self.completed = False  # durable_commit of the task has committed
         self._commit_pending = False  # ... or will, with the open transaction
 
@@ -114,10 +115,27 @@ class Task:
         self.call("SELECT @api.durable_heartbeat(%s::pg_catalog.int8, %s::pg_catalog.int8, "
                   "%s::pg_catalog.text)", self.id, self.fence, progress)
 
+    def stream(self, stream: str, chunk: Any) -> int:
+        """Append chunk (JSON) to a stream of this task; returns its position.
+        Readers see it once it commits: at once outside task.transaction()."""
+        (seq,) = self.call("SELECT @api.durable_stream_append(%s::pg_catalog.int8, %s::pg_catalog.int8,"
+                           " %s::pg_catalog.text, %s::pg_catalog.jsonb)",
+                           self.id, self.fence, stream, _json(chunk))
+        return seq
+
+    def close_stream(self, stream: str) -> int:
+        """End a stream of this task (again: nothing changes); returns the
+        position of its end.  A stream still open when the task finishes
+        ends there for its readers all the same."""
+        (seq,) = self.call("SELECT @api.durable_stream_close(%s::pg_catalog.int8, %s::pg_catalog.int8,"
+                           " %s::pg_catalog.text)", self.id, self.fence, stream)
+        return seq
+
     # ---- steps ----
 
     def step(self, name: str, cls: str, call: Callable[[str], Any], request: Any = None, *,
-             target: str | None = None, effect_id: Callable[[Any], str] | None = None) -> Any:
+             target: str | None = None, effect_id: Callable[[Any], str] | None = None,
+             reserve: float | None = None, spent: Callable[[Any], float] | None = None) -> Any:
         """Run a side effect once: plan the step, start it, call
         call(idempotency_key), record the receipt, commit; or return the
         result it committed before.  cls is the step's class: pure,
@@ -127,7 +145,12 @@ class Task:
         The result is the same however the step settled: what call returned,
         or for a queryable step settled by a look-up what the worker's
         lookup returned (which is why lookup must return what call would
-        have).  Not inside task.transaction(): InTransaction."""
+        have).  Not inside task.transaction(): InTransaction.
+
+        reserve takes that amount from every spend budget of the task before
+        the call, or raises BudgetExhausted (nothing called); spent(result)
+        is what the call spent, charged at the commit (the whole reservation
+        without it)."""
         if cls not in CLASSES:
             raise ValueError(f"step class must be one of {CLASSES}")
         self._refuse_in_transaction(f"step {name}")
@@ -135,14 +158,14 @@ class Task:
             raise Stopping()
         for _ in range(3):
             try:
-                return self._step(name, cls, call, request, target, effect_id)
+                return self._step(name, cls, call, request, target, effect_id, reserve, spent)
             except psycopg.Error as e:
                 if e.sqlstate != errors.VERSION_CONFLICT:
                     raise
                 log.info("step %s of task %s changed under us; reading it again", name, self.id)
         raise LeftToRecovery(f"step {name} keeps changing")
 
-    def _step(self, name, cls, call, request, target, effect_id):
+    def _step(self, name, cls, call, request, target, effect_id, reserve=None, spent=None):
         state, version, key, result = self.call(
             "SELECT state, version, idempotency_key, result"
             " FROM @api.durable_step(%s::pg_catalog.int8, %s::pg_catalog.int8, %s::pg_catalog.text, "
@@ -155,9 +178,15 @@ class Task:
         if state == "planned":
             # "started" commits before the call: a crash after the call then
             # leaves a step that recovery knows may have taken effect
-            (version,) = self.call("SELECT @api.durable_step_start(%s::pg_catalog.int8, "
-                                   "%s::pg_catalog.int8, %s::pg_catalog.text, %s::pg_catalog.int4)",
-                                   self.id, self.fence, name, version)
+            try:
+                (version,) = self.call("SELECT @api.durable_step_start(%s::pg_catalog.int8, "
+                                       "%s::pg_catalog.int8, %s::pg_catalog.text, %s::pg_catalog.int4,"
+                                       " %s::pg_catalog.numeric)",
+                                       self.id, self.fence, name, version, reserve)
+            except psycopg.Error as e:
+                if e.sqlstate != errors.BUDGET_EXHAUSTED:
+                    raise
+                raise errors.BudgetExhausted(name, e.diag.message_primary, e.diag.message_detail) from e
         elif state not in ("started", "unknown"):  # failed: by recovery, or an operator
             raise errors.Failed(f"step {name} is {state}", "permanent")
         # started or unknown, on a task we still hold (after a failed commit,
@@ -168,7 +197,7 @@ class Task:
                 self.call("SELECT @api.durable_record_receipt(%s::pg_catalog.int8, %s::pg_catalog.int8,"
                           " %s::pg_catalog.text, 'not_executed'::pg_catalog.text, NULL::pg_catalog.text,"
                           " '{\"lookup\": null}'::pg_catalog.jsonb)", self.id, self.fence, name)
-                return self._step(name, cls, call, request, target, effect_id)
+                return self._step(name, cls, call, request, target, effect_id, reserve, spent)
         elif cls == "unsafe":
             raise LeftToRecovery(f"step {name} is {state} and unsafe to resend")
         if found is not None:
@@ -195,8 +224,9 @@ class Task:
         if state != "committed":  # a receipt for an unknown step commits it
             self.call("SELECT @api.durable_commit(%s::pg_catalog.int8, %s::pg_catalog.int8,"
                       " %s::pg_catalog.jsonb, step => %s::pg_catalog.text,"
-                      " expected_version => %s::pg_catalog.int4)",
-                      self.id, self.fence, _json(result), name, version)
+                      " expected_version => %s::pg_catalog.int4, spent => %s::pg_catalog.numeric)",
+                      self.id, self.fence, _json(result), name, version,
+                      spent(result) if spent else None)
         self.worker.count("steps_run")
         self.progress(f"{name} done")
         return result

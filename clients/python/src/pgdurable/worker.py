@@ -54,8 +54,10 @@ class Worker:
     def __init__(self, dsn: str, queue: str, handler: Callable[[Task], Any], *,
                  name: str | None = None, lookup: Callable[[str, str], Any] | None = None,
                  lease: float | None = None, batch: int = 10, poll: float = 1.0,
-                 idle_exit: float | None = None, pooled: bool = False):
+                 idle_exit: float | None = None, pooled: bool = False,
+                 versions: dict | None = None):
         self.dsn, self.queue, self.handler, self.lookup = dsn, queue, handler, lookup
+        self.versions = versions
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.lease = None if lease is None else timedelta(seconds=lease)
         self.batch, self.poll, self.idle_exit, self.pooled = batch, poll, idle_exit, pooled
@@ -120,10 +122,11 @@ class Worker:
         while not self.stopping.is_set():
             rows = execute(conn, "SELECT task_id, fence, attempt, payload, checkpoint,"
                                  " EXTRACT(epoch FROM (lease_until OPERATOR(pg_catalog.-) pg_catalog.now()))"
-                                 "::pg_catalog.float8"
+                                 "::pg_catalog.float8, versions"
                                  " FROM @api.durable_claim(%s::pg_catalog.text, %s::pg_catalog.text, "
-                                 "%s::pg_catalog.interval, %s::pg_catalog.int4)",
-                           (self.queue, self.name, self.lease, self.batch)).fetchall()
+                                 "%s::pg_catalog.interval, %s::pg_catalog.int4, %s::pg_catalog.jsonb)",
+                           (self.queue, self.name, self.lease, self.batch,
+                            None if self.versions is None else Jsonb(self.versions))).fetchall()
             if not rows and not self._reconcile(conn):
                 if self.idle_exit is not None and time.monotonic() - idle_since > self.idle_exit:
                     return
