@@ -118,20 +118,20 @@ SELECT pg_temp.chunks(:tp, 'tokens') AS unchanged;
 -- a queue dropped takes its streams
 SELECT durable_cancel(:tp, 'done');
 SELECT durable_drop_queue('st_private', cascade => true);
-SELECT count(*) AS streams, (SELECT count(*) FROM durable.stream_chunks WHERE task_id = :tp) AS chunks
-FROM durable.streams WHERE queue_name = 'st_private';
+SELECT count(*) AS streams FROM durable.streams WHERE queue_name = 'st_private';
+SELECT count(*) AS chunks FROM durable.stream_chunks WHERE task_id = :tp;
 DROP ROLE regress_st_app, regress_st_reader, regress_st_other;
 
 -- streams go with their task's history: kept while history has the task,
 -- removed once it is gone (here its row is removed as a dropped day would)
-UPDATE durable.streams SET appended_at = appended_at - interval '30 days' WHERE task_id = :t;
+UPDATE durable.streams SET appended_at = '2000-01-01 00:00+00' WHERE task_id = :t;
 SELECT count(*) AS failed FROM durable.maintain_history(now(), '7 days', 100)
 WHERE action = 'failed';
 SELECT count(*) AS kept FROM durable.streams WHERE task_id = :t;
 DELETE FROM durable.task_history WHERE task_id = :t;
 SELECT count(*) AS failed FROM durable.maintain_history(now(), '7 days', 100) WHERE action = 'failed';
-SELECT count(*) AS streams, (SELECT count(*) FROM durable.stream_chunks WHERE task_id = :t) AS chunks
-FROM durable.streams WHERE task_id = :t;
+SELECT count(*) AS streams FROM durable.streams WHERE task_id = :t;
+SELECT count(*) AS chunks FROM durable.stream_chunks WHERE task_id = :t;
 
 SELECT durable_cancel(:t_pending, 'done');
 SELECT durable_drop_queue('st_talk', cascade => true);

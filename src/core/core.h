@@ -781,6 +781,7 @@ extern DurableStatement DurableEnqueueStatement;	/* enqueue.c */
 extern DurableStatement DurableClaimOneStatement;	/* claim.c */
 extern DurableStatement DurableTransitionStatement; /* move.c */
 extern DurableStatement DurableFinishStatement; /* move.c */
+extern DurableStatement DurableStreamAppendStatement;	/* stream.c */
 extern void DurableRunDelegated(const char *name, int32 partition,
 								ArrayType *sent, int expected,
 								Tuplestorestate *store, TupleDesc desc);

@@ -19,6 +19,7 @@ static DurableStatement *const delegated_statements[] = {
 	&DurableClaimOneStatement,
 	&DurableTransitionStatement,
 	&DurableFinishStatement,
+	&DurableStreamAppendStatement,
 };
 
 /*

@@ -17,7 +17,9 @@
  * append and close notifies durable_stream with the task's id at commit,
  * so that a reader can wait for the next chunk without polling.  A
  * stream goes with its task's history (maintain_history) or its queue
- * (drop.c).  The SQL functions are api/streams.c's.
+ * (drop.c).  On Citus a stream lives with its task, and a reader hears of
+ * the appends made through the node it is connected to (the others it
+ * finds when it reads again).  The SQL functions are api/streams.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -70,13 +72,14 @@ static const DurableParam stream_append_params[APPEND_NPARAMS] = {
 };
 
 /*
- * An append or a close, as one statement.  The head moves on whatever it
- * finds, and a chunk goes in at its new position: an append to a closed
- * stream then finds the position of the end taken, and the caller raises
- * an error, which takes back what the statement wrote.  A second close
- * leaves the head as it was.
+ * An append or a close, as one statement.  The head moves on while the
+ * stream is open, and the chunk goes in at the head's position: an append
+ * to a closed stream finds that position taken by the end (closed, in the
+ * result), and the caller raises an error, which takes back whatever the
+ * statement wrote.  A second close finds the same and leaves it.  On
+ * Citus the node of the task's partition runs it (delegated.c).
  */
-static DurableStatement stream_append = {
+DurableStatement DurableStreamAppendStatement = {
 	.name = "stream_append",
 	.sql = "WITH t AS (SELECT t.queue_name, q.restricted FROM durable.live_tasks t"
 	"  LEFT JOIN durable.queues q ON q.queue_name = t.queue_name"
@@ -100,6 +103,7 @@ static DurableStatement stream_append = {
 	DURABLE_PARAMS(stream_append_params),
 	DURABLE_COLUMNS(appended_columns),
 	.by_partition = true,
+	.delegated = true,
 };
 
 /*
@@ -126,7 +130,7 @@ append_or_close(int64 task_id, int64 fence, const char *stream, Jsonb *chunk,
 	nulls[APPEND_CHUNK] = chunk ? ' ' : 'n';
 	args[APPEND_CLOSING] = BoolGetDatum(closing);
 	args[APPEND_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	res = DurableRun(&stream_append, args, nulls, SPI_OK_SELECT, 0);
+	res = DurableRun(&DurableStreamAppendStatement, args, nulls, SPI_OK_SELECT, 0);
 	if (res.rows == 0)
 		DurableReportRefusal(task_id, fence);
 	DurableCheckTaskAccess(task_id, DurableGetText(res, 0, APPENDED_QUEUE),
