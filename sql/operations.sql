@@ -89,6 +89,14 @@ SELECT task_id = :d1 AS d1, attempt, (SELECT state FROM durable_step(:d1, fence,
 FROM durable_claim('dlq', 'w5');
 SELECT count(*) AS nothing_more FROM durable_replay_dead_letters('dlq');
 SELECT durable_replay_dead_letters('nope');
+-- chosen dead letters, by id, in the order given; what is not one says why
+-- (a failed step, a task running or already replayed, no such task)
+SELECT ord, action FROM durable_replay_dead_letters(ARRAY[:d2, :b, :d1, 4242424242, :b]::bigint[])
+    WITH ORDINALITY AS r(task_id, action, ord) ORDER BY ord;
+SELECT state, attempt, stop_code FROM durable.tasks WHERE task_id = :b;
+SELECT kind, actor = current_user AS by_caller FROM durable.events WHERE task_id = :b ORDER BY seq DESC LIMIT 1;
+SELECT durable_replay_dead_letters(ARRAY[1, NULL]::bigint[]);
+SELECT count(*) AS none FROM durable_replay_dead_letters('{}'::bigint[]);
 
 -- verify: rebuilt from the event log, every row agrees; a forged row does
 -- not.  A live task's row against its events (a ready one of this file's):

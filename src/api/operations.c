@@ -108,6 +108,53 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 }
 
 /*
+ * durable_replay_dead_letters(task_ids bigint[])
+ *		RETURNS TABLE(task_id bigint, action text)
+ *
+ * The same, for the failed tasks named, in the order given: a row for
+ * each, its action 'replayed', or why not ('not_found', 'not_failed',
+ * 'step_failed').  At most DURABLE_MAX_BATCH ids; a NULL one is 22004.
+ */
+PG_FUNCTION_INFO_V1(durable_replay_dead_letters_by_id);
+Datum
+durable_replay_dead_letters_by_id(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum	   *ids;
+	bool	   *id_nulls;
+	int			n;
+	const char *actor;
+
+	DurableRequireArg(fcinfo, 0, "task_ids");
+	n = DurableArrayArg(fcinfo, 0, INT8OID, "task_ids", &ids, &id_nulls);
+	if (n > DURABLE_MAX_BATCH)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("at most %d task ids can be replayed in one call", DURABLE_MAX_BATCH),
+				errdetail("%d were given.", n));
+	for (int i = 0; i < n; i++)
+		if (id_nulls[i])
+			ereport(ERROR,
+					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					errmsg("task_ids must not contain NULL"));
+	InitMaterializedSRF(fcinfo, 0);
+	actor = DurableCallerName();
+	SPI_connect();
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		int64		id = DatumGetInt64(ids[i]);
+
+		values[0] = Int64GetDatum(id);
+		values[1] = CStringGetTextDatum(id > 0 ? DurableReplayDeadLetter(id, actor) : "not_found");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
  * durable_quarantine(task_id bigint, reason text) RETURNS void
  *
  * Puts an unfinished task among the dead letters with a reason: FAILED,

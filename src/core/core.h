@@ -659,6 +659,7 @@ extern const char *DurableResolve(int64 task_id, DurableResolveDecision decision
 extern uint64 DurableReplayDeadLetters(const char *queue, int32 batch,
 									   int32 partition, const char *reason,
 									   const char *actor, int64 **replayed);
+extern const char *DurableReplayDeadLetter(int64 task_id, const char *actor);
 extern void DurableQuarantine(int64 task_id, const char *reason,
 							  const char *actor);
 extern const char *DurableRecoveryActionOf(int64 task_id);

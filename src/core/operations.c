@@ -260,6 +260,23 @@ static DurableStatement dead_letters_one = {
 	DURABLE_COLUMNS(dead_letter_columns),
 };
 
+/* a failed task, locked, ready again now with its attempts from zero */
+static void
+replay(DurableTask *task, const char *actor, TimestampTz now)
+{
+	DurableMove move = {0};
+
+	move.from_state = DURABLE_TASK_FAILED;
+	move.fence = task->fence;
+	move.to_state = DURABLE_TASK_READY;
+	move.run_at = now;
+	move.reset_attempts = true;
+	move.allow_doubt = true;
+	move.kind = "replayed";
+	move.actor = actor;
+	DurableMoveLockedTask(task, &move, now);
+}
+
 /*
  * DurableReplayDeadLetters
  *		Give up to batch failed tasks of a queue, oldest first, a new run:
@@ -341,22 +358,65 @@ DurableReplayDeadLetters(const char *queue, int32 batch, int32 partition,
 	for (uint64 i = 0; i < n; i++)
 	{
 		DurableTask task;
-		DurableMove move = {0};
 
 		DurableTaskFetchOrError(ids[i], false, &task);
-		move.from_state = DURABLE_TASK_FAILED;
-		move.fence = task.fence;
-		move.to_state = DURABLE_TASK_READY;
-		move.run_at = now;
-		move.reset_attempts = true;
-		move.allow_doubt = true;
-		move.kind = "replayed";
-		move.actor = actor;
-		DurableMoveLockedTask(&task, &move, now);
+		replay(&task, actor, now);
 	}
 	DurableCount(queue, DURABLE_COUNT_REPLAYED, (int64) n);
 	*replayed = ids;
 	return n;
+}
+
+/* one dead letter, by its id: locked, if it is one to replay */
+enum
+{
+	DEAD_ID_PARTITION,
+	DEAD_ID_TASK_ID,
+	DEAD_ID_NPARAMS
+};
+static const DurableParam dead_letter_by_id_params[DEAD_ID_NPARAMS] = {
+	[DEAD_ID_PARTITION] = {"partition", INT4OID},
+	[DEAD_ID_TASK_ID] = {"task_id", INT8OID},
+};
+static DurableStatement dead_letter_by_id = {
+	.name = "dead_letter_by_id",
+	.sql = "SELECT t.task_id FROM durable.task_history t"
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id"
+	" AND t.state = 'failed' AND t.steps_in_doubt = 0"
+	" AND NOT EXISTS (SELECT FROM durable.step_history s"
+	"  WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id"
+	"  AND s.state = 'failed')"
+	" FOR NO KEY UPDATE OF t",
+	DURABLE_PARAMS(dead_letter_by_id_params),
+	DURABLE_COLUMNS(dead_letter_columns),
+	.by_partition = true,
+};
+
+/*
+ * DurableReplayDeadLetter
+ *		Give one failed task a new run, as DurableReplayDeadLetters does,
+ *		by its id.  Returns what was done: "replayed", or why not:
+ *		"not_found", "not_failed" (unfinished, completed or cancelled), or
+ *		"step_failed" (a failed step is final).
+ */
+const char *
+DurableReplayDeadLetter(int64 task_id, const char *actor)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	Datum		args[DEAD_ID_NPARAMS];
+	DurableTask task;
+	DurableResult res;
+
+	args[DEAD_ID_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[DEAD_ID_TASK_ID] = Int64GetDatum(task_id);
+	res = DurableRun(&dead_letter_by_id, args, NULL, SPI_OK_SELECT, 1);
+	if (!DurableTaskFetch(task_id, false, &task))
+		return "not_found";
+	if (res.rows == 0)
+		return task.state == DURABLE_TASK_FAILED ? "step_failed" : "not_failed";
+	replay(&task, actor, now);
+	DurableCount(task.queue, DURABLE_COUNT_REPLAYED, 1);
+	return "replayed";
 }
 
 /*
