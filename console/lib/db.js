@@ -34,8 +34,10 @@ export const FUNCTIONS = {
   resume: 'durable_resume(text,integer)',
   quarantine: 'durable_quarantine(bigint,text)',
   replay: 'durable_replay_dead_letters(text,integer,integer,text)',
+  replayChosen: 'durable_replay_dead_letters(bigint[])',
   migrate: 'durable_migrate(bigint,jsonb,jsonb,text,jsonb,boolean)',
   cancel: 'durable_cancel(bigint,text)',
+  expire: 'durable_expire_lease(bigint,text)',
   prometheus: 'durable_metrics_prometheus()',
 };
 
@@ -230,8 +232,10 @@ export async function capabilities(pool, schema) {
     pause: can('fn:pause') && can('fn:resume'),
     quarantine: can('fn:quarantine'),
     replay: can('fn:replay'),
+    replayChosen: can('fn:replayChosen'),
     migrate: can('fn:migrate'),
     cancel: can('fn:cancel'),
+    expire: can('fn:expire'),
     prometheus: can('fn:prometheus'),
     prometheusPresent: present['fn:prometheus'],
   };
@@ -420,6 +424,8 @@ export function statements(api) {
     pause: `SELECT ${api}.durable_pause($1::pg_catalog.text, $2::pg_catalog.int4)`,
     resume: `SELECT ${api}.durable_resume($1::pg_catalog.text, $2::pg_catalog.int4)`,
     quarantine: `SELECT ${api}.durable_quarantine($1::pg_catalog.int8, $2::pg_catalog.text)`,
+    expire: `SELECT ${api}.durable_expire_lease($1::pg_catalog.int8, $2::pg_catalog.text) AS action`,
+    replayChosen: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::pg_catalog.int8[])`,
     cancel: `SELECT ${api}.durable_cancel($1::pg_catalog.int8, $2::pg_catalog.text)`,
     replay: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::pg_catalog.text, $2::pg_catalog.int4,
                                                                            $3::pg_catalog.int4, $4::pg_catalog.text)`,

@@ -42,6 +42,32 @@ function jsonArg(text, what, { object = true } = {}) {
   return text;
 }
 
+// Evidence says what a person checked: a JSON object whose "checked" names
+// it, never the empty form a click through would leave.
+function evidenceArg(text) {
+  const v = JSON.parse(jsonArg(text, 'the evidence'));
+  if (typeof v.checked !== 'string' || !v.checked.trim())
+    throw new UserError('the evidence must say what was checked: {"checked": "..."} and what was found');
+  return JSON.stringify(v);
+}
+
+// What a decision does, restated before it is made.
+function resolveEffect(id, decision, step) {
+  const s = step ? `step ${step} of task ${id}` : `the step in doubt of task ${id} (or the task itself)`;
+  switch (decision) {
+    case 'mark_committed':
+      return `Record ${s} as committed: its side effect took place and will never be retried; the task goes on after it.`;
+    case 'mark_not_executed':
+      return `Record ${s} as not executed: it will be called again, under the same idempotency key.`;
+    case 'mark_failed':
+      return `Record ${s} as failed: the task fails, and only a replay gives it another run.`;
+    case 'retry':
+      return `Send task ${id} back to work from where it stopped (refused while a step is in doubt).`;
+    default:
+      return `Cancel task ${id}: it will never run again, and its unfinished children are cancelled with it.`;
+  }
+}
+
 export function pgError(err) {
   if (err instanceof UserError) return err.message;
   let text = err.message || String(err);
@@ -108,7 +134,6 @@ ${error ? html`<div class="flash error" id="login-error">${error}</div>` : ''}
 <form method="post" action="/login"><input type="hidden" name="_csrf" value="${csrf}">
 <label>Role <input name="role" autocomplete="username" required autofocus></label>
 <label>Password <input name="password" type="password" autocomplete="current-password"></label>
-<p class="muted">Leave the password empty for peer or trust authentication on a local socket.</p>
 <button type="submit">Log in</button></form></main></body></html>`;
 }
 
@@ -406,12 +431,23 @@ ${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partiti
       ? new Map((await ctx.query(sql.deadLetterReplayable, [keys, dl.map((d) => d.task_id)])).rows.map((r) => [r.task_id, r.replayable]))
       : new Map();
     const reasons = [...new Set(dl.map((d) => d.reason).filter(Boolean))];
+    const choose = caps.replayChosen;
     parts.push(html`<h2>Dead letters</h2>
 ${table(
-      ['task_id', 'partition_key', 'stop_code', 'reason', 'failed_at', 'attempt', 'replayable'],
-      dl.map((d) => ({ ...d, task_id: taskLink(d.task_id), replayable: replayable.get(d.task_id) ? 'yes' : 'no' })),
+      [...(choose ? ['choose'] : []), 'task_id', 'partition_key', 'stop_code', 'reason', 'failed_at', 'attempt', 'replayable'],
+      dl.map((d) => ({
+        ...d,
+        choose: html`<input type="checkbox" name="task_id" value="${d.task_id}" form="replay-chosen" aria-label="choose ${d.task_id}">`,
+        task_id: taskLink(d.task_id),
+        replayable: replayable.get(d.task_id) ? 'yes' : 'no',
+      })),
       { id: 'dead-letters', empty: 'no dead letters retained' },
     )}
+${choose && dl.length
+      ? html`<form method="post" action="/action/replay_tasks" class="actions" id="replay-chosen">${csrfField(ctx)}${backField(ctx)}
+${reasonField('Why replay these now (for the console\'s audit log)', 'note')}
+<button>Replay the chosen dead letters</button></form>`
+      : ''}
 ${dl.length === PAGE ? html`<p><a href="?dl_before=${encodeURIComponent(dl[dl.length - 1].failed_at_text)},${dl[dl.length - 1].task_id}">Older dead letters</a></p>` : ''}
 ${caps.replay && dl.length
       ? html`<form method="post" action="/action/replay" class="actions" id="replay-form">${csrfField(ctx)}${backField(ctx)}
@@ -462,9 +498,9 @@ ${pkg.versions ? html`<p>Versions: pinned ${JSON.stringify(pkg.versions.pinned)}
 function resolveForm(ctx, id, steps) {
   return html`<form method="post" action="/action/resolve" class="actions resolve-form">${csrfField(ctx)}${backField(ctx)}
 <input type="hidden" name="task_id" value="${id}">
-<label>Decision <select name="decision">${DECISIONS.map((d) => html`<option value="${d}">${d}</option>`)}</select></label>
+<label>Decision <select name="decision" required><option value="" selected disabled>choose what happened</option>${DECISIONS.map((d) => html`<option value="${d}">${d}</option>`)}</select></label>
 <label>Step <select name="step"><option value="">(the only step in doubt)</option>${steps.map((s) => html`<option value="${s}">${s}</option>`)}</select></label>
-<label>Evidence (JSON object, kept in the event log) <textarea name="evidence" rows="3" required>{"checked": ""}</textarea></label>
+<label>Evidence (JSON object, kept in the event log: what you checked, and what you found) <textarea name="evidence" rows="3" required placeholder='{"checked": "the payments dashboard, by the idempotency key", "found": "charge ch_123"}'></textarea></label>
 <button>Resolve as ${ctx.role}</button></form>`;
 }
 
@@ -483,6 +519,7 @@ async function task(ctx, idText) {
 <dt>class</dt><dd>${t.class}</dd><dt>attempt</dt><dd>${t.attempt} of ${t.max_attempts}</dd>
 <dt>fence</dt><dd>${t.fence}</dd><dt>version</dt><dd>${t.version}</dd><dt>priority</dt><dd>${t.priority}</dd>
 <dt>owner</dt><dd>${t.owner || ''}</dd><dt>progress</dt><dd>${t.progress || ''}</dd>
+<dt>progress moved</dt><dd id="progress-at">${fmtTime(t.progress_at)}</dd>
 <dt>run at</dt><dd>${fmtTime(t.run_at)}</dd><dt>created</dt><dd>${fmtTime(t.created_at)}</dd>
 <dt>lease until</dt><dd>${fmtTime(t.lease_until)}</dd><dt>heartbeat</dt><dd>${fmtTime(t.heartbeat_at)}</dd>
 <dt>finished</dt><dd>${fmtTime(t.finished_at)}</dd><dt>idempotency key</dt><dd>${t.idempotency_key || ''}</dd>
@@ -498,8 +535,18 @@ async function task(ctx, idText) {
 ${caps.resolve ? resolveForm(ctx, id, pkgSteps) : ''}</section>`);
   }
 
-  if (unfinished && (caps.quarantine || caps.cancel || caps.migrate)) {
+  if (t.state === 'failed' && caps.replayChosen) {
+    parts.push(html`<form method="post" action="/action/replay_tasks" class="actions" id="replay-task">${csrfField(ctx)}${backField(ctx)}
+<input type="hidden" name="task_id" value="${id}">
+${reasonField('Why replay it now (for the console\'s audit log)', 'note')}<button>Replay this task</button></form>`);
+  }
+
+  if (unfinished && (caps.quarantine || caps.cancel || caps.migrate || caps.expire)) {
     parts.push(html`<details class="actions" id="task-actions"><summary>Runbook actions</summary>
+${caps.expire && t.state === 'running'
+      ? html`<form method="post" action="/action/expire_lease">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
+${reasonField()}<button>End the lease now (a hung worker)</button></form>`
+      : ''}
 ${caps.quarantine && t.state !== 'needs_review'
       ? html`<form method="post" action="/action/quarantine">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
 ${reasonField()}<button>Quarantine (to the dead letters)</button></form>`
@@ -512,7 +559,7 @@ ${caps.migrate
       ? html`<form method="post" action="/action/migrate">${csrfField(ctx)}${backField(ctx)}<input type="hidden" name="task_id" value="${id}">
 <label>From versions <input name="from" value="${t.versions ? JSON.stringify(t.versions) : '{}'}" required></label>
 <label>To versions <input name="to" value="{}" required></label>
-<label>Evidence (JSON object, kept in the event log) <input name="evidence" value="{&quot;change&quot;: &quot;&quot;}" required></label>
+<label>Evidence (JSON object, kept in the event log: what you checked) <input name="evidence" required placeholder='{"checked": "workers of workflow 2 are deployed", "change": "CHG-1"}'></label>
 <label><input type="checkbox" name="dry_run" value="1" checked> dry run</label>
 <button>Migrate versions</button></form>`
       : ''}</details>`);
@@ -675,6 +722,23 @@ export async function metrics(entry) {
 
 // ---------------------------------------------------------------- actions
 
+// an action that changes a task runs only once its effect was shown
+function confirmed(form) {
+  return form.get('confirm') === '1';
+}
+
+// The page that restates an action's effect: the same form, sent again
+// with confirm=1, or back where it came from.
+export function confirmPage(ctx, name, text, form) {
+  const fields = [...form.entries()].filter(([k]) => k !== '_csrf' && k !== 'confirm');
+  const back = safeBack(form.get('back'));
+  return layout(ctx, 'Confirm', html`<section id="confirm"><p class="effect">${text}</p>
+<form method="post" action="/action/${name}" class="actions">${csrfField(ctx)}
+${fields.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+<input type="hidden" name="confirm" value="1">
+<button>Confirm</button> <a href="${back}">Back, change nothing</a></form></section>`);
+}
+
 export async function action(name, form, ctx) {
   const { caps, sql } = ctx;
   const need = (ok) => {
@@ -691,9 +755,10 @@ export async function action(name, form, ctx) {
       const id = taskId(form.get('task_id'));
       if (!id) throw new UserError('not a task id');
       const decision = form.get('decision');
-      if (!DECISIONS.includes(decision)) throw new UserError('not a decision');
-      const evidence = jsonArg(form.get('evidence') || '', 'the evidence');
+      if (!DECISIONS.includes(decision)) throw new UserError('choose a decision');
+      const evidence = evidenceArg(form.get('evidence') || '');
       const step = form.get('step') || null;
+      if (!confirmed(form)) return { kind: 'confirm', text: resolveEffect(id, decision, step) };
       const r = await ctx.query(sql.resolve, [id, decision, ctx.role, evidence, step]);
       ctx.audit({ action: 'resolve', task_id: id, decision, step, evidence: JSON.parse(evidence) });
       return { kind: 'ok', text: `Task ${id} resolved (${decision}${step ? ` of step ${step}` : ''}): it is now ${r.rows[0].state}.` };
@@ -724,9 +789,48 @@ export async function action(name, form, ctx) {
       const id = taskId(form.get('task_id'));
       if (!id) throw new UserError('not a task id');
       const why = reason();
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: name === 'quarantine'
+            ? `Quarantine task ${id}: it fails now, whatever its retries, and stays failed until a replay.`
+            : resolveEffect(id, 'cancel', null),
+        };
       await ctx.query(name === 'quarantine' ? sql.quarantine : sql.cancel, [id, why]);
       ctx.audit({ action: name, task_id: id, reason: why });
       return { kind: 'ok', text: `Task ${id} ${name === 'quarantine' ? 'quarantined' : 'cancelled'}.` };
+    }
+    case 'expire_lease': {
+      need(caps.expire);
+      const id = taskId(form.get('task_id'));
+      if (!id) throw new UserError('not a task id');
+      const why = reason();
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `End the lease of task ${id} now: its worker's next write is refused, and the task is settled`
+            + ' as for an expired lease (retried, or in review when a step in doubt may have taken effect).',
+        };
+      const r = await ctx.query(sql.expire, [id, why]);
+      ctx.audit({ action: 'expire_lease', task_id: id, reason: why, outcome: r.rows[0].action });
+      return { kind: 'ok', text: `The lease of task ${id} ended: ${r.rows[0].action}.` };
+    }
+    case 'replay_tasks': {
+      need(caps.replayChosen);
+      const ids = form.getAll('task_id').map(taskId);
+      if (!ids.length || ids.some((id) => !id)) throw new UserError('choose the dead letters to replay');
+      if (ids.length > 1000) throw new UserError('choose at most 1000 dead letters at a time');
+      const note = reason('note');
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `Replay ${ids.length} chosen failed task(s) (${ids.join(', ')}): each runs again from where it stopped,`
+            + ' its attempts counted from zero; one that is no dead letter (any more) is left as it is.',
+        };
+      const r = await ctx.query(sql.replayChosen, [ids]);
+      for (const row of r.rows) ctx.audit({ action: 'replay', task_id: row.task_id, outcome: row.action, note });
+      const done = r.rows.filter((x) => x.action === 'replayed').length;
+      return { kind: 'ok', text: `Replayed ${done} of ${ids.length} chosen task(s).`, rows: { columns: ['task_id', 'action'], rows: r.rows } };
     }
     case 'replay': {
       need(caps.replay);
@@ -735,6 +839,12 @@ export async function action(name, form, ctx) {
       const partition = intOrNull(form.get('partition'), { min: 0, max: 32767 });
       const filter = (form.get('filter') || '').trim() || null;
       const note = reason('note');
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `Replay up to ${batch} failed task(s) of queue ${queue}${partition === null ? '' : `, partition ${partition}`}`
+            + `${filter ? ` that stopped for ${filter}` : ''}, oldest first: each runs again from where it stopped, its attempts counted from zero.`,
+        };
       const r = await ctx.query(sql.replay, [queue, batch, partition, filter]);
       ctx.audit({ action: 'replay', queue, batch, partition, filter, note, tasks: r.rows.map((x) => x.task_id) });
       return { kind: 'ok', text: `Replayed ${r.rows.length} task(s) of ${queue}.`, rows: { columns: ['task_id', 'action'], rows: r.rows } };
@@ -745,8 +855,13 @@ export async function action(name, form, ctx) {
       if (!id) throw new UserError('not a task id');
       const from = jsonArg(form.get('from') || '', 'from versions');
       const to = jsonArg(form.get('to') || '', 'to versions');
-      const evidence = jsonArg(form.get('evidence') || '', 'the evidence');
       const dry = form.get('dry_run') === '1';
+      const evidence = dry ? jsonArg(form.get('evidence') || '', 'the evidence') : evidenceArg(form.get('evidence') || '');
+      if (!dry && !confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `Migrate task ${id} from ${from} to ${to}: it runs on under the new versions, and a running task loses its lease.`,
+        };
       const r = await ctx.query(sql.migrate, [id, from, to, ctx.role, evidence, dry]);
       if (!dry) ctx.audit({ action: 'migrate', task_id: id, from: JSON.parse(from), to: JSON.parse(to), evidence: JSON.parse(evidence) });
       return {

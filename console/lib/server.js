@@ -29,6 +29,20 @@ const CSP = [
   "base-uri 'none'",
 ].join('; ');
 
+// What the login page may say: a code in its URL names one of these, and
+// every refusal is the same one, whatever refused it (a wrong password, a
+// superuser, a role that does not exist), so that the page tells nobody
+// which roles exist.  The reason goes to the audit log.
+const LOGIN_ERRORS = {
+  refused: 'could not log in: the role or its password was refused',
+  locked: 'too many failed logins from this address: wait a while before the next try',
+  expired: 'the login form expired: log in again',
+};
+// failed logins allowed per client address in a window, and the lockout after
+const LOGIN_FAILURES = 5;
+const LOGIN_WINDOW_MS = 15 * 60 * 1000;
+const LOGIN_LOCK_MS = 15 * 60 * 1000;
+
 const SESSION_COOKIE = 'durable_console_session';
 const LOGIN_COOKIE = 'durable_console_login';
 const MAX_BODY = 256 * 1024;
@@ -84,6 +98,48 @@ export function createConsole(options = {}) {
   const secret = crypto.randomBytes(32);
   const pools = new Pools(opts.databaseUrl);
   const sessions = new Map();
+  const failures = new Map(); // client address -> { times: [ms], lockedUntil: ms }
+
+  function lockedOut(client) {
+    const f = failures.get(client);
+    return f !== undefined && f.lockedUntil > Date.now();
+  }
+
+  // a failed login: logged with the client's address, counted against it
+  function loginFailed(client, user, why, via) {
+    const now = Date.now();
+    const f = failures.get(client) ?? { times: [], lockedUntil: 0 };
+    f.times = f.times.filter((t) => now - t < LOGIN_WINDOW_MS);
+    f.times.push(now);
+    if (f.times.length >= LOGIN_FAILURES) f.lockedUntil = now + LOGIN_LOCK_MS;
+    failures.set(client, f);
+    opts.audit({ at: new Date(now).toISOString(), action: 'login_failed', via, client, role: user, reason: why,
+      locked: f.lockedUntil > now });
+  }
+
+  // a role's pool for a login or a scrape, with the same refusal for every cause
+  async function logIn(req, user, password, via, openOptions) {
+    const client = req.socket.remoteAddress || 'unknown';
+    if (lockedOut(client)) {
+      opts.audit({ at: new Date().toISOString(), action: 'login_locked_out', via, client, role: user });
+      throw new HttpError(429, 'locked');
+    }
+    let why = null;
+    if (!user) why = 'no role given';
+    else if (!password && !opts.allowEmptyPassword) why = 'no password given';
+    if (why === null) {
+      try {
+        const entry = await openRole(user, password, openOptions);
+        failures.delete(client);
+        return entry;
+      } catch (err) {
+        why = err.message;
+      }
+    }
+    loginFailed(client, user, why, via);
+    await new Promise((r) => setTimeout(r, 300));
+    throw new HttpError(401, lockedOut(client) ? 'locked' : 'refused');
+  }
 
   function cookie(name, value, maxAge) {
     const parts = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Strict'];
@@ -166,22 +222,21 @@ export function createConsole(options = {}) {
     if (url.pathname === '/login') {
       if (req.method === 'GET') {
         const nonce = crypto.randomBytes(24).toString('hex');
-        return send(res, 200, String(pages.loginPage({ csrf: loginToken(nonce), error: url.searchParams.get('error') })), undefined, {
+        return send(res, 200, String(pages.loginPage({ csrf: loginToken(nonce), error: LOGIN_ERRORS[url.searchParams.get('error')] })), undefined, {
           'Set-Cookie': cookie(LOGIN_COOKIE, nonce),
         });
       }
       const form = new URLSearchParams(await readBody(req));
       if (!cookies[LOGIN_COOKIE] || !sameToken(form.get('_csrf'), loginToken(cookies[LOGIN_COOKIE])))
-        throw new HttpError(403, 'the login form expired or did not come from this console: reload it');
+        return redirect(res, '/login?error=expired');
       const user = (form.get('role') || '').trim();
       const password = form.get('password') || '';
-      if (!user) return redirect(res, '/login?error=' + encodeURIComponent('name a role'));
       let entry;
       try {
-        entry = await openRole(user, password);
+        entry = await logIn(req, user, password, 'form');
       } catch (err) {
-        await new Promise((r) => setTimeout(r, 300));
-        return redirect(res, '/login?error=' + encodeURIComponent(`could not log in: ${err.message}`));
+        if (!(err instanceof HttpError)) throw err;
+        return redirect(res, `/login?error=${err.message}`);
       }
       const id = crypto.randomBytes(32).toString('hex');
       sessions.set(id, {
@@ -209,13 +264,13 @@ export function createConsole(options = {}) {
         const user = i < 0 ? decoded : decoded.slice(0, i);
         const password = i < 0 ? '' : decoded.slice(i + 1);
         // a scraper's pool is kept for its next scrape, without a sampler
-        entry = pools.peek(user, password);
+        entry = password || opts.allowEmptyPassword ? pools.peek(user, password) : undefined;
         if (!entry) {
           try {
-            entry = await openRole(user, password, { sample: false });
+            entry = await logIn(req, user, password, 'metrics', { sample: false });
           } catch (err) {
-            await new Promise((r) => setTimeout(r, 300));
-            return send(res, 401, `could not log in: ${err.message}\n`, 'text/plain; charset=utf-8', challenge);
+            if (!(err instanceof HttpError)) throw err;
+            return send(res, err.status, `${LOGIN_ERRORS[err.message]}\n`, 'text/plain; charset=utf-8', challenge);
           }
         }
       }
@@ -239,8 +294,11 @@ export function createConsole(options = {}) {
       const m = /^\/action\/([a-z_]+)$/.exec(url.pathname);
       if (!m) throw new HttpError(404, 'no such action');
       const back = pages.safeBack(form.get('back'));
+      const ctx = ctxOf(session, req, url);
       try {
-        session.flash = await pages.action(m[1], form, ctxOf(session, req, url));
+        const done = await pages.action(m[1], form, ctx);
+        if (done.kind === 'confirm') return send(res, 200, String(pages.confirmPage(ctx, m[1], done.text, form)));
+        session.flash = done;
       } catch (err) {
         if (err instanceof HttpError) throw err;
         session.flash = { kind: 'error', text: pages.pgError(err) };

@@ -92,6 +92,10 @@ before(async () => {
   await sql("SELECT durable_set_fairness('tenants', 'tenant-b', 2)");
   await sql("SELECT durable_enqueue('tenants', '{}', fairness_key => k) FROM unnest(ARRAY['tenant-a', 'tenant-a', 'tenant-a', 'tenant-b']) k");
   await sql("SELECT durable_enqueue('tenants', '{}')");
+  // a task whose worker hangs: held for an hour, its progress never moves
+  await sql("SELECT durable_create_queue('hung', lease => '1 hour')");
+  await sql("SELECT durable_enqueue('hung', '{}')");
+  await sql("SELECT count(*) FROM durable_claim('hung', 'hung-worker')");
 });
 
 after(async () => {
@@ -192,12 +196,33 @@ describe('operator', () => {
     await s.goto(`/task/${id}`);
     await s.screenshot('task-in-review');
     assert.ok(await s.page.$('#package'), 'the task page lays out its recovery package');
-    await s.page.select('#package select[name=decision]', 'mark_not_executed');
-    await s.page.select('#package select[name=step]', 'email');
-    await s.page.$eval('#package textarea[name=evidence]', (e) => {
-      e.value = '{"mail_log": "searched by idempotency key", "found": null}';
-    });
-    await Promise.all([s.page.waitForNavigation(), s.page.click('#package button')]);
+    // nothing is chosen for the operator: no decision, no evidence
+    assert.equal(await s.page.$eval('#package select[name=decision]', (e) => e.value), '');
+    assert.equal(await s.page.$eval('#package textarea[name=evidence]', (e) => e.value), '');
+    const submit = async (decision, evidence) => {
+      await s.page.$eval('#package form', (f, d, ev) => {
+        for (const e of f.querySelectorAll('[required]')) e.removeAttribute('required'); // what a crafted request sends
+        f.querySelector('select[name=decision]').value = d;
+        f.querySelector('select[name=step]').value = 'email';
+        f.querySelector('textarea[name=evidence]').value = ev;
+      }, decision, evidence);
+      await Promise.all([s.page.waitForNavigation(), s.page.click('#package button')]);
+    };
+    await submit('', '{"checked": "the mail log"}');
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /choose a decision/);
+    await submit('mark_not_executed', '{"checked": ""}');
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /the evidence must say what was checked/);
+    // a decision is restated before it is made; going back changes nothing
+    await submit('mark_not_executed', '{"checked": "the mail log, searched by idempotency key", "found": null}');
+    const effect = await s.page.$eval('#confirm', (e) => e.innerText);
+    assert.match(effect, new RegExp(`Record step email of task ${id} as not executed: it will be called again`));
+    await s.screenshot('resolve-confirm');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm a')]);
+    assert.equal(new URL(s.page.url()).pathname, `/task/${id}`);
+    assert.equal((await sql("SELECT count(*)::int AS n FROM durable.events WHERE task_id = $1 AND kind = 'resolved'", [id]))[0].n, 0,
+      'going back from the confirmation resolved the task');
+    await submit('mark_not_executed', '{"checked": "the mail log, searched by idempotency key", "found": null}');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
     const flash = await s.page.$eval('#flash', (e) => e.innerText);
     assert.match(flash, /resolved \(mark_not_executed of step email\)/);
     let state;
@@ -251,6 +276,8 @@ describe('operator', () => {
     await s.page.$eval('#task-actions', (d) => d.setAttribute('open', ''));
     await s.page.type('form[action="/action/quarantine"] input[name=reason]', 'INC-1: hold for the fix');
     await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/quarantine"] button')]);
+    assert.match(await s.page.$eval('#confirm', (e) => e.innerText), new RegExp(`Quarantine task ${id}: it fails now`));
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), /quarantined/);
     const q = await sql("SELECT role, detail FROM durable.events WHERE task_id = $1 AND kind = 'quarantined'", [id]);
     assert.equal(q[0].role, 'console_operator');
@@ -263,6 +290,8 @@ describe('operator', () => {
     await s.page.type('#replay-form input[name=filter]', 'INC-1: hold for the fix');
     await s.page.type('#replay-form input[name=note]', 'INC-1 fixed');
     await Promise.all([s.page.waitForNavigation(), s.page.click('#replay-form button')]);
+    assert.match(await s.page.$eval('#confirm', (e) => e.innerText), /Replay up to 5 failed task\(s\) of queue audit that stopped for INC-1: hold for the fix/);
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Replayed 1 task/);
     assert.equal((await sql('SELECT state FROM durable.tasks WHERE task_id = $1', [id]))[0].state, 'ready');
 
@@ -291,6 +320,53 @@ describe('operator', () => {
     await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/migrate"] button')]);
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Dry run[\s\S]*would_migrate/);
     await s.screenshot('migrate-dry-run');
+    await s.close();
+  });
+
+  test('chosen dead letters replayed, and one from its page', async (t) => {
+    await sql("SELECT durable_create_queue('chosen')");
+    const ids = (await sql("SELECT durable_enqueue('chosen', jsonb_build_object('n', n)) AS id FROM generate_series(1, 3) n")).map((r) => r.id);
+    for (const id of ids) await sql("SELECT durable_quarantine($1, 'INC-3: bad rows')", [id]);
+    const s = await login(OPERATOR, t);
+    await s.goto('/queue/chosen');
+    for (const id of ids.slice(0, 2)) await s.page.click(`#dead-letters input[name=task_id][value="${id}"]`);
+    await s.page.type('#replay-chosen input[name=note]', 'INC-3 fixed');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#replay-chosen button')]);
+    const effect = await s.page.$eval('#confirm', (e) => e.innerText);
+    assert.match(effect, /Replay 2 chosen failed task\(s\) \(\d+, \d+\): each runs again from where it stopped/);
+    assert.ok(effect.includes(ids[0]) && effect.includes(ids[1]) && !effect.includes(ids[2]), effect);
+    await s.screenshot('replay-chosen-confirm');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Replayed 2 of 2 chosen task/);
+    const states = await sql('SELECT task_id, state FROM durable.tasks WHERE task_id = ANY ($1) ORDER BY task_id', [ids]);
+    assert.deepEqual(states.map((r) => r.state), ['ready', 'ready', 'failed']);
+    const ev = await sql("SELECT actor FROM durable.events WHERE task_id = ANY ($1) AND kind = 'replayed'", [ids]);
+    assert.deepEqual(ev.map((r) => r.actor), ['console_operator', 'console_operator']);
+    await s.goto(`/task/${ids[2]}`);
+    await s.page.type('#replay-task input[name=note]', 'INC-3 fixed, the last one');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#replay-task button')]);
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Replayed 1 of 1 chosen task/);
+    assert.equal((await sql('SELECT state FROM durable.tasks WHERE task_id = $1', [ids[2]]))[0].state, 'ready');
+    await s.close();
+  });
+
+  test("a hung worker's lease ended from the task page", async (t) => {
+    const [{ task_id: id, fence }] = await sql("SELECT task_id, fence FROM durable.tasks WHERE queue_name = 'hung'");
+    const s = await login(OPERATOR, t);
+    await s.goto(`/task/${id}`);
+    assert.ok(await s.page.$eval('#progress-at', (e) => e.innerText.length > 0), 'the task page shows when progress last moved');
+    await s.page.$eval('#task-actions', (d) => d.setAttribute('open', ''));
+    await s.page.type('form[action="/action/expire_lease"] input[name=reason]', 'INC-2: the import hangs');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/expire_lease"] button')]);
+    assert.match(await s.page.$eval('#confirm', (e) => e.innerText), new RegExp(`End the lease of task ${id} now`));
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), new RegExp(`The lease of task ${id} ended: retry_same_activity`));
+    const [after] = await sql('SELECT state, fence FROM durable.tasks WHERE task_id = $1', [id]);
+    assert.notEqual(after.state, 'running');
+    assert.ok(BigInt(after.fence) > BigInt(fence), 'the hung worker still holds the fence');
+    const ev = await sql("SELECT role FROM durable.events WHERE task_id = $1 AND kind = 'lease_expired'", [id]);
+    assert.equal(ev[0]?.role, 'console_operator');
     await s.close();
   });
 
@@ -401,5 +477,58 @@ describe('a hostile search_path', () => {
     const [{ report }] = await sql('SELECT hostile.report() AS report');
     assert.match(report, /^0 shadowing/, report);
     for (const s of sessions) await s.close();
+  });
+});
+
+// Logging in: a password always, one answer for every refusal, an error
+// text from a fixed set, and a client that fails too often locked out even
+// with the right password.  Last: the lockout holds this address.
+describe('logging in', () => {
+  const REFUSED = 'could not log in: the role or its password was refused';
+  async function tryLogin(context, role, password) {
+    const page = await context.newPage();
+    await page.goto(`${URL_}/login`);
+    await page.type('input[name=role]', role);
+    if (password) await page.type('input[name=password]', password);
+    await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+    const error = await page.$('#login-error') ? await page.$eval('#login-error', (e) => e.innerText) : null;
+    const at = new URL(page.url()).pathname;
+    await page.close();
+    return { at, error };
+  }
+
+  test('a password is required, every refusal says the same, the login page says nothing it is given', async () => {
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    await page.goto(`${URL_}/login`);
+    const login = await page.$eval('main', (e) => e.innerText);
+    assert.doesNotMatch(login, /empty|trust|peer/i, 'the login page advertises a way in without a password');
+    await page.goto(`${URL_}/login?error=${encodeURIComponent('<b>your session expired, call 555-0100</b>')}`);
+    assert.equal(await page.$('#login-error'), null, 'the login page showed a text from its URL');
+    await page.goto(`${URL_}/login?error=locked`);
+    assert.match(await page.$eval('#login-error', (e) => e.innerText), /too many failed logins/);
+    await page.close();
+    assert.deepEqual(await tryLogin(context, OPERATOR[0], ''), { at: '/login', error: REFUSED }, 'an empty password');
+    assert.deepEqual(await tryLogin(context, OPERATOR[0], 'wrong'), { at: '/login', error: REFUSED }, 'a wrong password');
+    assert.deepEqual(await tryLogin(context, 'no_such_role', 'wrong'), { at: '/login', error: REFUSED }, 'no such role');
+    const metrics = await fetch(`${URL_}/metrics`, { headers: { Authorization: `Basic ${Buffer.from(`${OPERATOR[0]}:`).toString('base64')}` } });
+    assert.equal(metrics.status, 401, 'a scrape without a password');
+    // a success forgives this address its failures
+    assert.equal((await tryLogin(context, ...OPERATOR)).at, '/');
+    const audit = fs.readFileSync(path.join(ARTIFACTS, 'console-audit.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const failed = audit.filter((e) => e.action === 'login_failed');
+    assert.ok(failed.some((e) => e.role === 'no_such_role' && e.client && e.reason), 'a failed login is logged with its client and reason');
+    assert.ok(failed.some((e) => e.role === OPERATOR[0] && e.reason === 'no password given'));
+    await context.close();
+  });
+
+  test('a client that fails five times is locked out, even with the right password', async () => {
+    const context = await browser.createBrowserContext();
+    for (let i = 0; i < 4; i++) assert.equal((await tryLogin(context, OPERATOR[0], `wrong-${i}`)).error, REFUSED);
+    assert.match((await tryLogin(context, OPERATOR[0], 'wrong-5')).error, /too many failed logins/);
+    const right = await tryLogin(context, ...OPERATOR);
+    assert.equal(right.at, '/login', 'the right password got in during a lockout');
+    assert.match(right.error, /too many failed logins/);
+    await context.close();
   });
 });
