@@ -60,6 +60,7 @@ export const RELATIONS = {
   review_queue: 'durable.review_queue',
   schedule_list: 'durable.schedule_list',
   waiting_tasks: 'durable.waiting_tasks',
+  stuck_tasks: 'durable.stuck_tasks',
   workers: 'durable.workers',
   dead_letters: 'durable.dead_letters',
 };
@@ -225,6 +226,7 @@ export async function capabilities(pool, schema) {
     review: can('rel:review_queue'),
     schedules: can('rel:schedule_list'),
     waits: can('rel:waiting_tasks'),
+    stuck: can('rel:stuck_tasks'),
     workers: can('rel:workers'),
     deadLetters: can('rel:dead_letters') && can('rel:queues'),
     package: can('fn:package'),
@@ -409,6 +411,30 @@ export function statements(api) {
     schedules: `SELECT schedule_name, cron, timezone, queue_name, pg_catalog.jsonb_pretty(payload) AS payload, backfill,
                        next_run, last_run, last_task_id, created_at, last_error, last_error_at
                 FROM durable.schedule_list ORDER BY next_run, schedule_name LIMIT 500`,
+    // a search over every task retained, newest first, a page at a time
+    // after (created_at, task_id); every filter is optional
+    search: `SELECT t.task_id, t.queue_name, t.state, t.attempt, t.idempotency_key, t.owner,
+                    pg_catalog.left(t.payload::pg_catalog.text, 120) AS payload,
+                    pg_catalog.left(t.last_error::pg_catalog.text, 120) AS last_error,
+                    t.created_at, t.created_at::pg_catalog.text AS created_at_text
+             FROM durable.tasks t
+             WHERE ($1::pg_catalog.text IS NULL OR t.queue_name OPERATOR(pg_catalog.=) $1)
+               AND ($2::pg_catalog.text IS NULL OR t.state::pg_catalog.text OPERATOR(pg_catalog.=) $2)
+               AND ($3::pg_catalog.text IS NULL OR t.idempotency_key OPERATOR(pg_catalog.=) $3)
+               AND ($4::pg_catalog.text IS NULL OR t.owner OPERATOR(pg_catalog.=) $4)
+               AND ($5::pg_catalog.jsonb IS NULL OR t.payload OPERATOR(pg_catalog.@>) $5)
+               AND ($6::pg_catalog.jsonb IS NULL OR t.metadata OPERATOR(pg_catalog.@>) $6)
+               AND ($7::pg_catalog.text IS NULL
+                    OR pg_catalog.strpos(t.last_error::pg_catalog.text, $7) OPERATOR(pg_catalog.>) 0)
+               AND ($8::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.>=) $8)
+               AND ($9::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.<) $9)
+               AND ($10::pg_catalog.timestamptz IS NULL
+                    OR (t.created_at, t.task_id) OPERATOR(pg_catalog.<) ($10, $11::pg_catalog.int8))
+             ORDER BY t.created_at DESC, t.task_id DESC LIMIT $12`,
+    stuck: `SELECT s.task_id, s.queue_name, s.owner, s.progress, s.progress_at,
+                   EXTRACT(epoch FROM s.without_progress_for)::pg_catalog.float8 AS without_progress_s,
+                   s.progress_timeout, s.alarmed
+            FROM durable.stuck_tasks s ORDER BY s.progress_at, s.task_id LIMIT 500`,
     waits: `SELECT w.task_id, w.queue_name, w.wait_name, w.kind, w.since, w.until, w.event, w.event_queue,
                    w.run_at, EXTRACT(epoch FROM (pg_catalog.now() OPERATOR(pg_catalog.-) w.since))::pg_catalog.float8
                      AS waited_s

@@ -91,6 +91,8 @@ function nav(ctx) {
     ['/', 'Overview', c.overview || c.counters],
     ['/review', 'Review', c.review],
     ['/schedules', 'Schedules', c.schedules || c.scheduleStats],
+    ['/search', 'Search', c.tasks],
+    ['/stuck', 'Stuck', c.stuck],
     ['/waits', 'Waits', c.waits || c.waitStats],
     ['/reconciler', 'Reconciler', c.status],
     ['/workers', 'Workers and versions', c.workers],
@@ -187,6 +189,8 @@ export function route(pathname) {
   if (pathname === '/review') return review;
   if (pathname === '/schedules') return schedules;
   if (pathname === '/waits') return waits;
+  if (pathname === '/search') return search;
+  if (pathname === '/stuck') return stuck;
   if (pathname === '/reconciler') return reconciler;
   if (pathname === '/workers') return workers;
   if (pathname === '/recovery') return recovery;
@@ -657,6 +661,84 @@ async function schedules(ctx) {
     parts.push(table(['queue_name', 'schedules', 'due', 'oldest_due_age'], rows, { id: 'schedule-stats', empty: 'no schedules' }));
   }
   return layout(ctx, 'Schedules', parts);
+}
+
+// ---------------------------------------------------------------- search
+
+// "customer = 711", "order.id = \"A-1\"": a JSON object holding value at
+// that path, for containment (@>); a value that is not JSON is a string
+function pathMatch(text, what) {
+  if (!text) return null;
+  const m = /^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*=\s*(.+?)\s*$/.exec(text);
+  if (!m) throw new UserError(`${what} must read path = value, such as customer = 711`);
+  let value;
+  try {
+    value = JSON.parse(m[2]);
+  } catch {
+    value = m[2];
+  }
+  return JSON.stringify(m[1].split('.').reduceRight((inner, key) => ({ [key]: inner }), value));
+}
+
+// a time of the form given, in UTC
+function utcArg(text, what) {
+  if (!text) return null;
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?$/.test(text)) throw new UserError(`${what} must be a date and time (UTC)`);
+  return `${text.replace('T', ' ')}+00`;
+}
+
+const SEARCH_FIELDS = ['queue', 'state', 'key', 'worker', 'payload', 'metadata', 'error', 'from', 'to'];
+
+async function search(ctx) {
+  const { caps, sql, url } = ctx;
+  if (!caps.tasks) return layout(ctx, 'Search', html`<p>Role ${ctx.role} may not read tasks.</p>`);
+  const q = Object.fromEntries(SEARCH_FIELDS.map((f) => [f, (url.searchParams.get(f) || '').trim()]));
+  const id = (url.searchParams.get('id') || '').trim();
+  const form = html`<form method="get" action="/search" class="search" id="search-form">
+<label>Task id <input name="id" value="${id}" inputmode="numeric"></label>
+<label>Queue <input name="queue" value="${q.queue}"></label>
+<label>State <select name="state"><option value="">any</option>${[...LIVE_STATES, ...FINISHED_STATES].map((st) => html`<option value="${st}"${st === q.state ? raw(' selected') : ''}>${st}</option>`)}</select></label>
+<label>Idempotency key <input name="key" value="${q.key}"></label>
+<label>Worker <input name="worker" value="${q.worker}"></label>
+<label>Payload <input name="payload" value="${q.payload}" placeholder="customer = 711"></label>
+<label>Metadata <input name="metadata" value="${q.metadata}" placeholder="tenant = &quot;acme&quot;"></label>
+<label>Error text <input name="error" value="${q.error}"></label>
+<label>Created from (UTC) <input name="from" type="datetime-local" value="${q.from}"></label>
+<label>to <input name="to" type="datetime-local" value="${q.to}"></label>
+<button>Search</button></form>`;
+  if (id) {
+    if (!taskId(id)) return layout(ctx, 'Search', [html`<p class="flash error" id="search-error">not a task id</p>`, form]);
+    return layout(ctx, 'Search', [form, html`<p><a href="/task/${id}" id="search-task">Task ${id}</a></p>`]);
+  }
+  if (!SEARCH_FIELDS.some((f) => q[f])) return layout(ctx, 'Search', form);
+  let params;
+  try {
+    const before = /^([0-9T:.\-+Z ]{10,40}),([0-9]{1,19})$/.exec(url.searchParams.get('before') || '');
+    params = [q.queue || null, q.state || null, q.key || null, q.worker || null,
+      pathMatch(q.payload, 'the payload'), pathMatch(q.metadata, 'the metadata'), q.error || null,
+      utcArg(q.from, 'from'), utcArg(q.to, 'to'), before ? before[1] : null, before ? before[2] : null, PAGE];
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    return layout(ctx, 'Search', [html`<p class="flash error" id="search-error">${err.message}</p>`, form]);
+  }
+  const rows = (await ctx.query(sql.search, params)).rows;
+  const next = new URLSearchParams(SEARCH_FIELDS.filter((f) => q[f]).map((f) => [f, q[f]]));
+  if (rows.length === PAGE) next.set('before', `${rows[rows.length - 1].created_at_text},${rows[rows.length - 1].task_id}`);
+  return layout(ctx, 'Search', [form, html`<h2>Tasks found</h2>
+${table(['task_id', 'queue_name', 'state', 'attempt', 'idempotency_key', 'owner', 'payload', 'last_error', 'created_at'],
+    rows.map((r) => ({ ...r, task_id: taskLink(r.task_id) })), { id: 'search-results', empty: 'no task retained matches' })}
+${rows.length === PAGE ? html`<p><a href="/search?${next.toString()}" id="search-older">Older</a></p>` : ''}`]);
+}
+
+async function stuck(ctx) {
+  const { caps, sql } = ctx;
+  if (!caps.stuck) return layout(ctx, 'Stuck tasks', html`<p>Role ${ctx.role} may not read durable.stuck_tasks.</p>`);
+  const rows = (await ctx.query(sql.stuck)).rows;
+  return layout(ctx, 'Stuck tasks', html`<p>Running tasks whose lease is renewed while their progress has not moved
+for longer than their queue's progress_timeout. Open one to end its lease.</p>
+${table(['task_id', 'queue_name', 'owner', 'progress', 'progress_at', 'without_progress', 'progress_timeout', 'alarmed'],
+    rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), without_progress: age(r.without_progress_s) })),
+    { id: 'stuck', empty: 'no task is stuck' })}`);
 }
 
 async function waits(ctx) {

@@ -92,6 +92,17 @@ before(async () => {
   await sql("SELECT durable_set_fairness('tenants', 'tenant-b', 2)");
   await sql("SELECT durable_enqueue('tenants', '{}', fairness_key => k) FROM unnest(ARRAY['tenant-a', 'tenant-a', 'tenant-a', 'tenant-b']) k");
   await sql("SELECT durable_enqueue('tenants', '{}')");
+  // tasks to find: by payload, metadata, key, error text
+  await sql("SELECT durable_create_queue('findme')");
+  await sql(`SELECT durable_enqueue('findme', '{"customer": 711, "order": {"id": "A-1"}}', idempotency_key => 'order-711',
+                                    metadata => '{"tenant": "acme"}')`);
+  await sql(`SELECT durable_enqueue('findme', '{"customer": 712, "order": {"id": "A-2"}}', idempotency_key => 'order-712')`);
+  const [{ id: declined }] = await sql(`SELECT durable_enqueue('findme', '{"customer": 713}') AS id`);
+  await sql("SELECT durable_quarantine($1, 'card declined for customer 713')", [declined]);
+  // a task that runs and never moves on: stuck after a second
+  await sql("SELECT durable_create_queue('slowpoke', lease => '1 hour', progress_timeout => '1 second')");
+  await sql("SELECT durable_enqueue('slowpoke', '{}')");
+  await sql("SELECT count(*) FROM durable_claim('slowpoke', 'slow-worker')");
   // a task whose worker hangs: held for an hour, its progress never moves
   await sql("SELECT durable_create_queue('hung', lease => '1 hour')");
   await sql("SELECT durable_enqueue('hung', '{}')");
@@ -348,6 +359,35 @@ describe('operator', () => {
     await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Replayed 1 of 1 chosen task/);
     assert.equal((await sql('SELECT state FROM durable.tasks WHERE task_id = $1', [ids[2]]))[0].state, 'ready');
+    await s.close();
+  });
+
+  test('tasks found by payload, metadata, key, error text, state and time; stuck tasks listed', async (t) => {
+    const s = await login(OPERATOR, t);
+    const found = async (query) => {
+      await s.goto(`/search?${new URLSearchParams(query)}`);
+      if (await s.page.$('#search-error')) return s.page.$eval('#search-error', (e) => `error: ${e.innerText}`);
+      if (!(await s.page.$('#search-results'))) return [];
+      return s.page.$$eval('#search-results tbody tr', (rows) => rows.map((r) => r.querySelector('[data-field=payload]').innerText));
+    };
+    assert.deepEqual(await found({ payload: 'customer = 711' }), ['{"order": {"id": "A-1"}, "customer": 711}']);
+    await s.screenshot('search');
+    assert.deepEqual(await found({ payload: 'order.id = "A-2"', queue: 'findme' }), ['{"order": {"id": "A-2"}, "customer": 712}']);
+    assert.deepEqual(await found({ metadata: 'tenant = acme' }), ['{"order": {"id": "A-1"}, "customer": 711}']);
+    assert.deepEqual(await found({ key: 'order-712' }), ['{"order": {"id": "A-2"}, "customer": 712}']);
+    assert.deepEqual(await found({ error: 'card declined', state: 'failed', queue: 'findme' }), ['{"customer": 713}']);
+    assert.ok((await found({ error: 'card declined for customer 713' })).length === 1, 'error text across every queue');
+    assert.deepEqual(await found({ queue: 'findme', to: '2000-01-01T00:00' }), []);
+    assert.equal((await found({ queue: 'findme', from: '2000-01-01T00:00' })).length, 3);
+    assert.match(String(await found({ payload: 'customer 711' })), /^error: the payload must read path = value/);
+    await s.goto('/search?id=12345');
+    assert.equal(await s.page.$eval('#search-task', (e) => e.getAttribute('href')), '/task/12345');
+
+    const [{ task_id: slow }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'slowpoke'");
+    await s.goto('/stuck');
+    await s.screenshot('stuck');
+    const stuck = await s.page.$eval('#stuck', (e) => e.innerText);
+    assert.match(stuck, new RegExp(`${slow}\\s+slowpoke\\s+slow-worker`));
     await s.close();
   });
 
