@@ -38,6 +38,7 @@ export const FUNCTIONS = {
   migrate: 'durable_migrate(bigint,jsonb,jsonb,text,jsonb,boolean)',
   cancel: 'durable_cancel(bigint,text)',
   expire: 'durable_expire_lease(bigint,text)',
+  emit: 'durable_emit(text,text,jsonb)',
   prometheus: 'durable_metrics_prometheus()',
 };
 
@@ -238,6 +239,7 @@ export async function capabilities(pool, schema) {
     migrate: can('fn:migrate'),
     cancel: can('fn:cancel'),
     expire: can('fn:expire'),
+    emit: can('fn:emit'),
     prometheus: can('fn:prometheus'),
     prometheusPresent: present['fn:prometheus'],
   };
@@ -452,6 +454,7 @@ export function statements(api) {
     quarantine: `SELECT ${api}.durable_quarantine($1::pg_catalog.int8, $2::pg_catalog.text)`,
     expire: `SELECT ${api}.durable_expire_lease($1::pg_catalog.int8, $2::pg_catalog.text) AS action`,
     replayChosen: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::pg_catalog.int8[])`,
+    emit: `SELECT ${api}.durable_emit($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.jsonb) AS first`,
     cancel: `SELECT ${api}.durable_cancel($1::pg_catalog.int8, $2::pg_catalog.text)`,
     replay: `SELECT task_id, action FROM ${api}.durable_replay_dead_letters($1::pg_catalog.text, $2::pg_catalog.int4,
                                                                            $3::pg_catalog.int4, $4::pg_catalog.text)`,

@@ -427,6 +427,8 @@ ${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partiti
     ...ctx.sampler.gauge('needs_review', name).map((s) => ({ ...s, name: 'in review' })),
   ]));
 
+  if (caps.emit) parts.push(html`<details class="actions" id="emit-actions"><summary>Emit an event of this queue</summary>${emitForm(ctx, name, null, 'emit-event')}</details>`);
+
   if (caps.deadLetters) {
     const dlParam = url.searchParams.get('dl_before') || '';
     const m = /^([0-9T:.\-+Z ]{10,40}),([0-9]{1,19})$/.exec(dlParam);
@@ -581,6 +583,10 @@ ${caps.migrate
       outcome: w.outcome === undefined ? '' : JSON.stringify(w.outcome),
     }));
     parts.push(html`<h2>Waits</h2>${table(['name', 'kind', 'status', 'since', 'until', 'task_id', 'args', 'outcome'], rows, { id: 'waits' })}`);
+    // an event a person gives (an approval): emitted from here
+    const awaited = Object.values(t.waits).filter((w) => w.kind === 'event' && w.status === 'waiting' && w.args?.event);
+    if (caps.emit)
+      for (const w of awaited) parts.push(emitForm(ctx, w.args.queue || t.queue_name, w.args.event, 'emit-awaited'));
   }
 
   const tree = await childrenTree(ctx, id, 1, new Set([id]));
@@ -804,6 +810,17 @@ export async function metrics(entry) {
 
 // ---------------------------------------------------------------- actions
 
+// an event of a queue, for a person to give (an approval, a webhook that
+// never came); event NULL lets the operator name it
+function emitForm(ctx, queue, event, id) {
+  return html`<form method="post" action="/action/emit" class="actions" id="${id}">${csrfField(ctx)}${backField(ctx)}
+<input type="hidden" name="queue" value="${queue}">
+${event ? html`<input type="hidden" name="event" value="${event}"><span>Emit event <code>${event}</code> of queue ${queue}</span>`
+    : html`<label>Event <input name="event" required maxlength="255"></label>`}
+<label>Payload (JSON) <input name="payload" required placeholder='{"approved": true, "by": "ann"}'></label>
+${reasonField('Why (for the console\'s audit log)', 'note')}<button>Emit</button></form>`;
+}
+
 // an action that changes a task runs only once its effect was shown
 function confirmed(form) {
   return form.get('confirm') === '1';
@@ -896,6 +913,24 @@ export async function action(name, form, ctx) {
       const r = await ctx.query(sql.expire, [id, why]);
       ctx.audit({ action: 'expire_lease', task_id: id, reason: why, outcome: r.rows[0].action });
       return { kind: 'ok', text: `The lease of task ${id} ended: ${r.rows[0].action}.` };
+    }
+    case 'emit': {
+      need(caps.emit);
+      const queue = form.get('queue') || '';
+      const event = (form.get('event') || '').trim();
+      if (!queue || !event) throw new UserError('name the queue and the event');
+      const payload = jsonArg(form.get('payload') || '', 'the payload', { object: false });
+      const note = reason('note');
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `Emit event ${event} of queue ${queue} with payload ${payload}: every task of the queue that awaits it`
+            + ' wakes with this payload, now or when it comes to wait for it. An event is emitted once: the same'
+            + ' event again with another payload is refused.',
+        };
+      const r = await ctx.query(sql.emit, [queue, event, payload]);
+      ctx.audit({ action: 'emit', queue, event, payload: JSON.parse(payload), note, first: r.rows[0].first });
+      return { kind: 'ok', text: r.rows[0].first ? `Event ${event} of queue ${queue} emitted.` : `Event ${event} of queue ${queue} was emitted before with this payload: nothing changed.` };
     }
     case 'replay_tasks': {
       need(caps.replayChosen);

@@ -103,6 +103,11 @@ before(async () => {
   await sql("SELECT durable_create_queue('slowpoke', lease => '1 hour', progress_timeout => '1 second')");
   await sql("SELECT durable_enqueue('slowpoke', '{}')");
   await sql("SELECT count(*) FROM durable_claim('slowpoke', 'slow-worker')");
+  // a task that waits for a person's approval
+  await sql("SELECT durable_create_queue('approvals')");
+  await sql("SELECT durable_enqueue('approvals', '{\"refund\": 15}')");
+  await sql(`SELECT status FROM durable_claim('approvals', 'approver') c,
+             durable_await(c.task_id, c.fence, 'approval', 'approval:refund-15', '1 day')`);
   // a task whose worker hangs: held for an hour, its progress never moves
   await sql("SELECT durable_create_queue('hung', lease => '1 hour')");
   await sql("SELECT durable_enqueue('hung', '{}')");
@@ -388,6 +393,26 @@ describe('operator', () => {
     await s.screenshot('stuck');
     const stuck = await s.page.$eval('#stuck', (e) => e.innerText);
     assert.match(stuck, new RegExp(`${slow}\\s+slowpoke\\s+slow-worker`));
+    await s.close();
+  });
+
+  test("a person's approval emitted from the waiting task's page", async (t) => {
+    const [{ task_id: id }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'approvals'");
+    const s = await login(OPERATOR, t);
+    await s.goto(`/task/${id}`);
+    assert.match(await s.page.$eval('#emit-awaited', (e) => e.innerText), /Emit event approval:refund-15 of queue approvals/);
+    await s.page.type('#emit-awaited input[name=payload]', '{"approved": true, "by": "ann"}');
+    await s.page.type('#emit-awaited input[name=note]', 'refund approved on the phone');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#emit-awaited button')]);
+    assert.match(await s.page.$eval('#confirm', (e) => e.innerText),
+      /Emit event approval:refund-15 of queue approvals with payload \{"approved": true, "by": "ann"\}: every task/);
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Event approval:refund-15 of queue approvals emitted/);
+    // the wait has its event: the task is due, its next claim returns the payload
+    const [task] = await sql('SELECT waits, run_at <= now() AS due FROM durable.tasks WHERE task_id = $1', [id]);
+    assert.equal(task.waits.approval.status, 'received', 'the awaiting task did not get its event');
+    assert.deepEqual(task.waits.approval.payload, { approved: true, by: 'ann' });
+    assert.equal(task.due, true);
     await s.close();
   });
 

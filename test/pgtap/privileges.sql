@@ -132,7 +132,7 @@ FROM (VALUES ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'timestamp with
              ('durable_sleep', ARRAY['bigint', 'bigint', 'text', 'interval'], ARRAY['durable_worker']),
              ('durable_await', ARRAY['bigint', 'bigint', 'text', 'text', 'interval', 'text'], ARRAY['durable_worker']),
              ('durable_join', ARRAY['bigint', 'bigint', 'text', 'text[]', 'interval'], ARRAY['durable_worker']),
-             ('durable_emit', ARRAY['text', 'text', 'jsonb'], ARRAY['durable_worker', 'durable_producer']),
+             ('durable_emit', ARRAY['text', 'text', 'jsonb'], ARRAY['durable_worker', 'durable_producer', 'durable_operator']),
              ('durable_enqueue_batch', ARRAY['text', 'jsonb[]', 'text[]', 'timestamp with time zone', 'integer',
                                              'text', 'integer', 'interval', 'text', 'jsonb', 'text[]', 'text[]'],
               ARRAY['durable_producer']),
