@@ -45,6 +45,8 @@ DURABLE_PACKAGES=(
 	libdbd-pg-perl
 	pgbouncer
 	prometheus
+	# metrics/postgres_exporter.yaml, run by 021_metrics
+	prometheus-postgres-exporter
 	make
 	gcc
 	python3-psycopg

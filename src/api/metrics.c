@@ -9,14 +9,20 @@
  * Nothing here reads history: the counters are monotonic in shared memory,
  * and the gauges count durable.live_tasks, which holds unfinished tasks
  * only, so a scrape costs the same with ten million finished tasks kept.
+ * The same samples come as rows from durable.metric_samples(), so that a
+ * scraper that runs SQL exposes them under the same names.
  *
  *-------------------------------------------------------------------------
  */
 #include "api/api.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/json.h"
 #include "utils/timestamp.h"
 
 /* a counter's name in SQL (durable.queue_counters) and in Prometheus */
@@ -113,6 +119,60 @@ durable_reset_counters(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Where the samples go: the exposition text of durable_metrics_prometheus(),
+ * or the rows of durable.metric_samples(), for a scraper that runs SQL
+ * queries (a stock postgres_exporter) and must see the same names.  A
+ * sink may want only some families: the groups of metrics it does not
+ * want are not computed.
+ */
+typedef struct Sink
+{
+	StringInfo	text;			/* the exposition, or NULL */
+	Tuplestorestate *rows;		/* else the rows, of desc */
+	TupleDesc	desc;
+	Datum	   *families;		/* the families wanted, or NULL for all */
+	bool	   *family_nulls;
+	int			nfamilies;
+} Sink;
+
+/* how a value is written in the exposition */
+typedef enum ValueFormat
+{
+	AS_INTEGER,					/* a count */
+	AS_FIXED,					/* seconds, to the microsecond */
+	AS_GENERAL					/* any other gauge */
+} ValueFormat;
+
+/* a label: name and value */
+typedef struct Label
+{
+	const char *name;
+	const char *value;
+} Label;
+
+static bool
+wants(const Sink *sink, const char *family)
+{
+	if (sink->families == NULL)
+		return true;
+	for (int i = 0; i < sink->nfamilies; i++)
+		if (!sink->family_nulls[i] &&
+			strcmp(TextDatumGetCString(sink->families[i]), family) == 0)
+			return true;
+	return false;
+}
+
+/* whether any of the families, a NULL-terminated list, is wanted */
+static bool
+wants_any(const Sink *sink, const char *const *families)
+{
+	for (; *families != NULL; families++)
+		if (wants(sink, *families))
+			return true;
+	return false;
+}
+
 /* a label value as the exposition format quotes it */
 static void
 append_label(StringInfo buf, const char *name, const char *value)
@@ -130,60 +190,106 @@ append_label(StringInfo buf, const char *name, const char *value)
 	appendStringInfoChar(buf, '"');
 }
 
+/* a family's HELP and TYPE, in the exposition */
 static void
-append_header(StringInfo buf, const char *metric, const char *type,
-			  const char *help)
+family_header(Sink *sink, const char *family, const char *type, const char *help)
 {
-	appendStringInfo(buf, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
+	if (sink->text != NULL)
+		appendStringInfo(sink->text, "# HELP %s %s\n# TYPE %s %s\n",
+						 family, help, family, type);
+}
+
+/* one sample of a family (suffix: "_bucket", "_sum", "_count" or "") */
+static void
+emit(Sink *sink, const char *family, const char *suffix, const Label *labels,
+	 int nlabels, double value, ValueFormat format)
+{
+	if (sink->text != NULL)
+	{
+		StringInfo	buf = sink->text;
+
+		appendStringInfo(buf, "%s%s", family, suffix);
+		for (int i = 0; i < nlabels; i++)
+		{
+			appendStringInfoChar(buf, i == 0 ? '{' : ',');
+			append_label(buf, labels[i].name, labels[i].value);
+		}
+		if (nlabels > 0)
+			appendStringInfoChar(buf, '}');
+		if (isnan(value))
+			appendStringInfoString(buf, " NaN\n");
+		else if (format == AS_INTEGER)
+			appendStringInfo(buf, " %.0f\n", value);
+		else if (format == AS_FIXED)
+			appendStringInfo(buf, " %.6f\n", value);
+		else
+			appendStringInfo(buf, " %.15g\n", value);
+	}
+	else
+	{
+		StringInfoData json;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		initStringInfo(&json);
+		appendStringInfoChar(&json, '{');
+		for (int i = 0; i < nlabels; i++)
+		{
+			if (i > 0)
+				appendStringInfoChar(&json, ',');
+			escape_json(&json, labels[i].name);
+			appendStringInfoChar(&json, ':');
+			escape_json(&json, labels[i].value);
+		}
+		appendStringInfoChar(&json, '}');
+		values[0] = CStringGetTextDatum(psprintf("%s%s", family, suffix));
+		values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+		values[2] = Float8GetDatum(value);
+		tuplestore_putvalues(sink->rows, sink->desc, values, nulls);
+	}
 }
 
 static void
-append_counters(StringInfo buf, DurableQueueCounters *queues, int n)
+emit_counters(Sink *sink, DurableQueueCounters *queues, int n)
 {
 	for (int c = 0; c < DURABLE_NCOUNTERS; c++)
 	{
 		const CounterName *name = &counter_names[c];
 
+		if (!wants(sink, name->metric))
+			continue;
 		if (name->help != NULL)
-			append_header(buf, name->metric, "counter", name->help);
+			family_header(sink, name->metric, "counter", name->help);
 		for (int i = 0; i < n; i++)
 		{
-			appendStringInfo(buf, "%s{", name->metric);
-			append_label(buf, "queue", queues[i].queue);
-			if (name->decision != NULL)
-			{
-				appendStringInfoChar(buf, ',');
-				append_label(buf, "decision", name->decision);
-			}
-			appendStringInfo(buf, "} " UINT64_FORMAT "\n", queues[i].counts[c]);
+			Label		labels[2] = {{"queue", queues[i].queue}, {"decision", name->decision}};
+
+			emit(sink, name->metric, "", labels, name->decision ? 2 : 1,
+				 (double) queues[i].counts[c], AS_INTEGER);
 		}
 	}
 	for (int h = 0; h < DURABLE_NHISTOGRAMS; h++)
 	{
 		const char *metric = histogram_names[h][0];
 
-		append_header(buf, metric, "histogram", histogram_names[h][1]);
+		if (!wants(sink, metric))
+			continue;
+		family_header(sink, metric, "histogram", histogram_names[h][1]);
 		for (int i = 0; i < n; i++)
 		{
 			uint64		cumulative = 0;
+			Label		labels[2] = {{"queue", queues[i].queue}, {"le", NULL}};
 
 			for (int b = 0; b <= DURABLE_HISTOGRAM_BUCKETS; b++)
 			{
 				cumulative += queues[i].buckets[h][b];
-				appendStringInfo(buf, "%s_bucket{", metric);
-				append_label(buf, "queue", queues[i].queue);
-				if (b < DURABLE_HISTOGRAM_BUCKETS)
-					appendStringInfo(buf, ",le=\"%g\"} " UINT64_FORMAT "\n",
-									 durable_histogram_bounds[b], cumulative);
-				else
-					appendStringInfo(buf, ",le=\"+Inf\"} " UINT64_FORMAT "\n", cumulative);
+				labels[1].value = b < DURABLE_HISTOGRAM_BUCKETS ?
+					psprintf("%g", durable_histogram_bounds[b]) : "+Inf";
+				emit(sink, metric, "_bucket", labels, 2, (double) cumulative, AS_INTEGER);
 			}
-			appendStringInfo(buf, "%s_sum{", metric);
-			append_label(buf, "queue", queues[i].queue);
-			appendStringInfo(buf, "} %.6f\n", (double) queues[i].sum_us[h] / USECS_PER_SEC);
-			appendStringInfo(buf, "%s_count{", metric);
-			append_label(buf, "queue", queues[i].queue);
-			appendStringInfo(buf, "} " UINT64_FORMAT "\n", cumulative);
+			emit(sink, metric, "_sum", labels, 1,
+				 (double) queues[i].sum_us[h] / USECS_PER_SEC, AS_FIXED);
+			emit(sink, metric, "_count", labels, 1, (double) cumulative, AS_INTEGER);
 		}
 	}
 }
@@ -299,71 +405,93 @@ static DurableStatement budget_gauges = {
 	DURABLE_COLUMNS(budget_columns),
 };
 
-static void
-append_gauge(StringInfo buf, const char *metric, const char *queue,
-			 const char *state, double value)
+/* running tasks whose progress has not moved for longer than their queue allows */
+enum
 {
-	appendStringInfo(buf, "%s{", metric);
-	append_label(buf, "queue", queue);
-	if (state != NULL)
-	{
-		appendStringInfoChar(buf, ',');
-		append_label(buf, "state", state);
-	}
-	appendStringInfo(buf, "} %.15g\n", value);
-}
+	STUCK_QUEUE,
+	STUCK_TASKS,
+	STUCK_NCOLUMNS
+};
+
+static const DurableColumn stuck_columns[STUCK_NCOLUMNS] = {
+	[STUCK_QUEUE] = {"queue_name", TEXTOID},
+	[STUCK_TASKS] = {"tasks", INT8OID},
+};
+
+static DurableStatement stuck_gauges = {
+	.name = "stuck_gauges",
+	.sql = "SELECT queue_name, pg_catalog.count(*) AS tasks"
+	" FROM durable.stuck_tasks GROUP BY queue_name",
+	.nargs = 0,
+	DURABLE_COLUMNS(stuck_columns),
+};
 
 /* a gauge of each queue of res (its first column), from a bigint or float8 column */
 static void
-append_queue_gauge(StringInfo buf, const char *metric, const char *help,
-				   DurableResult res, int column, bool integer)
+emit_queue_gauge(Sink *sink, const char *metric, const char *help,
+				 DurableResult res, int column, bool integer)
 {
 	bool		isnull;
 
-	append_header(buf, metric, "gauge", help);
+	if (!wants(sink, metric))
+		return;
+	family_header(sink, metric, "gauge", help);
 	for (uint64 r = 0; r < res.rows; r++)
-		append_gauge(buf, metric, DurableGetText(res, r, 0), NULL,
-					 integer ? (double) DurableGetInt64(res, r, column) :
-					 DatumGetFloat8(DurableGetDatum(res, r, column, &isnull)));
+	{
+		Label		queue = {"queue", DurableGetText(res, r, 0)};
+
+		emit(sink, metric, "", &queue, 1,
+			 integer ? (double) DurableGetInt64(res, r, column) :
+			 DatumGetFloat8(DurableGetDatum(res, r, column, &isnull)),
+			 AS_GENERAL);
+	}
 }
 
 /* each spend budget's amount, what is reserved, spent (this period) and left */
 static void
-append_budget_gauges(StringInfo buf)
+emit_budget_gauges(Sink *sink)
 {
-	DurableResult res = DurableRun(&budget_gauges, NULL, NULL, SPI_OK_SELECT, 0);
-	static const struct
-	{
-		int			column;
-		const char *metric;
-		const char *help;
-	}			gauges[] = {
-		{BUDGET_AMOUNT, "durable_budget_amount", "A spend budget's amount (per period, when it has one)."},
-		{BUDGET_RESERVED, "durable_budget_reserved", "What started steps have reserved from a spend budget and not settled."},
-		{BUDGET_SPENT, "durable_budget_spent", "What settled steps spent of a spend budget in its current period."},
-		{BUDGET_REMAINING, "durable_budget_remaining", "What a spend budget has left: amount - reserved - spent."},
+	static const char *const families[] = {
+		"durable_budget_amount", "durable_budget_reserved", "durable_budget_spent",
+		"durable_budget_remaining", NULL,
 	};
+	static const char *const helps[] = {
+		"A spend budget's amount (per period, when it has one).",
+		"What started steps have reserved from a spend budget and not settled.",
+		"What settled steps spent of a spend budget in its current period.",
+		"What a spend budget has left: amount - reserved - spent.",
+	};
+	static const int columns[] = {BUDGET_AMOUNT, BUDGET_RESERVED, BUDGET_SPENT, BUDGET_REMAINING};
+	DurableResult res;
 
-	for (int g = 0; g < (int) lengthof(gauges); g++)
+	if (!wants_any(sink, families))
+		return;
+	res = DurableRun(&budget_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	for (int g = 0; families[g] != NULL; g++)
 	{
-		append_header(buf, gauges[g].metric, "gauge", gauges[g].help);
+		if (!wants(sink, families[g]))
+			continue;
+		family_header(sink, families[g], "gauge", helps[g]);
 		for (uint64 r = 0; r < res.rows; r++)
 		{
 			bool		isnull;
+			Label		budget = {"budget", DurableGetText(res, r, BUDGET_NAME)};
 
-			appendStringInfo(buf, "%s{", gauges[g].metric);
-			append_label(buf, "budget", DurableGetText(res, r, BUDGET_NAME));
-			appendStringInfo(buf, "} %.15g\n",
-							 DatumGetFloat8(DurableGetDatum(res, r, gauges[g].column, &isnull)));
+			emit(sink, families[g], "", &budget, 1,
+				 DatumGetFloat8(DurableGetDatum(res, r, columns[g], &isnull)), AS_GENERAL);
 		}
 	}
 }
 
+/* the live tasks' gauges, per queue, and how many are stuck */
 static void
-append_gauges(StringInfo buf)
+emit_live_gauges(Sink *sink)
 {
-	DurableResult res = DurableRun(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
-	uint64		n = res.rows;
+	static const char *const families[] = {
+		"durable_tasks", "durable_oldest_ready_age_seconds",
+		"durable_oldest_heartbeat_age_seconds", "durable_queue_paused",
+		"durable_stuck_tasks", NULL,
+	};
 	static const struct
 	{
 		int			column;
@@ -373,37 +501,142 @@ append_gauges(StringInfo buf)
 		{GAUGE_WAITING, "waiting"}, {GAUGE_NEEDS_REVIEW, "needs_review"},
 		{GAUGE_SCHEDULED, "scheduled"},
 	};
+	DurableResult res;
+	DurableResult stuck = {0};
 
-	append_header(buf, "durable_tasks", "gauge",
-				  "Unfinished tasks by state: ready (due), running, waiting (not due: a wait or a retry), needs_review, scheduled (due later, of those ready or waiting).");
-	for (uint64 r = 0; r < n; r++)
-		for (int s = 0; s < (int) lengthof(states); s++)
-			append_gauge(buf, "durable_tasks", DurableGetText(res, r, GAUGE_QUEUE),
-						 states[s].state,
-						 (double) DurableGetInt64(res, r, states[s].column));
-	append_queue_gauge(buf, "durable_oldest_ready_age_seconds",
-					   "Age of the oldest task that is due and not claimed (0 for none).",
-					   res, GAUGE_OLDEST_READY, false);
-	append_queue_gauge(buf, "durable_oldest_heartbeat_age_seconds",
-					   "Age of the oldest heartbeat of a running task (0 for none).",
-					   res, GAUGE_OLDEST_HEARTBEAT, false);
-	append_header(buf, "durable_queue_paused", "gauge",
-				  "1 when the queue or one of its partitions is paused.");
-	for (uint64 r = 0; r < n; r++)
-		append_gauge(buf, "durable_queue_paused", DurableGetText(res, r, GAUGE_QUEUE), NULL,
-					 DurableGetBool(res, r, GAUGE_PAUSED) ? 1 : 0);
+	if (!wants_any(sink, families))
+		return;
+	res = DurableRun(&live_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+	if (wants(sink, "durable_tasks"))
+	{
+		family_header(sink, "durable_tasks", "gauge",
+					  "Unfinished tasks by state: ready (due), running, waiting (not due: a wait or a retry), needs_review, scheduled (due later, of those ready or waiting).");
+		for (uint64 r = 0; r < res.rows; r++)
+			for (int s = 0; s < (int) lengthof(states); s++)
+			{
+				Label		labels[2] = {{"queue", DurableGetText(res, r, GAUGE_QUEUE)},
+				{"state", states[s].state}};
 
+				emit(sink, "durable_tasks", "", labels, 2,
+					 (double) DurableGetInt64(res, r, states[s].column), AS_GENERAL);
+			}
+	}
+	emit_queue_gauge(sink, "durable_oldest_ready_age_seconds",
+					 "Age of the oldest task that is due and not claimed (0 for none).",
+					 res, GAUGE_OLDEST_READY, false);
+	emit_queue_gauge(sink, "durable_oldest_heartbeat_age_seconds",
+					 "Age of the oldest heartbeat of a running task (0 for none).",
+					 res, GAUGE_OLDEST_HEARTBEAT, false);
+	if (wants(sink, "durable_queue_paused"))
+	{
+		family_header(sink, "durable_queue_paused", "gauge",
+					  "1 when the queue or one of its partitions is paused.");
+		for (uint64 r = 0; r < res.rows; r++)
+		{
+			Label		queue = {"queue", DurableGetText(res, r, GAUGE_QUEUE)};
+
+			emit(sink, "durable_queue_paused", "", &queue, 1,
+				 DurableGetBool(res, r, GAUGE_PAUSED) ? 1 : 0, AS_GENERAL);
+		}
+	}
+	if (!wants(sink, "durable_stuck_tasks"))
+		return;
+	/* the next statement replaces the gauges' result: take the names first */
+	{
+		uint64		nqueues = res.rows;
+		char	  **queues = palloc(sizeof(char *) * Max(nqueues, 1));
+
+		for (uint64 r = 0; r < nqueues; r++)
+			queues[r] = pstrdup(DurableGetText(res, r, GAUGE_QUEUE));
+		stuck = DurableRun(&stuck_gauges, NULL, NULL, SPI_OK_SELECT, 0);
+		family_header(sink, "durable_stuck_tasks", "gauge",
+					  "Running tasks whose lease is renewed while their progress has not moved for longer than the queue's progress_timeout (durable.stuck_tasks).");
+		for (uint64 r = 0; r < nqueues; r++)
+		{
+			Label		queue = {"queue", queues[r]};
+			double		tasks = 0;
+
+			for (uint64 k = 0; k < stuck.rows; k++)
+				if (strcmp(DurableGetText(stuck, k, STUCK_QUEUE), queues[r]) == 0)
+					tasks = (double) DurableGetInt64(stuck, k, STUCK_TASKS);
+			emit(sink, "durable_stuck_tasks", "", &queue, 1, tasks, AS_GENERAL);
+		}
+	}
+}
+
+static void
+emit_fair_gauges(Sink *sink)
+{
+	static const char *const families[] = {
+		"durable_fairness_keys_ready", "durable_fairness_unadmitted_tasks",
+		"durable_fairness_oldest_ready_age_seconds", NULL,
+	};
+	DurableResult res;
+
+	if (!wants_any(sink, families))
+		return;
 	res = DurableRun(&fair_gauges, NULL, NULL, SPI_OK_SELECT, 0);
-	append_queue_gauge(buf, "durable_fairness_keys_ready",
-					   "Fairness keys of a fair queue with a task due and not claimed.",
-					   res, FAIR_KEYS_READY, true);
-	append_queue_gauge(buf, "durable_fairness_unadmitted_tasks",
-					   "Tasks of a fair queue that are due and still wait for their pass (the reconciler gives it).",
-					   res, FAIR_UNADMITTED, true);
-	append_queue_gauge(buf, "durable_fairness_oldest_ready_age_seconds",
-					   "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.",
-					   res, FAIR_OLDEST_READY, false);
-	append_budget_gauges(buf);
+	emit_queue_gauge(sink, "durable_fairness_keys_ready",
+					 "Fairness keys of a fair queue with a task due and not claimed.",
+					 res, FAIR_KEYS_READY, true);
+	emit_queue_gauge(sink, "durable_fairness_unadmitted_tasks",
+					 "Tasks of a fair queue that are due and still wait for their pass (the reconciler gives it).",
+					 res, FAIR_UNADMITTED, true);
+	emit_queue_gauge(sink, "durable_fairness_oldest_ready_age_seconds",
+					 "Of a fair queue's keys, the largest age of a key's oldest task that is due and not claimed.",
+					 res, FAIR_OLDEST_READY, false);
+}
+
+/*
+ * emit_all
+ *		Every family the sink wants, in the order of the exposition: the
+ *		counters and histograms, the reconciler's, the gauges.
+ */
+static void
+emit_all(Sink *sink)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	DurableQueueCounters *queues;
+	DurableTickCounters ticks;
+	int			n = DurableCountersRead(&queues, &ticks);
+
+	if (wants(sink, "durable_counters_available"))
+	{
+		family_header(sink, "durable_counters_available", "gauge",
+					  "1 when durable keeps its counters: it is preloaded (shared_preload_libraries) and durable.counters is on.");
+		emit(sink, "durable_counters_available", "", NULL, 0,
+			 DurableCountersAvailable() && durable_counting ? 1 : 0, AS_INTEGER);
+	}
+	emit_counters(sink, queues, n);
+	if (wants(sink, "durable_reconciler_ticks_total"))
+	{
+		family_header(sink, "durable_reconciler_ticks_total", "counter",
+					  "Ticks of reconciliation run (the reconciler's and durable_reconcile()'s).");
+		emit(sink, "durable_reconciler_ticks_total", "", NULL, 0, (double) ticks.ticks, AS_INTEGER);
+	}
+	if (wants(sink, "durable_reconciler_lag_seconds"))
+	{
+		family_header(sink, "durable_reconciler_lag_seconds", "gauge",
+					  "Time since the last tick of reconciliation ended (NaN before the first).");
+		emit(sink, "durable_reconciler_lag_seconds", "", NULL, 0,
+			 ticks.last_tick_at == 0 ? get_float8_nan() :
+			 (double) (now - ticks.last_tick_at) / USECS_PER_SEC, AS_FIXED);
+	}
+
+	SPI_connect();
+	emit_live_gauges(sink);
+	emit_fair_gauges(sink);
+	emit_budget_gauges(sink);
+	if (wants(sink, "durable_reconciler_failing_parts"))
+	{
+		DurableResult res = DurableRun(&failing_parts, NULL, NULL, SPI_OK_SELECT, 1);
+
+		family_header(sink, "durable_reconciler_failing_parts", "gauge",
+					  "Parts of the tick that fail (durable.status).");
+		emit(sink, "durable_reconciler_failing_parts", "", NULL, 0,
+			 (double) DurableGetInt64(res, 0, FAILING_PARTS), AS_INTEGER);
+	}
+	SPI_finish();
 }
 
 /*
@@ -418,39 +651,37 @@ PG_FUNCTION_INFO_V1(durable_metrics_prometheus);
 Datum
 durable_metrics_prometheus(PG_FUNCTION_ARGS)
 {
-	DurableResult res;
-	TimestampTz now = GetCurrentTimestamp();
 	StringInfoData buf;
-	DurableQueueCounters *queues;
-	DurableTickCounters ticks;
-	int			n;
+	Sink		sink = {0};
 
 	initStringInfo(&buf);
-	n = DurableCountersRead(&queues, &ticks);
-	append_header(&buf, "durable_counters_available", "gauge",
-				  "1 when durable keeps its counters: it is preloaded (shared_preload_libraries) and durable.counters is on.");
-	appendStringInfo(&buf, "durable_counters_available %d\n",
-					 DurableCountersAvailable() && durable_counting ? 1 : 0);
-	append_counters(&buf, queues, n);
-
-	append_header(&buf, "durable_reconciler_ticks_total", "counter",
-				  "Ticks of reconciliation run (the reconciler's and durable_reconcile()'s).");
-	appendStringInfo(&buf, "durable_reconciler_ticks_total " UINT64_FORMAT "\n", ticks.ticks);
-	append_header(&buf, "durable_reconciler_lag_seconds", "gauge",
-				  "Time since the last tick of reconciliation ended (NaN before the first).");
-	if (ticks.last_tick_at == 0)
-		appendStringInfoString(&buf, "durable_reconciler_lag_seconds NaN\n");
-	else
-		appendStringInfo(&buf, "durable_reconciler_lag_seconds %.6f\n",
-						 (double) (now - ticks.last_tick_at) / USECS_PER_SEC);
-
-	SPI_connect();
-	append_gauges(&buf);
-	res = DurableRun(&failing_parts, NULL, NULL, SPI_OK_SELECT, 1);
-	append_header(&buf, "durable_reconciler_failing_parts", "gauge",
-				  "Parts of the tick that fail (durable.status).");
-	appendStringInfo(&buf, "durable_reconciler_failing_parts " INT64_FORMAT "\n",
-					 DurableGetInt64(res, 0, FAILING_PARTS));
-	SPI_finish();
+	sink.text = &buf;
+	emit_all(&sink);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf.data, buf.len));
+}
+
+/*
+ * durable.metric_samples(families text[] = NULL)
+ *		RETURNS TABLE(metric text, labels jsonb, value float8)
+ *
+ * The same samples as rows, of the families named (a histogram's by its
+ * name, for its _bucket, _sum and _count), or of all: what a scraper that
+ * runs SQL reads to expose the names durable_metrics_prometheus() does
+ * (metrics/postgres_exporter.yaml).  Only the families named are computed.
+ */
+PG_FUNCTION_INFO_V1(durable_metric_samples);
+Datum
+durable_metric_samples(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Sink		sink = {0};
+
+	if (!PG_ARGISNULL(0))
+		sink.nfamilies = DurableArrayArg(fcinfo, 0, TEXTOID, "families",
+										 &sink.families, &sink.family_nulls);
+	InitMaterializedSRF(fcinfo, 0);
+	sink.rows = rsinfo->setResult;
+	sink.desc = rsinfo->setDesc;
+	emit_all(&sink);
+	return (Datum) 0;
 }

@@ -1,6 +1,8 @@
 # Metrics from the database: durable_metrics_prometheus() passes
 # `promtool check metrics` (Debian's prometheus package), its counters
-# equal what the tables say, and a real Prometheus (on loopback) that
+# equal what the tables say, the alert rules pass their promtool tests, a
+# stock postgres_exporter with metrics/postgres_exporter.yaml exposes the
+# same series under the same names, and a real Prometheus (on loopback) that
 # scrapes them sees no counter go back when retention removes history:
 # durable_tasks_completed_total is monotonic where durable.queue_stats'
 # completed, a count of the history kept, drops.  Then the same without
@@ -60,16 +62,82 @@ my @missing = grep { !$exposed{$_} } sort keys %drawn;
 is("@missing", '', 'every series of metrics/grafana-dashboard.json is exposed');
 cmp_ok(scalar(keys %drawn), '>=', 10, 'and the dashboard draws them');
 
-# the postgres_exporter queries run as a pg_monitor-only role
+# the alert rules: promtool checks them and runs their tests
+($out, $err) = ('', '');
+ok(IPC::Run::run([ $promtool, 'check', 'rules', 'metrics/alerts.yml' ], '>', \$out, '2>', \$err),
+	'promtool check rules takes metrics/alerts.yml') or diag("$out$err");
+($out, $err) = ('', '');
+ok(IPC::Run::run([ $promtool, 'test', 'rules', 'metrics/alerts.test.yml' ], '>', \$out, '2>', \$err),
+	'and each rule fires on what it is for, not on what is normal (alerts.test.yml)') or diag("$out$err");
+my %alerted = map { /\b(durable_\w+)/g } slurp_file('metrics/alerts.yml') =~ /^\s+expr: (.*)$/mg;
+my %families = map { $_ => 1 } $text =~ /^# TYPE (durable_\w+) /mg;
+my @unexposed = grep { !$families{$_} } sort keys %alerted;
+is("@unexposed", '', 'every series an alert reads is one durable exposes');
+
+# A stock postgres_exporter, run as a pg_monitor-only role with
+# metrics/postgres_exporter.yaml, exposes the same series under the same
+# names and labels (and its own "server"), with the same values but for
+# the ages and the reconciler's ticks, which move between two reads.
 sql(q{CREATE ROLE scraper LOGIN IN ROLE pg_monitor});
-my $queries = slurp_file('metrics/postgres_exporter.yaml');
-my @queries = $queries =~ /^  query: (?:\|\n((?:    .*\n)+)|"([^"]+)")/mg;
-@queries = grep { defined } @queries;
-is(scalar(@queries), 3, 'the exporter file has its three queries');
-for my $q (@queries)
+sql(q{SELECT durable_create_queue('stuckq', lease => '1 hour', progress_timeout => '1 second')});
+sql(q{SELECT durable_enqueue('stuckq', '{}')});
+sql(q{SELECT count(*) FROM durable_claim('stuckq', 'hangs')});
+sql(q{SELECT durable_create_budget('exported', 100)});
+sql(q{SELECT durable_create_queue('fairq')});
+sql(q{SELECT durable_enqueue('fairq', '{}', fairness_key => k) FROM unnest(ARRAY['a', 'b']) k});
+usleep(1_100_000);
+my ($exporter_bin) = grep { -x "$_/prometheus-postgres-exporter" } split /:/, $ENV{PATH};
+SKIP:
 {
-	my ($rc, $o, $e) = $node->psql('postgres', "SET ROLE scraper; $q");
-	is($rc, 0, 'an exporter query runs as pg_monitor: ' . (split /\n/, $q)[0]) or diag($e);
+	skip 'prometheus-postgres-exporter is not installed (Debian: prometheus-postgres-exporter)', 6
+	  unless $exporter_bin;
+	# the series as durable gives them, and as the exporter does
+	sub series
+	{
+		my ($text) = @_;
+		my %series;
+		for (split /\n/, $text)
+		{
+			next unless /^(durable_\w+)(?:\{(.*)\})? (\S+)$/;
+			my ($name, $labels, $value) = ($1, $2 // '', $3);
+			my @labels = sort grep { !/^server=/ } $labels =~ /(\w+="(?:[^"\\]|\\.)*")/g;
+			$series{"$name\{" . join(',', @labels) . '}'} = $value;
+		}
+		return %series;
+	}
+	my $exporter_port = PostgreSQL::Test::Cluster::get_free_port();
+	local $ENV{DATA_SOURCE_NAME} = 'host=' . $node->host . ' port=' . $node->port
+	  . ' user=scraper dbname=postgres sslmode=disable';
+	my $exporter = IPC::Run::start(
+		[ "$exporter_bin/prometheus-postgres-exporter", '--disable-default-metrics',
+			'--disable-settings-metrics', '--extend.query-path=metrics/postgres_exporter.yaml',
+			"--web.listen-address=127.0.0.1:$exporter_port" ],
+		'>', PostgreSQL::Test::Utils::tempdir() . '/exporter.log', '2>&1');
+	my $http0 = HTTP::Tiny->new(timeout => 10);
+	my $scraped = '';
+	for (1 .. 100)
+	{
+		my $r = $http0->get("http://127.0.0.1:$exporter_port/metrics");
+		$scraped = $r->{content} if $r->{success};
+		last if $scraped =~ /^durable_tasks\{/m;
+		usleep(100_000);
+	}
+	my %durable = series(sql('SELECT durable_metrics_prometheus()'));
+	my %exported = series($scraped);
+	$exporter->signal('TERM');
+	$exporter->finish;
+	my @lost = grep { !exists $exported{$_} } sort keys %durable;
+	my @extra = grep { !exists $durable{$_} } sort keys %exported;
+	is("@lost", '', 'the exporter exposes every series of durable_metrics_prometheus()');
+	is("@extra", '', 'and no durable series of its own');
+	my $moving = qr/^durable_(?:reconciler_(?:ticks_total|lag_seconds)|oldest_\w+|fairness_oldest_\w+)\{/;
+	my @differ = grep { exists $exported{$_} && $_ !~ $moving && $exported{$_} + 0 != $durable{$_} + 0 }
+	  sort keys %durable;
+	is("@differ", '', 'with the same values');
+	is($exported{'durable_stuck_tasks{queue="stuckq"}'}, '1', 'the stuck task is counted');
+	cmp_ok(scalar(grep { /_bucket\{/ } keys %exported), '>', 0, 'histograms are there');
+	my @undrawn = grep { my $f = $_; !grep { /^\Q$f\E(?:_bucket|_sum|_count)?\{/ } keys %exported } sort keys %drawn;
+	is("@undrawn", '', 'every series of the dashboard comes through the exporter');
 }
 
 # the console, for Prometheus to scrape as the pg_monitor-only role
