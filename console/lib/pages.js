@@ -51,9 +51,12 @@ function evidenceArg(text) {
   return JSON.stringify(v);
 }
 
-// What a decision does, restated before it is made.
-function resolveEffect(id, decision, step) {
-  const s = step ? `step ${step} of task ${id}` : `the step in doubt of task ${id} (or the task itself)`;
+// What a decision does, restated before it is made: for one task, or for
+// each of several (ids an array)
+function resolveEffect(ids, decision, step) {
+  const many = Array.isArray(ids);
+  const tasks = many ? `each of the ${ids.length} chosen tasks (${ids.join(', ')})` : `task ${ids}`;
+  const s = step ? `step ${step} of ${tasks}` : `the step in doubt of ${tasks} (or the task itself)`;
   switch (decision) {
     case 'mark_committed':
       return `Record ${s} as committed: its side effect took place and will never be retried; the task goes on after it.`;
@@ -62,10 +65,31 @@ function resolveEffect(id, decision, step) {
     case 'mark_failed':
       return `Record ${s} as failed: the task fails, and only a replay gives it another run.`;
     case 'retry':
-      return `Send task ${id} back to work from where it stopped (refused while a step is in doubt).`;
+      return `Send ${tasks} back to work from where it stopped (refused while a step is in doubt).`;
     default:
-      return `Cancel task ${id}: it will never run again, and its unfinished children are cancelled with it.`;
+      return `Cancel ${tasks}: it will never run again, and its unfinished children are cancelled with it.`;
   }
+}
+
+// the chosen task ids of a form, at most max
+function chosenIds(form, max) {
+  const ids = form.getAll('task_id').map(taskId);
+  if (!ids.length || ids.some((id) => !id)) throw new UserError('choose the tasks first');
+  if (ids.length > max) throw new UserError(`choose at most ${max} tasks at a time`);
+  return ids;
+}
+
+// one call per task, each its own transaction: what each did, or its error
+async function eachTask(ctx, ids, run) {
+  const rows = [];
+  for (const id of ids) {
+    try {
+      rows.push({ task_id: id, outcome: await run(id) });
+    } catch (err) {
+      rows.push({ task_id: id, outcome: `refused: ${pgError(err)}` });
+    }
+  }
+  return rows;
 }
 
 export function pgError(err) {
@@ -643,11 +667,18 @@ async function review(ctx) {
         body = packageView(p.package, p.text);
       }
     }
-    parts.push(html`<section class="review-item" data-task="${id}"><h2>Task ${taskLink(id)} in ${first.queue_name}</h2>
+    parts.push(html`<section class="review-item" data-task="${id}"><h2>${caps.resolve ? html`<input type="checkbox" name="task_id" value="${id}" form="resolve-chosen" aria-label="choose ${id}"> ` : ''}Task ${taskLink(id)} in ${first.queue_name}</h2>
 <p>Since ${fmtTime(first.since)}: ${first.reason}${first.decided ? html` (${first.decided})` : ''}; last owner ${first.last_owner || ''}, attempt ${first.attempt}.</p>
 ${table(['step', 'step_class', 'step_state', 'idempotency_key', 'receipt'], steps.filter((s) => s.step), { empty: 'no step in doubt (the task itself is in review)' })}
 ${body}${caps.resolve ? resolveForm(ctx, id, stepNames) : ''}</section>`);
   }
+  if (caps.resolve && byTask.size > 1)
+    parts.splice(1, 0, html`<details class="actions" id="resolve-chosen-actions"><summary>Decide for the chosen tasks at once</summary>
+<form method="post" action="/action/resolve_many" id="resolve-chosen">${csrfField(ctx)}${backField(ctx)}
+<label>Decision <select name="decision" required><option value="" selected disabled>choose what happened</option>${DECISIONS.map((d) => html`<option value="${d}">${d}</option>`)}</select></label>
+<label>Step (empty: each task's only step in doubt) <input name="step" maxlength="52"></label>
+<label>Evidence (JSON object, kept in each task's event log: what you checked, and what you found) <textarea name="evidence" rows="3" required placeholder='{"checked": "the mail log of each, by idempotency key", "found": "none sent"}'></textarea></label>
+<button>Decide for the chosen tasks</button></form></details>`);
   const ids = [...byTask.keys()];
   if (ids.length === 20) parts.push(html`<p><a href="/review?after=${ids[ids.length - 1]}${queueName ? `&queue=${encodeURIComponent(queueName)}` : ''}">More</a></p>`);
   return layout(ctx, 'Review', parts);
@@ -730,9 +761,16 @@ async function search(ctx) {
   const rows = (await ctx.query(sql.search, params)).rows;
   const next = new URLSearchParams(SEARCH_FIELDS.filter((f) => q[f]).map((f) => [f, q[f]]));
   if (rows.length === PAGE) next.set('before', `${rows[rows.length - 1].created_at_text},${rows[rows.length - 1].task_id}`);
+  const choose = caps.cancel && rows.some((r) => LIVE_STATES.includes(r.state));
   return layout(ctx, 'Search', [form, html`<h2>Tasks found</h2>
-${table(['task_id', 'queue_name', 'state', 'attempt', 'idempotency_key', 'owner', 'payload', 'last_error', 'created_at'],
-    rows.map((r) => ({ ...r, task_id: taskLink(r.task_id) })), { id: 'search-results', empty: 'no task retained matches' })}
+${table([...(choose ? ['choose'] : []), 'task_id', 'queue_name', 'state', 'attempt', 'idempotency_key', 'owner', 'payload', 'last_error', 'created_at'],
+    rows.map((r) => ({
+      ...r,
+      choose: LIVE_STATES.includes(r.state) ? html`<input type="checkbox" name="task_id" value="${r.task_id}" form="cancel-chosen" aria-label="choose ${r.task_id}">` : '',
+      task_id: taskLink(r.task_id),
+    })), { id: 'search-results', empty: 'no task retained matches' })}
+${choose ? html`<form method="post" action="/action/cancel_many" class="actions" id="cancel-chosen">${csrfField(ctx)}${backField(ctx)}
+${reasonField()}<button>Cancel the chosen tasks</button></form>` : ''}
 ${rows.length === PAGE ? html`<p><a href="/search?${next.toString()}" id="search-older">Older</a></p>` : ''}`]);
 }
 
@@ -788,7 +826,15 @@ async function workers(ctx) {
     const vu = (await ctx.query(sql.versionUnavailable)).rows;
     parts.push(html`<h2>Tasks waiting for versions no worker runs</h2>
 ${table(['task_id', 'queue_name', 'partition_key', 'versions', 'run_at'], vu.map((r) => ({ ...r, task_id: taskLink(r.task_id), versions: JSON.stringify(r.versions) })), { id: 'version-unavailable', empty: 'none' })}
-${caps.migrate && vu.length ? html`<p class="muted">Open a task to migrate it to versions a worker runs (dry run first), or deploy a worker that runs its versions and resolve it with retry.</p>` : ''}`);
+${caps.migrate && vu.length ? html`<p class="muted">Open a task to migrate it to versions a worker runs (dry run first), or deploy a worker that runs its versions and resolve it with retry.</p>` : ''}
+${caps.migrateQueue && vu.length ? html`<details class="actions" id="migrate-queue-actions"><summary>Migrate a queue's tasks at once</summary>
+<form method="post" action="/action/migrate_queue" id="migrate-queue">${csrfField(ctx)}${backField(ctx)}
+<label>Queue <select name="queue">${[...new Set(vu.map((r) => r.queue_name))].map((q) => html`<option value="${q}">${q}</option>`)}</select></label>
+<label>From versions <input name="from" required placeholder='{"workflow": "1"}'></label>
+<label>To versions <input name="to" required placeholder='{"workflow": "2"}'></label>
+<label>Evidence (JSON object: what you checked) <input name="evidence" required placeholder='{"checked": "workers of workflow 2 are deployed", "change": "CHG-1"}'></label>
+<label><input type="checkbox" name="dry_run" value="1" checked> dry run</label>
+<button>Migrate the queue's tasks</button></form></details>` : ''}`);
   }
   return layout(ctx, 'Workers and versions', parts);
 }
@@ -931,6 +977,57 @@ export async function action(name, form, ctx) {
       const r = await ctx.query(sql.emit, [queue, event, payload]);
       ctx.audit({ action: 'emit', queue, event, payload: JSON.parse(payload), note, first: r.rows[0].first });
       return { kind: 'ok', text: r.rows[0].first ? `Event ${event} of queue ${queue} emitted.` : `Event ${event} of queue ${queue} was emitted before with this payload: nothing changed.` };
+    }
+    case 'resolve_many': {
+      need(caps.resolve);
+      const ids = chosenIds(form, 200);
+      const decision = form.get('decision');
+      if (!DECISIONS.includes(decision)) throw new UserError('choose a decision');
+      const evidence = evidenceArg(form.get('evidence') || '');
+      const step = (form.get('step') || '').trim() || null;
+      if (!confirmed(form)) return { kind: 'confirm', text: resolveEffect(ids, decision, step) };
+      const rows = await eachTask(ctx, ids, async (id) => {
+        const r = await ctx.query(sql.resolve, [id, decision, ctx.role, evidence, step]);
+        ctx.audit({ action: 'resolve', task_id: id, decision, step, evidence: JSON.parse(evidence) });
+        return `resolved: now ${r.rows[0].state}`;
+      });
+      const done = rows.filter((r) => r.outcome.startsWith('resolved')).length;
+      return { kind: done === ids.length ? 'ok' : 'error', text: `Resolved ${done} of ${ids.length} chosen task(s) (${decision}).`, rows: { columns: ['task_id', 'outcome'], rows } };
+    }
+    case 'cancel_many': {
+      need(caps.cancel);
+      const ids = chosenIds(form, 1000);
+      const why = reason();
+      if (!confirmed(form)) return { kind: 'confirm', text: resolveEffect(ids, 'cancel', null) };
+      const rows = await eachTask(ctx, ids, async (id) => {
+        await ctx.query(sql.cancel, [id, why]);
+        ctx.audit({ action: 'cancel', task_id: id, reason: why });
+        return 'cancelled';
+      });
+      const done = rows.filter((r) => r.outcome === 'cancelled').length;
+      return { kind: done === ids.length ? 'ok' : 'error', text: `Cancelled ${done} of ${ids.length} chosen task(s).`, rows: { columns: ['task_id', 'outcome'], rows } };
+    }
+    case 'migrate_queue': {
+      need(caps.migrateQueue);
+      const queue = form.get('queue') || '';
+      const from = jsonArg(form.get('from') || '', 'from versions');
+      const to = jsonArg(form.get('to') || '', 'to versions');
+      const dry = form.get('dry_run') === '1';
+      const evidence = dry ? jsonArg(form.get('evidence') || '', 'the evidence') : evidenceArg(form.get('evidence') || '');
+      if (!dry && !confirmed(form))
+        return {
+          kind: 'confirm',
+          text: `Migrate up to 1000 unfinished tasks of queue ${queue} pinned to ${from} to ${to}: each runs on under the new`
+            + ' versions, a running one loses its lease; a task with a step in doubt is not moved.',
+        };
+      const r = await ctx.query(sql.migrateQueue, [queue, from, to, ctx.role, evidence, dry, 1000]);
+      if (!dry) for (const row of r.rows) ctx.audit({ action: 'migrate', task_id: row.task_id, outcome: row.action, from: JSON.parse(from), to: JSON.parse(to) });
+      const moved = r.rows.filter((x) => x.action === (dry ? 'would_migrate' : 'migrated')).length;
+      return {
+        kind: 'ok',
+        text: dry ? `Dry run: ${moved} task(s) of ${queue} would move; nothing changed.` : `Migrated ${moved} task(s) of ${queue}.`,
+        rows: { columns: ['task_id', 'state', 'from_versions', 'to_versions', 'action'], rows: r.rows },
+      };
     }
     case 'replay_tasks': {
       need(caps.replayChosen);

@@ -103,6 +103,13 @@ before(async () => {
   await sql("SELECT durable_create_queue('slowpoke', lease => '1 hour', progress_timeout => '1 second')");
   await sql("SELECT durable_enqueue('slowpoke', '{}')");
   await sql("SELECT count(*) FROM durable_claim('slowpoke', 'slow-worker')");
+  // three tasks in review, each with an unsafe step whose outcome nobody knows
+  await sql("SELECT durable_create_queue('bulkrev', lease => '1 hour')");
+  await sql("SELECT durable_enqueue('bulkrev', jsonb_build_object('n', n)) FROM generate_series(1, 3) n");
+  await sql(`SELECT pg_catalog.count(durable_step_start(c.task_id, c.fence, 'notify',
+               (SELECT version FROM durable_step(c.task_id, c.fence, 'notify', 'unsafe'))))
+             FROM durable_claim('bulkrev', 'gone', batch => 3) c`);
+  await sql("SELECT durable_expire_lease(task_id, 'its worker is gone') FROM durable.live_tasks WHERE queue_name = 'bulkrev'");
   // a task that waits for a person's approval
   await sql("SELECT durable_create_queue('approvals')");
   await sql("SELECT durable_enqueue('approvals', '{\"refund\": 15}')");
@@ -432,6 +439,66 @@ describe('operator', () => {
     assert.ok(BigInt(after.fence) > BigInt(fence), 'the hung worker still holds the fence');
     const ev = await sql("SELECT role FROM durable.events WHERE task_id = $1 AND kind = 'lease_expired'", [id]);
     assert.equal(ev[0]?.role, 'console_operator');
+    await s.close();
+  });
+
+  test('chosen reviews decided at once, chosen tasks cancelled from a search, a queue migrated', async (t) => {
+    const ids = (await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'bulkrev' AND state = 'needs_review' ORDER BY task_id")).map((r) => r.task_id);
+    assert.equal(ids.length, 3, 'the three tasks are not in review');
+    const s = await login(OPERATOR, t);
+    await s.goto('/review?queue=bulkrev');
+    for (const id of ids.slice(0, 2)) await s.page.click(`input[name=task_id][value="${id}"]`);
+    await s.page.$eval('#resolve-chosen-actions', (d) => d.setAttribute('open', ''));
+    await s.page.select('#resolve-chosen select[name=decision]', 'mark_not_executed');
+    await s.page.type('#resolve-chosen input[name=step]', 'notify');
+    await s.page.type('#resolve-chosen textarea[name=evidence]', '{"checked": "the notification log of each", "found": "nothing sent"}');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#resolve-chosen button')]);
+    const effect = await s.page.$eval('#confirm', (e) => e.innerText);
+    assert.match(effect, /Record step notify of each of the 2 chosen tasks \(\d+, \d+\) as not executed/);
+    await s.screenshot('resolve-chosen-confirm');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Resolved 2 of 2 chosen task\(s\) \(mark_not_executed\)/);
+    const states = await sql('SELECT task_id, state FROM durable.tasks WHERE task_id = ANY ($1) ORDER BY task_id', [ids]);
+    assert.deepEqual(states.map((r) => r.state !== 'needs_review'), [true, true, false]);
+    const ev = await sql("SELECT count(*)::int AS n FROM durable.events WHERE task_id = ANY ($1) AND kind = 'resolved' AND actor = 'console_operator'", [ids]);
+    assert.equal(ev[0].n, 2, 'each decision is in its task\'s event log');
+
+    await s.goto(`/search?${new URLSearchParams({ queue: 'findme', state: 'ready' })}`);
+    const ready = await s.page.$$eval('#search-results input[name=task_id]', (boxes) => boxes.map((b) => b.value));
+    assert.equal(ready.length, 2);
+    for (const id of ready) await s.page.click(`#search-results input[name=task_id][value="${id}"]`);
+    await s.page.type('#cancel-chosen input[name=reason]', 'INC-4: test orders');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#cancel-chosen button')]);
+    assert.match(await s.page.$eval('#confirm', (e) => e.innerText), /Cancel each of the 2 chosen tasks/);
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Cancelled 2 of 2 chosen task\(s\)/);
+    const cancelled = await sql("SELECT count(*)::int AS n FROM durable.tasks WHERE task_id = ANY ($1) AND state = 'cancelled'", [ready]);
+    assert.equal(cancelled[0].n, 2);
+
+    // the runbook test left a task of agents in review for versions no worker runs
+    await s.goto('/workers');
+    assert.ok(await s.page.$('#migrate-queue'), 'no queue to migrate is offered');
+    {
+      await s.page.$eval('#migrate-queue-actions', (d) => d.setAttribute('open', ''));
+      await s.page.type('#migrate-queue input[name=from]', '{"workflow": "1"}');
+      await s.page.type('#migrate-queue input[name=to]', '{"workflow": "2"}');
+      await s.page.type('#migrate-queue input[name=evidence]', '{"checked": "agent-v2 workers are up", "change": "CHG-2"}');
+      await Promise.all([s.page.waitForNavigation(), s.page.click('#migrate-queue button')]);
+      assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Dry run: \d+ task\(s\) of agents would move; nothing changed/);
+      await s.page.$eval('#migrate-queue-actions', (d) => d.setAttribute('open', ''));
+      await s.page.type('#migrate-queue input[name=from]', '{"workflow": "1"}');
+      await s.page.type('#migrate-queue input[name=to]', '{"workflow": "2"}');
+      await s.page.type('#migrate-queue input[name=evidence]', '{"checked": "agent-v2 workers are up", "change": "CHG-2"}');
+      await s.page.click('#migrate-queue input[name=dry_run]');
+      const [{ now: before }] = await sql('SELECT clock_timestamp() AS now');
+      await Promise.all([s.page.waitForNavigation(), s.page.click('#migrate-queue button')]);
+      assert.match(await s.page.$eval('#confirm', (e) => e.innerText), /Migrate up to 1000 unfinished tasks of queue agents/);
+      await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+      assert.match(await s.page.$eval('#flash', (e) => e.innerText), /Migrated \d+ task\(s\) of agents/);
+      const left = await sql(`SELECT count(*)::int AS n FROM durable.live_tasks WHERE queue_name = 'agents'
+                                AND versions ->> 'workflow' = '1' AND steps_in_doubt = 0 AND created_at < $1`, [before]);
+      assert.equal(left[0].n, 0, 'tasks pinned to workflow 1 before the migration are left');
+    }
     await s.close();
   });
 
