@@ -139,12 +139,12 @@ function flash(ctx) {
   return html`<div class="flash ${f.kind}" role="status" id="flash">${f.text}${f.rows ? table(f.rows.columns, f.rows.rows) : ''}</div>`;
 }
 
-function layout(ctx, title, body, { refresh = false } = {}) {
+function layout(ctx, title, body, { live = true } = {}) {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title} · durable console</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/static/style.css"><script src="/static/app.js" defer></script></head>
-<body${refresh ? raw(' data-refresh="5"') : ''}>
+<body${live ? raw(' data-live="5"') : ''}>
 <header><span class="brand">durable</span> <nav>${nav(ctx)}</nav>
 <form method="post" action="/logout" class="logout">${csrfField(ctx)}<span class="who">${ctx.role}</span> <button>Log out</button></form></header>
 <main><h1>${title}</h1>${flash(ctx)}${body}</main></body></html>`;
@@ -178,9 +178,11 @@ function cell(v) {
   return v;
 }
 
+// a table; with an id it is a region the page updates by itself (app.js)
 function table(columns, rows, { id, empty = 'none', labels = {} } = {}) {
-  if (!rows.length) return html`<p class="muted">${empty}</p>`;
-  return html`<table${id ? html` id="${id}"` : ''}><thead><tr>${columns.map((c) => html`<th>${labels[c] ?? c}</th>`)}</tr></thead>
+  const live = id ? html` id="${id}" data-live` : '';
+  if (!rows.length) return html`<p class="muted"${live}>${empty}</p>`;
+  return html`<table${live}><thead><tr>${columns.map((c) => html`<th>${labels[c] ?? c}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => html`<tr>${columns.map((c) => html`<td data-field="${c}">${cell(r[c])}</td>`)}</tr>`)}</tbody></table>`;
 }
 
@@ -270,7 +272,7 @@ ${lineChart(caps.counters ? 'Failed attempts per second' : 'Failed per second', 
     parts.push(html`<h2>Reconciler</h2><p id="reconciler-summary">${st.reconciler}${st.reconciler_pid ? html` (pid ${st.reconciler_pid})` : ''};
       failing parts: <span class="${st.failing_parts > 0 ? 'bad' : ''}">${st.failing_parts}</span>${st.failing_since ? html` since ${fmtTime(st.failing_since)}` : ''}</p>`);
   }
-  return layout(ctx, 'Overview', parts, { refresh: true });
+  return layout(ctx, 'Overview', parts);
 }
 
 // The queues from durable.queue_gauges (unfinished tasks only, never
@@ -543,7 +545,7 @@ async function task(ctx, idText) {
   if (!t) return layout(ctx, `Task ${id}`, html`<p>No such task (or it is no longer retained).</p>`);
   const parts = [];
   const unfinished = LIVE_STATES.includes(t.state);
-  parts.push(html`<dl class="facts" id="task-facts">
+  parts.push(html`<dl class="facts" id="task-facts" data-live>
 <dt>state</dt><dd id="task-state"><span class="state ${t.state}">${t.state}</span>${t.stop_code ? html` (${t.stop_code})` : ''}</dd>
 <dt>queue</dt><dd><a href="/queue/${encodeURIComponent(t.queue_name)}">${t.queue_name}</a> partition ${t.partition_key}</dd>
 <dt>class</dt><dd>${t.class}</dd><dt>attempt</dt><dd>${t.attempt} of ${t.max_attempts}</dd>
@@ -806,7 +808,7 @@ async function reconciler(ctx) {
   const { caps, sql } = ctx;
   if (!caps.status) return layout(ctx, 'Reconciler', html`<p>Role ${ctx.role} may not read durable.status.</p>`);
   const st = (await ctx.query(caps.statusFailures ? sql.statusFull : sql.statusPublic)).rows[0];
-  const parts = [html`<dl class="facts" id="status">
+  const parts = [html`<dl class="facts" id="status" data-live>
 <dt>preloaded</dt><dd>${String(st.preloaded)}</dd><dt>reconciler</dt><dd>${st.reconciler}</dd>
 <dt>pid</dt><dd>${st.reconciler_pid || ''}</dd><dt>database</dt><dd>${st.reconciler_database || ''}</dd>
 <dt>node</dt><dd>${st.node_id}</dd><dt>failing parts</dt><dd>${st.failing_parts}</dd><dt>failing since</dt><dd>${fmtTime(st.failing_since)}</dd></dl>`];
@@ -881,7 +883,7 @@ export function confirmPage(ctx, name, text, form) {
 <form method="post" action="/action/${name}" class="actions">${csrfField(ctx)}
 ${fields.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
 <input type="hidden" name="confirm" value="1">
-<button>Confirm</button> <a href="${back}">Back, change nothing</a></form></section>`);
+<button>Confirm</button> <a href="${back}">Back, change nothing</a></form></section>`, { live: false });
 }
 
 export async function action(name, form, ctx) {

@@ -282,7 +282,9 @@ export function createConsole(options = {}) {
       if (req.method === 'GET') return redirect(res, '/login');
       throw new HttpError(403, 'not logged in');
     }
-    session.lastSeen = Date.now();
+    // a page reading itself again (app.js) keeps no session open by itself
+    const live = req.method === 'GET' && req.headers['x-durable-live'] === '1';
+    if (!live) session.lastSeen = Date.now();
 
     if (req.method === 'POST') {
       const form = new URLSearchParams(await readBody(req));
@@ -310,7 +312,7 @@ export function createConsole(options = {}) {
     const page = pages.route(url.pathname);
     if (!page) throw new HttpError(404, 'no such page');
     const body = await page(ctx);
-    session.flash = null;
+    if (!live) session.flash = null;
     return send(res, 200, String(body));
   }
 

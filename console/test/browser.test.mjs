@@ -423,6 +423,19 @@ describe('operator', () => {
     await s.close();
   });
 
+  test('a task page updates itself without a reload', async (t) => {
+    const [{ task_id: id, fence }] = await sql("SELECT task_id, fence FROM durable.tasks WHERE queue_name = 'slowpoke'");
+    const s = await login(OPERATOR, t);
+    await s.goto(`/task/${id}`);
+    await s.page.evaluate(() => { window.__loaded = 'once'; });
+    await sql("SELECT durable_heartbeat($1, $2, 'phase 2 of 3')", [id, fence]);
+    await s.page.waitForFunction(() => document.getElementById('task-facts').innerText.includes('phase 2 of 3'), { timeout: 20000 });
+    assert.equal(await s.page.evaluate(() => window.__loaded), 'once', 'the page was reloaded');
+    const timeline = await s.page.$eval('#timeline', (e) => e.innerText);
+    assert.match(timeline, /claimed/);
+    await s.close();
+  });
+
   test("a hung worker's lease ended from the task page", async (t) => {
     const [{ task_id: id, fence }] = await sql("SELECT task_id, fence FROM durable.tasks WHERE queue_name = 'hung'");
     const s = await login(OPERATOR, t);
