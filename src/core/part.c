@@ -361,9 +361,14 @@ run_bounded(void *arg)
 	int			nest = NewGUCNestLevel();
 	uint64		result;
 
-	/* over the reconciler's pinned lock_timeout, and any session's */
+	/*
+	 * Over the reconciler's pinned lock_timeout, and any session's, as a
+	 * function's SET clause does: saved at a level of its own, and given
+	 * back below.  (A source of PGC_S_OVERRIDE would have made it the
+	 * session's default for good, never given back.)
+	 */
 	(void) set_config_option("lock_timeout", DURABLE_PART_LOCK_TIMEOUT,
-							 PGC_USERSET, PGC_S_OVERRIDE, GUC_ACTION_SAVE,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
 	result = part->fn(part->arg);
 	/* restored here when fn succeeds; its subtransaction's abort does if not */
