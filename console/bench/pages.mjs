@@ -1,16 +1,17 @@
 // The server time of every console page, and of durable_metrics_prometheus(),
 // with much history (tools/console-bench sets it up).  Logs in as the
 // operator and as the pg_monitor login with node's fetch, times each page
-// CONSOLE_BENCH_ROUNDS times after a warm-up, prints the medians.
+// CONSOLE_BENCH_ROUNDS times after a warm-up, prints the medians and the
+// 95th percentiles (nearest rank).
 //
 // Environment: CONSOLE_URL, CONSOLE_OPERATOR_PASSWORD, CONSOLE_MONITOR_PASSWORD,
-// CONSOLE_BENCH_ROUNDS (10), CONSOLE_BENCH_HISTORY (for the heading), and
+// CONSOLE_BENCH_ROUNDS (20), CONSOLE_BENCH_HISTORY (for the heading), and
 // PGHOST, PGPORT, PGUSER for a superuser connection that picks the tasks to
 // open and times the scrape.
 import pg from 'pg';
 
 const URL_ = process.env.CONSOLE_URL;
-const ROUNDS = Number(process.env.CONSOLE_BENCH_ROUNDS || 10);
+const ROUNDS = Number(process.env.CONSOLE_BENCH_ROUNDS || 20);
 const PAGE_MS = 200;
 const SCRAPE_MS = 50;
 
@@ -18,6 +19,9 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+
+// the 95th percentile, by nearest rank
+const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(0.95 * xs.length) - 1)];
 
 async function login(role, password) {
   const r = await fetch(`${URL_}/login`);
@@ -41,7 +45,7 @@ async function timePage(cookie, path) {
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${body.slice(0, 300)}`);
   // a page that shows a database error (a statement timeout) is no answer
-  const error = /<p class="flash error">([^<]*)</.exec(body);
+  const error = /<p class="flash error"[^>]*>([^<]*)</.exec(body);
   return { ms, error: error ? error[1] : null };
 }
 
@@ -61,6 +65,9 @@ const review = await one('SELECT task_id FROM durable.review_queue ORDER BY task
 const parent = await one(`SELECT task_id FROM durable.task_history
                           WHERE finished_at > now() - interval '1 hour' AND queue_name = 'shipments' AND state = 'completed' LIMIT 1`);
 
+const keyed = await one(`SELECT idempotency_key FROM durable.live_tasks WHERE idempotency_key IS NOT NULL LIMIT 1`);
+const hourAgo = await one(`SELECT to_char(now() AT TIME ZONE 'UTC' - interval '1 hour', 'YYYY-MM-DD"T"HH24:MI') AS at`);
+
 const pages = [
   ['operator', '/', 'overview'],
   ['operator', '/queue/orders', 'queue: unfinished tasks, dead letters'],
@@ -76,6 +83,12 @@ const pages = [
   ...(review ? [['operator', `/task/${review.task_id}`, 'task in review']] : []),
   ...(parent ? [['operator', `/task/${parent.task_id}`, 'task with children']] : []),
   ['operator', '/review', 'review'],
+  ['operator', `/search?key=${encodeURIComponent(keyed?.idempotency_key || 'none')}`, 'search: an idempotency key'],
+  ['operator', `/search?${new URLSearchParams({ queue: 'orders', payload: 'customer = "customer-711@example.com"' })}`, 'search: a payload path in a queue'],
+  ['operator', `/search?${new URLSearchParams({ queue: 'orders', from: hourAgo.at, payload: 'customer = "customer-711@example.com"' })}`, 'search: a payload path, the last hour'],
+  ['operator', '/search?queue=orders&error=504', 'search: error text in a queue'],
+  ['operator', '/search?queue=orders&state=failed', 'search: a queue\'s failed tasks'],
+  ['operator', '/stuck', 'stuck tasks'],
   ['operator', '/schedules', 'schedules'],
   ['operator', '/waits', 'waits'],
   ['operator', '/reconciler', 'reconciler'],
@@ -105,7 +118,7 @@ for (const [role, path, name, report = false] of pages) {
     times.push(r.ms);
     error ||= r.error;
   }
-  results.push({ name, path, rounds, median: median(times), max: Math.max(...times), error, report });
+  results.push({ name, path, rounds, median: median(times), p95: p95(times), error, report });
 }
 
 const scrape = [];
@@ -120,16 +133,16 @@ await db.end();
 
 const history = Number(process.env.CONSOLE_BENCH_HISTORY || 0).toLocaleString('en-US');
 console.log(`\nconsole pages with ${history} finished tasks retained (and ${counts.live} unfinished), ${new Date().toISOString().slice(0, 10)}`);
-console.log('time at the client (node fetch on loopback), median of the rounds; ms\n');
+console.log('time at the client (node fetch on loopback): median and 95th percentile of the rounds; ms\n');
 const w = Math.max(...results.map((r) => r.name.length), 'SELECT durable_metrics_prometheus()'.length);
-console.log(`${'page'.padEnd(w)}  ${'median'.padStart(8)}  ${'max'.padStart(8)}  rounds  under`);
+console.log(`${'page'.padEnd(w)}  ${'median'.padStart(8)}  ${'p95'.padStart(8)}  rounds  under`);
 for (const r of results) {
-  const ok = r.median < PAGE_MS && !r.error;
+  const ok = r.p95 < PAGE_MS && !r.error;
   const verdict = r.report ? 'report' : ok ? 'yes' : 'NO';
-  console.log(`${r.name.padEnd(w)}  ${r.median.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${String(r.rounds).padStart(6)}  ${verdict}${r.error ? `  (${r.error.slice(0, 80)})` : ''}`);
+  console.log(`${r.name.padEnd(w)}  ${r.median.toFixed(1).padStart(8)}  ${r.p95.toFixed(1).padStart(8)}  ${String(r.rounds).padStart(6)}  ${verdict}${r.error ? `  (${r.error.slice(0, 80)})` : ''}`);
 }
 const sm = median(scrape);
-console.log(`${'SELECT durable_metrics_prometheus()'.padEnd(w)}  ${sm.toFixed(1).padStart(8)}  ${Math.max(...scrape).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${sm < SCRAPE_MS ? 'yes' : 'NO'}`);
-const slow = results.filter((r) => !r.report && !(r.median < PAGE_MS && !r.error));
-console.log(`\nevery page under ${PAGE_MS} ms: ${slow.length ? `no (${slow.map((r) => r.name).join('; ')})` : 'yes'}`);
+console.log(`${'SELECT durable_metrics_prometheus()'.padEnd(w)}  ${sm.toFixed(1).padStart(8)}  ${p95(scrape).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${sm < SCRAPE_MS ? 'yes' : 'NO'}`);
+const slow = results.filter((r) => !r.report && !(r.p95 < PAGE_MS && !r.error));
+console.log(`\nevery page's p95 under ${PAGE_MS} ms: ${slow.length ? `no (${slow.map((r) => r.name).join('; ')})` : 'yes'}`);
 console.log(`the scrape under ${SCRAPE_MS} ms: ${sm < SCRAPE_MS ? 'yes' : 'no'} (median ${sm.toFixed(1)} ms)`);

@@ -57,3 +57,73 @@ export function lineChart(title, series, { width = 560, height = 180, unit = '' 
 </svg>
 <div class="legends">${legend}</div></figure>`;
 }
+
+// A task's timeline drawn on a time axis from its events: a lane for the
+// task, colored by the state each event left it in, then a lane for each
+// step and each wait, with a mark at each of its events.  The title of
+// every shape says what it is (a browser shows it on hover).
+const STATE_COLORS = {
+  ready: '#9e9e9e', running: '#1f77b4', waiting: '#ff7f0e', needs_review: '#d62728',
+  completed: '#2ca02c', failed: '#7f0000', cancelled: '#333333',
+};
+const MARK_COLORS = {
+  step_planned: '#9e9e9e', step_started: '#1f77b4', step_committed: '#2ca02c', receipt_recorded: '#17becf',
+  step_unknown: '#ff7f0e', step_failed: '#d62728', step_replanned: '#9467bd', step_compensated: '#8c564b',
+};
+
+// an event's detail, as an object (the page reads it pretty-printed)
+function detailOf(e) {
+  if (!e.detail || typeof e.detail === 'object') return e.detail;
+  try {
+    return JSON.parse(e.detail);
+  } catch {
+    return null;
+  }
+}
+
+export function timelineChart(events, { end, width = 900 } = {}) {
+  if (!events.length) return '';
+  const left = 150;
+  const right = 12;
+  const lane = 18;
+  const at = (e) => new Date(e.at).getTime();
+  const t0 = at(events[0]);
+  const t1 = Math.max(end ? end.getTime() : 0, ...events.map(at), t0 + 1);
+  const w = width - left - right;
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * w;
+  const lanes = [];
+  const laneOf = new Map();
+  const laneFor = (name) => {
+    if (!laneOf.has(name)) {
+      laneOf.set(name, lanes.length);
+      lanes.push(name);
+    }
+    return laneOf.get(name);
+  };
+  laneFor('task');
+  const segments = events.map((e, i) => {
+    const from = at(e);
+    const to = i + 1 < events.length ? at(events[i + 1]) : t1;
+    return html`<rect class="state ${e.state}" x="${x(from).toFixed(1)}" y="4" width="${Math.max(1, x(to) - x(from)).toFixed(1)}" height="${lane - 6}" fill="${STATE_COLORS[e.state] || '#ccc'}"><title>${e.state} after ${e.kind} (event ${e.seq}, ${new Date(from).toISOString()})</title></rect>`;
+  });
+  const marks = [];
+  for (const e of events) {
+    const detail = detailOf(e);
+    const wait = detail ? detail.wait || detail.child : null;
+    const name = e.step ? `step ${e.step}` : wait ? `wait ${wait}` : null;
+    if (!name) continue;
+    const y = laneFor(name) * lane + lane / 2;
+    marks.push(html`<circle class="${e.step ? 'step-event' : 'wait-event'}" cx="${x(at(e)).toFixed(1)}" cy="${y}" r="4" fill="${MARK_COLORS[e.kind] || '#555'}"><title>${name}: ${e.kind} (event ${e.seq}, ${new Date(at(e)).toISOString()})</title></circle>`);
+  }
+  const height = lanes.length * lane + 24;
+  const seconds = (t1 - t0) / 1000;
+  const span = seconds < 120 ? `${seconds.toFixed(1)} s` : seconds < 7200 ? `${(seconds / 60).toFixed(1)} min` : `${(seconds / 3600).toFixed(1)} h`;
+  return html`<figure class="chart timeline" id="timeline-chart" data-live><figcaption>Timeline: ${events.length} events over ${span}</figcaption>
+<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="the task's timeline">
+  ${lanes.map((name, i) => html`<text x="${left - 6}" y="${i * lane + lane / 2 + 4}" text-anchor="end" font-size="11">${name}</text>
+  <line x1="${left}" y1="${(i + 1) * lane}" x2="${left + w}" y2="${(i + 1) * lane}" stroke="#eee"/>`)}
+  ${segments}${marks}
+  <text x="${left}" y="${height - 6}" font-size="10">${new Date(t0).toISOString().replace('T', ' ').slice(0, 19)} UTC</text>
+  <text x="${left + w}" y="${height - 6}" text-anchor="end" font-size="10">+${span}</text>
+</svg></figure>`;
+}

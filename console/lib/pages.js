@@ -3,7 +3,7 @@
 // every action is one call of durable's SQL API as that role.
 
 import { html, raw, isSafe, fmtJson, fmtTime } from './html.js';
-import { lineChart } from './charts.js';
+import { lineChart, timelineChart } from './charts.js';
 
 const LIVE_STATES = ['ready', 'waiting', 'running', 'needs_review'];
 const FINISHED_STATES = ['completed', 'failed', 'cancelled'];
@@ -636,7 +636,8 @@ ${t.metadata ? html`<h2>Metadata</h2>${pre(t.metadata)}` : ''}`);
 
   if (caps.events) {
     const ev = (await ctx.query(sql.events, [id])).rows;
-    parts.push(html`<h2>Timeline</h2>${table(['seq', 'at', 'kind', 'state', 'fence', 'actor', 'role', 'step', 'detail'], ev, { id: 'timeline' })}`);
+    parts.push(html`<h2>Timeline</h2>${timelineChart(ev, { end: unfinished ? new Date() : null })}
+${table(['seq', 'at', 'kind', 'state', 'fence', 'actor', 'role', 'step', 'detail'], ev, { id: 'timeline' })}`);
   }
   return layout(ctx, `Task ${id}`, parts);
 }

@@ -475,6 +475,18 @@ describe('operator', () => {
     assert.deepEqual(states.map((r) => r.state !== 'needs_review'), [true, true, false]);
     const ev = await sql("SELECT count(*)::int AS n FROM durable.events WHERE task_id = ANY ($1) AND kind = 'resolved' AND actor = 'console_operator'", [ids]);
     assert.equal(ev[0].n, 2, 'each decision is in its task\'s event log');
+    // a resolved task's timeline, drawn: its states, a mark per event of its step
+    await s.goto(`/task/${ids[0]}`);
+    const drawn = await s.page.$eval('#timeline-chart svg', (svg) => ({
+      states: [...svg.querySelectorAll('rect.state')].map((r) => r.getAttribute('class').split(' ')[1]),
+      marks: svg.querySelectorAll('circle.step-event').length,
+    }));
+    const [{ events, step_events: stepEvents }] = await sql(`SELECT count(*)::int AS events, count(step)::int AS step_events
+                                                            FROM durable.events WHERE task_id = $1`, [ids[0]]);
+    assert.equal(drawn.states.length, events, 'a state segment per event');
+    assert.ok(drawn.states.includes('needs_review') && drawn.states.includes('running'), drawn.states.join(' '));
+    assert.equal(drawn.marks, stepEvents, 'a mark per event of a step');
+    await s.screenshot('task-timeline');
 
     await s.goto(`/search?${new URLSearchParams({ queue: 'findme', state: 'ready' })}`);
     const ready = await s.page.$$eval('#search-results input[name=task_id]', (boxes) => boxes.map((b) => b.value));
