@@ -63,6 +63,8 @@ export const RELATIONS = {
   schedule_list: 'durable.schedule_list',
   waiting_tasks: 'durable.waiting_tasks',
   stuck_tasks: 'durable.stuck_tasks',
+  budgets: 'durable.budgets',
+  rate_limits: 'durable.rate_limits',
   workers: 'durable.workers',
   dead_letters: 'durable.dead_letters',
 };
@@ -229,6 +231,8 @@ export async function capabilities(pool, schema) {
     schedules: can('rel:schedule_list'),
     waits: can('rel:waiting_tasks'),
     stuck: can('rel:stuck_tasks'),
+    budgets: can('rel:budgets'),
+    rateLimits: can('rel:rate_limits'),
     workers: can('rel:workers'),
     deadLetters: can('rel:dead_letters') && can('rel:queues'),
     package: can('fn:package'),
@@ -435,6 +439,16 @@ export function statements(api) {
                AND ($10::pg_catalog.timestamptz IS NULL
                     OR (t.created_at, t.task_id) OPERATOR(pg_catalog.<) ($10, $11::pg_catalog.int8))
              ORDER BY t.created_at DESC, t.task_id DESC LIMIT $12`,
+    // spend budgets, the tasks' own limits after the shared ones, each a page of 200
+    budgets: `SELECT b.name, b.amount, b.period::pg_catalog.text AS period, b.period_start, b.reserved, b.spent,
+                     b.remaining,
+                     CASE WHEN b.amount OPERATOR(pg_catalog.>) 0
+                          THEN pg_catalog.round(100 OPERATOR(pg_catalog.*) (b.reserved OPERATOR(pg_catalog.+) b.spent)
+                                                OPERATOR(pg_catalog./) b.amount, 1) END AS used_percent
+              FROM durable.budgets b
+              ORDER BY b.name OPERATOR(pg_catalog.~~) 'task:%', b.name LIMIT 200`,
+    rateLimits: `SELECT r.name, r.rate, r.per::pg_catalog.text AS per, r.burst, r.keys, r.room, r.deferred
+                 FROM durable.rate_limits r ORDER BY r.name`,
     stuck: `SELECT s.task_id, s.queue_name, s.owner, s.progress, s.progress_at,
                    EXTRACT(epoch FROM s.without_progress_for)::pg_catalog.float8 AS without_progress_s,
                    s.progress_timeout, s.alarmed

@@ -117,6 +117,7 @@ function nav(ctx) {
     ['/schedules', 'Schedules', c.schedules || c.scheduleStats],
     ['/search', 'Search', c.tasks],
     ['/stuck', 'Stuck', c.stuck],
+    ['/flow', 'Budgets and limits', c.budgets || c.rateLimits],
     ['/waits', 'Waits', c.waits || c.waitStats],
     ['/reconciler', 'Reconciler', c.status],
     ['/workers', 'Workers and versions', c.workers],
@@ -217,6 +218,7 @@ export function route(pathname) {
   if (pathname === '/waits') return waits;
   if (pathname === '/search') return search;
   if (pathname === '/stuck') return stuck;
+  if (pathname === '/flow') return flow;
   if (pathname === '/reconciler') return reconciler;
   if (pathname === '/workers') return workers;
   if (pathname === '/recovery') return recovery;
@@ -786,6 +788,26 @@ for longer than their queue's progress_timeout. Open one to end its lease.</p>
 ${table(['task_id', 'queue_name', 'owner', 'progress', 'progress_at', 'without_progress', 'progress_timeout', 'alarmed'],
     rows.map((r) => ({ ...r, task_id: taskLink(r.task_id), without_progress: age(r.without_progress_s) })),
     { id: 'stuck', empty: 'no task is stuck' })}`);
+}
+
+// spend budgets and rate limits: what is left of each, and what waits for room
+async function flow(ctx) {
+  const { caps, sql } = ctx;
+  const parts = [];
+  if (caps.budgets) {
+    const rows = (await ctx.query(sql.budgets)).rows;
+    parts.push(html`<h2>Spend budgets</h2><p class="muted">Reserved is what started steps hold and have not settled;
+a reservation that stays while nothing runs is a step left in doubt. A task's own limit is named task:&lt;id&gt;.</p>
+${table(['name', 'amount', 'period', 'period_start', 'reserved', 'spent', 'remaining', 'used_percent'], rows, { id: 'budgets', empty: 'no spend budget' })}`);
+  }
+  if (caps.rateLimits) {
+    const rows = (await ctx.query(sql.rateLimits)).rows;
+    parts.push(html`<h2>Rate limits</h2><p class="muted">Room is what the most used key's bucket can take now; deferred, the tasks
+a claim put off for want of room that are not due yet.</p>
+${table(['name', 'rate', 'per', 'burst', 'keys', 'room', 'deferred'], rows, { id: 'rate-limits', empty: 'no rate limit' })}`);
+  }
+  if (!parts.length) parts.push(html`<p>Role ${ctx.role} may read neither durable.budgets nor durable.rate_limits.</p>`);
+  return layout(ctx, 'Budgets and limits', parts);
 }
 
 async function waits(ctx) {

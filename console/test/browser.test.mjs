@@ -99,6 +99,14 @@ before(async () => {
   await sql(`SELECT durable_enqueue('findme', '{"customer": 712, "order": {"id": "A-2"}}', idempotency_key => 'order-712')`);
   const [{ id: declined }] = await sql(`SELECT durable_enqueue('findme', '{"customer": 713}') AS id`);
   await sql("SELECT durable_quarantine($1, 'card declined for customer 713')", [declined]);
+  // a budget half used, and a rate limit
+  await sql("SELECT durable_create_budget('console-tenant', 200)");
+  await sql("SELECT durable_create_queue('spends', lease => '1 hour')");
+  await sql("SELECT durable_enqueue('spends', '{}', budgets => ARRAY['console-tenant'])");
+  await sql(`SELECT durable_step_start(c.task_id, c.fence, 'llm',
+               (SELECT version FROM durable_step(c.task_id, c.fence, 'llm', 'pure')), reserve => 100)
+             FROM durable_claim('spends', 'spender') c`);
+  await sql("SELECT durable_set_rate_limit('console-api', 5, '1 second', 5)");
   // a task that runs and never moves on: stuck after a second
   await sql("SELECT durable_create_queue('slowpoke', lease => '1 hour', progress_timeout => '1 second')");
   await sql("SELECT durable_enqueue('slowpoke', '{}')");
@@ -400,6 +408,16 @@ describe('operator', () => {
     await s.screenshot('stuck');
     const stuck = await s.page.$eval('#stuck', (e) => e.innerText);
     assert.match(stuck, new RegExp(`${slow}\\s+slowpoke\\s+slow-worker`));
+    await s.close();
+  });
+
+  test('budgets and rate limits: what is left of each', async (t) => {
+    const s = await login(OPERATOR, t);
+    await s.goto('/flow');
+    await s.screenshot('flow');
+    const budget = await s.page.$$eval('#budgets tbody tr', (rows) => rows.map((r) => r.innerText.split('\t')).find((c) => c[0] === 'console-tenant'));
+    assert.deepEqual([budget[1], budget[4], budget[6], budget[7]], ['200', '100', '100', '50.0'], budget.join(' | '));
+    assert.match(await s.page.$eval('#rate-limits', (e) => e.innerText), /console-api\s+5\s+00:00:01\s+5\s+0\s+5\s+0/);
     await s.close();
   });
 
