@@ -501,6 +501,12 @@ BEGIN
 END
 $$;
 
+--
+-- Schedules paused, resumed and run now (issue 42).
+--
+ALTER TABLE durable.schedules ADD COLUMN paused_at timestamptz;
+COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
+
 -- src/sql/functions/index_history.sql
 
 -- The partitioned tables have no index of their own: each partition has
@@ -1276,6 +1282,18 @@ COMMENT ON FUNCTION @extschema@.durable_pause(text, int) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_pause(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator;
 
+-- src/sql/functions/durable_pause_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_pause_schedule(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_pause_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_pause_schedule(text) IS
+  'pause a schedule: it enqueues nothing until durable_resume_schedule (pausing a paused one changes nothing)';
+REVOKE ALL ON FUNCTION @extschema@.durable_pause_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_pause_schedule(text) TO durable_operator;
+
 -- src/sql/functions/durable_quarantine.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_quarantine(task_id bigint, reason text)
@@ -1556,6 +1574,18 @@ COMMENT ON FUNCTION @extschema@.durable_resume(text, int) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_resume(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator;
 
+-- src/sql/functions/durable_resume_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_resume_schedule(name text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'durable_resume_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_resume_schedule(text) IS
+  'resume a paused schedule from its next occurrence after now (those it missed are not enqueued); returns that next run';
+REVOKE ALL ON FUNCTION @extschema@.durable_resume_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resume_schedule(text) TO durable_operator;
+
 -- src/sql/functions/durable_retry_delay.sql
 
 --
@@ -1791,6 +1821,18 @@ COMMENT ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) IS
   'at most one task a key per period: a call within the period of the key''s last task returns that task''s id, a later one enqueues a new task';
 REVOKE ALL ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) TO durable_producer;
+
+-- src/sql/functions/durable_trigger_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_trigger_schedule(name text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_trigger_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_trigger_schedule(text) IS
+  'enqueue an occurrence of a schedule now, outside its expression, paused or not; returns its task';
+REVOKE ALL ON FUNCTION @extschema@.durable_trigger_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_trigger_schedule(text) TO durable_operator;
 
 -- src/sql/functions/durable_unschedule.sql
 
@@ -2718,9 +2760,9 @@ GRANT SELECT ON durable.wait_stats TO durable_operator, pg_monitor;
 
 CREATE OR REPLACE VIEW durable.schedule_list AS
 SELECT schedule_name, cron, timezone, queue_name, payload, backfill, next_run, last_run,
-       last_task_id, created_at, last_error, last_error_at
+       last_task_id, created_at, last_error, last_error_at, paused_at
 FROM durable.schedules;
-COMMENT ON VIEW durable.schedule_list IS 'every schedule with its next run, its last occurrence enqueued, and why the last one tried was skipped (last_error, since last_error_at)';
+COMMENT ON VIEW durable.schedule_list IS 'every schedule with its next run, its last occurrence enqueued, why the last one tried was skipped (last_error, since last_error_at), and since when it is paused';
 REVOKE ALL ON durable.schedule_list FROM PUBLIC;
 GRANT SELECT ON durable.schedule_list TO durable_operator;
 

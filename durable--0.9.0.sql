@@ -587,11 +587,13 @@ CREATE TABLE durable.schedules (
     created_at    timestamptz NOT NULL,
     role          text,
     last_error    text,
-    last_error_at timestamptz
+    last_error_at timestamptz,
+    paused_at     timestamptz
 );
 COMMENT ON TABLE durable.schedules IS 'cron schedules (durable_schedule); next_run is the next occurrence the reconciler enqueues';
 COMMENT ON COLUMN durable.schedules.last_error IS 'why the last occurrence the reconciler tried could not be enqueued (it was skipped); NULL once one is enqueued again';
 COMMENT ON COLUMN durable.schedules.last_error_at IS 'since when the schedule''s occurrences fail';
+COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
 CREATE INDEX schedules_next_run ON durable.schedules (next_run);
 
 SELECT pg_catalog.pg_extension_config_dump('durable.emitted_events', '');
@@ -1633,6 +1635,18 @@ COMMENT ON FUNCTION @extschema@.durable_pause(text, int) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_pause(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator;
 
+-- src/sql/functions/durable_pause_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_pause_schedule(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_pause_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_pause_schedule(text) IS
+  'pause a schedule: it enqueues nothing until durable_resume_schedule (pausing a paused one changes nothing)';
+REVOKE ALL ON FUNCTION @extschema@.durable_pause_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_pause_schedule(text) TO durable_operator;
+
 -- src/sql/functions/durable_quarantine.sql
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_quarantine(task_id bigint, reason text)
@@ -1913,6 +1927,18 @@ COMMENT ON FUNCTION @extschema@.durable_resume(text, int) IS
 REVOKE ALL ON FUNCTION @extschema@.durable_resume(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator;
 
+-- src/sql/functions/durable_resume_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_resume_schedule(name text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'durable_resume_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_resume_schedule(text) IS
+  'resume a paused schedule from its next occurrence after now (those it missed are not enqueued); returns that next run';
+REVOKE ALL ON FUNCTION @extschema@.durable_resume_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resume_schedule(text) TO durable_operator;
+
 -- src/sql/functions/durable_retry_delay.sql
 
 --
@@ -2148,6 +2174,18 @@ COMMENT ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) IS
   'at most one task a key per period: a call within the period of the key''s last task returns that task''s id, a later one enqueues a new task';
 REVOKE ALL ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) TO durable_producer;
+
+-- src/sql/functions/durable_trigger_schedule.sql
+
+CREATE OR REPLACE FUNCTION @extschema@.durable_trigger_schedule(name text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'durable_trigger_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_trigger_schedule(text) IS
+  'enqueue an occurrence of a schedule now, outside its expression, paused or not; returns its task';
+REVOKE ALL ON FUNCTION @extschema@.durable_trigger_schedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_trigger_schedule(text) TO durable_operator;
 
 -- src/sql/functions/durable_unschedule.sql
 
@@ -3075,9 +3113,9 @@ GRANT SELECT ON durable.wait_stats TO durable_operator, pg_monitor;
 
 CREATE OR REPLACE VIEW durable.schedule_list AS
 SELECT schedule_name, cron, timezone, queue_name, payload, backfill, next_run, last_run,
-       last_task_id, created_at, last_error, last_error_at
+       last_task_id, created_at, last_error, last_error_at, paused_at
 FROM durable.schedules;
-COMMENT ON VIEW durable.schedule_list IS 'every schedule with its next run, its last occurrence enqueued, and why the last one tried was skipped (last_error, since last_error_at)';
+COMMENT ON VIEW durable.schedule_list IS 'every schedule with its next run, its last occurrence enqueued, why the last one tried was skipped (last_error, since last_error_at), and since when it is paused';
 REVOKE ALL ON durable.schedule_list FROM PUBLIC;
 GRANT SELECT ON durable.schedule_list TO durable_operator;
 

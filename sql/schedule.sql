@@ -148,6 +148,28 @@ SELECT count(DISTINCT idempotency_key) AS occurrences FROM durable.tasks WHERE m
 UPDATE durable.schedules SET next_run = date_trunc('hour', now()) - interval '4 hours' WHERE schedule_name = 'hourly';
 SELECT count(*) AS reported FROM durable_reconcile() WHERE action = 'scheduled';
 SELECT count(*) AS still FROM durable.tasks WHERE metadata ->> 'schedule' = 'hourly';
+-- paused, a schedule enqueues nothing, however late; run now, it enqueues
+-- an occurrence apart from its expression, paused or not; resumed, it runs
+-- on from its next occurrence after now, none of those it missed (one
+-- transaction: no occurrence falls between the resume and the tick)
+SELECT count(*) AS before_pause FROM durable.tasks WHERE metadata ->> 'schedule' = 'hourly' \gset
+SELECT durable_pause_schedule('hourly'), durable_pause_schedule('hourly') AS again;
+SELECT paused_at IS NOT NULL AS paused FROM durable.schedule_list WHERE schedule_name = 'hourly';
+UPDATE durable.schedules SET next_run = date_trunc('hour', now()) - interval '4 hours' WHERE schedule_name = 'hourly';
+SELECT count(*) FILTER (WHERE action = 'scheduled') AS while_paused FROM durable_reconcile();
+SELECT count(*) - :before_pause AS enqueued_while_paused FROM durable.tasks WHERE metadata ->> 'schedule' = 'hourly';
+SELECT durable_trigger_schedule('hourly') AS t_now \gset
+SELECT idempotency_key LIKE 'schedule:hourly:now:%' AS keyed, metadata ->> 'triggered_by' = current_user AS by_caller,
+       payload, state FROM durable.tasks WHERE task_id = :t_now;
+BEGIN;
+SELECT durable_resume_schedule('hourly') = durable_cron_next('0 * * * *', now(), 'UTC') AS resumed_at_next;
+SELECT durable_resume_schedule('hourly') = durable_cron_next('0 * * * *', now(), 'UTC') AS again;
+SELECT paused_at IS NULL AS running, next_run > now() AS ahead FROM durable.schedule_list WHERE schedule_name = 'hourly';
+SELECT count(*) FILTER (WHERE action = 'scheduled') AS missed_not_enqueued FROM durable_reconcile();
+COMMIT;
+SELECT durable_pause_schedule('nowhere');
+SELECT durable_trigger_schedule('nowhere');
+SELECT durable_resume_schedule(NULL);
 SELECT durable_unschedule('hourly'), durable_unschedule('hourly');
 SELECT durable_schedule('bad', 'nope', 'nightly');
 SELECT durable_schedule('bad', '* * * * *', 'nowhere');

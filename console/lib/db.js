@@ -40,6 +40,9 @@ export const FUNCTIONS = {
   cancel: 'durable_cancel(bigint,text)',
   expire: 'durable_expire_lease(bigint,text)',
   emit: 'durable_emit(text,text,jsonb)',
+  pauseSchedule: 'durable_pause_schedule(text)',
+  resumeSchedule: 'durable_resume_schedule(text)',
+  triggerSchedule: 'durable_trigger_schedule(text)',
   prometheus: 'durable_metrics_prometheus()',
 };
 
@@ -246,6 +249,7 @@ export async function capabilities(pool, schema) {
     cancel: can('fn:cancel'),
     expire: can('fn:expire'),
     emit: can('fn:emit'),
+    scheduleOps: can('fn:pauseSchedule') && can('fn:resumeSchedule') && can('fn:triggerSchedule'),
     prometheus: can('fn:prometheus'),
     prometheusPresent: present['fn:prometheus'],
   };
@@ -417,8 +421,12 @@ export function statements(api) {
                            AND t.stop_code OPERATOR(pg_catalog.=) 'version_unavailable'
                          ORDER BY t.task_id LIMIT 200`,
     schedules: `SELECT schedule_name, cron, timezone, queue_name, pg_catalog.jsonb_pretty(payload) AS payload, backfill,
-                       next_run, last_run, last_task_id, created_at, last_error, last_error_at
-                FROM durable.schedule_list ORDER BY next_run, schedule_name LIMIT 500`,
+                       next_run, last_run, last_task_id, created_at, last_error, last_error_at,
+                       pg_catalog.to_jsonb(l) OPERATOR(pg_catalog.->>) 'paused_at' AS paused_at
+                FROM durable.schedule_list l ORDER BY next_run, schedule_name LIMIT 500`,
+    pauseSchedule: `SELECT ${api}.durable_pause_schedule($1::pg_catalog.text)`,
+    resumeSchedule: `SELECT ${api}.durable_resume_schedule($1::pg_catalog.text) AS next_run`,
+    triggerSchedule: `SELECT ${api}.durable_trigger_schedule($1::pg_catalog.text) AS task_id`,
     // a search over every task retained, newest first, a page at a time
     // after (created_at, task_id); every filter is optional
     search: `SELECT t.task_id, t.queue_name, t.state, t.attempt, t.idempotency_key, t.owner,

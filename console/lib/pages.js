@@ -696,8 +696,15 @@ async function schedules(ctx) {
   const parts = [];
   if (caps.schedules) {
     const rows = (await ctx.query(sql.schedules)).rows;
-    parts.push(table(['schedule_name', 'cron', 'timezone', 'queue_name', 'next_run', 'last_run', 'last_task_id', 'last_error', 'last_error_at', 'payload'],
-      rows.map((r) => ({ ...r, last_task_id: taskLink(r.last_task_id) })), { id: 'schedules', empty: 'no schedules' }));
+    const op = (r, name, label) => html`<form method="post" action="/action/schedule" class="inline">${csrfField(ctx)}${backField(ctx)}
+<input type="hidden" name="schedule" value="${r.schedule_name}"><input type="hidden" name="op" value="${name}">
+<input name="reason" required maxlength="500" placeholder="why" aria-label="why ${label}"><button>${label}</button></form>`;
+    parts.push(table([...(caps.scheduleOps ? ['actions'] : []), 'schedule_name', 'cron', 'timezone', 'queue_name', 'next_run', 'paused_at', 'last_run', 'last_task_id', 'last_error', 'last_error_at', 'payload'],
+      rows.map((r) => ({
+        ...r,
+        last_task_id: taskLink(r.last_task_id),
+        actions: html`${r.paused_at ? op(r, 'resume', 'Resume') : op(r, 'pause', 'Pause')}${op(r, 'trigger', 'Run now')}`,
+      })), { id: 'schedules', empty: 'no schedules' }));
   } else if (caps.scheduleStats) {
     const rows = (await ctx.query(sql.scheduleStats)).rows;
     parts.push(table(['queue_name', 'schedules', 'due', 'oldest_due_age'], rows, { id: 'schedule-stats', empty: 'no schedules' }));
@@ -1052,6 +1059,30 @@ export async function action(name, form, ctx) {
         kind: 'ok',
         text: dry ? `Dry run: ${moved} task(s) of ${queue} would move; nothing changed.` : `Migrated ${moved} task(s) of ${queue}.`,
         rows: { columns: ['task_id', 'state', 'from_versions', 'to_versions', 'action'], rows: r.rows },
+      };
+    }
+    case 'schedule': {
+      need(caps.scheduleOps);
+      const name = form.get('schedule') || '';
+      const what = form.get('op');
+      if (!['pause', 'resume', 'trigger'].includes(what)) throw new UserError('not a schedule action');
+      const why = reason();
+      if (!confirmed(form))
+        return {
+          kind: 'confirm',
+          text: {
+            pause: `Pause schedule ${name}: it enqueues nothing until it is resumed, and the occurrences that fall due meanwhile are never enqueued.`,
+            resume: `Resume schedule ${name} from its next occurrence after now; those it missed while paused are not enqueued.`,
+            trigger: `Run schedule ${name} now: enqueue one occurrence of it now, apart from its expression.`,
+          }[what],
+        };
+      const r = await ctx.query({ pause: sql.pauseSchedule, resume: sql.resumeSchedule, trigger: sql.triggerSchedule }[what], [name]);
+      ctx.audit({ action: `schedule_${what}`, schedule: name, reason: why, ...r.rows[0] });
+      return {
+        kind: 'ok',
+        text: what === 'pause' ? `Schedule ${name} paused.`
+          : what === 'resume' ? `Schedule ${name} resumed: next run ${fmtTime(r.rows[0].next_run)}.`
+            : `Schedule ${name} run now: task ${r.rows[0].task_id}.`,
       };
     }
     case 'replay_tasks': {

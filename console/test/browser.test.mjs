@@ -421,6 +421,40 @@ describe('operator', () => {
     await s.close();
   });
 
+  test('a schedule paused, run now, and resumed', async (t) => {
+    await sql("SELECT durable_create_queue('ticks')");
+    await sql("SELECT durable_schedule('tick-hourly', '0 * * * *', 'ticks', '{\"tick\": true}')");
+    const s = await login(OPERATOR, t);
+    const act = async (label, why) => {
+      await s.goto('/schedules');
+      const row = await s.page.$$('#schedules tbody tr');
+      let form = null;
+      for (const r of row) if ((await r.evaluate((e) => e.innerText)).includes('tick-hourly')) form = r;
+      assert.ok(form, 'the schedule is not listed');
+      let button = null;
+      for (const b of await form.$$('button')) if ((await b.evaluate((e) => e.innerText)) === label) button = b;
+      assert.ok(button, `no ${label} button`);
+      const input = await button.evaluateHandle((b) => b.form.querySelector('input[name=reason]'));
+      await input.type(why);
+      await Promise.all([s.page.waitForNavigation(), button.click()]);
+      const effect = await s.page.$eval('#confirm', (e) => e.innerText);
+      await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+      return { effect, flash: await s.page.$eval('#flash', (e) => e.innerText) };
+    };
+    let r = await act('Pause', 'INC-5: the export floods the queue');
+    assert.match(r.effect, /Pause schedule tick-hourly: it enqueues nothing until it is resumed/);
+    assert.match(r.flash, /Schedule tick-hourly paused/);
+    assert.equal((await sql("SELECT paused_at IS NOT NULL AS p FROM durable.schedule_list WHERE schedule_name = 'tick-hourly'"))[0].p, true);
+    r = await act('Run now', 'one run for the report');
+    assert.match(r.flash, /Schedule tick-hourly run now: task \d+/);
+    const [{ n }] = await sql("SELECT count(*)::int AS n FROM durable.tasks WHERE queue_name = 'ticks' AND metadata ->> 'triggered_by' = 'console_operator'");
+    assert.equal(n, 1);
+    r = await act('Resume', 'INC-5 fixed');
+    assert.match(r.flash, /Schedule tick-hourly resumed: next run/);
+    assert.equal((await sql("SELECT paused_at IS NULL AS p FROM durable.schedule_list WHERE schedule_name = 'tick-hourly'"))[0].p, true);
+    await s.close();
+  });
+
   test("a person's approval emitted from the waiting task's page", async (t) => {
     const [{ task_id: id }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'approvals'");
     const s = await login(OPERATOR, t);

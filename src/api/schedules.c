@@ -105,3 +105,56 @@ durable_unschedule(PG_FUNCTION_ARGS)
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
 }
+
+/*
+ * durable_pause_schedule(name text) RETURNS void
+ * durable_resume_schedule(name text) RETURNS timestamptz
+ *
+ * A paused schedule enqueues nothing until it is resumed; resumed, it runs
+ * on from its next occurrence after now (none of those it missed), whose
+ * time it returns.  42704 for no schedule.
+ */
+PG_FUNCTION_INFO_V1(durable_pause_schedule);
+Datum
+durable_pause_schedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = DurableNameArg(fcinfo, 0, "schedule name");
+
+	SPI_connect();
+	(void) DurableSchedulePause(name, true, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(durable_resume_schedule);
+Datum
+durable_resume_schedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = DurableNameArg(fcinfo, 0, "schedule name");
+	TimestampTz next;
+
+	SPI_connect();
+	next = DurableSchedulePause(name, false, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(next);
+}
+
+/*
+ * durable_trigger_schedule(name text) RETURNS bigint
+ *
+ * Enqueues an occurrence of the schedule now, outside its expression,
+ * paused or not; returns its task.  42704 for no schedule, 42501 for a
+ * queue the caller may not enqueue into.
+ */
+PG_FUNCTION_INFO_V1(durable_trigger_schedule);
+Datum
+durable_trigger_schedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = DurableNameArg(fcinfo, 0, "schedule name");
+	int64		task_id;
+
+	SPI_connect();
+	task_id = DurableScheduleTrigger(name, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+	PG_RETURN_INT64(task_id);
+}

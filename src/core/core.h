@@ -758,6 +758,9 @@ extern TimestampTz DurableScheduleSet(const char *name, const char *text,
 									  Jsonb *payload, bool backfill,
 									  TimestampTz now);
 extern bool DurableUnschedule(const char *name);
+extern TimestampTz DurableSchedulePause(const char *name, bool pause,
+										TimestampTz now);
+extern int64 DurableScheduleTrigger(const char *name, TimestampTz now);
 extern uint64 DurableRunSchedules(TimestampTz now, int batch,
 								  DurableSettledCallback callback, void *arg);
 

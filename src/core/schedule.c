@@ -194,6 +194,136 @@ DurableUnschedule(const char *name)
 	return removed;
 }
 
+/* a schedule's row, locked, for a pause, a resume or an occurrence now */
+enum
+{
+	HELD_CRON,
+	HELD_TIMEZONE,
+	HELD_QUEUE,
+	HELD_PAYLOAD,
+	HELD_NEXT_RUN,
+	HELD_PAUSED,
+	HELD_NCOLUMNS
+};
+static const DurableColumn held_columns[HELD_NCOLUMNS] = {
+	[HELD_CRON] = {"cron", TEXTOID},
+	[HELD_TIMEZONE] = {"timezone", TEXTOID},
+	[HELD_QUEUE] = {"queue_name", TEXTOID},
+	[HELD_PAYLOAD] = {"payload", JSONBOID},
+	[HELD_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+	[HELD_PAUSED] = {"paused", BOOLOID},
+};
+static DurableStatement schedule_held = {
+	.name = "schedule_held",
+	.sql = "SELECT cron, timezone, queue_name, payload, next_run, paused_at IS NOT NULL AS paused"
+	" FROM durable.schedules WHERE schedule_name = $name FOR NO KEY UPDATE",
+	DURABLE_PARAMS(schedule_lock_params),
+	DURABLE_COLUMNS(held_columns),
+};
+
+enum
+{
+	PAUSE_NAME,
+	PAUSE_NOW,
+	PAUSE_NEXT_RUN,
+	PAUSE_NPARAMS
+};
+static const DurableParam schedule_pause_params[PAUSE_NPARAMS] = {
+	[PAUSE_NAME] = {"name", TEXTOID},
+	[PAUSE_NOW] = {"now", TIMESTAMPTZOID},
+	[PAUSE_NEXT_RUN] = {"next_run", TIMESTAMPTZOID},
+};
+/* paused: now NULL is a resume, with the next run counted from now */
+static DurableStatement schedule_pause = {
+	.name = "schedule_pause",
+	.sql = "UPDATE durable.schedules SET paused_at = $now,"
+	" next_run = COALESCE($next_run, next_run)"
+	" WHERE schedule_name = $name",
+	DURABLE_PARAMS(schedule_pause_params),
+};
+
+/* the row of a schedule, locked; 42704 when there is none */
+static DurableResult
+hold_schedule(const char *name)
+{
+	Datum		args[LOCK_NPARAMS];
+	DurableResult res;
+
+	args[LOCK_NAME] = CStringGetTextDatum(name);
+	res = DurableRun(&schedule_held, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("schedule \"%s\" does not exist", name));
+	return res;
+}
+
+/*
+ * DurableSchedulePause
+ *		Pause a schedule (pause) or resume it; returns its next run.  A
+ *		paused schedule enqueues nothing; resumed, it runs on from its next
+ *		occurrence after now: what fell due while it was paused is not
+ *		enqueued, even for a schedule that backfills.  Pausing a paused
+ *		schedule, or resuming a running one, changes nothing.  42704 for no
+ *		schedule.  SPI connected.
+ */
+TimestampTz
+DurableSchedulePause(const char *name, bool pause, TimestampTz now)
+{
+	DurableResult res = hold_schedule(name);
+	bool		isnull;
+	TimestampTz next = DatumGetTimestampTz(DurableGetDatum(res, 0, HELD_NEXT_RUN, &isnull));
+	Datum		args[PAUSE_NPARAMS];
+	char		nulls[PAUSE_NPARAMS] = {' ', ' ', 'n'};
+
+	if (DurableGetBool(res, 0, HELD_PAUSED) == pause)
+		return next;
+	if (!pause)
+	{
+		DurableCron cron;
+
+		DurableCronParse(DurableGetText(res, 0, HELD_CRON), &cron);
+		next = DurableCronNext(&cron, now, DurableTimeZone(DurableGetText(res, 0, HELD_TIMEZONE)));
+		args[PAUSE_NEXT_RUN] = TimestampTzGetDatum(next);
+		nulls[PAUSE_NEXT_RUN] = ' ';
+	}
+	args[PAUSE_NAME] = CStringGetTextDatum(name);
+	args[PAUSE_NOW] = TimestampTzGetDatum(now);
+	nulls[PAUSE_NOW] = pause ? ' ' : 'n';
+	(void) DurableRun(&schedule_pause, args, nulls, SPI_OK_UPDATE, 0);
+	return next;
+}
+
+/*
+ * DurableScheduleTrigger
+ *		Enqueue an occurrence of a schedule now, apart from its expression
+ *		(paused or not): its key is "schedule:<name>:now:<microseconds>",
+ *		its metadata says it was asked for.  Returns the task.  42704 for
+ *		no schedule, 42501 for a queue the caller may not enqueue into.
+ *		SPI connected.
+ */
+int64
+DurableScheduleTrigger(const char *name, TimestampTz now)
+{
+	DurableResult res = hold_schedule(name);
+	DurableEnqueueRequest req = {0};
+	DurableQueue settings;
+	DurableDetail metadata;
+	bool		isnull;
+
+	req.queue = pstrdup(DurableGetText(res, 0, HELD_QUEUE));
+	req.payload = DatumGetJsonbPCopy(DurableGetDatum(res, 0, HELD_PAYLOAD, &isnull));
+	DurableQueueGetShared(req.queue, &settings);
+	DurableCheckRestrictedQueue(req.queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	req.idempotency_key = psprintf("schedule:%s:now:" INT64_FORMAT, name, (int64) now);
+	req.class = "idempotent";
+	DurableDetailInit(&metadata);
+	DurableDetailText(&metadata, "schedule", name);
+	DurableDetailText(&metadata, "triggered_by", DurableCallerName());
+	req.metadata = DurableDetailFinish(&metadata);
+	return DurableEnqueue(&req, &settings, now);
+}
+
 enum
 {
 	DUE_NAME,
@@ -230,7 +360,7 @@ static DurableStatement schedules_due = {
 	" s.backfill, s.next_run"
 	" FROM durable.schedules s"
 	" JOIN durable.queues q ON q.queue_name = s.queue_name"
-	" WHERE s.next_run <= $now"
+	" WHERE s.next_run <= $now AND s.paused_at IS NULL"
 	" ORDER BY s.next_run LIMIT $batch"
 	" FOR NO KEY UPDATE OF s SKIP LOCKED",
 	DURABLE_PARAMS(schedules_due_params),

@@ -82,8 +82,9 @@ SELECT set_eq(
           'durable.library_status()',
           'durable.reconciler_pid()',
           'durable.queue_counters()',
-          'durable_metrics_prometheus()'],
-    'pg_monitor and PUBLIC call only the pure functions, the reconciler''s state and the counters');
+          'durable_metrics_prometheus()',
+          'durable.metric_samples(text[])'],
+    'pg_monitor and PUBLIC call only the pure functions, the reconciler''s state and the counters (and the metrics, as text or rows)');
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',

@@ -49,11 +49,13 @@ CREATE TABLE durable.schedules (
     created_at    timestamptz NOT NULL,
     role          text,
     last_error    text,
-    last_error_at timestamptz
+    last_error_at timestamptz,
+    paused_at     timestamptz
 );
 COMMENT ON TABLE durable.schedules IS 'cron schedules (durable_schedule); next_run is the next occurrence the reconciler enqueues';
 COMMENT ON COLUMN durable.schedules.last_error IS 'why the last occurrence the reconciler tried could not be enqueued (it was skipped); NULL once one is enqueued again';
 COMMENT ON COLUMN durable.schedules.last_error_at IS 'since when the schedule''s occurrences fail';
+COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
 CREATE INDEX schedules_next_run ON durable.schedules (next_run);
 
 SELECT pg_catalog.pg_extension_config_dump('durable.emitted_events', '');

@@ -491,3 +491,9 @@ BEGIN
     END IF;
 END
 $$;
+
+--
+-- Schedules paused, resumed and run now (issue 42).
+--
+ALTER TABLE durable.schedules ADD COLUMN paused_at timestamptz;
+COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
