@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { Pools } from './db.js';
 import { html } from './html.js';
 import { Sampler } from './sampler.js';
+import { action, confirmPage } from './actions.js';
 import * as pages from './pages.js';
+import { pgError, safeBack } from './view.js';
 
 const STATIC_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'static');
 const STATIC = {
@@ -295,15 +297,15 @@ export function createConsole(options = {}) {
       }
       const m = /^\/action\/([a-z_]+)$/.exec(url.pathname);
       if (!m) throw new HttpError(404, 'no such action');
-      const back = pages.safeBack(form.get('back'));
+      const back = safeBack(form.get('back'));
       const ctx = ctxOf(session, req, url);
       try {
-        const done = await pages.action(m[1], form, ctx);
-        if (done.kind === 'confirm') return send(res, 200, String(pages.confirmPage(ctx, m[1], done.text, form)));
+        const done = await action(m[1], form, ctx);
+        if (done.kind === 'confirm') return send(res, 200, String(confirmPage(ctx, m[1], done.text, form)));
         session.flash = done;
       } catch (err) {
         if (err instanceof HttpError) throw err;
-        session.flash = { kind: 'error', text: pages.pgError(err) };
+        session.flash = { kind: 'error', text: pgError(err) };
       }
       return redirect(res, back);
     }
@@ -340,7 +342,7 @@ export function createConsole(options = {}) {
     });
     handle(req, res).catch((err) => {
       const status = err instanceof HttpError ? err.status : 500;
-      const text = err instanceof HttpError ? err.message : pages.pgError(err);
+      const text = err instanceof HttpError ? err.message : pgError(err);
       if (status === 500) console.error(err);
       if (res.headersSent) return res.end();
       send(res, status, String(pages.errorPage(status, text)));
