@@ -123,15 +123,19 @@ SELECT count(*) AS chunks FROM durable.stream_chunks WHERE task_id = :tp;
 DROP ROLE regress_st_app, regress_st_reader, regress_st_other;
 
 -- streams go with their task's history: kept while history has the task,
--- removed once it is gone (here its row is removed as a dropped day would)
+-- removed once it is gone (here its rows are removed as a dropped day's
+-- would be: the task, its steps and its events)
 UPDATE durable.streams SET appended_at = '2000-01-01 00:00+00' WHERE task_id = :t;
 SELECT count(*) AS failed FROM durable.maintain_history(now(), '7 days', 100)
 WHERE action = 'failed';
 SELECT count(*) AS kept FROM durable.streams WHERE task_id = :t;
 DELETE FROM durable.task_history WHERE task_id = :t;
+DELETE FROM durable.step_history WHERE task_id = :t;
+DELETE FROM durable.event_log WHERE task_id = :t;
 SELECT count(*) AS failed FROM durable.maintain_history(now(), '7 days', 100) WHERE action = 'failed';
 SELECT count(*) AS streams FROM durable.streams WHERE task_id = :t;
 SELECT count(*) AS chunks FROM durable.stream_chunks WHERE task_id = :t;
 
 SELECT durable_cancel(:t_pending, 'done');
+SELECT count(*) AS disagreements FROM durable_verify();
 SELECT durable_drop_queue('st_talk', cascade => true);
