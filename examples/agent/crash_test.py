@@ -141,7 +141,7 @@ class Test:
                                        stdout=subprocess.PIPE, text=True)
         state, killed = self.drive(task_id, crash)
         output = watcher.communicate(timeout=30)[0] if watcher else None
-        print(f"  run {task_id:>20}  crash at {crash or '(none)':<22} "
+        print(f"  run {task_id:>20}  crash at {crash or '(none)':<26} "
               f"{'killed' if killed else 'no crash':<8}  {state}", flush=True)
         return task_id, state, killed, output
 
