@@ -167,6 +167,14 @@ SELECT durable_resume_schedule('hourly') = durable_cron_next('0 * * * *', now(),
 SELECT paused_at IS NULL AS running, next_run > now() AS ahead FROM durable.schedule_list WHERE schedule_name = 'hourly';
 SELECT count(*) FILTER (WHERE action = 'scheduled') AS missed_not_enqueued FROM durable_reconcile();
 COMMIT;
+-- a schedule whose expression cannot fire (changed by hand) is not
+-- resumed (22023), and stays paused
+SELECT durable_schedule('never', '0 4 * * *', 'nightly') > now() AS made;
+SELECT durable_pause_schedule('never');
+UPDATE durable.schedules SET cron = '0 0 31 2 *' WHERE schedule_name = 'never';
+SELECT durable_resume_schedule('never');
+SELECT paused_at IS NOT NULL AS still_paused FROM durable.schedule_list WHERE schedule_name = 'never';
+SELECT durable_unschedule('never');
 SELECT durable_pause_schedule('nowhere');
 SELECT durable_trigger_schedule('nowhere');
 SELECT durable_resume_schedule(NULL);

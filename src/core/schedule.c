@@ -194,6 +194,38 @@ DurableUnschedule(const char *name)
 	return removed;
 }
 
+/*
+ * enqueue_run
+ *		Enqueue a run of a schedule under key: an occurrence of its
+ *		expression (its metadata names it), or one an operator asked for
+ *		now (triggered: its metadata names the role, whose queue grant is
+ *		checked as a schedule's creator's is).
+ */
+static int64
+enqueue_run(const char *name, const char *queue, Jsonb *payload, char *key,
+			TimestampTz occurrence, bool triggered, TimestampTz now)
+{
+	DurableEnqueueRequest req = {0};
+	DurableQueue settings;
+	DurableDetail metadata;
+
+	DurableQueueGetShared(queue, &settings);
+	if (triggered)
+		DurableCheckRestrictedQueue(queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
+	req.queue = queue;
+	req.payload = payload;
+	req.idempotency_key = key;
+	req.class = "idempotent";
+	DurableDetailInit(&metadata);
+	DurableDetailText(&metadata, "schedule", name);
+	if (triggered)
+		DurableDetailText(&metadata, "triggered_by", DurableCallerName());
+	else
+		DurableDetailTime(&metadata, "occurrence", occurrence);
+	req.metadata = DurableDetailFinish(&metadata);
+	return DurableEnqueue(&req, &settings, now);
+}
+
 /* a schedule's row, locked, for a pause, a resume or an occurrence now */
 enum
 {
@@ -265,7 +297,8 @@ hold_schedule(const char *name)
  *		occurrence after now: what fell due while it was paused is not
  *		enqueued, even for a schedule that backfills.  Pausing a paused
  *		schedule, or resuming a running one, changes nothing.  42704 for no
- *		schedule.  SPI connected.
+ *		schedule, 22023 for one whose expression does not parse (every one
+ *		that does fires again).  SPI connected.
  */
 TimestampTz
 DurableSchedulePause(const char *name, bool pause, TimestampTz now)
@@ -284,6 +317,7 @@ DurableSchedulePause(const char *name, bool pause, TimestampTz now)
 
 		DurableCronParse(DurableGetText(res, 0, HELD_CRON), &cron);
 		next = DurableCronNext(&cron, now, DurableTimeZone(DurableGetText(res, 0, HELD_TIMEZONE)));
+
 		args[PAUSE_NEXT_RUN] = TimestampTzGetDatum(next);
 		nulls[PAUSE_NEXT_RUN] = ' ';
 	}
@@ -306,22 +340,12 @@ int64
 DurableScheduleTrigger(const char *name, TimestampTz now)
 {
 	DurableResult res = hold_schedule(name);
-	DurableEnqueueRequest req = {0};
-	DurableQueue settings;
-	DurableDetail metadata;
 	bool		isnull;
 
-	req.queue = pstrdup(DurableGetText(res, 0, HELD_QUEUE));
-	req.payload = DatumGetJsonbPCopy(DurableGetDatum(res, 0, HELD_PAYLOAD, &isnull));
-	DurableQueueGetShared(req.queue, &settings);
-	DurableCheckRestrictedQueue(req.queue, settings.restricted, DURABLE_PRIV_ENQUEUE);
-	req.idempotency_key = psprintf("schedule:%s:now:" INT64_FORMAT, name, (int64) now);
-	req.class = "idempotent";
-	DurableDetailInit(&metadata);
-	DurableDetailText(&metadata, "schedule", name);
-	DurableDetailText(&metadata, "triggered_by", DurableCallerName());
-	req.metadata = DurableDetailFinish(&metadata);
-	return DurableEnqueue(&req, &settings, now);
+	return enqueue_run(name, pstrdup(DurableGetText(res, 0, HELD_QUEUE)),
+					   DatumGetJsonbPCopy(DurableGetDatum(res, 0, HELD_PAYLOAD, &isnull)),
+					   psprintf("schedule:%s:now:" INT64_FORMAT, name, (int64) now),
+					   0, true, now);
 }
 
 enum
@@ -390,21 +414,10 @@ typedef struct DueSchedule
 static int64
 enqueue_occurrence(const DueSchedule *due, TimestampTz occurrence)
 {
-	DurableEnqueueRequest req = {0};
-	DurableQueue settings;
-	DurableDetail metadata;
-
-	DurableQueueGetShared(due->queue, &settings);
-	req.queue = due->queue;
-	req.payload = due->payload;
-	req.idempotency_key = psprintf("schedule:%s:" INT64_FORMAT, due->name,
-								   (int64) timestamptz_to_time_t(occurrence));
-	req.class = "idempotent";
-	DurableDetailInit(&metadata);
-	DurableDetailText(&metadata, "schedule", due->name);
-	DurableDetailTime(&metadata, "occurrence", occurrence);
-	req.metadata = DurableDetailFinish(&metadata);
-	return DurableEnqueue(&req, &settings, due->now);
+	return enqueue_run(due->name, due->queue, due->payload,
+					   psprintf("schedule:%s:" INT64_FORMAT, due->name,
+								(int64) timestamptz_to_time_t(occurrence)),
+					   occurrence, false, due->now);
 }
 
 enum
