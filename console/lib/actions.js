@@ -4,7 +4,7 @@
 
 import { html, fmtTime } from './html.js';
 import {
-  DECISIONS, UserError, backField, csrfField, intOrNull, jsonArg, layout, pgError, safeBack, taskId,
+  DECISIONS, UserError, csrfField, intOrNull, jsonArg, layout, pgError, safeBack, taskId,
 } from './view.js';
 
 // Evidence says what a person checked: a JSON object whose "checked" names

@@ -2,11 +2,11 @@
 // from has_*_privilege at login) and offers only what it may do; the
 // actions its forms post to are actions.js's.
 
-import { html, raw, fmtJson, fmtTime } from './html.js';
+import { html, raw, fmtTime } from './html.js';
 import { lineChart, timelineChart } from './charts.js';
 import {
   DECISIONS, FINISHED_STATES, LIVE_STATES, PAGE, UserError, age, backField, csrfField, emitForm, intOrNull,
-  jsonArg, layout, pgError, pre, reasonField, table, taskId, taskLink,
+  layout, pgError, pre, reasonField, table, taskId, taskLink,
 } from './view.js';
 
 // finished tasks a queue page reads at most per partition (see historyFloor)

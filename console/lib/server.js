@@ -164,6 +164,9 @@ export function createConsole(options = {}) {
   const sweeper = setInterval(() => {
     const now = Date.now();
     for (const [id, s] of sessions) if (now - s.lastSeen > opts.sessionIdleMs) endSession(id);
+    // an address's failures are kept only as long as they can count
+    for (const [client, f] of failures)
+      if (f.lockedUntil <= now && f.times.every((t) => now - t >= LOGIN_WINDOW_MS)) failures.delete(client);
   }, 60000);
   sweeper.unref();
 
