@@ -17,6 +17,22 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- all a call's error says (message, detail, hint), task ids left out
+CREATE FUNCTION pg_temp.denial(call text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+    hint text;
+BEGIN
+    EXECUTE 'SELECT ' || call;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+    RETURN regexp_replace(SQLSTATE || ': ' || SQLERRM || ' / ' || detail || ' / ' || hint,
+                          'task -?[0-9]+', 'task N');
+END
+$$;
+
 -- a stream as a reader sees it: position and chunk
 CREATE FUNCTION pg_temp.chunks(id bigint, stream text, after bigint = 0, max int = 1000)
 RETURNS text LANGUAGE sql AS $$
@@ -110,6 +126,9 @@ SELECT pg_temp.fails(format('durable_stream_append(%s, %s, %L, %L)', :tp, :fp, '
 SET ROLE regress_st_other;
 SELECT pg_temp.fails(format('durable_stream_read(%s, %L)', :tp, 'tokens'));
 SELECT pg_temp.fails('durable_stream_read(12345, ''tokens'')') AS unknown_task;
+-- and nothing of the refusal tells that the one task exists
+SELECT pg_temp.denial(format('durable_stream_read(%s, %L)', :tp, 'tokens'))
+       = pg_temp.denial('durable_stream_read(12345, ''tokens'')') AS same_refusal;
 SELECT pg_temp.fails(format('durable_stream_append(%s, %s, %L, %L)', :tp, :fp, 'tokens', '"x"'));
 SELECT pg_temp.fails(format('durable_stream_close(%s, %s, %L)', :tp, :fp, 'tokens'));
 RESET ROLE;

@@ -278,15 +278,11 @@ DurableStreamRead(int64 task_id, const char *stream, int64 after, int32 max,
 	 */
 	if (!DurableTaskFetch(task_id, false, &task))
 		DurableReportUnknownTask(task_id);
+	/* refused in the words an unknown task is refused in (access.c) */
 	if (task.restricted &&
 		!DurableMayUseQueue(task.queue, DURABLE_PRIV_ENQUEUE) &&
 		!DurableMayUseQueue(task.queue, DURABLE_PRIV_WORK))
-		ereport(ERROR,
-				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				errmsg("permission denied for task %lld", (long long) task_id),
-				errdetail("Role \"%s\" has neither the \"enqueue\" nor the \"work\" grant on the task's queue.",
-						  DurableCallerName()),
-				errhint("An operator grants one with durable_grant_queue()."));
+		DurableReportTaskDenied(task_id);
 
 	args[READ_PARTITION] = Int32GetDatum(task.partition);
 	args[READ_TASK_ID] = Int64GetDatum(task_id);
