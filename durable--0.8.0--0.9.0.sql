@@ -507,6 +507,43 @@ $$;
 ALTER TABLE durable.schedules ADD COLUMN paused_at timestamptz;
 COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
 
+--
+-- Queue operators (issue 42): a role that operates some queues, sees their
+-- tasks in durable's views and acts on them, and nothing of the others.
+--
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                   WHERE rolname OPERATOR(pg_catalog.=) 'durable_queue_operator') THEN
+        CREATE ROLE durable_queue_operator NOLOGIN;
+    END IF;
+END
+$roles$;
+GRANT USAGE ON SCHEMA durable TO durable_queue_operator;
+
+--
+-- The queues sampled once a minute, for charts over hours (issue 42).
+--
+CREATE TABLE durable.samples (
+    at                       timestamptz NOT NULL,
+    queue_name               text COLLATE "C" NOT NULL,
+    ready                    bigint NOT NULL,
+    running                  bigint NOT NULL,
+    waiting                  bigint NOT NULL,
+    needs_review             bigint NOT NULL,
+    oldest_ready_age_seconds float8 NOT NULL,
+    enqueued                 bigint,
+    completed                bigint,
+    failed                   bigint,
+    dead_lettered            bigint,
+    leases_expired           bigint,
+    sent_to_review           bigint,
+    counters_since           timestamptz,
+    PRIMARY KEY (at, queue_name)
+);
+COMMENT ON TABLE durable.samples IS 'the queues'' counts and counters, sampled once a minute by the reconciler and kept for 48 hours (read durable.queue_samples)';
+REVOKE ALL ON durable.samples FROM PUBLIC;
+
 -- src/sql/functions/index_history.sql
 
 -- The partitioned tables have no index of their own: each partition has
@@ -624,7 +661,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_cancel(bigint, text) IS
   'cancel an unfinished task; a running one loses its lease (its fence is incremented)';
 REVOKE ALL ON FUNCTION @extschema@.durable_cancel(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_cancel(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_cancel(bigint, text) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_checkpoint.sql
 
@@ -858,7 +895,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_emit(text, text, jsonb) IS
   'emit an event of a queue in the caller''s transaction and wake its awaits: true the first time, false for the same payload again, 55U03 for another; needs the queue''s enqueue grant where it is restricted';
 REVOKE ALL ON FUNCTION @extschema@.durable_emit(text, text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_emit(text, text, jsonb) TO durable_producer, durable_worker, durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_emit(text, text, jsonb) TO durable_producer, durable_worker, durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_enable_citus.sql
 
@@ -1029,7 +1066,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_expire_lease(bigint, text) IS
   'end a running task''s lease now and settle it through the recovery table as the reconciler would, with an event naming the caller and the reason; returns the action taken';
 REVOKE ALL ON FUNCTION @extschema@.durable_expire_lease(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_expire_lease(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_expire_lease(bigint, text) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_fail.sql
 
@@ -1201,7 +1238,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_migrate(bigint, jsonb, jsonb, text, jsonb, boolean) IS
   'move a task pinned to from_versions to to_versions, with an event naming the operator and the evidence; refused (55U04) while a step is in doubt';
 REVOKE ALL ON FUNCTION @extschema@.durable_migrate(bigint, jsonb, jsonb, text, jsonb, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_migrate(bigint, jsonb, jsonb, text, jsonb, boolean) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_migrate(bigint, jsonb, jsonb, text, jsonb, boolean) TO durable_operator, durable_queue_operator;
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_migrate(
     queue text,
@@ -1218,7 +1255,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_migrate(text, jsonb, jsonb, text, jsonb, boolean, int) IS
   'move up to batch unfinished tasks of a queue pinned to from_versions to to_versions; a task with a step in doubt is reported, not moved';
 REVOKE ALL ON FUNCTION @extschema@.durable_migrate(text, jsonb, jsonb, text, jsonb, boolean, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_migrate(text, jsonb, jsonb, text, jsonb, boolean, integer) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_migrate(text, jsonb, jsonb, text, jsonb, boolean, integer) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_next_action.sql
 
@@ -1280,7 +1317,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_pause(text, int) IS
   'stop claims from a queue, or from one of its partitions (its partition_key); nothing is lost, leases still expire and are recovered';
 REVOKE ALL ON FUNCTION @extschema@.durable_pause(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_pause_schedule.sql
 
@@ -1304,7 +1341,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_quarantine(bigint, text) IS
   'put an unfinished task among the dead letters (failed, quarantined) with a reason, its lease revoked; refused (55U04) while a step is in doubt';
 REVOKE ALL ON FUNCTION @extschema@.durable_quarantine(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_reconcile.sql
 
@@ -1356,7 +1393,9 @@ COMMENT ON FUNCTION @extschema@.durable_recovery_action(bool, text, bool, int, i
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_recovery_package(task_id bigint)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+-- with its owner's rights, so that a queue operator reads what the package
+-- needs; durable.tasks still shows it the tasks of its own queues only
 SET search_path = pg_catalog, pg_temp
 -- the settings its text forms follow are pinned (DESIGN section 2;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
@@ -1479,7 +1518,7 @@ $$;
 COMMENT ON FUNCTION @extschema@.durable_recovery_package(bigint) IS
   'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, what its steps in doubt hold of its spend budgets, and the recommended next action';
 REVOKE ALL ON FUNCTION @extschema@.durable_recovery_package(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_release.sql
 
@@ -1514,7 +1553,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_replay_dead_letters(text, int, int, text) IS
   'give up to batch failed tasks of a queue (of one partition, of one reason: a stop code or a quarantine''s reason) a new run, oldest first';
 REVOKE ALL ON FUNCTION @extschema@.durable_replay_dead_letters(text, integer, integer, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(text, integer, integer, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(text, integer, integer, text) TO durable_operator, durable_queue_operator;
 
 -- the same for chosen tasks, by their ids (an operator's selection)
 CREATE OR REPLACE FUNCTION @extschema@.durable_replay_dead_letters(task_ids bigint[])
@@ -1525,7 +1564,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) IS
   'give the failed tasks named a new run, each as the queue''s replay would; a row for each: replayed, or why not (not_found, not_failed, step_failed)';
 REVOKE ALL ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_request_hash.sql
 
@@ -1560,7 +1599,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) IS
   'settle a task in review: mark_committed, mark_not_executed, mark_failed (of the step named, or of the only step in doubt), retry or cancel; records operator and evidence first; spent is what a step marked committed spent';
 REVOKE ALL ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_resume.sql
 
@@ -1572,7 +1611,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resume(text, int) IS
   'let claims take from a paused queue, or from a paused partition of it, again';
 REVOKE ALL ON FUNCTION @extschema@.durable_resume(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator, durable_queue_operator;
 
 -- src/sql/functions/durable_resume_schedule.sql
 
@@ -2375,6 +2414,22 @@ COMMENT ON FUNCTION durable.queue_counters() IS
 REVOKE ALL ON FUNCTION durable.queue_counters() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable.queue_counters() TO durable_operator, pg_monitor;
 
+-- src/sql/functions/queues_in_scope.sql
+
+--
+-- 9. What a queue operator sees: the views that show a queue's rows keep
+--    those of the queues in its scope (docs/security.md).
+--
+CREATE OR REPLACE FUNCTION durable.queues_in_scope()
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'durable_queues_in_scope'
+LANGUAGE C STABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION durable.queues_in_scope() IS
+  'the queues whose rows durable''s views show the calling role: NULL for every queue, or for a member of durable_queue_operator (and not of durable_operator) the open queues and the restricted ones it holds a grant of';
+REVOKE ALL ON FUNCTION durable.queues_in_scope() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.queues_in_scope() TO durable_operator, durable_queue_operator, pg_monitor;
+
 -- src/sql/functions/reconciler_pid.sql
 
 -- The reconciler runs as a superuser: other roles see its row in
@@ -2442,9 +2497,16 @@ COMMENT ON VIEW durable.step_transitions IS 'every allowed step transition; any 
 REVOKE ALL ON durable.step_transitions FROM PUBLIC;
 GRANT SELECT ON durable.step_transitions TO durable_operator;
 
--- src/sql/views/tasks.sql
+-- src/sql/views/unfinished_tasks.sql
 
-CREATE OR REPLACE VIEW durable.tasks AS
+--
+-- The views that show a queue's rows show a queue operator those of the
+-- queues in its scope only (durable.queues_in_scope(), NULL for anyone
+-- else), and are security barriers: no function of a reader's query sees
+-- a row the filter keeps from it.  The filter is evaluated once per
+-- statement; for an operator of every queue it is one test of NULL.
+--
+CREATE OR REPLACE VIEW durable.unfinished_tasks WITH (security_barrier) AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
@@ -2452,58 +2514,89 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
 FROM durable.live_tasks
-UNION ALL
+WHERE ((SELECT durable.queues_in_scope()) IS NULL
+       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+COMMENT ON VIEW durable.unfinished_tasks IS 'the tasks not finished (durable.live_tasks) of the queues the reader may see';
+REVOKE ALL ON durable.unfinished_tasks FROM PUBLIC;
+GRANT SELECT ON durable.unfinished_tasks TO durable_operator, durable_queue_operator;
+
+-- src/sql/views/finished_tasks.sql
+
+CREATE OR REPLACE VIEW durable.finished_tasks WITH (security_barrier) AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
        run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
        lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
        workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
-FROM durable.task_history;
-COMMENT ON VIEW durable.tasks IS 'every task retained: the unfinished ones (durable.live_tasks) and the finished ones (durable.task_history)';
+FROM durable.task_history
+WHERE ((SELECT durable.queues_in_scope()) IS NULL
+       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+COMMENT ON VIEW durable.finished_tasks IS 'the finished tasks retained (durable.task_history) of the queues the reader may see';
+REVOKE ALL ON durable.finished_tasks FROM PUBLIC;
+GRANT SELECT ON durable.finished_tasks TO durable_operator, durable_queue_operator;
+
+-- src/sql/views/tasks.sql
+
+CREATE OR REPLACE VIEW durable.tasks WITH (security_barrier) AS
+SELECT * FROM durable.unfinished_tasks
+UNION ALL
+SELECT * FROM durable.finished_tasks;
+COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
-GRANT SELECT ON durable.tasks TO durable_operator;
+GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/steps.sql
 
-CREATE OR REPLACE VIEW durable.steps AS
-SELECT * FROM durable.live_steps
-UNION ALL
-SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
-       updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
-       error_class, request, result, evidence, error
-FROM durable.step_history;
-COMMENT ON VIEW durable.steps IS 'every step retained: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
+-- a step is in a queue operator's scope when its task is (unfinished_tasks.sql)
+CREATE OR REPLACE VIEW durable.steps WITH (security_barrier) AS
+SELECT s.*
+FROM (SELECT * FROM durable.live_steps
+      UNION ALL
+      SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
+             updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
+             error_class, request, result, evidence, error
+      FROM durable.step_history) s
+WHERE (SELECT durable.queues_in_scope()) IS NULL
+   OR EXISTS (SELECT FROM durable.tasks t
+              WHERE t.partition_key = s.partition_key AND t.task_id = s.task_id);
+COMMENT ON VIEW durable.steps IS 'every step retained of the tasks the reader may see: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
 REVOKE ALL ON durable.steps FROM PUBLIC;
-GRANT SELECT ON durable.steps TO durable_operator;
+GRANT SELECT ON durable.steps TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/events.sql
 
-CREATE OR REPLACE VIEW durable.events AS
-SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
-FROM durable.event_log
-UNION ALL
--- the claims of the leases those events ended
-SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
-       lease_actor, NULL, NULL, lease_role
-FROM durable.event_log WHERE lease_seq IS NOT NULL
-UNION ALL
--- the claims of the leases running now
-SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
-       owner, NULL, NULL, claim_role
-FROM durable.live_tasks WHERE state = 'running' AND claim_seq IS NOT NULL
-UNION ALL
--- the events that finished tasks, and the claims of the leases they ended
-SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
-       final_actor, final_detail, NULL, final_role
-FROM durable.task_history WHERE final_kind IS NOT NULL
-UNION ALL
-SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
-       owner, NULL, NULL, claim_role
-FROM durable.task_history WHERE claim_seq IS NOT NULL;
-COMMENT ON VIEW durable.events IS 'the history of every task retained: one row per change, with the state and fence it left; seq is the task''s version after the change';
+-- an event is in a queue operator's scope when its task is (unfinished_tasks.sql)
+CREATE OR REPLACE VIEW durable.events WITH (security_barrier) AS
+SELECT e.*
+FROM (
+    SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
+    FROM durable.event_log
+    UNION ALL
+    -- the claims of the leases those events ended
+    SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
+           lease_actor, NULL, NULL, lease_role
+    FROM durable.event_log WHERE lease_seq IS NOT NULL
+    UNION ALL
+    -- the claims of the leases running now
+    SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
+           owner, NULL, NULL, claim_role
+    FROM durable.live_tasks WHERE state = 'running' AND claim_seq IS NOT NULL
+    UNION ALL
+    -- the events that finished tasks, and the claims of the leases they ended
+    SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
+           final_actor, final_detail, NULL, final_role
+    FROM durable.task_history WHERE final_kind IS NOT NULL
+    UNION ALL
+    SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
+           owner, NULL, NULL, claim_role
+    FROM durable.task_history WHERE claim_seq IS NOT NULL) e
+WHERE (SELECT durable.queues_in_scope()) IS NULL
+   OR EXISTS (SELECT FROM durable.tasks t
+              WHERE t.partition_key = e.partition_key AND t.task_id = e.task_id);
+COMMENT ON VIEW durable.events IS 'the history of every task retained that the reader may see: one row per change, with the state and fence it left; seq is the task''s version after the change';
 REVOKE ALL ON durable.events FROM PUBLIC;
-GRANT SELECT ON durable.events TO durable_operator;
+GRANT SELECT ON durable.events TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/fairness_keys.sql
 
@@ -2512,7 +2605,7 @@ GRANT SELECT ON durable.events TO durable_operator;
 -- tasks only, aggregated per key where the rows are and then joined to the
 -- queue and the weights (as durable.queue_gauges, for Citus).
 --
-CREATE OR REPLACE VIEW durable.fairness_keys AS
+CREATE OR REPLACE VIEW durable.fairness_keys WITH (security_barrier) AS
 SELECT q.queue_name, g.fairness_key,
        coalesce(w.weight, 1)::float8 AS weight,
        g.ready, g.running, g.unadmitted,
@@ -2531,10 +2624,13 @@ JOIN (
     GROUP BY t.queue_name, t.fairness_key) g ON g.queue_name = q.queue_name
 LEFT JOIN durable.fairness_weights w
     ON w.queue_name = g.queue_name AND w.fairness_key = g.fairness_key
-WHERE q.fair;
+WHERE q.fair
+  -- a queue operator's queues only (unfinished_tasks.sql)
+  AND ((SELECT durable.queues_in_scope()) IS NULL
+       OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
-GRANT SELECT ON durable.fairness_keys TO durable_operator;
+GRANT SELECT ON durable.fairness_keys TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/rate_limits.sql
 
@@ -2639,12 +2735,12 @@ CREATE OR REPLACE VIEW durable.stuck_tasks AS
 SELECT t.task_id, t.queue_name, t.owner, t.progress, t.progress_at,
        now() - t.progress_at AS without_progress_for, q.progress_timeout,
        t.stuck_alarm_at IS NOT NULL AND t.stuck_alarm_at >= t.progress_at AS alarmed
-FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
+FROM durable.unfinished_tasks t JOIN durable.queues q ON q.queue_name = t.queue_name
 WHERE t.state = 'running' AND q.progress_timeout IS NOT NULL
   AND t.progress_at < pg_catalog.timezone('UTC', pg_catalog.timezone('UTC', now()) - q.progress_timeout);
 COMMENT ON VIEW durable.stuck_tasks IS 'running tasks whose lease is renewed while their progress has not moved for longer than the queue''s progress_timeout';
 REVOKE ALL ON durable.stuck_tasks FROM PUBLIC;
-GRANT SELECT ON durable.stuck_tasks TO durable_operator;
+GRANT SELECT ON durable.stuck_tasks TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/review_queue.sql
 
@@ -2652,7 +2748,7 @@ CREATE OR REPLACE VIEW durable.review_queue AS
 SELECT t.task_id, t.queue_name, t.class, t.attempt, t.owner AS last_owner,
        s.step, s.class AS step_class, s.state AS step_state, s.idempotency_key, s.receipt,
        e.at AS since, e.kind AS reason, e.detail->>'action' AS decided
-FROM durable.live_tasks t
+FROM durable.unfinished_tasks t
 LEFT JOIN durable.live_steps s ON s.partition_key = t.partition_key AND s.task_id = t.task_id
                               AND s.state IN ('started', 'unknown')
 LEFT JOIN LATERAL (SELECT * FROM durable.events e
@@ -2662,7 +2758,7 @@ LEFT JOIN LATERAL (SELECT * FROM durable.events e
 WHERE t.state = 'needs_review';
 COMMENT ON VIEW durable.review_queue IS 'tasks waiting for a person, one row per step in doubt, and why they are here; settle them with durable_resolve()';
 REVOKE ALL ON durable.review_queue FROM PUBLIC;
-GRANT SELECT ON durable.review_queue TO durable_operator;
+GRANT SELECT ON durable.review_queue TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/metrics.sql
 
@@ -2738,12 +2834,12 @@ SELECT t.task_id, t.queue_name, w.key AS wait_name, w.value ->> 'kind' AS kind,
        t.run_at,
        CASE WHEN w.value ->> 'kind' = 'event'
             THEN coalesce(w.value -> 'args' ->> 'queue', t.queue_name) END AS event_queue
-FROM durable.live_tasks t, LATERAL jsonb_each(t.waits) w
+FROM durable.unfinished_tasks t, LATERAL jsonb_each(t.waits) w
 WHERE t.state = 'waiting' AND t.waits IS NOT NULL
   AND w.value ->> 'status' IN ('sleeping', 'waiting');
 COMMENT ON VIEW durable.waiting_tasks IS 'every task parked on a wait (a sleep, an event, its children), what it waits for (an event with its queue), since when and until when';
 REVOKE ALL ON durable.waiting_tasks FROM PUBLIC;
-GRANT SELECT ON durable.waiting_tasks TO durable_operator;
+GRANT SELECT ON durable.waiting_tasks TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/wait_stats.sql
 
@@ -2827,7 +2923,7 @@ GRANT SELECT ON durable.workers TO durable_operator;
 
 -- src/sql/views/dead_letters.sql
 
--- the dead letters of every queue: failed tasks, why, and whether a replay
+-- the dead letters of every queue the reader may see (finished_tasks.sql): failed tasks, why, and whether a replay
 -- would take them (a task with a failed step is final)
 CREATE OR REPLACE VIEW durable.dead_letters AS
 SELECT t.task_id, t.queue_name, t.partition_key, t.stop_code,
@@ -2837,11 +2933,11 @@ SELECT t.task_id, t.queue_name, t.partition_key, t.stop_code,
        AND NOT EXISTS (SELECT FROM durable.step_history s
                        WHERE s.partition_key = t.partition_key AND s.task_id = t.task_id
                          AND s.state = 'failed') AS replayable
-FROM durable.task_history t
+FROM durable.finished_tasks t
 WHERE t.state = 'failed';
 COMMENT ON VIEW durable.dead_letters IS 'failed tasks: why (a stop code, or the reason a quarantine gave), when, and whether durable_replay_dead_letters() would take them';
 REVOKE ALL ON durable.dead_letters FROM PUBLIC;
-GRANT SELECT ON durable.dead_letters TO durable_operator;
+GRANT SELECT ON durable.dead_letters TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/queue_counters.sql
 
@@ -2860,7 +2956,7 @@ GRANT SELECT ON durable.queue_counters TO durable_operator, pg_monitor;
 -- queue runs on each shard and sends a row per queue.  On one server the
 -- answers are the same.
 --
-CREATE OR REPLACE VIEW durable.queue_gauges AS
+CREATE OR REPLACE VIEW durable.queue_gauges WITH (security_barrier) AS
 SELECT q.queue_name, q.paused, q.paused_partitions,
        coalesce(g.ready, 0) AS ready,
        coalesce(g.running, 0) AS running,
@@ -2882,10 +2978,13 @@ LEFT JOIN (
                AS oldest_ready,
            min(t.heartbeat_at) FILTER (WHERE t.state = 'running') AS oldest_heartbeat
     FROM durable.live_tasks t
-    GROUP BY t.queue_name) g ON g.queue_name = q.queue_name;
+    GROUP BY t.queue_name) g ON g.queue_name = q.queue_name
+-- a queue operator's queues only (unfinished_tasks.sql)
+WHERE ((SELECT durable.queues_in_scope()) IS NULL
+   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
 COMMENT ON VIEW durable.queue_gauges IS 'per queue, from the unfinished tasks only: ready (due), running, waiting (not due), in review, scheduled (due later), the ages of the oldest due task and of the oldest heartbeat; cheap whatever history is kept';
 REVOKE ALL ON durable.queue_gauges FROM PUBLIC;
-GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor;
+GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor, durable_queue_operator;
 
 -- src/sql/views/queue_grants.sql
 
@@ -2905,6 +3004,38 @@ WHERE q.restricted AND a.privilege_type IN ('UPDATE', 'USAGE');
 COMMENT ON VIEW durable.queue_grants IS 'who may use a restricted queue: enqueue into it, or work on its tasks (the privileges on its grants sequence); grantee ''public'' is everyone';
 REVOKE ALL ON durable.queue_grants FROM PUBLIC;
 GRANT SELECT ON durable.queue_grants TO durable_operator;
+
+-- src/sql/views/queue_settings.sql
+
+-- a queue's settings, with the partition_key values of its partitions, for
+-- the queues the reader may see (unfinished_tasks.sql)
+CREATE OR REPLACE VIEW durable.queue_settings WITH (security_barrier) AS
+SELECT q.queue_name, q.partitions,
+       ARRAY(SELECT (q.partition_base + i) % 32768
+             FROM generate_series(0, q.partitions - 1) i ORDER BY 1) AS partition_keys,
+       q.lease, q.max_attempts, q.deadline, q.progress_timeout, q.paused,
+       q.paused_partitions, q.restricted, q.concurrency_limit, q.version_timeout, q.fair,
+       q.created_at
+FROM durable.queues q
+WHERE (SELECT durable.queues_in_scope()) IS NULL
+   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]);
+COMMENT ON VIEW durable.queue_settings IS 'the settings of each queue the reader may see, and the partition_key values of its partitions';
+REVOKE ALL ON durable.queue_settings FROM PUBLIC;
+GRANT SELECT ON durable.queue_settings TO durable_operator, durable_queue_operator;
+
+-- src/sql/views/queue_samples.sql
+
+-- the samples of the queues the reader may see (unfinished_tasks.sql)
+CREATE OR REPLACE VIEW durable.queue_samples WITH (security_barrier) AS
+SELECT s.at, s.queue_name, s.ready, s.running, s.waiting, s.needs_review,
+       s.oldest_ready_age_seconds, s.enqueued, s.completed, s.failed, s.dead_lettered,
+       s.leases_expired, s.sent_to_review, s.counters_since
+FROM durable.samples s
+WHERE (SELECT durable.queues_in_scope()) IS NULL
+   OR s.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]);
+COMMENT ON VIEW durable.queue_samples IS 'per queue and minute of the last 48 hours: the unfinished tasks by state, the age of the oldest due one, and the counters of durable.queue_counters at that time (NULL where durable is not preloaded)';
+REVOKE ALL ON durable.queue_samples FROM PUBLIC;
+GRANT SELECT ON durable.queue_samples TO durable_operator, durable_queue_operator, pg_monitor;
 
 -- src/sql/functions/durable_verify.sql
 

@@ -52,6 +52,7 @@ durable_resolve(PG_FUNCTION_ARGS)
 		step_name = DurableNameArg(fcinfo, 4, "step name");
 
 	SPI_connect();
+	DurableCheckOperatorTask(task_id);
 	new_state = DurableResolve(task_id, decision, operator_name, evidence,
 							   step_name, DurableNumericArg(fcinfo, 5));
 	SPI_finish();
@@ -93,6 +94,7 @@ durable_replay_dead_letters(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	actor = DurableCallerName();
 	SPI_connect();
+	DurableCheckOperatorQueue(queue);
 	n = DurableReplayDeadLetters(queue, batch, partition, reason, actor, &ids);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -146,6 +148,8 @@ durable_replay_dead_letters_by_id(PG_FUNCTION_ARGS)
 		bool		nulls[2] = {false, false};
 		int64		id = DatumGetInt64(ids[i]);
 
+		if (id > 0)
+			DurableCheckOperatorTask(id);
 		values[0] = Int64GetDatum(id);
 		values[1] = CStringGetTextDatum(id > 0 ? DurableReplayDeadLetter(id, actor) : "not_found");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -172,6 +176,7 @@ durable_quarantine(PG_FUNCTION_ARGS)
 										  "Say why the task is quarantined: the replay finds it by its reason.");
 
 	SPI_connect();
+	DurableCheckOperatorTask(task_id);
 	DurableQuarantine(task_id, reason, DurableCallerName());
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -195,6 +200,7 @@ durable_expire_lease(PG_FUNCTION_ARGS)
 	const char *action;
 
 	SPI_connect();
+	DurableCheckOperatorTask(task_id);
 	action = DurableExpireLease(task_id, reason, DurableCallerName());
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(action));

@@ -220,6 +220,7 @@ set_paused(FunctionCallInfo fcinfo, bool paused)
 		partition = DurableIntArgAtLeast(fcinfo, 1, "partition", 0);
 
 	SPI_connect();
+	DurableCheckOperatorQueue(queue);
 	DurableSetQueuePaused(queue, partition, paused);
 	SPI_finish();
 }
@@ -314,4 +315,28 @@ durable_revoke_queue(PG_FUNCTION_ARGS)
 {
 	change_grant(fcinfo, false);
 	PG_RETURN_VOID();
+}
+
+/*
+ * durable.queues_in_scope() RETURNS text[]
+ *
+ * The queues whose tasks durable's views show the calling role: NULL for
+ * every queue, or, for a queue operator (a member of
+ * durable_queue_operator and not of durable_operator), the open queues and
+ * the restricted ones it holds a grant of.  Each view that shows a queue's
+ * rows filters by it once per statement.
+ */
+PG_FUNCTION_INFO_V1(durable_queues_in_scope);
+Datum
+durable_queues_in_scope(PG_FUNCTION_ARGS)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ArrayType  *queues;
+
+	SPI_connect();
+	queues = DurableQueuesInScope(caller);
+	SPI_finish();
+	if (queues == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_ARRAYTYPE_P(queues);
 }

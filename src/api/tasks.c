@@ -607,6 +607,7 @@ durable_cancel(PG_FUNCTION_ARGS)
 	reason = DurableTextArgCString(fcinfo, 1, "reason");
 
 	SPI_connect();
+	DurableCheckOperatorTask(task_id);
 	DurableCancelTask(task_id, reason);
 	SPI_finish();
 	PG_RETURN_VOID();

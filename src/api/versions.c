@@ -93,6 +93,7 @@ durable_migrate_task(PG_FUNCTION_ARGS)
 
 	migration_args(fcinfo, &m);
 	SPI_connect();
+	DurableCheckOperatorTask(task_id);
 	DurableMigrateTask(task_id, &m);
 	SPI_finish();
 	return (Datum) 0;
@@ -120,6 +121,7 @@ durable_migrate_queue(PG_FUNCTION_ARGS)
 
 	migration_args(fcinfo, &m);
 	SPI_connect();
+	DurableCheckOperatorQueue(queue);
 	DurableMigrateQueue(queue, batch, &m);
 	SPI_finish();
 	return (Datum) 0;

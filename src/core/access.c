@@ -92,6 +92,28 @@ static DurableStatement queue_access = {
 	DURABLE_COLUMNS(access_columns),
 };
 
+/* every queue, whether it is restricted, and its grants sequence */
+enum
+{
+	SCOPE_QUEUE,
+	SCOPE_RESTRICTED,
+	SCOPE_SEQUENCE,
+	SCOPE_NCOLUMNS
+};
+
+static const DurableColumn queue_scope_columns[SCOPE_NCOLUMNS] = {
+	[SCOPE_QUEUE] = {"queue_name", TEXTOID},
+	[SCOPE_RESTRICTED] = {"restricted", BOOLOID},
+	[SCOPE_SEQUENCE] = {"grants_sequence", TEXTOID},
+};
+
+static DurableStatement every_queue_access = {
+	.name = "every_queue_access",
+	.sql = "SELECT queue_name, restricted, grants_sequence FROM durable.queues"
+	" ORDER BY queue_name",
+	DURABLE_COLUMNS(queue_scope_columns),
+};
+
 static DurableStatement restricted_queues = {
 	.name = "restricted_queues",
 	.sql = "SELECT restricted, grants_sequence FROM durable.queues"
@@ -257,6 +279,82 @@ DurableMayWorkOnEveryQueue(void)
 		if (!caller_holds(row_sequence(res, r), DURABLE_PRIV_WORK))
 			return false;
 	return true;
+}
+
+/*
+ * DurableCallerIsQueueOperator
+ *		Whether the calling role operates some queues only: a member of
+ *		durable_queue_operator that is neither a superuser nor a member of
+ *		durable_operator, which operates every queue.  Such a role reads
+ *		the tasks of the open queues and of the restricted ones it holds a
+ *		grant of (DurableQueuesInScope), and acts on those it may work on.
+ */
+bool
+DurableCallerIsQueueOperator(void)
+{
+	Oid			caller = GetOuterUserId();
+	Oid			some = get_role_oid("durable_queue_operator", true);
+	Oid			every = get_role_oid("durable_operator", true);
+
+	if (superuser_arg(caller) || !OidIsValid(some) ||
+		!has_privs_of_role(caller, some))
+		return false;
+	return !(OidIsValid(every) && has_privs_of_role(caller, every));
+}
+
+/*
+ * DurableQueuesInScope
+ *		The queues whose tasks durable's views show the calling role: NULL
+ *		for all of them (a role that is no queue operator: the views'
+ *		grants decide), else the open queues and the restricted ones it
+ *		holds the enqueue or the work grant of, as reading a stream asks;
+ *		made in result_context.
+ */
+ArrayType *
+DurableQueuesInScope(MemoryContext result_context)
+{
+	DurableResult res;
+	char	  **readable;
+	int			n = 0;
+	MemoryContext old;
+	Datum	   *names;
+	ArrayType  *queues;
+
+	if (!DurableCallerIsQueueOperator())
+		return NULL;
+	res = DurableRun(&every_queue_access, NULL, NULL, SPI_OK_SELECT, 0);
+	readable = palloc(sizeof(char *) * Max(res.rows, 1));
+	for (uint64 r = 0; r < res.rows; r++)
+	{
+		char	   *sequence = DurableGetIsNull(res, r, SCOPE_SEQUENCE) ? NULL :
+			DurableGetText(res, r, SCOPE_SEQUENCE);
+
+		if (!DurableGetBool(res, r, SCOPE_RESTRICTED) ||
+			caller_holds(sequence, DURABLE_PRIV_ENQUEUE) ||
+			caller_holds(sequence, DURABLE_PRIV_WORK))
+			readable[n++] = DurableGetText(res, r, SCOPE_QUEUE);
+	}
+
+	old = MemoryContextSwitchTo(result_context);
+	names = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		names[i] = CStringGetTextDatum(readable[i]);
+	queues = construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT);
+	MemoryContextSwitchTo(old);
+	return queues;
+}
+
+/*
+ * DurableCheckOperatorQueue
+ *		An operator's call on a queue: a queue operator acts on the queues
+ *		it may work on only (42501); an operator of every queue passes.
+ *		DurableCheckOperatorTask is its task's.
+ */
+void
+DurableCheckOperatorQueue(const char *queue)
+{
+	if (DurableCallerIsQueueOperator())
+		DurableCheckQueueAccess(queue, DURABLE_PRIV_WORK);
 }
 
 /*

@@ -54,6 +54,7 @@ extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task)
 DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern void DurableCheckTaskVisible(int64 task_id);
+extern void DurableCheckOperatorTask(int64 task_id);
 extern void DurableCheckBatchAccess(const int64 *task_ids, char **queues,
 									const bool *restricted, const bool *held,
 									int n);
@@ -414,6 +415,9 @@ extern void DurableSetTaskBudgets(int64 task_id, ArrayType *budgets, ArrayType *
 								  Numeric spend_limit);
 extern ArrayType *DurableTaskBudgets(const DurableTask *task);
 extern uint64 DurableMaintainBudgets(TimestampTz now, int batch);
+
+/* ---- samples.c: the queues sampled once a minute ---- */
+extern uint64 DurableSampleQueues(TimestampTz now);
 extern void DurableSpendReserve(const DurableTask *task, const char *step, Numeric reserve,
 								TimestampTz now, DurableDetail *detail);
 extern void DurableSpendSettle(const DurableTask *task, const char *step, bool completed,
@@ -481,6 +485,9 @@ extern bool DurableMayUseQueue(const char *queue, DurableQueuePrivilege what);
 DURABLE_NORETURN extern void DurableReportTaskDenied(int64 task_id);
 DURABLE_NORETURN extern void DurableReportUnknownTask(int64 task_id);
 extern bool DurableMayWorkOnEveryQueue(void);
+extern bool DurableCallerIsQueueOperator(void);
+extern ArrayType *DurableQueuesInScope(MemoryContext result_context);
+extern void DurableCheckOperatorQueue(const char *queue);
 extern void DurableCheckTaskAccess(int64 task_id, const char *queue,
 								   bool restricted);
 extern void DurableCheckTasksAccess(const int64 *task_ids, char **queues,

@@ -224,13 +224,16 @@ static DurableStatement queue_drop_messages = {
 
 static DurableStatement queue_drop_workers = {
 	.name = "queue_drop_workers",
-	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $queue)"
+	.sql = "WITH l AS (DELETE FROM durable.queue_log WHERE queue_name = $queue),"
+	" s AS (DELETE FROM durable.samples WHERE queue_name = $queue)"
 	" DELETE FROM durable.workers_seen WHERE queue_name = $queue",
 	DURABLE_PARAMS(queue_params),
-	/* on Citus the workers seen are distributed, the log is the node's */
-	.nsplit = 2,
+	/* on Citus the workers seen are distributed, the log and samples the node's */
+	.nsplit = 3,
 	.split = {
 		{"DELETE FROM durable.queue_log WHERE queue_name = $queue",
+		DURABLE_SPLIT_NO_INPUT, false},
+		{"DELETE FROM durable.samples WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},
 		{"DELETE FROM durable.workers_seen WHERE queue_name = $queue",
 		DURABLE_SPLIT_NO_INPUT, false},

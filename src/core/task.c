@@ -324,6 +324,20 @@ DurableCheckTaskVisible(int64 task_id)
 		DurableReportTaskDenied(task_id);
 }
 
+/*
+ * DurableCheckOperatorTask
+ *		An operator's call on a task: a queue operator acts on the tasks of
+ *		the queues it may work on only, and is refused the others as a
+ *		worker is (the same 42501 whether the task exists); an operator of
+ *		every queue passes.
+ */
+void
+DurableCheckOperatorTask(int64 task_id)
+{
+	if (DurableCallerIsQueueOperator())
+		DurableCheckTaskVisible(task_id);
+}
+
 enum
 {
 	APPEND_SEQ,

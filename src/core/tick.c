@@ -10,8 +10,9 @@
  * (versions.c), retention and history (retention.c), the
  * schedules that are due (schedule.c), the retry tokens that the tick's
  * retries owe (budget.c), the rows of idle concurrency keys
- * (concurrency.c) and the due tasks of fair queues that wait for their
- * passes (fairness.c), each a bounded batch.  Every part runs in a
+ * (concurrency.c), the due tasks of fair queues that wait for their
+ * passes (fairness.c), each a bounded batch, and once a minute a sample of
+ * the queues (samples.c).  Every part runs in a
  * subtransaction of its own (part.c): a partition, a day of history, a
  * table, a schedule or a queue that fails is skipped for this tick and
  * shown in durable.status, and every other part goes on, lease recovery
@@ -317,6 +318,7 @@ DurableReconcileTick(int batch, DurableSettledCallback callback, void *arg)
 	retired = DurableRetireConcurrencyKeys(in_use, nin_use, now, batch);
 	admitted = DurableAdmitFairTasks(in_use, nin_use, now, batch);
 	budgets = DurableMaintainBudgets(now, batch);
+	(void) DurableSampleQueues(now);
 	/* last: the queues' buckets stay locked from here to the commit */
 	DurableTakeOwedTokens(now);
 	DurableCountTick(GetCurrentTimestamp());

@@ -2,9 +2,10 @@
 -- roles; the fenced API is the only way to change state, and each role
 -- reaches only its part of it.
 BEGIN;
-SELECT plan(117);
+SELECT plan(120);
 
-SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator']) r;
+SELECT has_role(r) FROM unnest(ARRAY['durable_producer', 'durable_worker', 'durable_operator',
+                                     'durable_queue_operator']) r;
 
 -- no application role may write a table; the operator may read them
 SELECT table_privs_are('durable', t, r, ARRAY[]::text[],
@@ -58,6 +59,12 @@ SELECT set_eq(
         'queue_gauges.ready', 'queue_gauges.running', 'queue_gauges.waiting',
         'queue_gauges.needs_review', 'queue_gauges.scheduled', 'queue_gauges.oldest_ready_age_seconds',
         'queue_gauges.oldest_heartbeat_age_seconds',
+        'queue_samples.at', 'queue_samples.queue_name', 'queue_samples.ready',
+        'queue_samples.running', 'queue_samples.waiting', 'queue_samples.needs_review',
+        'queue_samples.oldest_ready_age_seconds', 'queue_samples.enqueued',
+        'queue_samples.completed', 'queue_samples.failed', 'queue_samples.dead_lettered',
+        'queue_samples.leases_expired', 'queue_samples.sent_to_review',
+        'queue_samples.counters_since',
         -- how many parts of the tick fail and since when, not their errors
         'status.preloaded', 'status.reconciler', 'status.reconciler_pid', 'status.reconciler_database',
         'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,
@@ -83,8 +90,48 @@ SELECT set_eq(
           'durable.reconciler_pid()',
           'durable.queue_counters()',
           'durable_metrics_prometheus()',
-          'durable.metric_samples(text[])'],
+          'durable.metric_samples(text[])',
+          'durable.queues_in_scope()'],
     'pg_monitor and PUBLIC call only the pure functions, the reconciler''s state and the counters (and the metrics, as text or rows)');
+
+-- a queue operator reads the views that show its queues' rows, and
+-- nothing else of durable's (the views filter the rows: test/t/032)
+SELECT set_eq(
+    $$SELECT c.oid::regclass::text
+      FROM pg_depend d JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+      WHERE d.refclassid = 'pg_extension'::regclass
+        AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'durable')
+        AND d.deptype = 'e' AND c.relkind IN ('r', 'v', 'p', 'm', 'f')
+        AND has_table_privilege('durable_queue_operator', c.oid, 'SELECT')$$,
+    ARRAY['durable.tasks', 'durable.unfinished_tasks', 'durable.finished_tasks', 'durable.steps',
+          'durable.events', 'durable.dead_letters', 'durable.review_queue', 'durable.stuck_tasks',
+          'durable.waiting_tasks', 'durable.queue_gauges', 'durable.fairness_keys',
+          'durable.queue_settings', 'durable.queue_samples'],
+    'durable_queue_operator reads only the views that show its queues');
+-- and calls the operator's functions on a task or a queue, which check
+-- its grants, and those of the API open to every role
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text
+      FROM pg_depend d JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
+      WHERE d.refclassid = 'pg_extension'::regclass
+        AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'durable')
+        AND d.deptype = 'e'
+        AND has_function_privilege('durable_queue_operator', p.oid, 'EXECUTE')
+        AND NOT has_function_privilege('public', p.oid, 'EXECUTE')$$,
+    ARRAY['durable_resolve(bigint,text,text,jsonb,text,numeric)',
+          'durable_recovery_package(bigint)',
+          'durable_quarantine(bigint,text)',
+          'durable_cancel(bigint,text)',
+          'durable_expire_lease(bigint,text)',
+          'durable_replay_dead_letters(text,integer,integer,text)',
+          'durable_replay_dead_letters(bigint[])',
+          'durable_migrate(bigint,jsonb,jsonb,text,jsonb,boolean)',
+          'durable_migrate(text,jsonb,jsonb,text,jsonb,boolean,integer)',
+          'durable_pause(text,integer)',
+          'durable_resume(text,integer)',
+          'durable_emit(text,text,jsonb)',
+          'durable.queues_in_scope()'],
+    'durable_queue_operator calls only the operator functions that check its grants');
 
 -- who may call what
 SELECT function_privs_are('public', 'durable_enqueue',

@@ -6,4 +6,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_cancel(bigint, text) IS
   'cancel an unfinished task; a running one loses its lease (its fence is incremented)';
 REVOKE ALL ON FUNCTION @extschema@.durable_cancel(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_cancel(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_cancel(bigint, text) TO durable_operator, durable_queue_operator;

@@ -6,4 +6,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_emit(text, text, jsonb) IS
   'emit an event of a queue in the caller''s transaction and wake its awaits: true the first time, false for the same payload again, 55U03 for another; needs the queue''s enqueue grant where it is restricted';
 REVOKE ALL ON FUNCTION @extschema@.durable_emit(text, text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_emit(text, text, jsonb) TO durable_producer, durable_worker, durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_emit(text, text, jsonb) TO durable_producer, durable_worker, durable_operator, durable_queue_operator;

@@ -11,4 +11,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_expire_lease(bigint, text) IS
   'end a running task''s lease now and settle it through the recovery table as the reconciler would, with an event naming the caller and the reason; returns the action taken';
 REVOKE ALL ON FUNCTION @extschema@.durable_expire_lease(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_expire_lease(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_expire_lease(bigint, text) TO durable_operator, durable_queue_operator;

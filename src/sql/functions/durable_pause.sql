@@ -6,4 +6,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_pause(text, int) IS
   'stop claims from a queue, or from one of its partitions (its partition_key); nothing is lost, leases still expire and are recovered';
 REVOKE ALL ON FUNCTION @extschema@.durable_pause(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_operator, durable_queue_operator;

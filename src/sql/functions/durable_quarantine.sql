@@ -6,4 +6,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_quarantine(bigint, text) IS
   'put an unfinished task among the dead letters (failed, quarantined) with a reason, its lease revoked; refused (55U04) while a step is in doubt';
 REVOKE ALL ON FUNCTION @extschema@.durable_quarantine(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durable_operator, durable_queue_operator;

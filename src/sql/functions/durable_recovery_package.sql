@@ -4,7 +4,9 @@
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_recovery_package(task_id bigint)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
+-- with its owner's rights, so that a queue operator reads what the package
+-- needs; durable.tasks still shows it the tasks of its own queues only
 SET search_path = pg_catalog, pg_temp
 -- the settings its text forms follow are pinned (DESIGN section 2;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
@@ -127,4 +129,4 @@ $$;
 COMMENT ON FUNCTION @extschema@.durable_recovery_package(bigint) IS
   'everything an operator needs to decide about a task: the task, its checkpoint, event history, operation ids, idempotency keys, confirmed and unknown side effects, what its steps in doubt hold of its spend budgets, and the recommended next action';
 REVOKE ALL ON FUNCTION @extschema@.durable_recovery_package(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durable_operator, durable_queue_operator;

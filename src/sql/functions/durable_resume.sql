@@ -6,4 +6,4 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resume(text, int) IS
   'let claims take from a paused queue, or from a paused partition of it, again';
 REVOKE ALL ON FUNCTION @extschema@.durable_resume(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_operator, durable_queue_operator;

@@ -10,7 +10,8 @@ DO $roles$
 DECLARE
     r text;
 BEGIN
-    FOREACH r IN ARRAY ARRAY['durable_producer', 'durable_worker', 'durable_operator'] LOOP
+    FOREACH r IN ARRAY ARRAY['durable_producer', 'durable_worker', 'durable_operator',
+                             'durable_queue_operator'] LOOP
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r) THEN
             EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
         END IF;
@@ -23,3 +24,6 @@ GRANT USAGE ON SCHEMA durable TO durable_operator;
 -- too, or every read is 42501.  Only the views: the tables stay closed to
 -- it.
 GRANT USAGE ON SCHEMA durable TO pg_monitor;
+-- a queue operator reads the views of the queues in its scope only
+-- (durable.queues_in_scope())
+GRANT USAGE ON SCHEMA durable TO durable_queue_operator;

@@ -497,3 +497,40 @@ $$;
 --
 ALTER TABLE durable.schedules ADD COLUMN paused_at timestamptz;
 COMMENT ON COLUMN durable.schedules.paused_at IS 'when the schedule was paused (durable_pause_schedule): it enqueues nothing until resumed; NULL when it runs';
+
+--
+-- Queue operators (issue 42): a role that operates some queues, sees their
+-- tasks in durable's views and acts on them, and nothing of the others.
+--
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                   WHERE rolname OPERATOR(pg_catalog.=) 'durable_queue_operator') THEN
+        CREATE ROLE durable_queue_operator NOLOGIN;
+    END IF;
+END
+$roles$;
+GRANT USAGE ON SCHEMA durable TO durable_queue_operator;
+
+--
+-- The queues sampled once a minute, for charts over hours (issue 42).
+--
+CREATE TABLE durable.samples (
+    at                       timestamptz NOT NULL,
+    queue_name               text COLLATE "C" NOT NULL,
+    ready                    bigint NOT NULL,
+    running                  bigint NOT NULL,
+    waiting                  bigint NOT NULL,
+    needs_review             bigint NOT NULL,
+    oldest_ready_age_seconds float8 NOT NULL,
+    enqueued                 bigint,
+    completed                bigint,
+    failed                   bigint,
+    dead_lettered            bigint,
+    leases_expired           bigint,
+    sent_to_review           bigint,
+    counters_since           timestamptz,
+    PRIMARY KEY (at, queue_name)
+);
+COMMENT ON TABLE durable.samples IS 'the queues'' counts and counters, sampled once a minute by the reconciler and kept for 48 hours (read durable.queue_samples)';
+REVOKE ALL ON durable.samples FROM PUBLIC;

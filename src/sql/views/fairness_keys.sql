@@ -3,7 +3,7 @@
 -- tasks only, aggregated per key where the rows are and then joined to the
 -- queue and the weights (as durable.queue_gauges, for Citus).
 --
-CREATE OR REPLACE VIEW durable.fairness_keys AS
+CREATE OR REPLACE VIEW durable.fairness_keys WITH (security_barrier) AS
 SELECT q.queue_name, g.fairness_key,
        coalesce(w.weight, 1)::float8 AS weight,
        g.ready, g.running, g.unadmitted,
@@ -22,7 +22,10 @@ JOIN (
     GROUP BY t.queue_name, t.fairness_key) g ON g.queue_name = q.queue_name
 LEFT JOIN durable.fairness_weights w
     ON w.queue_name = g.queue_name AND w.fairness_key = g.fairness_key
-WHERE q.fair;
+WHERE q.fair
+  -- a queue operator's queues only (unfinished_tasks.sql)
+  AND ((SELECT durable.queues_in_scope()) IS NULL
+       OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
-GRANT SELECT ON durable.fairness_keys TO durable_operator;
+GRANT SELECT ON durable.fairness_keys TO durable_operator, durable_queue_operator;

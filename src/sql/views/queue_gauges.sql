@@ -6,7 +6,7 @@
 -- queue runs on each shard and sends a row per queue.  On one server the
 -- answers are the same.
 --
-CREATE OR REPLACE VIEW durable.queue_gauges AS
+CREATE OR REPLACE VIEW durable.queue_gauges WITH (security_barrier) AS
 SELECT q.queue_name, q.paused, q.paused_partitions,
        coalesce(g.ready, 0) AS ready,
        coalesce(g.running, 0) AS running,
@@ -28,7 +28,10 @@ LEFT JOIN (
                AS oldest_ready,
            min(t.heartbeat_at) FILTER (WHERE t.state = 'running') AS oldest_heartbeat
     FROM durable.live_tasks t
-    GROUP BY t.queue_name) g ON g.queue_name = q.queue_name;
+    GROUP BY t.queue_name) g ON g.queue_name = q.queue_name
+-- a queue operator's queues only (unfinished_tasks.sql)
+WHERE ((SELECT durable.queues_in_scope()) IS NULL
+   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
 COMMENT ON VIEW durable.queue_gauges IS 'per queue, from the unfinished tasks only: ready (due), running, waiting (not due), in review, scheduled (due later), the ages of the oldest due task and of the oldest heartbeat; cheap whatever history is kept';
 REVOKE ALL ON durable.queue_gauges FROM PUBLIC;
-GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor;
+GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor, durable_queue_operator;
