@@ -1,10 +1,12 @@
 // The server time of every console page, and of durable_metrics_prometheus(),
 // with much history (tools/console-bench sets it up).  Logs in as the
-// operator and as the pg_monitor login with node's fetch, times each page
+// operator, as the pg_monitor login and as a queue operator (whose views
+// filter by its queues) with node's fetch, times each page
 // CONSOLE_BENCH_ROUNDS times after a warm-up, prints the medians and the
 // 95th percentiles (nearest rank).
 //
 // Environment: CONSOLE_URL, CONSOLE_OPERATOR_PASSWORD, CONSOLE_MONITOR_PASSWORD,
+// CONSOLE_SHIPPING_PASSWORD,
 // CONSOLE_BENCH_ROUNDS (20), CONSOLE_BENCH_HISTORY (for the heading), and
 // PGHOST, PGPORT, PGUSER for a superuser connection that picks the tasks to
 // open and times the scrape.
@@ -65,6 +67,8 @@ const review = await one('SELECT task_id FROM durable.review_queue ORDER BY task
 const parent = await one(`SELECT task_id FROM durable.task_history
                           WHERE finished_at > now() - interval '1 hour' AND queue_name = 'shipments' AND state = 'completed' LIMIT 1`);
 
+const email = await one(`SELECT task_id FROM durable.task_history
+                         WHERE finished_at < ${back} AND queue_name = 'emails' AND state = 'completed' LIMIT 1`);
 const keyed = await one(`SELECT idempotency_key FROM durable.live_tasks WHERE idempotency_key IS NOT NULL LIMIT 1`);
 const hourAgo = await one(`SELECT to_char(now() AT TIME ZONE 'UTC' - interval '1 hour', 'YYYY-MM-DD"T"HH24:MI') AS at`);
 
@@ -99,11 +103,17 @@ const pages = [
   ['operator', '/metrics', '/metrics (Prometheus)'],
   ['monitor', '/', 'overview, as pg_monitor'],
   ['monitor', '/metrics', '/metrics, as pg_monitor'],
+  ['shipping', '/', 'overview, as a queue operator'],
+  ['shipping', '/queue/emails?state=completed', 'queue emails: completed, as a queue operator'],
+  ['shipping', `/task/${email.task_id}`, 'task, finished days ago, as a queue operator'],
+  ['shipping', '/search?queue=emails&state=completed', "search: a queue's completed tasks, as a queue operator"],
+  ['shipping', '/review', 'review, as a queue operator'],
 ];
 
 const cookies = {
   operator: await login('console_operator', process.env.CONSOLE_OPERATOR_PASSWORD),
   monitor: await login('console_monitor', process.env.CONSOLE_MONITOR_PASSWORD),
+  shipping: await login('console_shipping', process.env.CONSOLE_SHIPPING_PASSWORD),
 };
 
 const results = [];

@@ -25,7 +25,7 @@ export function lineChart(title, series, { width = 560, height = 180, unit = '' 
   const pts = series.flatMap((s) => s.points);
   if (pts.length < 2) {
     return html`<figure class="chart"><figcaption>${title}</figcaption>
-      <p class="muted">Collecting samples: the chart fills as the console samples the queues.</p></figure>`;
+      <p class="muted">Collecting samples: the chart fills as the queues are sampled.</p></figure>`;
   }
   const t0 = Math.min(...pts.map((p) => p[0]));
   const t1 = Math.max(...pts.map((p) => p[0]));
@@ -43,7 +43,8 @@ export function lineChart(title, series, { width = 560, height = 180, unit = '' 
   const legend = series
     .filter((s) => s.points.length > 0)
     .map((s, i) => html`<span class="legend"><span class="swatch c${i % COLORS.length}"></span>${s.name}</span>`);
-  const minutes = ((t1 - t0) / 60000).toFixed(1);
+  // the span the x axis covers, up to its last point
+  const span = t1 - t0 > 2 * 3600000 ? `${((t1 - t0) / 3600000).toFixed(1)} h` : `${((t1 - t0) / 60000).toFixed(1)} min`;
   return html`<figure class="chart"><figcaption>${title}</figcaption>
 <svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${title}">
   <line x1="${left}" y1="${top + h}" x2="${left + w}" y2="${top + h}" stroke="#999"/>
@@ -51,7 +52,7 @@ export function lineChart(title, series, { width = 560, height = 180, unit = '' 
   <line x1="${left}" y1="${top}" x2="${left + w}" y2="${top}" stroke="#eee"/>
   <text x="${left - 4}" y="${top + 4}" text-anchor="end" font-size="10">${fmt(ymax)}${unit}</text>
   <text x="${left - 4}" y="${top + h}" text-anchor="end" font-size="10">0</text>
-  <text x="${left}" y="${height - 6}" font-size="10">-${minutes} min</text>
+  <text x="${left}" y="${height - 6}" font-size="10">-${span}</text>
   <text x="${left + w}" y="${height - 6}" text-anchor="end" font-size="10">now</text>
   ${lines}
 </svg>

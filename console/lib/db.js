@@ -53,13 +53,14 @@ export const RELATIONS = {
   queue_stats: 'durable.queue_stats',
   metrics: 'durable.metrics',
   wait_stats: 'durable.wait_stats',
+  queue_samples: 'durable.queue_samples',
   schedule_stats: 'durable.schedule_stats',
   status: 'durable.status',
   queue_counters: 'durable.queue_counters',
   tasks: 'durable.tasks',
-  live_tasks: 'durable.live_tasks',
-  task_history: 'durable.task_history',
-  queues: 'durable.queues',
+  unfinished_tasks: 'durable.unfinished_tasks',
+  finished_tasks: 'durable.finished_tasks',
+  queue_settings: 'durable.queue_settings',
   events: 'durable.events',
   steps: 'durable.steps',
   review_queue: 'durable.review_queue',
@@ -217,17 +218,19 @@ export async function capabilities(pool, schema) {
     overview: can('rel:queue_gauges') || can('rel:queue_stats'),
     // expired leases and stuck tasks, from the live tasks, for a role that
     // may read them (queue_gauges has neither)
-    liveAlarms: can('rel:live_tasks') && can('rel:queues'),
+    liveAlarms: can('rel:unfinished_tasks') && can('rel:queue_settings'),
     // a fair queue's keys (durable 0.9.0 on)
     fairnessKeys: can('rel:fairness_keys'),
     counters: can('rel:queue_counters'),
     countersPresent: present['rel:queue_counters'],
     metrics: can('rel:metrics'),
     waitStats: can('rel:wait_stats'),
+    // the reconciler's samples of the last 48 hours (durable 0.9.0 on)
+    samples: can('rel:queue_samples'),
     scheduleStats: can('rel:schedule_stats'),
     status: can('col:status_failing_parts'),
     statusFailures: can('col:status_failures'),
-    tasks: can('rel:live_tasks') && can('rel:task_history') && can('rel:queues'),
+    tasks: can('rel:unfinished_tasks') && can('rel:finished_tasks') && can('rel:queue_settings'),
     events: can('rel:events'),
     steps: can('rel:steps'),
     review: can('rel:review_queue'),
@@ -237,7 +240,7 @@ export async function capabilities(pool, schema) {
     budgets: can('rel:budgets'),
     rateLimits: can('rel:rate_limits'),
     workers: can('rel:workers'),
-    deadLetters: can('rel:dead_letters') && can('rel:queues'),
+    deadLetters: can('rel:dead_letters') && can('rel:queue_settings'),
     package: can('fn:package'),
     resolve: can('fn:resolve'),
     pause: can('fn:pause') && can('fn:resume'),
@@ -276,7 +279,8 @@ export function statements(api) {
                                            AND t.progress_at OPERATOR(pg_catalog.<)
                                                  (pg_catalog.now() OPERATOR(pg_catalog.-) q.progress_timeout))
                           AS stuck
-                 FROM durable.live_tasks t JOIN durable.queues q ON q.queue_name OPERATOR(pg_catalog.=) t.queue_name
+                 FROM durable.unfinished_tasks t
+                 JOIN durable.queue_settings q ON q.queue_name OPERATOR(pg_catalog.=) t.queue_name
                  WHERE t.state OPERATOR(pg_catalog.=) 'running'
                  GROUP BY t.queue_name`,
     // counts history: only for a durable without queue_gauges
@@ -286,6 +290,24 @@ export function statements(api) {
                         expired_leases, stuck, paused_partitions
                  FROM durable.queue_stats ORDER BY queue_name`,
     counters: `SELECT * FROM durable.queue_counters ORDER BY queue_name`,
+    // the reconciler's samples of the last $1 (an interval), of queue $2 or
+    // of every queue, a point per bucket of $3 (on the epoch's minutes): the
+    // largest counts, and the counters as the bucket's last sample has them
+    samples: `SELECT EXTRACT(epoch FROM b.bucket)::pg_catalog.float8 AS t, b.queue_name,
+                     pg_catalog.max(b.ready) AS ready, pg_catalog.max(b.running) AS running,
+                     pg_catalog.max(b.needs_review) AS needs_review,
+                     pg_catalog.max(b.oldest_ready_age_seconds) AS oldest_ready_s,
+                     (pg_catalog.array_agg(b.completed ORDER BY b.at DESC))[1] AS completed,
+                     (pg_catalog.array_agg(b.failed ORDER BY b.at DESC))[1] AS failed,
+                     (pg_catalog.array_agg(b.counters_since ORDER BY b.at DESC))[1] AS counters_since
+              FROM (SELECT pg_catalog.date_bin($3::pg_catalog.interval, s.at,
+                                               '2000-01-01 00:00:00+00'::pg_catalog.timestamptz) AS bucket,
+                           s.at, s.queue_name, s.ready, s.running, s.needs_review,
+                           s.oldest_ready_age_seconds, s.completed, s.failed, s.counters_since
+                    FROM durable.queue_samples s
+                    WHERE s.at OPERATOR(pg_catalog.>=) (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval)
+                      AND ($2::pg_catalog.text IS NULL OR s.queue_name OPERATOR(pg_catalog.=) $2)) b
+              GROUP BY b.bucket, b.queue_name ORDER BY b.bucket, b.queue_name`,
     metrics: `SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
                      mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate,
                      claims_per_task, reconciliation_lag
@@ -299,11 +321,8 @@ export function statements(api) {
     statusFull: `SELECT preloaded, reconciler, reconciler_pid, reconciler_database, node_id,
                         failing_parts, failing_since, failures FROM durable.status`,
     queue: `SELECT q.queue_name, q.partitions, q.paused, q.paused_partitions, q.lease, q.max_attempts,
-                   q.version_timeout, q.concurrency_limit, q.restricted,
-                   ARRAY(SELECT (q.partition_base OPERATOR(pg_catalog.+) i) OPERATOR(pg_catalog.%) 32768
-                         FROM pg_catalog.generate_series(0, q.partitions OPERATOR(pg_catalog.-) 1) i
-                         ORDER BY 1) AS partition_keys
-            FROM durable.queues q WHERE q.queue_name OPERATOR(pg_catalog.=) $1`,
+                   q.version_timeout, q.concurrency_limit, q.restricted, q.partition_keys
+            FROM durable.queue_settings q WHERE q.queue_name OPERATOR(pg_catalog.=) $1`,
     // a fair queue's keys with the most due work first: each key's backlog
     // and how long its oldest due task has waited
     fairnessKeys: `SELECT fairness_key, weight, ready, running, unadmitted,
@@ -313,7 +332,7 @@ export function statements(api) {
     // live tasks of a queue in one state, newest id first, after a cursor
     liveTasks: `SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts, t.priority,
                        t.run_at, t.created_at, t.lease_until, t.owner, t.stop_code, t.parent_id, t.versions
-                FROM durable.live_tasks t
+                FROM durable.unfinished_tasks t
                 WHERE t.queue_name OPERATOR(pg_catalog.=) $1
                   AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
                   AND t.partition_key OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int4[])
@@ -331,7 +350,7 @@ export function statements(api) {
     // nothing.
     historyFloor: `SELECT pg_catalog.max(f.floor) AS floor
                    FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
-                   LATERAL (SELECT t.task_id AS floor FROM durable.task_history t
+                   LATERAL (SELECT t.task_id AS floor FROM durable.finished_tasks t
                             WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                               AND ($2::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $2)
                             ORDER BY t.task_id DESC
@@ -340,7 +359,7 @@ export function statements(api) {
                    LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                                    t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
                                    t.parent_id, t.versions
-                            FROM durable.task_history t
+                            FROM durable.finished_tasks t
                             WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                               AND t.queue_name OPERATOR(pg_catalog.=) $1
                               AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
@@ -357,7 +376,7 @@ export function statements(api) {
                                   t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
                                   t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error,
                                   t.versions
-                           FROM durable.task_history t
+                           FROM durable.finished_tasks t
                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                              AND t.queue_name OPERATOR(pg_catalog.=) $1
                              AND t.state OPERATOR(pg_catalog.=) 'failed'
@@ -416,7 +435,7 @@ export function statements(api) {
                AND ($2::pg_catalog.text IS NULL OR r.queue_name OPERATOR(pg_catalog.=) $2)
              ORDER BY r.task_id, r.step LIMIT $3`,
     versionUnavailable: `SELECT t.task_id, t.queue_name, t.partition_key, t.versions, t.run_at
-                         FROM durable.live_tasks t
+                         FROM durable.unfinished_tasks t
                          WHERE t.state OPERATOR(pg_catalog.=) 'needs_review'
                            AND t.stop_code OPERATOR(pg_catalog.=) 'version_unavailable'
                          ORDER BY t.task_id LIMIT 200`,

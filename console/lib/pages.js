@@ -4,6 +4,7 @@
 
 import { html, raw, fmtTime } from './html.js';
 import { lineChart, timelineChart } from './charts.js';
+import { storedSamples } from './sampler.js';
 import {
   DECISIONS, FINISHED_STATES, LIVE_STATES, PAGE, UserError, age, backField, csrfField, emitForm, intOrNull,
   layout, pgError, pre, reasonField, table, taskId, taskLink,
@@ -54,6 +55,37 @@ export function route(pathname) {
   return null;
 }
 
+// ---------------------------------------------------------------- over time
+
+// The charts' ranges beyond the console's own live samples: the
+// reconciler's samples (durable.queue_samples, a minute apart, 48 hours),
+// a point per bucket.
+const RANGES = {
+  '6h': { label: '6 hours', interval: '6 hours', bucket: '1 minute' },
+  '24h': { label: '24 hours', interval: '24 hours', bucket: '5 minutes' },
+  '48h': { label: '48 hours', interval: '48 hours', bucket: '10 minutes' },
+};
+
+// The series the charts draw: the range asked for (?range=) from the
+// samples, else the console's live ones (the last 30 minutes).
+async function overTime(ctx, queue) {
+  const key = ctx.url.searchParams.get('range');
+  const range = ctx.caps.samples && Object.hasOwn(RANGES, key) ? RANGES[key] : null;
+  if (!range) return { series: ctx.sampler, range: null };
+  const rows = (await ctx.query(ctx.sql.samples, [range.interval, queue, range.bucket])).rows;
+  return { series: storedSamples(rows), range };
+}
+
+function rangeLinks(ctx, range) {
+  if (!ctx.caps.samples) return '';
+  const here = ctx.url.pathname;
+  const link = (key, label) => (RANGES[key] === range || (!key && !range)
+    ? html`<strong>${label}</strong>`
+    : html`<a href="${here}${key ? `?range=${key}` : ''}">${label}</a>`);
+  return html`<p class="ranges" id="chart-ranges">${link(null, '30 minutes (live)')} · ${Object.entries(RANGES).map(([k, r], i) => html`${i ? ' · ' : ''}${link(k, r.label)}`)}
+<span class="muted">(the last 48 hours from the reconciler's samples, a minute apart)</span></p>`;
+}
+
 // ---------------------------------------------------------------- overview
 
 async function overview(ctx) {
@@ -77,13 +109,14 @@ async function overview(ctx) {
   } else {
     parts.push(html`<p class="muted" id="no-counters">${caps.countersPresent ? 'This role may not read durable.queue_counters.' : 'durable.queue_counters does not exist in this version of durable: rates are computed from the differences of the counts above.'}</p>`);
   }
-  const s = ctx.sampler;
-  parts.push(html`<h2>Over time</h2><div class="charts">
+  const { series: s, range } = await overTime(ctx, null);
+  parts.push(html`<h2>Over time</h2>${rangeLinks(ctx, range)}<div class="charts">
 ${lineChart('Ready tasks', s.gauge('ready'))}
 ${lineChart('Running tasks', s.gauge('running'))}
 ${lineChart('In review', s.gauge('needs_review'))}
+${lineChart('Oldest ready task, seconds (lag)', s.gauge('oldest_ready_s'), { unit: 's' })}
 ${lineChart('Completed per second', s.rate('completed'), { unit: '/s' })}
-${lineChart(caps.counters ? 'Failed attempts per second' : 'Failed per second', s.rate('failed'), { unit: '/s' })}
+${lineChart(caps.counters || range ? 'Failed attempts per second' : 'Failed per second', s.rate('failed'), { unit: '/s' })}
 </div>${s.lastError ? html`<p class="flash error">Sampling failed: ${s.lastError}</p>` : ''}`);
   if (caps.metrics || caps.counters) parts.push(html`<p><a href="/recovery">Recovery</a>: expired leases, retries, reviews and refused writes per queue.</p>`);
   if (caps.waitStats) {
@@ -274,11 +307,17 @@ ${table(
 ${next ? html`<p><a id="next-page" href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}&before=${next}">${rows.length === PAGE ? 'Older tasks' : 'Look further back'}</a>${rows.length < PAGE ? html` <span class="muted">(a page reads at most ${HISTORY_WINDOW} finished tasks of each partition)</span>` : ''}</p>` : ''}
 ${before ? html`<p><a href="?state=${stateParam}${partition !== null ? `&partition=${partition}` : ''}">Newest tasks</a></p>` : ''}`);
 
-  parts.push(lineChart(`Queue ${name}: ready, running, in review`, [
-    ...ctx.sampler.gauge('ready', name).map((s) => ({ ...s, name: 'ready' })),
-    ...ctx.sampler.gauge('running', name).map((s) => ({ ...s, name: 'running' })),
-    ...ctx.sampler.gauge('needs_review', name).map((s) => ({ ...s, name: 'in review' })),
-  ]));
+  const { series, range } = await overTime(ctx, name);
+  parts.push(html`${rangeLinks(ctx, range)}<div class="charts">${lineChart(`Queue ${name}: ready, running, in review`, [
+    ...series.gauge('ready', name).map((s) => ({ ...s, name: 'ready' })),
+    ...series.gauge('running', name).map((s) => ({ ...s, name: 'running' })),
+    ...series.gauge('needs_review', name).map((s) => ({ ...s, name: 'in review' })),
+  ])}
+${lineChart(`Queue ${name}: completed and failed attempts per second`, [
+    ...series.rate('completed', name).map((s) => ({ ...s, name: 'completed' })),
+    ...series.rate('failed', name).map((s) => ({ ...s, name: 'failed' })),
+  ], { unit: '/s' })}
+${lineChart(`Queue ${name}: oldest ready task, seconds (lag)`, series.gauge('oldest_ready_s', name), { unit: 's' })}</div>`);
 
   if (caps.emit) parts.push(html`<details class="actions" id="emit-actions"><summary>Emit an event of this queue</summary>${emitForm(ctx, name, null, 'emit-event')}</details>`);
 

@@ -8,12 +8,67 @@
 // the differences of its counts, which fall when retention drops a day
 // (such a fall is left out of the rate).
 
-export class Sampler {
+// Samples in time order, [{t (ms), queues: {name: {ready, ..., counters}}}],
+// as series for the charts: the live ones of a Sampler, or those of
+// durable.queue_samples over hours (storedSamples).
+export class Series {
+  constructor(samples = []) {
+    this.samples = samples;
+  }
+
+  // series of one gauge per queue: [{name, points: [[t, v], ...]}]
+  gauge(field, queueFilter) {
+    const names = new Set();
+    for (const s of this.samples) for (const n of Object.keys(s.queues)) names.add(n);
+    return [...names]
+      .filter((n) => !queueFilter || n === queueFilter)
+      .sort()
+      .map((name) => ({
+        name,
+        points: this.samples
+          .filter((s) => s.queues[name] && typeof s.queues[name][field] === 'number')
+          .map((s) => [s.t, s.queues[name][field]]),
+      }));
+  }
+
+  // per-second rate of a counter per queue, from the counters when present
+  rate(field, queueFilter) {
+    const names = new Set();
+    for (const s of this.samples) for (const n of Object.keys(s.queues)) names.add(n);
+    return [...names]
+      .filter((n) => !queueFilter || n === queueFilter)
+      .sort()
+      .map((name) => {
+        const points = [];
+        for (let i = 1; i < this.samples.length; i++) {
+          const a = this.samples[i - 1].queues[name];
+          const b = this.samples[i].queues[name];
+          if (!a || !b) continue;
+          let va;
+          let vb;
+          if (a.counters && b.counters) {
+            if (a.counters.reset !== b.counters.reset) continue;
+            va = a.counters[field];
+            vb = b.counters[field];
+          } else {
+            va = a[field];
+            vb = b[field];
+          }
+          if (typeof va !== 'number' || typeof vb !== 'number' || vb < va) continue;
+          const dt = (this.samples[i].t - this.samples[i - 1].t) / 1000;
+          if (dt > 0) points.push([this.samples[i].t, (vb - va) / dt]);
+        }
+        return { name, points };
+      });
+  }
+}
+
+export class Sampler extends Series {
   constructor(entry, { intervalMs = 5000, capacity = 360 } = {}) {
+    super();
     this.entry = entry;
     this.intervalMs = intervalMs;
     this.capacity = capacity;
-    this.samples = [];
     this.timer = null;
     this.lastError = null;
     // without queue_gauges: the last reading of durable.queue_stats, when,
@@ -63,6 +118,7 @@ export class Sampler {
             running: Number(r.running),
             needs_review: Number(r.needs_review),
             scheduled: Number(r.scheduled),
+            oldest_ready_s: Number(r.oldest_due_s),
           };
         }
       } else if (caps.queueStats) {
@@ -103,49 +159,25 @@ export class Sampler {
     }
   }
 
-  // series of one gauge per queue: [{name, points: [[t, v], ...]}]
-  gauge(field, queueFilter) {
-    const names = new Set();
-    for (const s of this.samples) for (const n of Object.keys(s.queues)) names.add(n);
-    return [...names]
-      .filter((n) => !queueFilter || n === queueFilter)
-      .sort()
-      .map((name) => ({
-        name,
-        points: this.samples
-          .filter((s) => s.queues[name] && typeof s.queues[name][field] === 'number')
-          .map((s) => [s.t, s.queues[name][field]]),
-      }));
-  }
+}
 
-  // per-second rate of a counter per queue, from the counters when present
-  rate(field, queueFilter) {
-    const names = new Set();
-    for (const s of this.samples) for (const n of Object.keys(s.queues)) names.add(n);
-    return [...names]
-      .filter((n) => !queueFilter || n === queueFilter)
-      .sort()
-      .map((name) => {
-        const points = [];
-        for (let i = 1; i < this.samples.length; i++) {
-          const a = this.samples[i - 1].queues[name];
-          const b = this.samples[i].queues[name];
-          if (!a || !b) continue;
-          let va;
-          let vb;
-          if (a.counters && b.counters) {
-            if (a.counters.reset !== b.counters.reset) continue;
-            va = a.counters[field];
-            vb = b.counters[field];
-          } else {
-            va = a[field];
-            vb = b[field];
-          }
-          if (typeof va !== 'number' || typeof vb !== 'number' || vb < va) continue;
-          const dt = (this.samples[i].t - this.samples[i - 1].t) / 1000;
-          if (dt > 0) points.push([this.samples[i].t, (vb - va) / dt]);
-        }
-        return { name, points };
-      });
+// The samples the reconciler kept in durable.queue_samples (a row per queue
+// and time, sql.samples), as Series: the gauges, and the counters where
+// durable is preloaded.
+export function storedSamples(rows) {
+  const byTime = new Map();
+  for (const r of rows) {
+    const t = Number(r.t) * 1000;
+    if (!byTime.has(t)) byTime.set(t, { t, queues: {} });
+    const q = {
+      ready: Number(r.ready),
+      running: Number(r.running),
+      needs_review: Number(r.needs_review),
+      oldest_ready_s: Number(r.oldest_ready_s),
+    };
+    if (r.counters_since !== null)
+      q.counters = { completed: Number(r.completed), failed: Number(r.failed), reset: String(r.counters_since) };
+    byTime.get(t).queues[r.queue_name] = q;
   }
+  return new Series([...byTime.values()].sort((a, b) => a.t - b.t));
 }

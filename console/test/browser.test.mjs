@@ -5,7 +5,7 @@
 // page go to $CONSOLE_ARTIFACTS.
 //
 // Environment: CONSOLE_URL, CONSOLE_OPERATOR_PASSWORD, CONSOLE_MONITOR_PASSWORD,
-// CONSOLE_WORKER_PASSWORD, CONSOLE_ARTIFACTS, CHROMIUM, and PGHOST, PGPORT,
+// CONSOLE_WORKER_PASSWORD, CONSOLE_SHIPPING_PASSWORD, CONSOLE_ARTIFACTS, CHROMIUM, and PGHOST, PGPORT,
 // PGUSER for a superuser connection that checks what the pages say.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +19,8 @@ const ARTIFACTS = process.env.CONSOLE_ARTIFACTS || '/tmp/durable-console-artifac
 const OPERATOR = ['console_operator', process.env.CONSOLE_OPERATOR_PASSWORD];
 const MONITOR = ['console_monitor', process.env.CONSOLE_MONITOR_PASSWORD];
 const WORKER = ['console_worker', process.env.CONSOLE_WORKER_PASSWORD];
+// an operator of some queues (durable_queue_operator): shipments, labels and team
+const SHIPPING = ['console_shipping', process.env.CONSOLE_SHIPPING_PASSWORD];
 const XSS = '<script>window.__xss = 1</script><img src="/xss.png" onerror="window.__xss = 2">';
 
 let browser;
@@ -127,6 +129,26 @@ before(async () => {
   await sql("SELECT durable_create_queue('hung', lease => '1 hour')");
   await sql("SELECT durable_enqueue('hung', '{}')");
   await sql("SELECT count(*) FROM durable_claim('hung', 'hung-worker')");
+  // six hours of the reconciler's samples of queue audit, a minute apart:
+  // 5 ready tasks, then 9 for the last two hours, and completions at 2 a
+  // second (the reconciler adds its own as the test runs)
+  await sql(`INSERT INTO durable.samples (at, queue_name, ready, running, waiting, needs_review,
+                                          oldest_ready_age_seconds, completed, failed, counters_since)
+             SELECT date_trunc('minute', now()) - m * interval '1 minute', 'audit',
+                    CASE WHEN m < 120 THEN 9 ELSE 5 END, 0, 0, 0, 30, (360 - m) * 120, 0,
+                    now() - interval '1 day'
+             FROM generate_series(3, 360) m ON CONFLICT DO NOTHING`);
+  // the shipping team's queue, and a vault nobody but the demo's worker may use
+  await sql("SELECT durable_create_queue('team')");
+  await sql("SELECT durable_grant_queue('team', 'console_shipping', 'all')");
+  await sql("SELECT durable_enqueue('team', jsonb_build_object('parcel', 'team-parcel-' || n)) FROM generate_series(1, 2) n");
+  await sql("SELECT durable_create_queue('vault', max_attempts => 1)");
+  await sql("SELECT durable_grant_queue('vault', 'demo_worker', 'all')");
+  await sql("SELECT durable_enqueue('vault', '{\"secret\": \"vault-only-failed\"}')");
+  await sql(`SELECT durable_fail(c.task_id, c.fence, 'permanent', '{"message": "vault-only error"}')
+             FROM durable_claim('vault', 'vault-worker') c`);
+  await sql(`SELECT durable_enqueue('vault', '{"secret": "vault-only"}', idempotency_key => 'vault-key',
+                                    metadata => '{"note": "vault-only"}')`);
 });
 
 after(async () => {
@@ -579,6 +601,30 @@ describe('operator', () => {
     await s.close();
   });
 
+  test('charts over hours from the reconciler\'s samples', async (t) => {
+    const s = await login(OPERATOR, t);
+    await s.goto('/');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#chart-ranges a[href="/?range=6h"]')]);
+    const chart = async (label) => s.page.$eval(`svg[aria-label="${label}"]`, (svg) => ({
+      lines: [...svg.querySelectorAll('polyline')].map((p) => p.querySelector('title').textContent),
+      labels: [...svg.querySelectorAll('text')].map((x) => x.textContent),
+    }));
+    const ready = await chart('Ready tasks');
+    assert.ok(ready.lines.includes('audit'), `no line of queue audit: ${ready.lines}`);
+    assert.ok(ready.labels.includes('10'), `the ready tasks' axis should end at 10: ${ready.labels}`);
+    assert.match(ready.labels.find((l) => l.startsWith('-')), /^-(5\.\d|6\.0) h$/, 'the chart spans the six hours sampled');
+    const completed = await chart('Completed per second');
+    assert.ok(completed.lines.includes('audit'));
+    assert.ok(completed.labels.includes('2/s'), `completions at 2 a second: ${completed.labels}`);
+    await s.screenshot('overview-6h');
+    // the charts alone, as docs/console-hours.png shows them
+    await (await s.page.$('.charts')).screenshot({ path: path.join(ARTIFACTS, 'console-hours.png') });
+    await s.goto('/queue/audit?range=24h');
+    const lag = await chart('Queue audit: oldest ready task, seconds (lag)');
+    assert.ok(lag.lines.length > 0, 'the queue page draws its lag over hours');
+    await s.close();
+  });
+
   test('every page opens', async (t) => {
     const s = await login(OPERATOR, t);
     for (const [p, name] of [
@@ -664,6 +710,85 @@ describe('least privilege', () => {
   });
 });
 
+describe('a queue operator', () => {
+  test('sees and acts on the queues in its scope only, in its pages and their endpoints', async (t) => {
+    const s = await login(SHIPPING, t);
+    await s.goto('/');
+    await s.screenshot('overview');
+    const shown = await s.page.$$eval('#queues tbody tr td:first-child', (tds) => tds.map((td) => td.innerText.trim()));
+    for (const q of ['shipments', 'labels', 'team', 'audit']) assert.ok(shown.includes(q), `the overview shows ${q}: ${shown}`);
+    for (const q of ['orders', 'vault']) assert.ok(!shown.includes(q), `the overview shows ${q}, out of its scope`);
+    // its queues alone, as docs/console-queue-operator.png shows them
+    await (await s.page.$('#queues')).screenshot({ path: path.join(ARTIFACTS, 'console-queue-operator.png') });
+    // the vault's ready task first, then its dead letter
+    const vault = (await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'vault' ORDER BY state = 'failed', task_id")).map((r) => r.task_id);
+    const [{ task_id: order }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'orders' ORDER BY task_id LIMIT 1");
+    const pagesOut = ['/queue/vault', '/queue/orders', '/search?queue=vault', '/search?key=vault-key', '/search?error=vault-only',
+      '/search?payload=secret%20%3D%20%22vault-only%22', '/review', '/stuck', '/waits', ...vault.map((id) => `/task/${id}`),
+      `/task/${order}`];
+    for (const p of pagesOut) {
+      await s.goto(p);
+      const text = await s.text();
+      assert.ok(!text.includes('vault-only'), `${p} shows a vault's task`);
+      for (const id of vault) assert.ok(!text.includes(String(id)) || p.includes(String(id)), `${p} names a vault's task`);
+    }
+    // the endpoints the live pages poll answer the same
+    for (const p of ['/', '/search?queue=vault', `/task/${vault[0]}`, '/review']) {
+      const body = await s.page.evaluate(async (u) => (await fetch(u, { headers: { 'x-durable-live': '1' } })).text(), p);
+      assert.ok(!body.includes('vault-only'), `${p}, polled live, shows a vault's task`);
+    }
+    for (const p of [`/task/${vault[0]}`, `/task/${order}`]) {
+      await s.goto(p);
+      assert.match(await s.text(), /No such task/, `${p}: a task out of its scope is no task`);
+    }
+    await s.goto('/queue/vault');
+    assert.match(await s.text(), /No queue of that name/);
+    await s.screenshot('queue-out-of-scope');
+    // its own queue: the payloads, and a cancel through the confirmation
+    const [{ task_id: mine }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'team' ORDER BY task_id LIMIT 1");
+    await s.goto('/queue/team');
+    assert.match(await s.text(), new RegExp(String(mine)));
+    await s.goto(`/task/${mine}`);
+    assert.match(await s.text(), /team-parcel-1/);
+    await s.page.$eval('#task-actions', (d) => d.setAttribute('open', ''));
+    await s.page.type('form[action="/action/cancel"] input[name=reason]', 'INC-3: the parcel went by hand');
+    await Promise.all([s.page.waitForNavigation(), s.page.click('form[action="/action/cancel"] button')]);
+    await Promise.all([s.page.waitForNavigation(), s.page.click('#confirm button')]);
+    assert.match(await s.page.$eval('#flash', (e) => e.innerText), new RegExp(`Task ${mine} cancelled`));
+    const [ev] = await sql("SELECT role FROM durable.events WHERE task_id = $1 AND kind = 'cancelled'", [mine]);
+    assert.equal(ev?.role, 'console_shipping');
+    // a forged cancel of a vault's task, with this session's own token: the
+    // same refusal as for a task that does not exist, and nothing changed
+    const refusals = [];
+    for (const id of [vault[0], '1']) {
+      await s.goto(`/task/${mine}`);
+      await Promise.all([
+        s.page.waitForNavigation(),
+        s.page.evaluate((taskId) => {
+          const forged = document.createElement('form');
+          forged.method = 'POST';
+          forged.action = '/action/cancel';
+          for (const [k, v] of Object.entries({ _csrf: document.querySelector('input[name=_csrf]').value, task_id: taskId,
+            reason: 'forged', confirm: '1', back: `/task/${taskId}` })) {
+            const i = document.createElement('input');
+            i.name = k;
+            i.value = v;
+            forged.appendChild(i);
+          }
+          document.body.appendChild(forged);
+          forged.submit();
+        }, String(id)),
+      ]);
+      refusals.push((await s.page.$eval('#flash', (e) => e.innerText)).replace(`task ${id}`, 'task N'));
+    }
+    assert.match(refusals[0], /permission denied for task N/);
+    assert.equal(refusals[0], refusals[1], 'a vault task is refused as a task that does not exist is');
+    const [{ state }] = await sql('SELECT state FROM durable.tasks WHERE task_id = $1', [vault[0]]);
+    assert.equal(state, 'ready', 'the forged cancel changed nothing');
+    await s.close();
+  });
+});
+
 // tools/console-test planted, in schema hostile (first in these roles'
 // search_path) and in public, a copy or an exact-match overload of every
 // operator, function and type a statement could name unqualified
@@ -673,7 +798,7 @@ describe('a hostile search_path', () => {
   test("no page, action or sample ran code planted in the roles' search_path", async (t) => {
     const [{ task_id: id }] = await sql("SELECT task_id FROM durable.live_tasks WHERE queue_name = 'audit' ORDER BY task_id LIMIT 1");
     const sessions = [];
-    for (const who of [OPERATOR, MONITOR, WORKER]) {
+    for (const who of [OPERATOR, MONITOR, WORKER, SHIPPING]) {
       const s = await login(who, t);
       sessions.push(s);
       const pages = who === WORKER ? ['/', '/review'] : ['/', '/queue/audit', '/queue/audit?state=completed',
