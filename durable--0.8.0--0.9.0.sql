@@ -929,6 +929,11 @@ BEGIN
         RAISE EXCEPTION 'durable_enable_citus() must run on the Citus coordinator'
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
+    -- A tick reads durable.queues before any other table: holding it
+    -- first, distribution waits for a tick under way to end and the next
+    -- one waits for distribution, instead of each locking tables the other
+    -- waits for, in another order (a deadlock).
+    LOCK TABLE durable.queues IN ACCESS EXCLUSIVE MODE;
     IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass) THEN
         RAISE EXCEPTION 'durable is already distributed by Citus'
@@ -2418,7 +2423,9 @@ GRANT EXECUTE ON FUNCTION durable.queue_counters() TO durable_operator, pg_monit
 
 --
 -- 9. What a queue operator sees: the views that show a queue's rows keep
---    those of the queues in its scope (docs/security.md).
+--    those of the queues in its scope (docs/security.md).  Anyone may ask
+--    of its own scope; queues_in_scope reads durable.queues, and so runs
+--    with its owner's rights.
 --
 CREATE OR REPLACE FUNCTION durable.queues_in_scope()
 RETURNS text[]
@@ -2427,8 +2434,20 @@ LANGUAGE C STABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.queues_in_scope() IS
   'the queues whose rows durable''s views show the calling role: NULL for every queue, or for a member of durable_queue_operator (and not of durable_operator) the open queues and the restricted ones it holds a grant of';
-REVOKE ALL ON FUNCTION durable.queues_in_scope() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable.queues_in_scope() TO durable_operator, durable_queue_operator, pg_monitor;
+
+CREATE OR REPLACE FUNCTION durable.queue_in_scope(queue text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'durable_queue_in_scope'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION durable.queue_in_scope(text) IS
+  'whether durable''s views show the calling role the rows of the queue (durable.queues_in_scope())';
+
+CREATE OR REPLACE FUNCTION durable.task_in_scope(task_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'durable_task_in_scope'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION durable.task_in_scope(bigint) IS
+  'whether durable''s views show the calling role the rows of the task: those of a task of a queue in its scope';
 
 -- src/sql/functions/reconciler_pid.sql
 
@@ -2501,10 +2520,12 @@ GRANT SELECT ON durable.step_transitions TO durable_operator;
 
 --
 -- The views that show a queue's rows show a queue operator those of the
--- queues in its scope only (durable.queues_in_scope(), NULL for anyone
+-- queues in its scope only (durable.queue_in_scope(), true for anyone
 -- else), and are security barriers: no function of a reader's query sees
--- a row the filter keeps from it.  The filter is evaluated once per
--- statement; for an operator of every queue it is one test of NULL.
+-- a row the filter keeps from it.  The scope is read once a transaction;
+-- for a role that sees every queue the test of a row reads nothing.  A
+-- test per row, not a subquery: Citus sends it with the query to the
+-- shards.
 --
 CREATE OR REPLACE VIEW durable.unfinished_tasks WITH (security_barrier) AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -2514,8 +2535,7 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
 FROM durable.live_tasks
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.unfinished_tasks IS 'the tasks not finished (durable.live_tasks) of the queues the reader may see';
 REVOKE ALL ON durable.unfinished_tasks FROM PUBLIC;
 GRANT SELECT ON durable.unfinished_tasks TO durable_operator, durable_queue_operator;
@@ -2530,18 +2550,34 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
 FROM durable.task_history
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.finished_tasks IS 'the finished tasks retained (durable.task_history) of the queues the reader may see';
 REVOKE ALL ON durable.finished_tasks FROM PUBLIC;
 GRANT SELECT ON durable.finished_tasks TO durable_operator, durable_queue_operator;
 
 -- src/sql/views/tasks.sql
 
+-- the two tables, not the two views of them: Citus plans a union of
+-- tables joined to a function of its rows (jsonb_each(t.waits)), not a
+-- union of views
 CREATE OR REPLACE VIEW durable.tasks WITH (security_barrier) AS
-SELECT * FROM durable.unfinished_tasks
+SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits, budgets
+FROM durable.live_tasks
+WHERE durable.queue_in_scope(queue_name)
 UNION ALL
-SELECT * FROM durable.finished_tasks;
+SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+       rate_limits, budgets
+FROM durable.task_history
+WHERE durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
 GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
@@ -2550,16 +2586,14 @@ GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
 
 -- a step is in a queue operator's scope when its task is (unfinished_tasks.sql)
 CREATE OR REPLACE VIEW durable.steps WITH (security_barrier) AS
-SELECT s.*
-FROM (SELECT * FROM durable.live_steps
-      UNION ALL
-      SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
-             updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
-             error_class, request, result, evidence, error
-      FROM durable.step_history) s
-WHERE (SELECT durable.queues_in_scope()) IS NULL
-   OR EXISTS (SELECT FROM durable.tasks t
-              WHERE t.partition_key = s.partition_key AND t.task_id = s.task_id);
+SELECT * FROM durable.live_steps
+WHERE durable.task_in_scope(task_id)
+UNION ALL
+SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
+       updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
+       error_class, request, result, evidence, error
+FROM durable.step_history
+WHERE durable.task_in_scope(task_id);
 COMMENT ON VIEW durable.steps IS 'every step retained of the tasks the reader may see: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
 REVOKE ALL ON durable.steps FROM PUBLIC;
 GRANT SELECT ON durable.steps TO durable_operator, durable_queue_operator;
@@ -2568,32 +2602,29 @@ GRANT SELECT ON durable.steps TO durable_operator, durable_queue_operator;
 
 -- an event is in a queue operator's scope when its task is (unfinished_tasks.sql)
 CREATE OR REPLACE VIEW durable.events WITH (security_barrier) AS
-SELECT e.*
-FROM (
-    SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
-    FROM durable.event_log
-    UNION ALL
-    -- the claims of the leases those events ended
-    SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
-           lease_actor, NULL, NULL, lease_role
-    FROM durable.event_log WHERE lease_seq IS NOT NULL
-    UNION ALL
-    -- the claims of the leases running now
-    SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
-           owner, NULL, NULL, claim_role
-    FROM durable.live_tasks WHERE state = 'running' AND claim_seq IS NOT NULL
-    UNION ALL
-    -- the events that finished tasks, and the claims of the leases they ended
-    SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
-           final_actor, final_detail, NULL, final_role
-    FROM durable.task_history WHERE final_kind IS NOT NULL
-    UNION ALL
-    SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
-           owner, NULL, NULL, claim_role
-    FROM durable.task_history WHERE claim_seq IS NOT NULL) e
-WHERE (SELECT durable.queues_in_scope()) IS NULL
-   OR EXISTS (SELECT FROM durable.tasks t
-              WHERE t.partition_key = e.partition_key AND t.task_id = e.task_id);
+SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
+FROM durable.event_log
+WHERE durable.task_in_scope(task_id)
+UNION ALL
+-- the claims of the leases those events ended
+SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
+       lease_actor, NULL, NULL, lease_role
+FROM durable.event_log WHERE lease_seq IS NOT NULL AND durable.task_in_scope(task_id)
+UNION ALL
+-- the claims of the leases running now
+SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
+       owner, NULL, NULL, claim_role
+FROM durable.live_tasks
+WHERE state = 'running' AND claim_seq IS NOT NULL AND durable.queue_in_scope(queue_name)
+UNION ALL
+-- the events that finished tasks, and the claims of the leases they ended
+SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
+       final_actor, final_detail, NULL, final_role
+FROM durable.task_history WHERE final_kind IS NOT NULL AND durable.queue_in_scope(queue_name)
+UNION ALL
+SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
+       owner, NULL, NULL, claim_role
+FROM durable.task_history WHERE claim_seq IS NOT NULL AND durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.events IS 'the history of every task retained that the reader may see: one row per change, with the state and fence it left; seq is the task''s version after the change';
 REVOKE ALL ON durable.events FROM PUBLIC;
 GRANT SELECT ON durable.events TO durable_operator, durable_queue_operator;
@@ -2626,8 +2657,7 @@ LEFT JOIN durable.fairness_weights w
     ON w.queue_name = g.queue_name AND w.fairness_key = g.fairness_key
 WHERE q.fair
   -- a queue operator's queues only (unfinished_tasks.sql)
-  AND ((SELECT durable.queues_in_scope()) IS NULL
-       OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+  AND durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
 GRANT SELECT ON durable.fairness_keys TO durable_operator, durable_queue_operator;
@@ -2980,8 +3010,7 @@ LEFT JOIN (
     FROM durable.live_tasks t
     GROUP BY t.queue_name) g ON g.queue_name = q.queue_name
 -- a queue operator's queues only (unfinished_tasks.sql)
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.queue_gauges IS 'per queue, from the unfinished tasks only: ready (due), running, waiting (not due), in review, scheduled (due later), the ages of the oldest due task and of the oldest heartbeat; cheap whatever history is kept';
 REVOKE ALL ON durable.queue_gauges FROM PUBLIC;
 GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor, durable_queue_operator;
@@ -3017,8 +3046,7 @@ SELECT q.queue_name, q.partitions,
        q.paused_partitions, q.restricted, q.concurrency_limit, q.version_timeout, q.fair,
        q.created_at
 FROM durable.queues q
-WHERE (SELECT durable.queues_in_scope()) IS NULL
-   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]);
+WHERE durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.queue_settings IS 'the settings of each queue the reader may see, and the partition_key values of its partitions';
 REVOKE ALL ON durable.queue_settings FROM PUBLIC;
 GRANT SELECT ON durable.queue_settings TO durable_operator, durable_queue_operator;
@@ -3031,8 +3059,7 @@ SELECT s.at, s.queue_name, s.ready, s.running, s.waiting, s.needs_review,
        s.oldest_ready_age_seconds, s.enqueued, s.completed, s.failed, s.dead_lettered,
        s.leases_expired, s.sent_to_review, s.counters_since
 FROM durable.samples s
-WHERE (SELECT durable.queues_in_scope()) IS NULL
-   OR s.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]);
+WHERE durable.queue_in_scope(s.queue_name);
 COMMENT ON VIEW durable.queue_samples IS 'per queue and minute of the last 48 hours: the unfinished tasks by state, the age of the oldest due one, and the counters of durable.queue_counters at that time (NULL where durable is not preloaded)';
 REVOKE ALL ON durable.queue_samples FROM PUBLIC;
 GRANT SELECT ON durable.queue_samples TO durable_operator, durable_queue_operator, pg_monitor;

@@ -319,12 +319,16 @@ durable_revoke_queue(PG_FUNCTION_ARGS)
 
 /*
  * durable.queues_in_scope() RETURNS text[]
+ * durable.queue_in_scope(queue text) RETURNS boolean
+ * durable.task_in_scope(task_id bigint) RETURNS boolean
  *
- * The queues whose tasks durable's views show the calling role: NULL for
- * every queue, or, for a queue operator (a member of
- * durable_queue_operator and not of durable_operator), the open queues and
- * the restricted ones it holds a grant of.  Each view that shows a queue's
- * rows filters by it once per statement.
+ * What durable's views show the calling role: every queue's rows (NULL,
+ * true), or, for a queue operator (a member of durable_queue_operator and
+ * not of durable_operator), those of the open queues and of the restricted
+ * ones it holds a grant of.  The views that show a queue's rows ask
+ * queue_in_scope of each, those of a task's rows task_in_scope: the scope
+ * is read once a transaction, and a role that sees every queue is answered
+ * without a statement.
  */
 PG_FUNCTION_INFO_V1(durable_queues_in_scope);
 Datum
@@ -339,4 +343,35 @@ durable_queues_in_scope(PG_FUNCTION_ARGS)
 	if (queues == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_ARRAYTYPE_P(queues);
+}
+
+PG_FUNCTION_INFO_V1(durable_queue_in_scope);
+Datum
+durable_queue_in_scope(PG_FUNCTION_ARGS)
+{
+	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		connect = !DurableScopeLoaded();
+	bool		in_scope;
+
+	if (connect)
+		SPI_connect();
+	in_scope = DurableQueueInScope(queue);
+	if (connect)
+		SPI_finish();
+	PG_RETURN_BOOL(in_scope);
+}
+
+PG_FUNCTION_INFO_V1(durable_task_in_scope);
+Datum
+durable_task_in_scope(PG_FUNCTION_ARGS)
+{
+	int64		task_id = PG_GETARG_INT64(0);
+	bool		in_scope;
+
+	if (DurableScopeLoaded() && DurableCallerSeesEveryQueue())
+		PG_RETURN_BOOL(true);
+	SPI_connect();
+	in_scope = DurableTaskInScope(task_id);
+	SPI_finish();
+	PG_RETURN_BOOL(in_scope);
 }

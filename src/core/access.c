@@ -45,7 +45,9 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "storage/proc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 static const char *const privilege_names[] = {
 	[DURABLE_PRIV_ENQUEUE] = "enqueue",
@@ -303,43 +305,122 @@ DurableCallerIsQueueOperator(void)
 }
 
 /*
+ * The calling role's scope, kept for its transaction: the views ask for
+ * every row.  scope_every for a role that is no queue operator; else the
+ * queues it may read, in TopTransactionContext.  load_scope reads
+ * durable.queues and so runs with the owner's rights, in
+ * durable.queues_in_scope(); a view's per-row test, with the reader's,
+ * calls that when the scope is not loaded yet (ensure_scope).
+ */
+static LocalTransactionId scope_lxid = InvalidLocalTransactionId;
+static Oid	scope_role = InvalidOid;
+static bool scope_every = true;
+static char **scope_queues = NULL;
+static int	scope_count = 0;
+
+static void
+load_scope(void)
+{
+	DurableResult res;
+
+	if (DurableScopeLoaded())
+		return;
+	scope_every = !DurableCallerIsQueueOperator();
+	scope_queues = NULL;
+	scope_count = 0;
+	if (!scope_every)
+	{
+		res = DurableRun(&every_queue_access, NULL, NULL, SPI_OK_SELECT, 0);
+		scope_queues = MemoryContextAlloc(TopTransactionContext,
+										  sizeof(char *) * Max(res.rows, 1));
+		for (uint64 r = 0; r < res.rows; r++)
+		{
+			char	   *sequence = DurableGetIsNull(res, r, SCOPE_SEQUENCE) ? NULL :
+				DurableGetText(res, r, SCOPE_SEQUENCE);
+
+			if (!DurableGetBool(res, r, SCOPE_RESTRICTED) ||
+				caller_holds(sequence, DURABLE_PRIV_ENQUEUE) ||
+				caller_holds(sequence, DURABLE_PRIV_WORK))
+				scope_queues[scope_count++] =
+					MemoryContextStrdup(TopTransactionContext,
+										DurableGetText(res, r, SCOPE_QUEUE));
+		}
+	}
+	scope_lxid = DURABLE_MY_LXID;
+	scope_role = GetOuterUserId();
+}
+
+/* whether the calling role's scope is loaded: then no statement is run */
+bool
+DurableScopeLoaded(void)
+{
+	return scope_lxid == DURABLE_MY_LXID && scope_role == GetOuterUserId();
+}
+
+static const DurableColumn scope_load_columns[] = {
+	{"queues", TEXTARRAYOID},
+};
+static DurableStatement scope_load = {
+	.name = "scope_load",
+	.sql = "SELECT durable.queues_in_scope() AS queues",
+	DURABLE_COLUMNS(scope_load_columns),
+};
+
+static void
+ensure_scope(void)
+{
+	if (!DurableScopeLoaded())
+		(void) DurableRun(&scope_load, NULL, NULL, SPI_OK_SELECT, 1);
+}
+
+/* whether durable's views show the calling role every queue's rows */
+bool
+DurableCallerSeesEveryQueue(void)
+{
+	ensure_scope();
+	return scope_every;
+}
+
+/*
+ * DurableQueueInScope
+ *		Whether durable's views show the calling role the rows of queue:
+ *		every queue's to a role that is no queue operator, else those of
+ *		the open queues and of the restricted ones it holds the enqueue or
+ *		the work grant of, as reading a stream asks.
+ */
+bool
+DurableQueueInScope(const char *queue)
+{
+	ensure_scope();
+	if (scope_every)
+		return true;
+	for (int i = 0; i < scope_count; i++)
+		if (strcmp(scope_queues[i], queue) == 0)
+			return true;
+	return false;
+}
+
+/*
  * DurableQueuesInScope
- *		The queues whose tasks durable's views show the calling role: NULL
- *		for all of them (a role that is no queue operator: the views'
- *		grants decide), else the open queues and the restricted ones it
- *		holds the enqueue or the work grant of, as reading a stream asks;
- *		made in result_context.
+ *		The queues of DurableQueueInScope, made in result_context: NULL for
+ *		every queue.  Reads durable.queues: for a function that runs with
+ *		the owner's rights.
  */
 ArrayType *
 DurableQueuesInScope(MemoryContext result_context)
 {
-	DurableResult res;
-	char	  **readable;
-	int			n = 0;
 	MemoryContext old;
 	Datum	   *names;
 	ArrayType  *queues;
 
-	if (!DurableCallerIsQueueOperator())
+	load_scope();
+	if (scope_every)
 		return NULL;
-	res = DurableRun(&every_queue_access, NULL, NULL, SPI_OK_SELECT, 0);
-	readable = palloc(sizeof(char *) * Max(res.rows, 1));
-	for (uint64 r = 0; r < res.rows; r++)
-	{
-		char	   *sequence = DurableGetIsNull(res, r, SCOPE_SEQUENCE) ? NULL :
-			DurableGetText(res, r, SCOPE_SEQUENCE);
-
-		if (!DurableGetBool(res, r, SCOPE_RESTRICTED) ||
-			caller_holds(sequence, DURABLE_PRIV_ENQUEUE) ||
-			caller_holds(sequence, DURABLE_PRIV_WORK))
-			readable[n++] = DurableGetText(res, r, SCOPE_QUEUE);
-	}
-
 	old = MemoryContextSwitchTo(result_context);
-	names = palloc(sizeof(Datum) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		names[i] = CStringGetTextDatum(readable[i]);
-	queues = construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT);
+	names = palloc(sizeof(Datum) * Max(scope_count, 1));
+	for (int i = 0; i < scope_count; i++)
+		names[i] = CStringGetTextDatum(scope_queues[i]);
+	queues = construct_array(names, scope_count, TEXTOID, -1, false, TYPALIGN_INT);
 	MemoryContextSwitchTo(old);
 	return queues;
 }

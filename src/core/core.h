@@ -55,6 +55,7 @@ DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern void DurableCheckTaskVisible(int64 task_id);
 extern void DurableCheckOperatorTask(int64 task_id);
+extern bool DurableTaskInScope(int64 task_id);
 extern void DurableCheckBatchAccess(const int64 *task_ids, char **queues,
 									const bool *restricted, const bool *held,
 									int n);
@@ -487,6 +488,9 @@ DURABLE_NORETURN extern void DurableReportUnknownTask(int64 task_id);
 extern bool DurableMayWorkOnEveryQueue(void);
 extern bool DurableCallerIsQueueOperator(void);
 extern ArrayType *DurableQueuesInScope(MemoryContext result_context);
+extern bool DurableScopeLoaded(void);
+extern bool DurableCallerSeesEveryQueue(void);
+extern bool DurableQueueInScope(const char *queue);
 extern void DurableCheckOperatorQueue(const char *queue);
 extern void DurableCheckTaskAccess(int64 task_id, const char *queue,
 								   bool restricted);

@@ -37,23 +37,45 @@ static const DurableParam sample_params[SAMPLE_NPARAMS] = {
 };
 
 /*
- * The minute's sample, unless another maintainer takes it now or took it
- * already.  The lock is the one transaction-scoped advisory lock on the
- * table's OID, as durable.maintain_history takes on its own table's.
+ * Whether this transaction takes the minute's sample: nobody took it, and
+ * no other maintainer takes it now.  The lock is the one transaction-
+ * scoped advisory lock on the table's OID, as durable.maintain_history
+ * takes on its own table's.
+ */
+static const DurableColumn sample_due_columns[] = {
+	{"due", BOOLOID},
+};
+static DurableStatement sample_due = {
+	.name = "sample_due",
+	.sql = "SELECT pg_catalog.pg_try_advisory_xact_lock("
+	"  'durable.samples'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.int8)"
+	" AND NOT EXISTS (SELECT FROM durable.samples s WHERE s.at = $at) AS due",
+	DURABLE_PARAMS(sample_params),
+	DURABLE_COLUMNS(sample_due_columns),
+};
+
+/*
+ * The gauges of every queue, then this server's counters: two statements,
+ * so that on Citus the first reads the shards and the second only this
+ * node's shared memory.
  */
 static DurableStatement take_sample = {
 	.name = "take_sample",
 	.sql = "INSERT INTO durable.samples (at, queue_name, ready, running, waiting,"
-	" needs_review, oldest_ready_age_seconds, enqueued, completed, failed,"
-	" dead_lettered, leases_expired, sent_to_review, counters_since)"
+	" needs_review, oldest_ready_age_seconds)"
 	" SELECT $at, g.queue_name, g.ready, g.running, g.waiting, g.needs_review,"
-	" g.oldest_ready_age_seconds, c.enqueued, c.completed, c.failed, c.dead_lettered,"
-	" c.leases_expired, c.sent_to_review, c.stats_reset"
-	" FROM durable.queue_gauges g"
-	" LEFT JOIN durable.queue_counters() c ON c.queue_name = g.queue_name"
-	" WHERE pg_catalog.pg_try_advisory_xact_lock("
-	"  'durable.samples'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.int8)"
-	" AND NOT EXISTS (SELECT FROM durable.samples s WHERE s.at = $at)",
+	" g.oldest_ready_age_seconds FROM durable.queue_gauges g",
+	DURABLE_PARAMS(sample_params),
+};
+
+static DurableStatement count_sample = {
+	.name = "count_sample",
+	.sql = "UPDATE durable.samples s SET enqueued = c.enqueued, completed = c.completed,"
+	" failed = c.failed, dead_lettered = c.dead_lettered,"
+	" leases_expired = c.leases_expired, sent_to_review = c.sent_to_review,"
+	" counters_since = c.stats_reset"
+	" FROM durable.queue_counters() c"
+	" WHERE s.at = $at AND s.queue_name = c.queue_name",
 	DURABLE_PARAMS(sample_params),
 };
 
@@ -80,12 +102,12 @@ sample_queues(void *arg)
 	uint64		taken;
 
 	args[SAMPLE_AT] = TimestampTzGetDatum(at);
+	if (!DurableGetBool(DurableRun(&sample_due, args, NULL, SPI_OK_SELECT, 1), 0, 0))
+		return 0;
 	taken = DurableRun(&take_sample, args, NULL, SPI_OK_INSERT, 0).rows;
-	if (taken > 0)
-	{
-		before[FORGET_BEFORE] = TimestampTzGetDatum(at - DURABLE_SAMPLES_KEPT_USECS);
-		(void) DurableRun(&forget_samples, before, NULL, SPI_OK_DELETE, 0);
-	}
+	(void) DurableRun(&count_sample, args, NULL, SPI_OK_UPDATE, 0);
+	before[FORGET_BEFORE] = TimestampTzGetDatum(at - DURABLE_SAMPLES_KEPT_USECS);
+	(void) DurableRun(&forget_samples, before, NULL, SPI_OK_DELETE, 0);
 	return taken;
 }
 

@@ -31,6 +31,18 @@
 	" WHERE t.partition_key = $partition" \
 	" AND t.task_id = $task_id"
 
+/*
+ * Every task retained, whatever the caller may see: the tables, not
+ * durable.tasks, which shows a queue operator its own queues only.
+ */
+#define EVERY_TASK_COLUMNS \
+	"partition_key, task_id, state, fence, attempt, max_attempts, created_at," \
+	" deadline, class, queue_name, owner, lease_until, version, run_at," \
+	" steps_in_doubt, checkpoint_version, budgets"
+#define EVERY_TASK \
+	"(SELECT " EVERY_TASK_COLUMNS " FROM durable.live_tasks" \
+	" UNION ALL SELECT " EVERY_TASK_COLUMNS " FROM durable.task_history)"
+
 /* the columns of task_get and task_lock (TASK_COLUMNS) */
 enum
 {
@@ -92,7 +104,7 @@ static const DurableParam task_key_params[KEY_NPARAMS] = {
 
 static DurableStatement task_get = {
 	.name = "task_get",
-	.sql = TASK_COLUMNS("durable.tasks"),
+	.sql = TASK_COLUMNS(EVERY_TASK),
 	DURABLE_PARAMS(task_key_params),
 	DURABLE_COLUMNS(task_columns),
 };
@@ -336,6 +348,34 @@ DurableCheckOperatorTask(int64 task_id)
 {
 	if (DurableCallerIsQueueOperator())
 		DurableCheckTaskVisible(task_id);
+}
+
+static DurableStatement task_seen = {
+	.name = "task_seen",
+	.sql = "SELECT FROM durable.tasks"
+	" WHERE partition_key = $partition AND task_id = $task_id",
+	DURABLE_PARAMS(task_key_params),
+	.by_partition = true,
+};
+
+/*
+ * DurableTaskInScope
+ *		Whether durable's views show the calling role the rows of a task
+ *		(its steps and events): those of a task of a queue in its scope
+ *		(DurableQueueInScope).  A role that sees every queue is answered
+ *		without a statement.
+ */
+bool
+DurableTaskInScope(int64 task_id)
+{
+	Datum		args[KEY_NPARAMS];
+
+	if (DurableCallerSeesEveryQueue())
+		return true;
+	/* with the reader's rights: durable.tasks shows it the tasks in scope */
+	args[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[KEY_TASK_ID] = Int64GetDatum(task_id);
+	return DurableRun(&task_seen, args, NULL, SPI_OK_SELECT, 1).rows > 0;
 }
 
 enum

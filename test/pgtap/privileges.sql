@@ -91,7 +91,9 @@ SELECT set_eq(
           'durable.queue_counters()',
           'durable_metrics_prometheus()',
           'durable.metric_samples(text[])',
-          'durable.queues_in_scope()'],
+          -- a reader's own scope, which the views ask of every row
+          'durable.queues_in_scope()', 'durable.queue_in_scope(text)',
+          'durable.task_in_scope(bigint)'],
     'pg_monitor and PUBLIC call only the pure functions, the reconciler''s state and the counters (and the metrics, as text or rows)');
 
 -- a queue operator reads the views that show its queues' rows, and
@@ -129,8 +131,7 @@ SELECT set_eq(
           'durable_migrate(text,jsonb,jsonb,text,jsonb,boolean,integer)',
           'durable_pause(text,integer)',
           'durable_resume(text,integer)',
-          'durable_emit(text,text,jsonb)',
-          'durable.queues_in_scope()'],
+          'durable_emit(text,text,jsonb)'],
     'durable_queue_operator calls only the operator functions that check its grants');
 
 -- who may call what

@@ -28,6 +28,11 @@ BEGIN
         RAISE EXCEPTION 'durable_enable_citus() must run on the Citus coordinator'
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
+    -- A tick reads durable.queues before any other table: holding it
+    -- first, distribution waits for a tick under way to end and the next
+    -- one waits for distribution, instead of each locking tables the other
+    -- waits for, in another order (a deadlock).
+    LOCK TABLE durable.queues IN ACCESS EXCLUSIVE MODE;
     IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                WHERE logicalrelid = 'durable.live_tasks'::pg_catalog.regclass) THEN
         RAISE EXCEPTION 'durable is already distributed by Citus'

@@ -24,8 +24,7 @@ LEFT JOIN durable.fairness_weights w
     ON w.queue_name = g.queue_name AND w.fairness_key = g.fairness_key
 WHERE q.fair
   -- a queue operator's queues only (unfinished_tasks.sql)
-  AND ((SELECT durable.queues_in_scope()) IS NULL
-       OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+  AND durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.fairness_keys IS 'per fairness key of a fair queue (NULL: the tasks without a key), from the unfinished tasks only: its weight, ready (due) and running tasks, due tasks still waiting for their pass, and the age of its oldest due task';
 REVOKE ALL ON durable.fairness_keys FROM PUBLIC;
 GRANT SELECT ON durable.fairness_keys TO durable_operator, durable_queue_operator;

@@ -6,8 +6,7 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
 FROM durable.task_history
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.finished_tasks IS 'the finished tasks retained (durable.task_history) of the queues the reader may see';
 REVOKE ALL ON durable.finished_tasks FROM PUBLIC;
 GRANT SELECT ON durable.finished_tasks TO durable_operator, durable_queue_operator;

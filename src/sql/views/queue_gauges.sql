@@ -30,8 +30,7 @@ LEFT JOIN (
     FROM durable.live_tasks t
     GROUP BY t.queue_name) g ON g.queue_name = q.queue_name
 -- a queue operator's queues only (unfinished_tasks.sql)
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.queue_gauges IS 'per queue, from the unfinished tasks only: ready (due), running, waiting (not due), in review, scheduled (due later), the ages of the oldest due task and of the oldest heartbeat; cheap whatever history is kept';
 REVOKE ALL ON durable.queue_gauges FROM PUBLIC;
 GRANT SELECT ON durable.queue_gauges TO durable_operator, pg_monitor, durable_queue_operator;

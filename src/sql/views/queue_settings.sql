@@ -8,8 +8,7 @@ SELECT q.queue_name, q.partitions,
        q.paused_partitions, q.restricted, q.concurrency_limit, q.version_timeout, q.fair,
        q.created_at
 FROM durable.queues q
-WHERE (SELECT durable.queues_in_scope()) IS NULL
-   OR q.queue_name = ANY ((SELECT durable.queues_in_scope())::text[]);
+WHERE durable.queue_in_scope(q.queue_name);
 COMMENT ON VIEW durable.queue_settings IS 'the settings of each queue the reader may see, and the partition_key values of its partitions';
 REVOKE ALL ON durable.queue_settings FROM PUBLIC;
 GRANT SELECT ON durable.queue_settings TO durable_operator, durable_queue_operator;

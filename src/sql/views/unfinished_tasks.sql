@@ -1,9 +1,11 @@
 --
 -- The views that show a queue's rows show a queue operator those of the
--- queues in its scope only (durable.queues_in_scope(), NULL for anyone
+-- queues in its scope only (durable.queue_in_scope(), true for anyone
 -- else), and are security barriers: no function of a reader's query sees
--- a row the filter keeps from it.  The filter is evaluated once per
--- statement; for an operator of every queue it is one test of NULL.
+-- a row the filter keeps from it.  The scope is read once a transaction;
+-- for a role that sees every queue the test of a row reads nothing.  A
+-- test per row, not a subquery: Citus sends it with the query to the
+-- shards.
 --
 CREATE OR REPLACE VIEW durable.unfinished_tasks WITH (security_barrier) AS
 SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -13,8 +15,7 @@ SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, ve
        steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
        rate_limits, budgets
 FROM durable.live_tasks
-WHERE ((SELECT durable.queues_in_scope()) IS NULL
-       OR queue_name = ANY ((SELECT durable.queues_in_scope())::text[]));
+WHERE durable.queue_in_scope(queue_name);
 COMMENT ON VIEW durable.unfinished_tasks IS 'the tasks not finished (durable.live_tasks) of the queues the reader may see';
 REVOKE ALL ON durable.unfinished_tasks FROM PUBLIC;
 GRANT SELECT ON durable.unfinished_tasks TO durable_operator, durable_queue_operator;
