@@ -2557,27 +2557,28 @@ GRANT SELECT ON durable.finished_tasks TO durable_operator, durable_queue_operat
 
 -- src/sql/views/tasks.sql
 
--- the two tables, not the two views of them: Citus plans a union of
--- tables joined to a function of its rows (jsonb_each(t.waits)), not a
--- union of views
+-- the union of the two tables, filtered as a whole: Citus plans that
+-- joined to a function of its rows (jsonb_each(t.waits)), not a union of
+-- filtered tables or of the two views
 CREATE OR REPLACE VIEW durable.tasks WITH (security_barrier) AS
-SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
-       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
-       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
-       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits, budgets
-FROM durable.live_tasks
-WHERE durable.queue_in_scope(queue_name)
-UNION ALL
-SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
-       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
-       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
-       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits, budgets
-FROM durable.task_history
-WHERE durable.queue_in_scope(queue_name);
+SELECT t.*
+FROM (
+    SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+           run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+           lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+           workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+           steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+           rate_limits, budgets
+    FROM durable.live_tasks
+    UNION ALL
+    SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+           run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+           lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+           workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+           steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+           rate_limits, budgets
+    FROM durable.task_history) t
+WHERE durable.queue_in_scope(t.queue_name);
 COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
 GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
@@ -2586,14 +2587,14 @@ GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
 
 -- a step is in a queue operator's scope when its task is (unfinished_tasks.sql)
 CREATE OR REPLACE VIEW durable.steps WITH (security_barrier) AS
-SELECT * FROM durable.live_steps
-WHERE durable.task_in_scope(task_id)
-UNION ALL
-SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
-       updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
-       error_class, request, result, evidence, error
-FROM durable.step_history
-WHERE durable.task_in_scope(task_id);
+SELECT s.*
+FROM (SELECT * FROM durable.live_steps
+      UNION ALL
+      SELECT partition_key, task_id, step, state, class, version, attempt, ordinal, created_at,
+             updated_at, idempotency_key, request_hash, compensates, receipt, effect_id,
+             error_class, request, result, evidence, error
+      FROM durable.step_history) s
+WHERE durable.task_in_scope(s.task_id);
 COMMENT ON VIEW durable.steps IS 'every step retained of the tasks the reader may see: those of unfinished tasks (durable.live_steps) and those of finished ones (durable.step_history)';
 REVOKE ALL ON durable.steps FROM PUBLIC;
 GRANT SELECT ON durable.steps TO durable_operator, durable_queue_operator;
@@ -2602,29 +2603,30 @@ GRANT SELECT ON durable.steps TO durable_operator, durable_queue_operator;
 
 -- an event is in a queue operator's scope when its task is (unfinished_tasks.sql)
 CREATE OR REPLACE VIEW durable.events WITH (security_barrier) AS
-SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
-FROM durable.event_log
-WHERE durable.task_in_scope(task_id)
-UNION ALL
--- the claims of the leases those events ended
-SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
-       lease_actor, NULL, NULL, lease_role
-FROM durable.event_log WHERE lease_seq IS NOT NULL AND durable.task_in_scope(task_id)
-UNION ALL
--- the claims of the leases running now
-SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
-       owner, NULL, NULL, claim_role
-FROM durable.live_tasks
-WHERE state = 'running' AND claim_seq IS NOT NULL AND durable.queue_in_scope(queue_name)
-UNION ALL
--- the events that finished tasks, and the claims of the leases they ended
-SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
-       final_actor, final_detail, NULL, final_role
-FROM durable.task_history WHERE final_kind IS NOT NULL AND durable.queue_in_scope(queue_name)
-UNION ALL
-SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
-       owner, NULL, NULL, claim_role
-FROM durable.task_history WHERE claim_seq IS NOT NULL AND durable.queue_in_scope(queue_name);
+SELECT e.*
+FROM (
+    SELECT partition_key, task_id, seq, state, fence, at, kind, actor, detail, step, role
+    FROM durable.event_log
+    UNION ALL
+    -- the claims of the leases those events ended
+    SELECT partition_key, task_id, lease_seq, 'running', lease_fence, lease_at, lease_kind,
+           lease_actor, NULL, NULL, lease_role
+    FROM durable.event_log WHERE lease_seq IS NOT NULL
+    UNION ALL
+    -- the claims of the leases running now
+    SELECT partition_key, task_id, claim_seq, 'running', fence, claimed_at, claim_kind,
+           owner, NULL, NULL, claim_role
+    FROM durable.live_tasks WHERE state = 'running' AND claim_seq IS NOT NULL
+    UNION ALL
+    -- the events that finished tasks, and the claims of the leases they ended
+    SELECT partition_key, task_id, version, state, fence, finished_at, final_kind,
+           final_actor, final_detail, NULL, final_role
+    FROM durable.task_history WHERE final_kind IS NOT NULL
+    UNION ALL
+    SELECT partition_key, task_id, claim_seq, 'running', claim_fence, claimed_at, claim_kind,
+           owner, NULL, NULL, claim_role
+    FROM durable.task_history WHERE claim_seq IS NOT NULL) e
+WHERE durable.task_in_scope(e.task_id);
 COMMENT ON VIEW durable.events IS 'the history of every task retained that the reader may see: one row per change, with the state and fence it left; seq is the task''s version after the change';
 REVOKE ALL ON durable.events FROM PUBLIC;
 GRANT SELECT ON durable.events TO durable_operator, durable_queue_operator;

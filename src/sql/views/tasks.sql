@@ -1,24 +1,25 @@
--- the two tables, not the two views of them: Citus plans a union of
--- tables joined to a function of its rows (jsonb_each(t.waits)), not a
--- union of views
+-- the union of the two tables, filtered as a whole: Citus plans that
+-- joined to a function of its rows (jsonb_each(t.waits)), not a union of
+-- filtered tables or of the two views
 CREATE OR REPLACE VIEW durable.tasks WITH (security_barrier) AS
-SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
-       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
-       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
-       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits, budgets
-FROM durable.live_tasks
-WHERE durable.queue_in_scope(queue_name)
-UNION ALL
-SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
-       run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
-       lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
-       workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
-       steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-       rate_limits, budgets
-FROM durable.task_history
-WHERE durable.queue_in_scope(queue_name);
+SELECT t.*
+FROM (
+    SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+           run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+           lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+           workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+           steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+           rate_limits, budgets
+    FROM durable.live_tasks
+    UNION ALL
+    SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
+           run_at, created_at, lease_until, heartbeat_at, progress_at, stuck_alarm_at, finished_at,
+           lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
+           workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
+           steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
+           rate_limits, budgets
+    FROM durable.task_history) t
+WHERE durable.queue_in_scope(t.queue_name);
 COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
 REVOKE ALL ON durable.tasks FROM PUBLIC;
 GRANT SELECT ON durable.tasks TO durable_operator, durable_queue_operator;
