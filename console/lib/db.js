@@ -58,6 +58,8 @@ export const RELATIONS = {
   status: 'durable.status',
   queue_counters: 'durable.queue_counters',
   tasks: 'durable.tasks',
+  live_tasks: 'durable.live_tasks',
+  task_history: 'durable.task_history',
   unfinished_tasks: 'durable.unfinished_tasks',
   finished_tasks: 'durable.finished_tasks',
   queue_settings: 'durable.queue_settings',
@@ -159,8 +161,8 @@ export class Pools {
       throw err;
     }
     entry = { key, pool, refs: 1, user: ext.role, ext, sql: null, caps: null };
-    entry.sql = statements(pg.escapeIdentifier(ext.schema));
     entry.caps = await capabilities(pool, ext.schema);
+    entry.sql = statements(pg.escapeIdentifier(ext.schema), { tables: entry.caps.tables });
     this.pools.set(key, entry);
     return entry;
   }
@@ -231,6 +233,10 @@ export async function capabilities(pool, schema) {
     status: can('col:status_failing_parts'),
     statusFailures: can('col:status_failures'),
     tasks: can('rel:unfinished_tasks') && can('rel:finished_tasks') && can('rel:queue_settings'),
+    // the tables themselves (an operator of every queue): read those, with
+    // the plans their indexes give, not the views that filter a queue
+    // operator's rows behind a security barrier
+    tables: can('rel:live_tasks') && can('rel:task_history'),
     events: can('rel:events'),
     steps: can('rel:steps'),
     review: can('rel:review_queue'),
@@ -266,7 +272,13 @@ export async function capabilities(pool, schema) {
 // the partition of task $1: its id's low 15 bits
 const PARTITION_OF_1 = '($1::pg_catalog.int8 OPERATOR(pg_catalog.&) 32767)::pg_catalog.int4';
 
-export function statements(api) {
+export function statements(api, { tables = false } = {}) {
+  // the unfinished tasks, the finished ones, and every task retained with
+  // the columns the search reads: the tables where the role reads them
+  const LIVE = tables ? 'durable.live_tasks' : 'durable.unfinished_tasks';
+  const HISTORY = tables ? 'durable.task_history' : 'durable.finished_tasks';
+  const SEARCHED = 'task_id, partition_key, queue_name, state, attempt, idempotency_key, owner, payload, metadata, last_error, created_at';
+  const TASKS = tables ? `(SELECT ${SEARCHED} FROM durable.live_tasks UNION ALL SELECT ${SEARCHED} FROM durable.task_history)` : 'durable.tasks';
   const s = {
     // per queue, from the unfinished tasks only: cheap whatever history is kept
     gauges: `SELECT queue_name, paused, paused_partitions, ready, running, waiting, needs_review, scheduled,
@@ -279,7 +291,7 @@ export function statements(api) {
                                            AND t.progress_at OPERATOR(pg_catalog.<)
                                                  (pg_catalog.now() OPERATOR(pg_catalog.-) q.progress_timeout))
                           AS stuck
-                 FROM durable.unfinished_tasks t
+                 FROM ${LIVE} t
                  JOIN durable.queue_settings q ON q.queue_name OPERATOR(pg_catalog.=) t.queue_name
                  WHERE t.state OPERATOR(pg_catalog.=) 'running'
                  GROUP BY t.queue_name`,
@@ -332,7 +344,7 @@ export function statements(api) {
     // live tasks of a queue in one state, newest id first, after a cursor
     liveTasks: `SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts, t.priority,
                        t.run_at, t.created_at, t.lease_until, t.owner, t.stop_code, t.parent_id, t.versions
-                FROM durable.unfinished_tasks t
+                FROM ${LIVE} t
                 WHERE t.queue_name OPERATOR(pg_catalog.=) $1
                   AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
                   AND t.partition_key OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int4[])
@@ -350,7 +362,7 @@ export function statements(api) {
     // nothing.
     historyFloor: `SELECT pg_catalog.max(f.floor) AS floor
                    FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
-                   LATERAL (SELECT t.task_id AS floor FROM durable.finished_tasks t
+                   LATERAL (SELECT t.task_id AS floor FROM ${HISTORY} t
                             WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                               AND ($2::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $2)
                             ORDER BY t.task_id DESC
@@ -359,7 +371,7 @@ export function statements(api) {
                    LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                                    t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
                                    t.parent_id, t.versions
-                            FROM durable.finished_tasks t
+                            FROM ${HISTORY} t
                             WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                               AND t.queue_name OPERATOR(pg_catalog.=) $1
                               AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
@@ -376,7 +388,7 @@ export function statements(api) {
                                   t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
                                   t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error,
                                   t.versions
-                           FROM durable.finished_tasks t
+                           FROM ${HISTORY} t
                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
                              AND t.queue_name OPERATOR(pg_catalog.=) $1
                              AND t.state OPERATOR(pg_catalog.=) 'failed'
@@ -435,7 +447,7 @@ export function statements(api) {
                AND ($2::pg_catalog.text IS NULL OR r.queue_name OPERATOR(pg_catalog.=) $2)
              ORDER BY r.task_id, r.step LIMIT $3`,
     versionUnavailable: `SELECT t.task_id, t.queue_name, t.partition_key, t.versions, t.run_at
-                         FROM durable.unfinished_tasks t
+                         FROM ${LIVE} t
                          WHERE t.state OPERATOR(pg_catalog.=) 'needs_review'
                            AND t.stop_code OPERATOR(pg_catalog.=) 'version_unavailable'
                          ORDER BY t.task_id LIMIT 200`,
@@ -452,7 +464,7 @@ export function statements(api) {
                     pg_catalog.left(t.payload::pg_catalog.text, 120) AS payload,
                     pg_catalog.left(t.last_error::pg_catalog.text, 120) AS last_error,
                     t.created_at, t.created_at::pg_catalog.text AS created_at_text
-             FROM durable.tasks t
+             FROM ${TASKS} t
              WHERE ($1::pg_catalog.text IS NULL OR t.queue_name OPERATOR(pg_catalog.=) $1)
                AND ($2::pg_catalog.text IS NULL OR t.state::pg_catalog.text OPERATOR(pg_catalog.=) $2)
                AND ($3::pg_catalog.text IS NULL OR t.idempotency_key OPERATOR(pg_catalog.=) $3)

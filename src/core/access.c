@@ -369,8 +369,19 @@ static DurableStatement scope_load = {
 static void
 ensure_scope(void)
 {
-	if (!DurableScopeLoaded())
-		(void) DurableRun(&scope_load, NULL, NULL, SPI_OK_SELECT, 1);
+	if (DurableScopeLoaded())
+		return;
+	/* a role that is no queue operator sees every queue: nothing to read */
+	if (!DurableCallerIsQueueOperator())
+	{
+		scope_every = true;
+		scope_queues = NULL;
+		scope_count = 0;
+		scope_lxid = DURABLE_MY_LXID;
+		scope_role = GetOuterUserId();
+		return;
+	}
+	(void) DurableRun(&scope_load, NULL, NULL, SPI_OK_SELECT, 1);
 }
 
 /* whether durable's views show the calling role every queue's rows */
