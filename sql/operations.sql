@@ -170,7 +170,7 @@ SELECT queue_name, ready, waiting, running, needs_review, completed, failed, can
 FROM durable.queue_stats WHERE queue_name IN ('slow', 'review', 'dlq') ORDER BY 1;
 SELECT queue_name, tasks, duplicate_side_effects, claims_per_task >= 1 AS claims_per_task_at_least_1,
        reconciliation_lag
-FROM durable.metrics WHERE queue_name IN ('review', 'dlq') ORDER BY 1;
+FROM durable.history_metrics WHERE queue_name IN ('review', 'dlq') ORDER BY 1;
 
 -- leave nothing behind: the files run in any order, in one database
 \set cleanup_queues 'days,dlq,ops,review,slow'

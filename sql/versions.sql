@@ -35,7 +35,7 @@ SELECT durable_create_queue('ver_count');
 SELECT durable_enqueue('ver_count', '{}') AS tc \gset
 SELECT durable_commit(task_id, fence) FROM durable_claim('ver_count', 'w3', versions => '{"workflow": "3"}');
 SELECT kind FROM durable.events WHERE task_id = :tc ORDER BY seq;
-SELECT tasks, claims_per_task FROM durable.metrics WHERE queue_name = 'ver_count';
+SELECT tasks, claims_per_task FROM durable.history_metrics WHERE queue_name = 'ver_count';
 
 -- a claim that says nothing claims as before, whatever a task is pinned to
 SELECT durable_enqueue('ver', '{"n": 3}', workflow_version => '9') AS t9 \gset

@@ -97,9 +97,9 @@ const pages = [
   ['operator', '/waits', 'waits'],
   ['operator', '/reconciler', 'reconciler'],
   ['operator', '/workers', 'workers and versions'],
-  ['operator', '/recovery', 'recovery (the counters)'],
+  ['operator', '/recovery', 'recovery (the counters and durable.metrics)'],
   // a report over all history, on an operator's request: not a page
-  ['operator', '/recovery?history=1', 'report: durable.metrics over history', true],
+  ['operator', '/recovery?history=1', 'report: durable.history_metrics', true],
   ['operator', '/metrics', '/metrics (Prometheus)'],
   ['monitor', '/', 'overview, as pg_monitor'],
   ['monitor', '/metrics', '/metrics, as pg_monitor'],
@@ -131,13 +131,21 @@ for (const [role, path, name, report = false] of pages) {
   results.push({ name, path, rounds, median: median(times), p95: p95(times), error, report });
 }
 
-const scrape = [];
-await db.query('SELECT durable_metrics_prometheus()');
-for (let i = 0; i < ROUNDS; i++) {
-  const t0 = process.hrtime.bigint();
-  await db.query('SELECT durable_metrics_prometheus()');
-  scrape.push(Number(process.hrtime.bigint() - t0) / 1e6);
+// a statement's times over the rounds, after one to warm it
+async function timeQuery(text) {
+  const times = [];
+  await db.query(text);
+  for (let i = 0; i < ROUNDS; i++) {
+    const t0 = process.hrtime.bigint();
+    await db.query(text);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return times;
 }
+const scrape = await timeQuery('SELECT durable_metrics_prometheus()');
+// durable.metrics, as any SQL client reads it
+const METRICS_SQL = 'SELECT * FROM durable.metrics';
+const metrics = await timeQuery(METRICS_SQL);
 const counts = await one('SELECT count(*) AS live FROM durable.live_tasks');
 await db.end();
 
@@ -153,6 +161,8 @@ for (const r of results) {
 }
 const sm = median(scrape);
 console.log(`${'SELECT durable_metrics_prometheus()'.padEnd(w)}  ${sm.toFixed(1).padStart(8)}  ${p95(scrape).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${sm < SCRAPE_MS ? 'yes' : 'NO'}`);
+console.log(`${METRICS_SQL.padEnd(w)}  ${median(metrics).toFixed(1).padStart(8)}  ${p95(metrics).toFixed(1).padStart(8)}  ${String(ROUNDS).padStart(6)}  ${p95(metrics) < PAGE_MS ? 'yes' : 'NO'}`);
 const slow = results.filter((r) => !r.report && !(r.p95 < PAGE_MS && !r.error));
 console.log(`\nevery page's p95 under ${PAGE_MS} ms: ${slow.length ? `no (${slow.map((r) => r.name).join('; ')})` : 'yes'}`);
 console.log(`the scrape under ${SCRAPE_MS} ms: ${sm < SCRAPE_MS ? 'yes' : 'no'} (median ${sm.toFixed(1)} ms)`);
+console.log(`durable.metrics under ${PAGE_MS} ms: ${p95(metrics) < PAGE_MS ? 'yes' : 'no'} (p95 ${p95(metrics).toFixed(1)} ms)`);

@@ -52,6 +52,7 @@ export const RELATIONS = {
   fairness_keys: 'durable.fairness_keys',
   queue_stats: 'durable.queue_stats',
   metrics: 'durable.metrics',
+  history_metrics: 'durable.history_metrics',
   wait_stats: 'durable.wait_stats',
   queue_samples: 'durable.queue_samples',
   schedule_stats: 'durable.schedule_stats',
@@ -225,7 +226,9 @@ export async function capabilities(pool, schema) {
     fairnessKeys: can('rel:fairness_keys'),
     counters: can('rel:queue_counters'),
     countersPresent: present['rel:queue_counters'],
-    metrics: can('rel:metrics'),
+    // durable.metrics is counted from 0.9.0 on, which brought history_metrics
+    metrics: can('rel:metrics') && present['rel:history_metrics'],
+    history_metrics: can('rel:history_metrics'),
     waitStats: can('rel:wait_stats'),
     // the reconciler's samples of the last 48 hours (durable 0.9.0 on)
     samples: can('rel:queue_samples'),
@@ -320,10 +323,14 @@ export function statements(api, { tables = false } = {}) {
                     WHERE s.at OPERATOR(pg_catalog.>=) (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval)
                       AND ($2::pg_catalog.text IS NULL OR s.queue_name OPERATOR(pg_catalog.=) $2)) b
               GROUP BY b.bucket, b.queue_name ORDER BY b.bucket, b.queue_name`,
-    metrics: `SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+    metrics: `SELECT queue_name, finished, duplicate_side_effects, recoveries, recovery_success_rate,
                      mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate,
-                     claims_per_task, reconciliation_lag
+                     claims_per_task, reconciliation_lag, since
               FROM durable.metrics ORDER BY queue_name`,
+    historyMetrics: `SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
+                            mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate,
+                            claims_per_task, reconciliation_lag
+                     FROM durable.history_metrics ORDER BY queue_name`,
     waitStats: `SELECT queue_name, kind, waiting, oldest_wait, with_timeout
                 FROM durable.wait_stats ORDER BY queue_name, kind`,
     scheduleStats: `SELECT queue_name, schedules, due, oldest_due_age

@@ -194,6 +194,9 @@ ${rows.map(
   return parts;
 }
 
+const METRICS_COLUMNS = ['queue_name', 'finished', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate',
+  'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag', 'since'];
+
 async function recovery(ctx) {
   const { caps, sql } = ctx;
   const parts = [];
@@ -215,22 +218,23 @@ async function recovery(ctx) {
 ${table(['queue_name', 'claimed', 'leases_expired', 'retried', 'failed_attempts', 'sent_to_review', 'resolved', 'dead_lettered', 'stale_writes', 'version_conflicts', 'expiry_rate', 'escalation_rate'], rows, { id: 'recovery-counters', empty: 'nothing counted yet' })}
 <p class="muted">Expiry and escalation rates are per claim. These read shared memory only.</p>`);
   }
-  // durable.metrics reads every task and event retained: on request only
-  if (caps.metrics && ctx.url.searchParams.get('history') === '1') {
+  // durable.metrics is counted: cheap whatever history is kept
+  if (caps.metrics) {
+    parts.push(html`<h2>Since the counters began (durable.metrics)</h2>
+${table(METRICS_COLUMNS, (await ctx.query(sql.metrics)).rows, { id: 'metrics', empty: 'no queue' })}
+<p class="muted">Recoveries are tasks that finished after a lease of theirs expired; the success rate is the share of them that completed. Ambiguous outcomes are steps a lost lease left started or unknown, per step started.</p>`);
+  }
+  // durable.history_metrics reads every task and event retained: on request only
+  if (caps.history_metrics && ctx.url.searchParams.get('history') === '1') {
     let body;
     try {
-      const rows = (await ctx.query(sql.metrics)).rows;
-      body = table(
-        ['queue_name', 'tasks', 'duplicate_side_effects', 'recoveries', 'recovery_success_rate', 'mean_recovery_time', 'ambiguous_outcome_rate', 'human_escalation_rate', 'claims_per_task', 'reconciliation_lag'],
-        rows,
-        { id: 'metrics' },
-      );
+      body = table(['queue_name', 'tasks', ...METRICS_COLUMNS.slice(2, -1)], (await ctx.query(sql.historyMetrics)).rows, { id: 'history-metrics-table' });
     } catch (err) {
       body = html`<p class="flash error">${pgError(err)}</p>`;
     }
-    parts.push(html`<h2>Over the history retained (durable.metrics)</h2>${body}`);
-  } else if (caps.metrics) {
-    parts.push(html`<p><a href="/recovery?history=1" id="history-metrics">Compute durable.metrics over the history retained</a>: duplicate side effects, recovery success rate and time, ambiguous outcomes. It reads every task and event kept, so it is slow with much history (the console gives up after 10 s).</p>`);
+    parts.push(html`<h2>Over the history retained (durable.history_metrics)</h2>${body}`);
+  } else if (caps.history_metrics) {
+    parts.push(html`<p><a href="/recovery?history=1" id="history-metrics">Compute the same over the history retained (durable.history_metrics)</a>. It reads every task and event kept, so it is slow with much history (the console gives up after 10 s).</p>`);
   }
   if (!parts.length) parts.push(html`<p>Role ${ctx.role} may read neither durable.queue_counters nor durable.metrics.</p>`);
   return layout(ctx, 'Recovery', parts);

@@ -639,6 +639,15 @@ describe('operator', () => {
       await s.goto(p);
       await s.screenshot(name);
     }
+    // the recovery page shows durable.metrics, a row per queue, and
+    // computes the history's only on request
+    await s.goto('/recovery');
+    const queues = (await sql('SELECT queue_name FROM durable.metrics ORDER BY 1')).map((r) => r.queue_name);
+    assert.deepEqual(await s.page.$$eval('#metrics td[data-field="queue_name"]', (td) => td.map((c) => c.innerText)), queues);
+    assert.ok((await s.page.$$eval('#metrics thead th', (th) => th.map((h) => h.innerText))).includes('duplicate_side_effects'));
+    assert.equal(await s.page.$('#history-metrics-table'), null);
+    await s.page.click('#history-metrics');
+    await s.page.waitForSelector('#history-metrics-table');
     const [{ task_id: parent }] = await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'shipments' AND state = 'completed' LIMIT 1");
     await s.goto(`/task/${parent}`);
     assert.match(await s.page.$eval('#children', (e) => e.innerText), /label-1[\s\S]*label-2/);

@@ -58,11 +58,17 @@ static const CounterName counter_names[DURABLE_NCOUNTERS] = {
 	[DURABLE_COUNT_EVENTS_EMITTED] = {"events_emitted", "durable_events_emitted_total", "Events emitted for the first time.", NULL},
 	[DURABLE_COUNT_WAKEUPS] = {"wakeups", "durable_wakeups_total", "Waiting tasks woken by an event or a child.", NULL},
 	[DURABLE_COUNT_RATE_LIMITED] = {"rate_limited", "durable_rate_limited_total", "Tasks a claim deferred for want of room in a rate limit.", NULL},
+	[DURABLE_COUNT_STEPS_STARTED] = {"steps_started", "durable_steps_started_total", "Attempts of steps started.", NULL},
+	[DURABLE_COUNT_STEPS_LEFT_IN_DOUBT] = {"steps_left_in_doubt", "durable_steps_left_in_doubt_total", "Steps a lost lease left started or unknown: outcomes nobody knew.", NULL},
+	[DURABLE_COUNT_DUPLICATE_EFFECTS] = {"duplicate_effects", "durable_duplicate_effects_total", "Receipts whose effect id differs from the one their step recorded before (should stay 0).", NULL},
+	[DURABLE_COUNT_FINISHED_AFTER_EXPIRY] = {"finished_after_expiry", "durable_tasks_finished_after_expiry_total", "Tasks that finished after a lease of theirs expired.", NULL},
+	[DURABLE_COUNT_RECOVERED] = {"recovered", "durable_tasks_recovered_total", "Tasks that completed after a lease of theirs expired.", NULL},
 };
 
 static const char *const histogram_names[DURABLE_NHISTOGRAMS][2] = {
 	[DURABLE_HIST_QUEUE_LATENCY] = {"durable_queue_latency_seconds", "Time from a task's due time to its claim."},
 	[DURABLE_HIST_RUN_TIME] = {"durable_run_time_seconds", "Time from a task's last claim to its finish."},
+	[DURABLE_HIST_RECOVERY_TIME] = {"durable_recovery_time_seconds", "Time from a task's first expired lease to its completion."},
 };
 
 /*

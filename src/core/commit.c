@@ -149,6 +149,7 @@ enum
 	COMMITTED_RESTRICTED,
 	COMMITTED_PARENT,
 	COMMITTED_CLAIMED_AT,
+	COMMITTED_ATTEMPT,
 	COMMITTED_NCOLUMNS
 };
 
@@ -158,6 +159,7 @@ static const DurableColumn committed_columns[COMMITTED_NCOLUMNS] = {
 	[COMMITTED_RESTRICTED] = {"restricted", BOOLOID},
 	[COMMITTED_PARENT] = {"parent_id", INT8OID},
 	[COMMITTED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
+	[COMMITTED_ATTEMPT] = {"attempt", INT4OID},
 };
 
 enum
@@ -188,14 +190,15 @@ static DurableStatement commit_batch = {
 	"  RETURNING t.*, i.result AS committed_result),"
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")"
 	"  SELECT " COMMITTED_TASK_ROW " FROM d"
-	"  RETURNING task_id, queue_name, parent_id, claimed_at),"
+	"  RETURNING task_id, queue_name, parent_id, claimed_at, attempt),"
 	" s AS (DELETE FROM durable.live_steps s USING d"
 	"  WHERE s.partition_key = d.partition_key AND s.task_id = d.task_id"
 	"  RETURNING s.*),"
 	/* finished_at, step_history's one column more, is the commit's time */
 	" h AS (INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")"
 	"  SELECT " STEP_TABLE_COLUMNS ", $now FROM s)"
-	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id, u.claimed_at FROM u"
+	" SELECT u.task_id, u.queue_name, q.restricted, u.parent_id, u.claimed_at, u.attempt"
+	" FROM u"
 	" JOIN durable.queues q ON q.queue_name = u.queue_name",
 	DURABLE_PARAMS(commit_batch_params),
 	DURABLE_COLUMNS(committed_columns),
@@ -221,6 +224,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	char	  **queues;
 	bool	   *restricted;
 	int64	   *committed_ids;
+	int32	   *attempts;
 	int64	   *children;
 	uint64		nchildren = 0;
 
@@ -273,6 +277,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 	queues = palloc(sizeof(char *) * Max(done, 1));
 	restricted = palloc(sizeof(bool) * Max(done, 1));
 	committed_ids = palloc(sizeof(int64) * Max(done, 1));
+	attempts = palloc(sizeof(int32) * Max(done, 1));
 	children = palloc(sizeof(int64) * 2 * Max(done, 1));
 	for (uint64 r = 0; r < done; r++)
 	{
@@ -285,6 +290,7 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		if (!isnull)
 			DurableObserve(queues[r], DURABLE_HIST_RUN_TIME,
 						   now - DatumGetTimestampTz(claimed_at));
+		attempts[r] = DurableGetInt32(res, r, COMMITTED_ATTEMPT);
 		restricted[r] = !DurableGetIsNull(res, r, COMMITTED_RESTRICTED) &&
 			DurableGetBool(res, r, COMMITTED_RESTRICTED);
 		if (DurableGetIsNull(res, r, COMMITTED_PARENT))
@@ -294,6 +300,8 @@ DurableCommitBatch(ArrayType *ids, ArrayType *fences, ArrayType *results, int n)
 		nchildren++;
 	}
 	DurableCheckTasksAccess(committed_ids, queues, restricted, (int) done);
+	for (uint64 r = 0; r < done; r++)
+		DurableCountRecovery(queues[r], committed_ids[r], attempts[r], true, now);
 	for (uint64 i = 0; i < nchildren; i++)
 		DurableWakeParent(children[2 * i + 1], children[2 * i], now);
 }

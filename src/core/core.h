@@ -102,6 +102,7 @@ typedef struct DurableFinished
 	Jsonb	   *waits;			/* NULL for none */
 	bool		has_claimed_at; /* a lease ended with the finish */
 	TimestampTz claimed_at;
+	int32		attempt;
 } DurableFinished;
 
 extern bool DurableMoveTask(const DurableTask *task, const DurableMove *move,
@@ -140,6 +141,10 @@ enum
 	DURABLE_CLAIMED_RUN_AT,		/* for the queue latency, not returned */
 	DURABLE_CLAIMED_NCOLUMNS
 };
+
+/* ---- finish.c: a finish counted ---- */
+extern void DurableCountRecovery(const char *queue, int64 task_id, int32 attempt,
+								 bool completed, TimestampTz now);
 
 /* ---- finish_direct.c: a finish on one server without a statement ---- */
 extern Datum DurableTaskStateValue(Oid typid, DurableTaskState state);
@@ -511,6 +516,7 @@ typedef struct DurableStep
 	bytea	   *request_hash;
 	Jsonb	   *result;
 	const char *receipt;
+	const char *effect_id;		/* the last receipt's, by DurableStepFetch */
 	const char *compensates;
 } DurableStep;
 

@@ -17,8 +17,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-static void count_finish(const DurableFinished *finished, const DurableMove *move,
-						 TimestampTz now);
+static void count_finish(int64 task_id, const DurableFinished *finished,
+						 const DurableMove *move, TimestampTz now);
 
 /* what a finish returns */
 enum
@@ -30,6 +30,7 @@ enum
 	FINISHED_PARENT,
 	FINISHED_WAITS,
 	FINISHED_CLAIMED_AT,
+	FINISHED_ATTEMPT,
 	FINISHED_NCOLUMNS
 };
 
@@ -41,6 +42,7 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 	[FINISHED_PARENT] = {"parent_id", INT8OID},
 	[FINISHED_WAITS] = {"waits", JSONBOID},
 	[FINISHED_CLAIMED_AT] = {"claimed_at", TIMESTAMPTZOID},
+	[FINISHED_ATTEMPT] = {"attempt", INT4OID},
 };
 
 /*
@@ -56,10 +58,10 @@ static const DurableColumn finished_columns[FINISHED_NCOLUMNS] = {
 	"WITH d AS (DELETE FROM durable.live_tasks" MOVE_WHERE " RETURNING *)," \
 	" u AS (INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ")" \
 	"  SELECT " FINISHED_TASK_ROW " FROM d" \
-	MOVE_RETURNING ", parent_id, waits, claimed_at)"
+	MOVE_RETURNING ", parent_id, waits, claimed_at, attempt)"
 #define FINISHED_SELECT \
 	" SELECT u.version, u.queue_name, u.owner, q.restricted, u.parent_id," \
-	" u.waits, u.claimed_at FROM u" QUEUE_OF_U
+	" u.waits, u.claimed_at, u.attempt FROM u" QUEUE_OF_U
 /* finished_at, step_history's one column more, is the finish's time */
 #define STEPS_TO_HISTORY(from) \
 	"INSERT INTO durable.step_history (" STEP_HISTORY_COLUMNS ")" \
@@ -124,7 +126,7 @@ DurableStatement DurableFinishStatement = {
 		" RETURNING " FINISHED_TASK_ROW,
 	DURABLE_SPLIT_NO_INPUT, true, true},
 	{"INSERT INTO durable.task_history (" TASK_TABLE_COLUMNS ") VALUES ($*)"
-		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at",
+		" RETURNING version, queue_name, owner, parent_id, waits, claimed_at, attempt",
 	0, true, true},
 	{"DELETE FROM durable.live_steps WHERE partition_key = $partition AND task_id = $task_id"
 		" RETURNING " STEP_TABLE_COLUMNS,
@@ -134,7 +136,7 @@ DurableStatement DurableFinishStatement = {
 	2, false, true},
 	{"SELECT $19::int4 AS version, $20::text AS queue_name, $21::text AS owner,"
 		" q.restricted, $22::int8 AS parent_id, $23::pg_catalog.jsonb AS waits,"
-		" $24::pg_catalog.timestamptz AS claimed_at"
+		" $24::pg_catalog.timestamptz AS claimed_at, $25::int4 AS attempt"
 		" FROM (SELECT) x LEFT JOIN durable.queues q ON q.queue_name = $20",
 	1, true, true},
 	},
@@ -182,7 +184,7 @@ DurableFinishTask(int64 task_id, const DurableMove *move, Datum *args, const cha
 			case DURABLE_DIRECT_DONE:
 				DurableCheckTables(&finish_statement);
 				move_steps(task_id, now);
-				count_finish(finished, move, now);
+				count_finish(task_id, finished, move, now);
 				return true;
 			case DURABLE_DIRECT_NONE:
 				return false;
@@ -208,17 +210,19 @@ DurableFinishTask(int64 task_id, const DurableMove *move, Datum *args, const cha
 	if (finished->has_claimed_at)
 		finished->claimed_at = DatumGetTimestampTz(DurableGetDatum(res, 0, FINISHED_CLAIMED_AT,
 																   &isnull));
-	count_finish(finished, move, now);
+	finished->attempt = DurableGetInt32(res, 0, FINISHED_ATTEMPT);
+	count_finish(task_id, finished, move, now);
 	return true;
 }
 
 /*
  * count_finish
- *		What a finish counts: the task by its end, and its last lease's run
- *		time.
+ *		What a finish counts: the task by its end, its last lease's run
+ *		time, and its recovery.
  */
 static void
-count_finish(const DurableFinished *finished, const DurableMove *move, TimestampTz now)
+count_finish(int64 task_id, const DurableFinished *finished, const DurableMove *move,
+			 TimestampTz now)
 {
 	const char *queue = finished->moved.queue;
 
@@ -227,4 +231,63 @@ count_finish(const DurableFinished *finished, const DurableMove *move, Timestamp
 				 DURABLE_COUNT_DEAD_LETTERED, 1);
 	if (finished->has_claimed_at)
 		DurableObserve(queue, DURABLE_HIST_RUN_TIME, now - finished->claimed_at);
+	DurableCountRecovery(queue, task_id, finished->attempt,
+						 move->to_state == DURABLE_TASK_COMPLETED, now);
+}
+
+/* when a task's lease first expired, from its events */
+enum
+{
+	EXPIRY_PARTITION,
+	EXPIRY_TASK_ID,
+	EXPIRY_NPARAMS
+};
+static const DurableParam first_expiry_params[EXPIRY_NPARAMS] = {
+	[EXPIRY_PARTITION] = {"partition", INT4OID},
+	[EXPIRY_TASK_ID] = {"task_id", INT8OID},
+};
+static const DurableColumn first_expiry_columns[] = {
+	{"first_expiry", TIMESTAMPTZOID},
+};
+static DurableStatement first_expiry = {
+	.name = "first_expiry",
+	.sql = "SELECT min(at) AS first_expiry FROM durable.event_log"
+	" WHERE partition_key = $partition AND task_id = $task_id"
+	" AND kind = 'lease_expired'",
+	DURABLE_PARAMS(first_expiry_params),
+	DURABLE_COLUMNS(first_expiry_columns),
+	.by_partition = true,
+};
+
+/*
+ * DurableCountRecovery
+ *		Count a finished task that had lost a lease, and if it completed,
+ *		the time from its first expired lease.  A task whose lease expired
+ *		was claimed again to finish (an expiry gives no attempt back), so
+ *		only a task of more than one attempt is looked up in its events:
+ *		the common finish reads nothing more.
+ */
+void
+DurableCountRecovery(const char *queue, int64 task_id, int32 attempt,
+					 bool completed, TimestampTz now)
+{
+	Datum		args[EXPIRY_NPARAMS];
+	DurableResult res;
+	bool		isnull;
+	Datum		expired_at;
+
+	if (attempt < 2 || !DurableCountersAvailable() || !durable_counting)
+		return;
+	args[EXPIRY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[EXPIRY_TASK_ID] = Int64GetDatum(task_id);
+	res = DurableRun(&first_expiry, args, NULL, SPI_OK_SELECT, 1);
+	expired_at = DurableGetDatum(res, 0, 0, &isnull);
+	if (isnull)
+		return;
+	DurableCount(queue, DURABLE_COUNT_FINISHED_AFTER_EXPIRY, 1);
+	if (!completed)
+		return;
+	DurableCount(queue, DURABLE_COUNT_RECOVERED, 1);
+	DurableObserve(queue, DURABLE_HIST_RECOVERY_TIME,
+				   now - DatumGetTimestampTz(expired_at));
 }

@@ -215,5 +215,6 @@ DurableFinishDirectly(int64 task_id, const DurableMove *move, TimestampTz now,
 	finished->has_claimed_at = !isnull[TASK_claimed_at];
 	if (finished->has_claimed_at)
 		finished->claimed_at = DatumGetTimestampTz(values[TASK_claimed_at]);
+	finished->attempt = DatumGetInt32(values[TASK_attempt]);
 	return result;
 }

@@ -203,6 +203,11 @@ DurableRecordReceipt(int64 task_id, int64 fence, const char *name,
 					   name, (long long) task_id, DurableStepStateName(step.state)),
 				errhint("Receipts are evidence about a started or unknown step."));
 
+	/* a second effect for one step: the side effect happened twice */
+	if (effect_id != NULL && step.effect_id != NULL &&
+		strcmp(effect_id, step.effect_id) != 0)
+		DurableCount(task.queue, DURABLE_COUNT_DUPLICATE_EFFECTS, 1);
+
 	/* first the evidence itself, kept with the step and in its history */
 	change.to_state = step.state;
 	change.evidence_only = true;

@@ -158,6 +158,7 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 	int32		attempt = task->attempt;
 	DurableMove move = {0};
 	DurableDetail detail;
+	int32		left_in_doubt = task->steps_in_doubt;
 
 	DurableDetailInit(&detail);
 	if (task->steps_in_doubt > 0)
@@ -202,6 +203,10 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 	move.detail = DurableDetailFinish(&detail);
 
 	DurableMoveLockedTask(task, &move, now);
+	DurableCount(task->queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
+	if (left_in_doubt > 0)
+		DurableCount(task->queue, DURABLE_COUNT_STEPS_LEFT_IN_DOUBT,
+					 left_in_doubt);
 	return verdict.action;
 }
 
@@ -238,7 +243,6 @@ DurableReconcilePartition(int32 partition, const char *queue, TimestampTz now,
 													  DURABLE_RECONCILER_ACTOR,
 													  NULL);
 
-		DurableCount(tasks[i].queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
 		if (callback)
 			callback(tasks[i].task_id, DurableRecoveryActionName(action), arg);
 	}
@@ -265,7 +269,6 @@ DurableExpireLease(int64 task_id, const char *reason, const char *actor)
 	DurableTaskFetchOrError(task_id, true, &task);
 	DurableTaskRequireRunning(&task);
 	action = settle_expired(&task, now, actor, reason);
-	DurableCount(task.queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
 	return DurableRecoveryActionName(action);
 }
 

@@ -76,6 +76,7 @@ enum
 	STEP_REQUEST_HASH,
 	STEP_RESULT,
 	STEP_RECEIPT,
+	STEP_EFFECT_ID,
 	STEP_COMPENSATES,
 	STEP_NCOLUMNS
 };
@@ -89,6 +90,7 @@ static const DurableColumn step_columns[STEP_NCOLUMNS] = {
 	[STEP_REQUEST_HASH] = {"request_hash", BYTEAOID},
 	[STEP_RESULT] = {"result", JSONBOID},
 	[STEP_RECEIPT] = {"receipt", TEXTOID},
+	[STEP_EFFECT_ID] = {"effect_id", TEXTOID},
 	[STEP_COMPENSATES] = {"compensates", TEXTOID},
 };
 enum
@@ -106,7 +108,7 @@ static const DurableParam step_get_params[GET_NPARAMS] = {
 static DurableStatement step_get = {
 	.name = "step_get",
 	.sql = "SELECT state::text, class::text, version, attempt, ordinal,"
-	" idempotency_key, request_hash, result, receipt, compensates"
+	" idempotency_key, request_hash, result, receipt, effect_id, compensates"
 	" FROM durable.live_steps"
 	" WHERE partition_key = $partition AND task_id = $task_id AND step = $step",
 	DURABLE_PARAMS(step_get_params),
@@ -144,6 +146,7 @@ DurableStepFetch(const DurableTask *task, const char *name, DurableStep *step)
 	d = DurableGetDatum(res, 0, STEP_RESULT, &isnull);
 	step->result = isnull ? NULL : DatumGetJsonbPCopy(d);
 	step->receipt = DurableGetText(res, 0, STEP_RECEIPT);
+	step->effect_id = DurableGetText(res, 0, STEP_EFFECT_ID);
 	step->compensates = DurableGetText(res, 0, STEP_COMPENSATES);
 	return true;
 }
@@ -398,6 +401,8 @@ DurableStepChangeState(DurableTask *task, DurableStep *step,
 		elog(ERROR, "step \"%s\" of task %lld changed under its task's row lock",
 			 step->name, (long long) task->task_id);
 
+	if (change->to_state == DURABLE_STEP_STARTED && change->new_attempt)
+		DurableCount(task->queue, DURABLE_COUNT_STEPS_STARTED, 1);
 	doubt_delta = (DurableStepStateInDoubt(change->to_state) ? 1 : 0) -
 		(DurableStepStateInDoubt(step->state) ? 1 : 0);
 

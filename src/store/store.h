@@ -448,6 +448,11 @@ typedef enum DurableCounter
 	DURABLE_COUNT_EVENTS_EMITTED,
 	DURABLE_COUNT_WAKEUPS,
 	DURABLE_COUNT_RATE_LIMITED, /* claims deferred by a rate limit */
+	DURABLE_COUNT_STEPS_STARTED,	/* attempts of steps */
+	DURABLE_COUNT_STEPS_LEFT_IN_DOUBT,	/* by a lost lease */
+	DURABLE_COUNT_DUPLICATE_EFFECTS,
+	DURABLE_COUNT_FINISHED_AFTER_EXPIRY,	/* tasks that had lost a lease */
+	DURABLE_COUNT_RECOVERED,	/* of those, the ones that completed */
 	DURABLE_NCOUNTERS
 } DurableCounter;
 
@@ -455,6 +460,7 @@ typedef enum DurableHistogram
 {
 	DURABLE_HIST_QUEUE_LATENCY, /* due (run_at) to claimed */
 	DURABLE_HIST_RUN_TIME,		/* claimed to finished */
+	DURABLE_HIST_RECOVERY_TIME, /* first expired lease to completed */
 	DURABLE_NHISTOGRAMS
 } DurableHistogram;
 

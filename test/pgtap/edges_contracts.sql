@@ -1,6 +1,6 @@
 -- SQLSTATE contracts of the edges: NULL arguments, what pg_monitor may read.
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 
 SELECT throws_ok($$SELECT durable_pause(NULL)$$, '22004', NULL, 'durable_pause(NULL) is 22004');
 SELECT throws_ok($$SELECT durable_resume(NULL)$$, '22004', NULL, 'durable_resume(NULL) is 22004');
@@ -12,6 +12,7 @@ SELECT throws_ok($$SELECT durable_request_hash(NULL)$$, '22004', NULL, 'durable_
 -- schedules (privileges.sql compares every column it reads with a list)
 SET LOCAL ROLE pg_monitor;
 SELECT lives_ok($$SELECT count(*) FROM durable.metrics$$, 'pg_monitor reads durable.metrics');
+SELECT lives_ok($$SELECT count(*) FROM durable.history_metrics$$, 'pg_monitor reads durable.history_metrics');
 SELECT lives_ok($$SELECT count(*) FROM durable.queue_stats$$, 'pg_monitor reads durable.queue_stats');
 SELECT lives_ok($$SELECT count(*) FROM durable.wait_stats$$, 'pg_monitor reads durable.wait_stats');
 SELECT lives_ok($$SELECT count(*) FROM durable.schedule_stats$$, 'pg_monitor reads durable.schedule_stats');

@@ -140,7 +140,7 @@ my ($recovery_rate, $recovery_time, $ambiguous, $escalation, $claims) = split /\
   $node->safe_psql('postgres', q{
 	SELECT coalesce(recovery_success_rate, 1), coalesce(extract(epoch FROM mean_recovery_time)::numeric(10, 3), 0),
 	       ambiguous_outcome_rate, human_escalation_rate, claims_per_task
-	FROM durable.metrics WHERE queue_name = 'soak'});
+	FROM durable.history_metrics WHERE queue_name = 'soak'});
 
 diag(sprintf("\n%d workflows, %d s, %d workers killed, %d server restarts\n"
 	  . "  completed %d, in review %d, failed %d\n"

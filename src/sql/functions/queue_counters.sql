@@ -9,7 +9,9 @@ CREATE OR REPLACE FUNCTION durable.queue_counters(
     OUT resolved_retry bigint, OUT resolved_cancel bigint, OUT dead_lettered bigint,
     OUT quarantined bigint, OUT replayed bigint, OUT migrated bigint, OUT stale_writes bigint,
     OUT version_conflicts bigint, OUT idempotent_replays bigint, OUT events_emitted bigint,
-    OUT wakeups bigint, OUT rate_limited bigint, OUT stats_reset timestamptz)
+    OUT wakeups bigint, OUT rate_limited bigint, OUT steps_started bigint,
+    OUT steps_left_in_doubt bigint, OUT duplicate_effects bigint,
+    OUT finished_after_expiry bigint, OUT recovered bigint, OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'durable_queue_counters'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE SECURITY DEFINER

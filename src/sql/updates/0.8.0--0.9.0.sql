@@ -227,6 +227,14 @@ GRANT SELECT ON durable.rate_limit_buckets TO durable_operator;
 DROP VIEW durable.queue_counters;
 DROP FUNCTION durable.queue_counters();
 
+--
+-- durable.metrics is counted (issue 42): it read every task and event
+-- retained, seconds with a million kept.  Its columns are now those of the
+-- counters (finished and since, for tasks); durable.history_metrics
+-- computes the old view's from the history.
+--
+DROP VIEW durable.metrics;
+
 
 -- Queue grants are PostgreSQL's own privileges (issue 37, finding 8): a
 -- role's OID changes across pg_dump and restore, and DROP ROLE left an OID

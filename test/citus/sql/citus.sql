@@ -205,6 +205,9 @@ SELECT fence AS f4 FROM durable_claim('v6', 'w6') WHERE task_id = :t4 \gset
 SELECT durable_commit(:t4, :f4, '{"ok": true}');
 SELECT state, result FROM durable.tasks WHERE task_id = :t4;
 SELECT enqueued, claimed, completed, failed FROM durable.queue_counters WHERE queue_name = 'v6';
+-- durable.metrics reads those counters: a row per queue, the lag from the shards
+SELECT finished = completed + dead_lettered + cancelled AS finished, m.reconciliation_lag
+FROM durable.metrics m JOIN durable.queue_counters c USING (queue_name) WHERE queue_name = 'v6';
 SELECT line FROM regexp_split_to_table(durable_metrics_prometheus(), E'\n') line
 WHERE line ~ '^durable_tasks_(enqueued|claimed|completed)_total\{queue="v6"\}'
 ORDER BY 1;
@@ -219,8 +222,8 @@ SELECT success, result FROM run_command_on_workers($$SELECT count(*) FROM durabl
 -- the operators' views answer on the cluster
 SELECT queue_name, ready, running, completed, failed FROM durable.queue_stats
 WHERE queue_name = 'jobs';
-SELECT queue_name, tasks FROM durable.metrics WHERE queue_name = 'jobs';
--- metrics and gauges are summed on each shard and send a row per queue
+SELECT queue_name, tasks FROM durable.history_metrics WHERE queue_name = 'jobs';
+-- history's metrics and gauges are summed on each shard and send a row per queue
 -- to the coordinator, never a row per task: each subplan of their plans
 -- is an aggregate (the temporary function and view are this node's only,
 -- as Citus warns)
@@ -242,7 +245,7 @@ BEGIN
 END
 $$;
 SELECT v AS view, pg_temp.subplans_of_rows(v) AS subplans_of_rows
-FROM unnest(ARRAY['durable.metrics', 'durable.queue_gauges']) v;
+FROM unnest(ARRAY['durable.history_metrics', 'durable.queue_gauges']) v;
 -- and they answer as the definition that joins a row per task (0.7.0's)
 CREATE TEMP VIEW metrics_by_task AS
 WITH per_task AS (
@@ -295,7 +298,7 @@ SET client_min_messages = warning;
 SELECT count(*) AS differing FROM (
     (SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
             mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
-     FROM durable.metrics
+     FROM durable.history_metrics
      EXCEPT ALL
      SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
             mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
@@ -307,9 +310,9 @@ SELECT count(*) AS differing FROM (
      EXCEPT ALL
      SELECT queue_name, tasks, duplicate_side_effects, recoveries, recovery_success_rate,
             mean_recovery_time, ambiguous_outcome_rate, human_escalation_rate, claims_per_task
-     FROM durable.metrics)) d;
+     FROM durable.history_metrics)) d;
 SELECT count(*) > 1 AS queues, sum(tasks) > 0 AS tasks, sum(recoveries) > 0 AS recoveries
-FROM durable.metrics;
+FROM durable.history_metrics;
 SELECT count(*) AS problems FROM durable_verify();
 
 -- A restricted queue on the cluster (0.9.0): its grants are privileges on
