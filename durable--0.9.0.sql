@@ -12,7 +12,7 @@ COMMENT ON SCHEMA durable IS 'durable''s tables, views and internal functions; c
 REVOKE ALL ON SCHEMA durable FROM PUBLIC;
 
 --
--- Roles (DESIGN section 9).  Roles are cluster-wide, so a second database
+-- Roles (docs/design.md section 9).  Roles are cluster-wide, so a second database
 -- installing durable finds them already there.
 --
 DO $roles$
@@ -107,7 +107,7 @@ CREATE SEQUENCE durable.task_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;  -- 
 CREATE SEQUENCE durable.outbox_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;
 CREATE SEQUENCE durable.outbox_fence_seq AS bigint;
 
--- Request-key fences never restart (DESIGN section 6): like the outbox's,
+-- Request-key fences never restart (docs/design.md section 6): like the outbox's,
 -- they come from a sequence that every installation starts from the clock
 -- (microseconds since 2025-01-01 UTC), so that after DROP and CREATE
 -- EXTENSION a key begun again never hands out a fence that a handler of
@@ -148,12 +148,12 @@ FROM (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
 
 --
 -- Tables.  Every key leads with partition_key, the routing column of a
--- distributed deployment (DESIGN section 11): a task id carries its
+-- distributed deployment (docs/design.md section 11): a task id carries its
 -- partition in its low 15 bits, so a fenced write finds its row, its shard and
 -- its events from the task id alone.  Ids come from the transaction that
 -- inserts them, never from a column default.
 --
--- Live work apart from history (DESIGN section 13).  Claims, heartbeats,
+-- Live work apart from history (docs/design.md section 13).  Claims, heartbeats,
 -- commits and the reconciler touch durable.live_tasks and
 -- durable.live_steps, which hold unfinished tasks only.  A task that
 -- finishes moves, in the statement that finishes it, to
@@ -174,7 +174,7 @@ FROM (SELECT pg_catalog.floor(pg_catalog.date_part('epoch',
 -- (waits, versions, ...) come after them: nothing a claim changes is
 -- among them, and a NULL costs a bit of the null bitmap.
 --
--- A running lease is its own open event (DESIGN section 13): the claim
+-- A running lease is its own open event (docs/design.md section 13): the claim
 -- writes no event row but claimed_at, claim_seq, claim_kind and
 -- claim_role, and the event that ends the lease (a commit, a failure, an
 -- expiry, a release) records the claim with it.  A finished task's last
@@ -346,7 +346,7 @@ CREATE OR REPLACE FUNCTION durable.index_history(parent text, part text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
@@ -515,7 +515,7 @@ GRANT SELECT ON durable.idempotency_keys TO durable_operator;
 
 --
 -- Ids and keys are never reused, also across DROP and CREATE EXTENSION
--- (DESIGN section 6).  Nothing of an earlier installation survives its
+-- (docs/design.md section 6).  Nothing of an earlier installation survives its
 -- DROP EXTENSION, so every installation gets a random id, which the keys
 -- durable derives from task ids mix in (durable_step:
 -- durable_idempotency_key(installation_id, task_id, step[, target])).  A
@@ -541,7 +541,7 @@ GRANT SELECT ON durable.installation TO durable_operator;
 -- src/sql/schema/waits.sql
 
 --
--- Workflows that wait (DESIGN section 12).
+-- Workflows that wait (docs/design.md section 12).
 --
 -- Events that tasks await, each in its queue.  A row exists once an event
 -- is emitted, or once a task awaits it: await and emit both take its row
@@ -1207,7 +1207,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_budget(text) TO durable_opera
 
 -- src/sql/functions/durable_drop_queue.sql
 
--- A queue's schedules go with it (DESIGN section 12): durable_drop_queue
+-- A queue's schedules go with it (docs/design.md section 12): durable_drop_queue
 -- refuses while schedules target the queue (2BP01), cascade => true drops
 -- them too.
 CREATE OR REPLACE FUNCTION @extschema@.durable_drop_queue(queue text, cascade boolean DEFAULT false)
@@ -1749,7 +1749,7 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
 -- with its owner's rights, so that a queue operator reads what the package
 -- needs; durable.tasks still shows it the tasks of its own queues only
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
@@ -1980,7 +1980,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_resume_schedule(text) TO durable_o
 -- src/sql/functions/durable_retry_delay.sql
 
 --
--- Pure decision functions (DESIGN section 3).  Same evidence, same decision:
+-- Pure decision functions (docs/design.md section 3).  Same evidence, same decision:
 -- the reconciler and durable_fail call the same C code.
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_retry_delay(activity_id text, attempt int,
@@ -2800,6 +2800,58 @@ LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION durable.task_in_scope(bigint) IS
   'whether durable''s views show the calling role the rows of the task: those of a task of a queue in its scope';
 
+-- src/sql/functions/finished_task_ids.sql
+
+-- A page of a queue's finished tasks for a reader of the scoped views:
+-- durable.finished_tasks is a security barrier, so a query over it cannot
+-- read the primary key in order (PostgreSQL plans a barrier view on its
+-- own, without the ORDER BY and LIMIT of the query around it) and sorts
+-- every finished task of the partition instead.  This reads the ids in
+-- key order with the owner's rights, for a queue in the caller's scope
+-- only (durable.queue_in_scope tests the calling role, not the owner);
+-- the rows are then read through the view by id.
+CREATE OR REPLACE FUNCTION durable.finished_task_ids(
+    queue text, partition_keys integer[], states durable.task_state[] DEFAULT NULL,
+    before bigint DEFAULT NULL, since bigint DEFAULT NULL, n integer DEFAULT 50)
+RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- the settings its text forms follow are pinned (docs/design.md section 7;
+-- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
+AS $$
+BEGIN
+    IF queue IS NULL OR partition_keys IS NULL OR n IS NULL THEN
+        RAISE EXCEPTION 'queue, partition_keys and n must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF n OPERATOR(pg_catalog.<) 1 OR n OPERATOR(pg_catalog.>) 10000 THEN
+        RAISE EXCEPTION 'n must be between 1 and 10000, not %', n
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT durable.queue_in_scope(queue) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT h.task_id
+    FROM pg_catalog.unnest(partition_keys) AS k(partition_key),
+    LATERAL (SELECT t.task_id FROM durable.task_history t
+             WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+               AND t.queue_name OPERATOR(pg_catalog.=) queue
+               AND (states IS NULL OR t.state OPERATOR(pg_catalog.=) ANY (states))
+               AND (before IS NULL OR t.task_id OPERATOR(pg_catalog.<) before)
+               AND (since IS NULL OR t.task_id OPERATOR(pg_catalog.>=) since)
+             ORDER BY t.task_id DESC LIMIT n) h
+    ORDER BY h.task_id DESC LIMIT n;
+END
+$$;
+COMMENT ON FUNCTION durable.finished_task_ids(text, integer[], durable.task_state[], bigint, bigint, integer) IS
+  'up to n ids of finished tasks of queue in the partitions given, newest first, of the states given (NULL: any), below before and at or above since; none for a queue the caller may not see';
+REVOKE ALL ON FUNCTION durable.finished_task_ids(text, integer[], durable.task_state[], bigint, bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.finished_task_ids(text, integer[], durable.task_state[], bigint, bigint, integer)
+    TO durable_operator, durable_queue_operator;
+
 -- src/sql/functions/reconciler_pid.sql
 
 -- The reconciler runs as a superuser: other roles see its row in
@@ -2808,7 +2860,7 @@ CREATE OR REPLACE FUNCTION durable.reconciler_pid()
 RETURNS int
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
@@ -3468,7 +3520,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_verify()
 RETURNS TABLE (task_id bigint, problem text)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
@@ -3588,7 +3640,7 @@ CREATE OR REPLACE FUNCTION durable.name_not_null_constraints()
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1

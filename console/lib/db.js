@@ -281,6 +281,10 @@ export function statements(api, { tables = false } = {}) {
   const LIVE = tables ? 'durable.live_tasks' : 'durable.unfinished_tasks';
   const HISTORY = tables ? 'durable.task_history' : 'durable.finished_tasks';
   const SEARCHED = 'task_id, partition_key, queue_name, state, attempt, idempotency_key, owner, payload, metadata, last_error, created_at';
+  // a finished task as a queue's page lists it
+  const HISTORY_COLUMNS = `t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
+                           t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
+                           t.parent_id, t.versions`;
   const TASKS = tables ? `(SELECT ${SEARCHED} FROM durable.live_tasks UNION ALL SELECT ${SEARCHED} FROM durable.task_history)` : 'durable.tasks';
   const s = {
     // per queue, from the unfinished tasks only: cheap whatever history is kept
@@ -367,26 +371,47 @@ export function statements(api, { tables = false } = {}) {
     // the tasks of the state at or above the highest of these floors, where
     // every partition's window is whole, so that paging on from it skips
     // nothing.
-    historyFloor: `SELECT pg_catalog.max(f.floor) AS floor
-                   FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
-                   LATERAL (SELECT t.task_id AS floor FROM ${HISTORY} t
-                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
-                              AND ($2::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $2)
-                            ORDER BY t.task_id DESC
-                            OFFSET ($3::pg_catalog.int4 OPERATOR(pg_catalog.-) 1) LIMIT 1) f`,
-    historyTasks: `SELECT h.* FROM pg_catalog.unnest($3::pg_catalog.int4[]) AS k(partition_key),
-                   LATERAL (SELECT t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
-                                   t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
-                                   t.parent_id, t.versions
-                            FROM ${HISTORY} t
-                            WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
-                              AND t.queue_name OPERATOR(pg_catalog.=) $1
-                              AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
-                              AND ($4::pg_catalog.int4 IS NULL OR t.partition_key OPERATOR(pg_catalog.=) $4)
-                              AND ($5::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $5)
-                              AND ($7::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.>=) $7)
-                            ORDER BY t.task_id DESC LIMIT $6) h
-                   ORDER BY h.task_id DESC LIMIT $6`,
+    //
+    // A queue operator reads durable.finished_tasks, a security barrier,
+    // through which PostgreSQL cannot read the key in order: its ids come
+    // from durable.finished_task_ids (the queue's, in its scope only), and
+    // the rows by id.
+    historyFloor: tables
+      ? `SELECT pg_catalog.max(f.floor) AS floor
+         FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
+         LATERAL (SELECT t.task_id AS floor FROM durable.task_history t
+                  WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                    AND ($2::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $2)
+                  ORDER BY t.task_id DESC
+                  OFFSET ($3::pg_catalog.int4 OPERATOR(pg_catalog.-) 1) LIMIT 1) f`
+      : `SELECT pg_catalog.max(f.floor) AS floor
+         FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
+         LATERAL (SELECT pg_catalog.min(i.id) AS floor, pg_catalog.count(*) AS n
+                  FROM durable.finished_task_ids($4::pg_catalog.text, ARRAY[k.partition_key], NULL,
+                                                 $2::pg_catalog.int8, NULL, $3::pg_catalog.int4) AS i(id)) f
+         WHERE f.n OPERATOR(pg_catalog.=) $3`,
+    historyTasks: tables
+      ? `SELECT h.* FROM pg_catalog.unnest($3::pg_catalog.int4[]) AS k(partition_key),
+         LATERAL (SELECT ${HISTORY_COLUMNS}
+                  FROM durable.task_history t
+                  WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                    AND t.queue_name OPERATOR(pg_catalog.=) $1
+                    AND t.state::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])
+                    AND ($4::pg_catalog.int4 IS NULL OR t.partition_key OPERATOR(pg_catalog.=) $4)
+                    AND ($5::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.<) $5)
+                    AND ($7::pg_catalog.int8 IS NULL OR t.task_id OPERATOR(pg_catalog.>=) $7)
+                  ORDER BY t.task_id DESC LIMIT $6) h
+         ORDER BY h.task_id DESC LIMIT $6`
+      : `SELECT ${HISTORY_COLUMNS}
+         FROM durable.finished_tasks t
+         WHERE t.partition_key OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int4[])
+           AND t.task_id OPERATOR(pg_catalog.=) ANY (ARRAY(
+                 SELECT i.id FROM durable.finished_task_ids(
+                   $1::pg_catalog.text,
+                   CASE WHEN $4::pg_catalog.int4 IS NULL THEN $3::pg_catalog.int4[] ELSE ARRAY[$4] END,
+                   $2::pg_catalog.text[]::durable.task_state[], $5::pg_catalog.int8, $7::pg_catalog.int8,
+                   $6::pg_catalog.int4) AS i(id)))
+         ORDER BY t.task_id DESC LIMIT $6`,
     deadLetters: `SELECT d.* FROM pg_catalog.unnest($2::pg_catalog.int4[]) AS k(partition_key),
                   LATERAL (SELECT t.task_id, t.partition_key, t.stop_code,
                                   CASE WHEN t.stop_code OPERATOR(pg_catalog.=) 'quarantined'

@@ -257,7 +257,9 @@ async function queue(ctx, name) {
   let floor = null;
   if (finished) {
     const scanned = partition === null ? keys : keys.filter((k) => k === partition);
-    floor = (await ctx.query(sql.historyFloor, [scanned, before, HISTORY_WINDOW])).rows[0].floor;
+    // a queue operator's floor is its queue's (durable.finished_task_ids)
+    const args = [scanned, before, HISTORY_WINDOW, ...(caps.tables ? [] : [name])];
+    floor = (await ctx.query(sql.historyFloor, args)).rows[0].floor;
     rows = (await ctx.query(sql.historyTasks, [name, states, keys, partition, before, PAGE, floor])).rows;
   } else {
     rows = (await ctx.query(sql.liveTasks, [name, states, keys, partition, before, PAGE])).rows;

@@ -766,6 +766,11 @@ describe('a queue operator', () => {
     assert.match(await s.page.$eval('#flash', (e) => e.innerText), new RegExp(`Task ${mine} cancelled`));
     const [ev] = await sql("SELECT role FROM durable.events WHERE task_id = $1 AND kind = 'cancelled'", [mine]);
     assert.equal(ev?.role, 'console_shipping');
+    // its queue's history, found by durable.finished_task_ids through the view
+    await s.goto('/queue/team?state=cancelled');
+    const listed = await s.page.$$eval('#tasks td[data-field="task_id"]', (tds) => tds.map((td) => td.innerText.trim()));
+    const cancelled = (await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'team' AND state = 'cancelled' ORDER BY task_id DESC LIMIT 50")).map((r) => String(r.task_id));
+    assert.deepEqual(listed, cancelled, 'the queue operator lists its queue\'s cancelled tasks, newest first');
     // a forged cancel of a vault's task, with this session's own token: the
     // same refusal as for a task that does not exist, and nothing changed
     const refusals = [];

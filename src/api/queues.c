@@ -349,13 +349,14 @@ PG_FUNCTION_INFO_V1(durable_queue_in_scope);
 Datum
 durable_queue_in_scope(PG_FUNCTION_ARGS)
 {
-	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *queue = PG_GETARG_TEXT_PP(0);
 	bool		connect = !DurableScopeLoaded();
 	bool		in_scope;
 
+	/* a test per row: the row's text as it is, no copy */
 	if (connect)
 		SPI_connect();
-	in_scope = DurableQueueInScope(queue);
+	in_scope = DurableQueueInScope(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue));
 	if (connect)
 		SPI_finish();
 	PG_RETURN_BOOL(in_scope);

@@ -42,10 +42,10 @@
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "storage/proc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -318,17 +318,20 @@ static bool scope_every = true;
 static char **scope_queues = NULL;
 static int	scope_count = 0;
 
+/*
+ * load_scope_of
+ *		Load the calling role's scope: every queue, or the open ones and
+ *		the restricted ones it holds a grant of, read from durable.queues.
+ */
 static void
-load_scope(void)
+load_scope_of(bool every)
 {
 	DurableResult res;
 
-	if (DurableScopeLoaded())
-		return;
-	scope_every = !DurableCallerIsQueueOperator();
+	scope_every = every;
 	scope_queues = NULL;
 	scope_count = 0;
-	if (!scope_every)
+	if (!every)
 	{
 		res = DurableRun(&every_queue_access, NULL, NULL, SPI_OK_SELECT, 0);
 		scope_queues = MemoryContextAlloc(TopTransactionContext,
@@ -346,8 +349,17 @@ load_scope(void)
 										DurableGetText(res, r, SCOPE_QUEUE));
 		}
 	}
+	/* loaded only once whole: an error above leaves it to load again */
 	scope_lxid = DURABLE_MY_LXID;
 	scope_role = GetOuterUserId();
+}
+
+/* the scope, for a function that runs with the owner's rights */
+static void
+load_scope(void)
+{
+	if (!DurableScopeLoaded())
+		load_scope_of(!DurableCallerIsQueueOperator());
 }
 
 /* whether the calling role's scope is loaded: then no statement is run */
@@ -366,22 +378,22 @@ static DurableStatement scope_load = {
 	DURABLE_COLUMNS(scope_load_columns),
 };
 
+/*
+ * ensure_scope
+ *		The scope, for a view's per-row test, which runs with the reader's
+ *		rights: a role that is no queue operator sees every queue, and
+ *		nothing is read; else durable.queues_in_scope() loads it, deciding
+ *		again with the owner's rights (it takes no caller's word).
+ */
 static void
 ensure_scope(void)
 {
 	if (DurableScopeLoaded())
 		return;
-	/* a role that is no queue operator sees every queue: nothing to read */
 	if (!DurableCallerIsQueueOperator())
-	{
-		scope_every = true;
-		scope_queues = NULL;
-		scope_count = 0;
-		scope_lxid = DURABLE_MY_LXID;
-		scope_role = GetOuterUserId();
-		return;
-	}
-	(void) DurableRun(&scope_load, NULL, NULL, SPI_OK_SELECT, 1);
+		load_scope_of(true);
+	else
+		(void) DurableRun(&scope_load, NULL, NULL, SPI_OK_SELECT, 1);
 }
 
 /* whether durable's views show the calling role every queue's rows */
@@ -394,19 +406,20 @@ DurableCallerSeesEveryQueue(void)
 
 /*
  * DurableQueueInScope
- *		Whether durable's views show the calling role the rows of queue:
- *		every queue's to a role that is no queue operator, else those of
- *		the open queues and of the restricted ones it holds the enqueue or
- *		the work grant of, as reading a stream asks.
+ *		Whether durable's views show the calling role the rows of queue, of
+ *		len bytes (not terminated: a view's per-row test passes a row's text
+ *		as it is): every queue's to a role that is no queue operator, else
+ *		those of the open queues and of the restricted ones it holds the
+ *		enqueue or the work grant of, as reading a stream asks.
  */
 bool
-DurableQueueInScope(const char *queue)
+DurableQueueInScope(const char *queue, int len)
 {
 	ensure_scope();
 	if (scope_every)
 		return true;
 	for (int i = 0; i < scope_count; i++)
-		if (strcmp(scope_queues[i], queue) == 0)
+		if (strncmp(scope_queues[i], queue, len) == 0 && scope_queues[i][len] == '\0')
 			return true;
 	return false;
 }

@@ -495,7 +495,7 @@ extern bool DurableCallerIsQueueOperator(void);
 extern ArrayType *DurableQueuesInScope(MemoryContext result_context);
 extern bool DurableScopeLoaded(void);
 extern bool DurableCallerSeesEveryQueue(void);
-extern bool DurableQueueInScope(const char *queue);
+extern bool DurableQueueInScope(const char *queue, int len);
 extern void DurableCheckOperatorQueue(const char *queue);
 extern void DurableCheckTaskAccess(int64 task_id, const char *queue,
 								   bool restricted);

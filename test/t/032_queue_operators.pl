@@ -106,6 +106,22 @@ for my $round (1 .. 4)
 		is(set_of(split /\n/, $out), set_of(@{ $views{$view}[1] }),
 			"round $round: $view shows qop the queues it may see");
 	}
+	# a page of history's ids (durable.finished_task_ids): its queue's
+	# dead letter where it may see the queue, nothing elsewhere
+	for my $q (@queues)
+	{
+		my $keys = $node->safe_psql('postgres',
+			"SELECT partition_keys FROM durable.queue_settings WHERE queue_name = '$q'");
+		my ($ok, $out, $state, $err) = as_role('qop',
+			"SELECT string_agg(id::text, ',') FROM durable.finished_task_ids('$q', '$keys', NULL, NULL, NULL, 100) id");
+		ok($ok, "round $round: qop asks for the finished ids of $q") or diag($err);
+		is($out, $readable{$q} ? $tasks{$q}{dead} : '',
+			"round $round: the finished ids of $q ($kind{$q}) as the model says");
+		($ok, $out) = as_role('qop',
+			"SELECT count(*) FROM durable.finished_task_ids('$q', '$keys', '{completed}', NULL, NULL, 100)");
+		is($out, '0', "round $round: and none completed");
+	}
+
 	# rows that carry no queue: by their tasks' ids
 	for my $view ('durable.steps', 'durable.events')
 	{

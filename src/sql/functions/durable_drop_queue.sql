@@ -1,4 +1,4 @@
--- A queue's schedules go with it (DESIGN section 12): durable_drop_queue
+-- A queue's schedules go with it (docs/design.md section 12): durable_drop_queue
 -- refuses while schedules target the queue (2BP01), cascade => true drops
 -- them too.
 CREATE OR REPLACE FUNCTION @extschema@.durable_drop_queue(queue text, cascade boolean DEFAULT false)

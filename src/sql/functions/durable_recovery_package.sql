@@ -8,7 +8,7 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
 -- with its owner's rights, so that a queue operator reads what the package
 -- needs; durable.tasks still shows it the tasks of its own queues only
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1

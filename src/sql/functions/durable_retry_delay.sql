@@ -1,5 +1,5 @@
 --
--- Pure decision functions (DESIGN section 3).  Same evidence, same decision:
+-- Pure decision functions (docs/design.md section 3).  Same evidence, same decision:
 -- the reconciler and durable_fail call the same C code.
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_retry_delay(activity_id text, attempt int,

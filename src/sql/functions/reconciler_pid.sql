@@ -4,7 +4,7 @@ CREATE OR REPLACE FUNCTION durable.reconciler_pid()
 RETURNS int
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (DESIGN section 2;
+-- the settings its text forms follow are pinned (docs/design.md section 7;
 -- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1

@@ -1,6 +1,6 @@
 --
 -- Ids and keys are never reused, also across DROP and CREATE EXTENSION
--- (DESIGN section 6).  Nothing of an earlier installation survives its
+-- (docs/design.md section 6).  Nothing of an earlier installation survives its
 -- DROP EXTENSION, so every installation gets a random id, which the keys
 -- durable derives from task ids mix in (durable_step:
 -- durable_idempotency_key(installation_id, task_id, step[, target])).  A

@@ -1,11 +1,11 @@
 --
 -- Tables.  Every key leads with partition_key, the routing column of a
--- distributed deployment (DESIGN section 11): a task id carries its
+-- distributed deployment (docs/design.md section 11): a task id carries its
 -- partition in its low 15 bits, so a fenced write finds its row, its shard and
 -- its events from the task id alone.  Ids come from the transaction that
 -- inserts them, never from a column default.
 --
--- Live work apart from history (DESIGN section 13).  Claims, heartbeats,
+-- Live work apart from history (docs/design.md section 13).  Claims, heartbeats,
 -- commits and the reconciler touch durable.live_tasks and
 -- durable.live_steps, which hold unfinished tasks only.  A task that
 -- finishes moves, in the statement that finishes it, to
@@ -26,7 +26,7 @@
 -- (waits, versions, ...) come after them: nothing a claim changes is
 -- among them, and a NULL costs a bit of the null bitmap.
 --
--- A running lease is its own open event (DESIGN section 13): the claim
+-- A running lease is its own open event (docs/design.md section 13): the claim
 -- writes no event row but claimed_at, claim_seq, claim_kind and
 -- claim_role, and the event that ends the lease (a commit, a failure, an
 -- expiry, a release) records the claim with it.  A finished task's last

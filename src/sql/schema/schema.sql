@@ -3,7 +3,7 @@ COMMENT ON SCHEMA durable IS 'durable''s tables, views and internal functions; c
 REVOKE ALL ON SCHEMA durable FROM PUBLIC;
 
 --
--- Roles (DESIGN section 9).  Roles are cluster-wide, so a second database
+-- Roles (docs/design.md section 9).  Roles are cluster-wide, so a second database
 -- installing durable finds them already there.
 --
 DO $roles$

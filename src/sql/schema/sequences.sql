@@ -3,7 +3,7 @@ CREATE SEQUENCE durable.task_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;  -- 
 CREATE SEQUENCE durable.outbox_seq AS bigint MAXVALUE 1099511627775 NO CYCLE;
 CREATE SEQUENCE durable.outbox_fence_seq AS bigint;
 
--- Request-key fences never restart (DESIGN section 6): like the outbox's,
+-- Request-key fences never restart (docs/design.md section 6): like the outbox's,
 -- they come from a sequence that every installation starts from the clock
 -- (microseconds since 2025-01-01 UTC), so that after DROP and CREATE
 -- EXTENSION a key begun again never hands out a fence that a handler of

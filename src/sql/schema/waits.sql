@@ -1,5 +1,5 @@
 --
--- Workflows that wait (DESIGN section 12).
+-- Workflows that wait (docs/design.md section 12).
 --
 -- Events that tasks await, each in its queue.  A row exists once an event
 -- is emitted, or once a task awaits it: await and emit both take its row
