@@ -285,6 +285,13 @@ export function statements(api, { tables = false } = {}) {
   const HISTORY_COLUMNS = `t.task_id, t.partition_key, t.state, t.class, t.attempt, t.max_attempts,
                            t.priority, t.run_at, t.created_at, t.finished_at, t.owner, t.stop_code,
                            t.parent_id, t.versions`;
+  // a dead letter as a queue's page lists it
+  const DEAD_LETTER_COLUMNS = `t.task_id, t.partition_key, t.stop_code,
+                               CASE WHEN t.stop_code OPERATOR(pg_catalog.=) 'quarantined'
+                                    THEN t.last_error OPERATOR(pg_catalog.->>) 'reason'
+                                    ELSE t.stop_code END AS reason,
+                               t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
+                               t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error, t.versions`;
   const TASKS = tables ? `(SELECT ${SEARCHED} FROM durable.live_tasks UNION ALL SELECT ${SEARCHED} FROM durable.task_history)` : 'durable.tasks';
   const s = {
     // per queue, from the unfinished tasks only: cheap whatever history is kept
@@ -373,9 +380,10 @@ export function statements(api, { tables = false } = {}) {
     // nothing.
     //
     // A queue operator reads durable.finished_tasks, a security barrier,
-    // through which PostgreSQL cannot read the key in order: its ids come
-    // from durable.finished_task_ids (the queue's, in its scope only), and
-    // the rows by id.
+    // through which PostgreSQL cannot read an index in order: the ids come
+    // from durable.finished_task_ids (and dead letters' from
+    // durable.dead_letter_ids: the queue's, in its scope only), the rows
+    // by id.
     historyFloor: tables
       ? `SELECT pg_catalog.max(f.floor) AS floor
          FROM pg_catalog.unnest($1::pg_catalog.int4[]) AS k(partition_key),
@@ -412,22 +420,24 @@ export function statements(api, { tables = false } = {}) {
                    $2::pg_catalog.text[]::durable.task_state[], $5::pg_catalog.int8, $7::pg_catalog.int8,
                    $6::pg_catalog.int4) AS i(id)))
          ORDER BY t.task_id DESC LIMIT $6`,
-    deadLetters: `SELECT d.* FROM pg_catalog.unnest($2::pg_catalog.int4[]) AS k(partition_key),
-                  LATERAL (SELECT t.task_id, t.partition_key, t.stop_code,
-                                  CASE WHEN t.stop_code OPERATOR(pg_catalog.=) 'quarantined'
-                                       THEN t.last_error OPERATOR(pg_catalog.->>) 'reason'
-                                       ELSE t.stop_code END AS reason,
-                                  t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
-                                  t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error,
-                                  t.versions
-                           FROM ${HISTORY} t
-                           WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
-                             AND t.queue_name OPERATOR(pg_catalog.=) $1
-                             AND t.state OPERATOR(pg_catalog.=) 'failed'
-                             AND ($3::pg_catalog.timestamptz IS NULL
-                                  OR (t.finished_at, t.task_id) OPERATOR(pg_catalog.<) ($3, $4::pg_catalog.int8))
-                           ORDER BY t.finished_at DESC, t.task_id DESC LIMIT $5) d
-                  ORDER BY d.failed_at DESC, d.task_id DESC LIMIT $5`,
+    deadLetters: tables
+      ? `SELECT d.* FROM pg_catalog.unnest($2::pg_catalog.int4[]) AS k(partition_key),
+         LATERAL (SELECT ${DEAD_LETTER_COLUMNS}
+                  FROM durable.task_history t
+                  WHERE t.partition_key OPERATOR(pg_catalog.=) k.partition_key
+                    AND t.queue_name OPERATOR(pg_catalog.=) $1
+                    AND t.state OPERATOR(pg_catalog.=) 'failed'
+                    AND ($3::pg_catalog.timestamptz IS NULL
+                         OR (t.finished_at, t.task_id) OPERATOR(pg_catalog.<) ($3, $4::pg_catalog.int8))
+                  ORDER BY t.finished_at DESC, t.task_id DESC LIMIT $5) d
+         ORDER BY d.failed_at DESC, d.task_id DESC LIMIT $5`
+      : `SELECT ${DEAD_LETTER_COLUMNS}
+         FROM durable.finished_tasks t
+         WHERE t.partition_key OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.int4[])
+           AND t.task_id OPERATOR(pg_catalog.=) ANY (ARRAY(
+                 SELECT i.id FROM durable.dead_letter_ids($1::pg_catalog.text, $2::pg_catalog.int4[],
+                   $3::pg_catalog.timestamptz, $4::pg_catalog.int8, $5::pg_catalog.int4) AS i(id)))
+         ORDER BY t.finished_at DESC, t.task_id DESC LIMIT $5`,
     deadLetterReplayable: `SELECT d.task_id, d.replayable FROM durable.dead_letters d
                            WHERE d.partition_key OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int4[])
                              AND d.task_id OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.int8[])`,

@@ -771,6 +771,17 @@ describe('a queue operator', () => {
     const listed = await s.page.$$eval('#tasks td[data-field="task_id"]', (tds) => tds.map((td) => td.innerText.trim()));
     const cancelled = (await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'team' AND state = 'cancelled' ORDER BY task_id DESC LIMIT 50")).map((r) => String(r.task_id));
     assert.deepEqual(listed, cancelled, 'the queue operator lists its queue\'s cancelled tasks, newest first');
+    // and an open queue's dead letters, found by durable.dead_letter_ids
+    await sql("SELECT durable_create_queue('shipdead', max_attempts => 1)");
+    for (let i = 0; i < 3; i++) {
+      await sql("SELECT durable_enqueue('shipdead', '{}')");
+      await sql("SELECT durable_fail(task_id, fence, 'permanent') FROM durable_claim('shipdead', 'test')");
+    }
+    await s.goto('/queue/shipdead');
+    const dead = await s.page.$$eval('#dead-letters td[data-field="task_id"]', (tds) => tds.map((td) => td.innerText.trim()));
+    const failed = (await sql("SELECT task_id FROM durable.tasks WHERE queue_name = 'shipdead' AND state = 'failed' ORDER BY finished_at DESC, task_id DESC")).map((r) => String(r.task_id));
+    assert.equal(failed.length, 3);
+    assert.deepEqual(dead, failed, 'the queue operator lists an open queue\'s dead letters, newest failure first');
     // a forged cancel of a vault's task, with this session's own token: the
     // same refusal as for a task that does not exist, and nothing changed
     const refusals = [];

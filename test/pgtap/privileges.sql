@@ -140,8 +140,9 @@ SELECT set_eq(
           'durable_pause(text,integer)',
           'durable_resume(text,integer)',
           'durable_emit(text,text,jsonb)',
-          -- a page of history's ids, of a queue in its scope only
-          'durable.finished_task_ids(text,integer[],durable.task_state[],bigint,bigint,integer)'],
+          -- pages of history's ids, of a queue in its scope only
+          'durable.finished_task_ids(text,integer[],durable.task_state[],bigint,bigint,integer)',
+          'durable.dead_letter_ids(text,integer[],timestamp with time zone,bigint,integer)'],
     'durable_queue_operator calls only the operator functions that check its grants');
 
 -- who may call what

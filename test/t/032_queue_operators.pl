@@ -106,8 +106,8 @@ for my $round (1 .. 4)
 		is(set_of(split /\n/, $out), set_of(@{ $views{$view}[1] }),
 			"round $round: $view shows qop the queues it may see");
 	}
-	# a page of history's ids (durable.finished_task_ids): its queue's
-	# dead letter where it may see the queue, nothing elsewhere
+	# pages of history's ids (durable.finished_task_ids, dead_letter_ids):
+	# its queue's dead letter where it may see the queue, nothing elsewhere
 	for my $q (@queues)
 	{
 		my $keys = $node->safe_psql('postgres',
@@ -120,6 +120,10 @@ for my $round (1 .. 4)
 		($ok, $out) = as_role('qop',
 			"SELECT count(*) FROM durable.finished_task_ids('$q', '$keys', '{completed}', NULL, NULL, 100)");
 		is($out, '0', "round $round: and none completed");
+		($ok, $out) = as_role('qop',
+			"SELECT string_agg(id::text, ',') FROM durable.dead_letter_ids('$q', '$keys', NULL, NULL, 100) id");
+		is($out, $readable{$q} ? $tasks{$q}{dead} : '',
+			"round $round: the dead letters of $q ($kind{$q}) as the model says");
 	}
 
 	# rows that carry no queue: by their tasks' ids
