@@ -2810,14 +2810,14 @@ COMMENT ON FUNCTION durable.task_in_scope(bigint) IS
 -- key order with the owner's rights, for a queue in the caller's scope
 -- only (durable.queue_in_scope tests the calling role, not the owner);
 -- the rows are then read through the view by id.
-CREATE OR REPLACE FUNCTION durable.finished_task_ids(
-    queue text, partition_keys integer[], states durable.task_state[] DEFAULT NULL,
-    before bigint DEFAULT NULL, since bigint DEFAULT NULL, n integer DEFAULT 50)
-RETURNS SETOF bigint
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+
+-- The arguments of a page of history, checked, and whether the queue is
+-- in the caller's scope (durable.queue_in_scope tests the calling role,
+-- also under the owner's rights).
+CREATE OR REPLACE FUNCTION durable.history_page_in_scope(queue text, partition_keys integer[], n integer)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
--- the settings its text forms follow are pinned (docs/design.md section 7;
--- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
 AS $$
@@ -2830,7 +2830,26 @@ BEGIN
         RAISE EXCEPTION 'n must be between 1 and 10000, not %', n
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT durable.queue_in_scope(queue) THEN
+    RETURN durable.queue_in_scope(queue);
+END
+$$;
+COMMENT ON FUNCTION durable.history_page_in_scope(text, integer[], integer) IS
+  'checks the arguments of durable.finished_task_ids and durable.dead_letter_ids, and whether the caller may see the queue';
+REVOKE ALL ON FUNCTION durable.history_page_in_scope(text, integer[], integer) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION durable.finished_task_ids(
+    queue text, partition_keys integer[], states durable.task_state[] DEFAULT NULL,
+    before bigint DEFAULT NULL, since bigint DEFAULT NULL, n integer DEFAULT 50)
+RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- the settings its text forms follow are pinned (docs/design.md section 7;
+-- test/t/015_hostile_settings.pl checks every function in SQL or PL/pgSQL)
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
+AS $$
+BEGIN
+    IF NOT durable.history_page_in_scope(queue, partition_keys, n) THEN
         RETURN;
     END IF;
     RETURN QUERY
@@ -2865,15 +2884,7 @@ SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
 AS $$
 BEGIN
-    IF queue IS NULL OR partition_keys IS NULL OR n IS NULL THEN
-        RAISE EXCEPTION 'queue, partition_keys and n must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF n OPERATOR(pg_catalog.<) 1 OR n OPERATOR(pg_catalog.>) 10000 THEN
-        RAISE EXCEPTION 'n must be between 1 and 10000, not %', n
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF NOT durable.queue_in_scope(queue) THEN
+    IF NOT durable.history_page_in_scope(queue, partition_keys, n) THEN
         RETURN;
     END IF;
     RETURN QUERY
