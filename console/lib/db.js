@@ -293,6 +293,25 @@ export function statements(api, { tables = false } = {}) {
                                t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
                                t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error, t.versions`;
   const TASKS = tables ? `(SELECT ${SEARCHED} FROM durable.live_tasks UNION ALL SELECT ${SEARCHED} FROM durable.task_history)` : 'durable.tasks';
+  // the search, with a condition first where one narrows it
+  const search = (first = '') => `SELECT t.task_id, t.queue_name, t.state, t.attempt, t.idempotency_key, t.owner,
+                    pg_catalog.left(t.payload::pg_catalog.text, 120) AS payload,
+                    pg_catalog.left(t.last_error::pg_catalog.text, 120) AS last_error,
+                    t.created_at, t.created_at::pg_catalog.text AS created_at_text
+             FROM ${TASKS} t
+             WHERE ${first}($1::pg_catalog.text IS NULL OR t.queue_name OPERATOR(pg_catalog.=) $1)
+               AND ($2::pg_catalog.text IS NULL OR t.state::pg_catalog.text OPERATOR(pg_catalog.=) $2)
+               AND ($3::pg_catalog.text IS NULL OR t.idempotency_key OPERATOR(pg_catalog.=) $3)
+               AND ($4::pg_catalog.text IS NULL OR t.owner OPERATOR(pg_catalog.=) $4)
+               AND ($5::pg_catalog.jsonb IS NULL OR t.payload OPERATOR(pg_catalog.@>) $5)
+               AND ($6::pg_catalog.jsonb IS NULL OR t.metadata OPERATOR(pg_catalog.@>) $6)
+               AND ($7::pg_catalog.text IS NULL
+                    OR pg_catalog.strpos(t.last_error::pg_catalog.text, $7) OPERATOR(pg_catalog.>) 0)
+               AND ($8::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.>=) $8)
+               AND ($9::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.<) $9)
+               AND ($10::pg_catalog.timestamptz IS NULL
+                    OR (t.created_at, t.task_id) OPERATOR(pg_catalog.<) ($10, $11::pg_catalog.int8))
+             ORDER BY t.created_at DESC, t.task_id DESC LIMIT $12`;
   const s = {
     // per queue, from the unfinished tasks only: cheap whatever history is kept
     gauges: `SELECT queue_name, paused, paused_partitions, ready, running, waiting, needs_review, scheduled,
@@ -502,24 +521,15 @@ export function statements(api, { tables = false } = {}) {
     triggerSchedule: `SELECT ${api}.durable_trigger_schedule($1::pg_catalog.text) AS task_id`,
     // a search over every task retained, newest first, a page at a time
     // after (created_at, task_id); every filter is optional
-    search: `SELECT t.task_id, t.queue_name, t.state, t.attempt, t.idempotency_key, t.owner,
-                    pg_catalog.left(t.payload::pg_catalog.text, 120) AS payload,
-                    pg_catalog.left(t.last_error::pg_catalog.text, 120) AS last_error,
-                    t.created_at, t.created_at::pg_catalog.text AS created_at_text
-             FROM ${TASKS} t
-             WHERE ($1::pg_catalog.text IS NULL OR t.queue_name OPERATOR(pg_catalog.=) $1)
-               AND ($2::pg_catalog.text IS NULL OR t.state::pg_catalog.text OPERATOR(pg_catalog.=) $2)
-               AND ($3::pg_catalog.text IS NULL OR t.idempotency_key OPERATOR(pg_catalog.=) $3)
-               AND ($4::pg_catalog.text IS NULL OR t.owner OPERATOR(pg_catalog.=) $4)
-               AND ($5::pg_catalog.jsonb IS NULL OR t.payload OPERATOR(pg_catalog.@>) $5)
-               AND ($6::pg_catalog.jsonb IS NULL OR t.metadata OPERATOR(pg_catalog.@>) $6)
-               AND ($7::pg_catalog.text IS NULL
-                    OR pg_catalog.strpos(t.last_error::pg_catalog.text, $7) OPERATOR(pg_catalog.>) 0)
-               AND ($8::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.>=) $8)
-               AND ($9::pg_catalog.timestamptz IS NULL OR t.created_at OPERATOR(pg_catalog.<) $9)
-               AND ($10::pg_catalog.timestamptz IS NULL
-                    OR (t.created_at, t.task_id) OPERATOR(pg_catalog.<) ($10, $11::pg_catalog.int8))
-             ORDER BY t.created_at DESC, t.task_id DESC LIMIT $12`,
+    search: search(),
+    // by an idempotency key, where the role reads the tables: the tasks
+    // durable.task_keys binds it to, by their keys, not a scan of history
+    ...(tables ? {
+      searchByKey: search(`(t.partition_key, t.task_id) OPERATOR(pg_catalog.=) ANY (
+                 SELECT (k.task_id OPERATOR(pg_catalog.&) 32767)::pg_catalog.int4, k.task_id
+                 FROM durable.task_keys k WHERE k.idempotency_key OPERATOR(pg_catalog.=) $3)
+               AND `),
+    } : {}),
     // spend budgets, the tasks' own limits after the shared ones, each a page of 200
     budgets: `SELECT b.name, b.amount, b.period::pg_catalog.text AS period, b.period_start, b.reserved, b.spent,
                      b.remaining,

@@ -640,7 +640,7 @@ async function search(ctx) {
     if (!(err instanceof UserError)) throw err;
     return layout(ctx, 'Search', [html`<p class="flash error" id="search-error">${err.message}</p>`, form]);
   }
-  const rows = (await ctx.query(sql.search, params)).rows;
+  const rows = (await ctx.query(q.key && sql.searchByKey ? sql.searchByKey : sql.search, params)).rows;
   const next = new URLSearchParams(SEARCH_FIELDS.filter((f) => q[f]).map((f) => [f, q[f]]));
   if (rows.length === PAGE) next.set('before', `${rows[rows.length - 1].created_at_text},${rows[rows.length - 1].task_id}`);
   const choose = caps.cancel && rows.some((r) => LIVE_STATES.includes(r.state));

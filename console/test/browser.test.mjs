@@ -417,6 +417,14 @@ describe('operator', () => {
     assert.deepEqual(await found({ payload: 'order.id = "A-2"', queue: 'findme' }), ['{"order": {"id": "A-2"}, "customer": 712}']);
     assert.deepEqual(await found({ metadata: 'tenant = acme' }), ['{"order": {"id": "A-1"}, "customer": 711}']);
     assert.deepEqual(await found({ key: 'order-712' }), ['{"order": {"id": "A-2"}, "customer": 712}']);
+    // a finished task by its key (durable.task_keys), the other filters still applied
+    await sql("SELECT durable_create_queue('findkey')");
+    await sql(`SELECT durable_enqueue('findkey', '{"customer": 714}', idempotency_key => 'done-714')`);
+    await sql("SELECT durable_commit(task_id, fence) FROM durable_claim('findkey', 'test')");
+    assert.deepEqual(await found({ key: 'done-714' }), ['{"customer": 714}']);
+    assert.deepEqual(await found({ key: 'done-714', state: 'completed', queue: 'findkey' }), ['{"customer": 714}']);
+    assert.deepEqual(await found({ key: 'done-714', queue: 'findme' }), []);
+    assert.deepEqual(await found({ key: 'done-714', state: 'failed' }), []);
     assert.deepEqual(await found({ error: 'card declined', state: 'failed', queue: 'findme' }), ['{"customer": 713}']);
     assert.ok((await found({ error: 'card declined for customer 713' })).length === 1, 'error text across every queue');
     assert.deepEqual(await found({ queue: 'findme', to: '2000-01-01T00:00' }), []);
