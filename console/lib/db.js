@@ -293,14 +293,16 @@ export function statements(api, { tables = false } = {}) {
                                t.finished_at AS failed_at, t.finished_at::pg_catalog.text AS failed_at_text,
                                t.attempt, pg_catalog.jsonb_pretty(t.last_error) AS last_error, t.versions`;
   const TASKS = tables ? `(SELECT ${SEARCHED} FROM durable.live_tasks UNION ALL SELECT ${SEARCHED} FROM durable.task_history)` : 'durable.tasks';
-  // the search, with a condition first where one narrows it
+  // the search, with a condition first where one narrows it; the state
+  // is a parameter of the enum's type, a constant the planner proves the
+  // index of failed tasks from, in a search of dead letters
   const search = (first = '') => `SELECT t.task_id, t.queue_name, t.state, t.attempt, t.idempotency_key, t.owner,
                     pg_catalog.left(t.payload::pg_catalog.text, 120) AS payload,
                     pg_catalog.left(t.last_error::pg_catalog.text, 120) AS last_error,
                     t.created_at, t.created_at::pg_catalog.text AS created_at_text
              FROM ${TASKS} t
              WHERE ${first}($1::pg_catalog.text IS NULL OR t.queue_name OPERATOR(pg_catalog.=) $1)
-               AND ($2::pg_catalog.text IS NULL OR t.state::pg_catalog.text OPERATOR(pg_catalog.=) $2)
+               AND ($2::durable.task_state IS NULL OR t.state OPERATOR(pg_catalog.=) $2::durable.task_state)
                AND ($3::pg_catalog.text IS NULL OR t.idempotency_key OPERATOR(pg_catalog.=) $3)
                AND ($4::pg_catalog.text IS NULL OR t.owner OPERATOR(pg_catalog.=) $4)
                AND ($5::pg_catalog.jsonb IS NULL OR t.payload OPERATOR(pg_catalog.@>) $5)

@@ -632,6 +632,7 @@ async function search(ctx) {
   if (!SEARCH_FIELDS.some((f) => q[f])) return layout(ctx, 'Search', form);
   let params;
   try {
+    if (q.state && ![...LIVE_STATES, ...FINISHED_STATES].includes(q.state)) throw new UserError(`no state ${q.state}`);
     const before = /^([0-9T:.\-+Z ]{10,40}),([0-9]{1,19})$/.exec(url.searchParams.get('before') || '');
     params = [q.queue || null, q.state || null, q.key || null, q.worker || null,
       pathMatch(q.payload, 'the payload'), pathMatch(q.metadata, 'the metadata'), q.error || null,

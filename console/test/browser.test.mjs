@@ -430,6 +430,7 @@ describe('operator', () => {
     assert.deepEqual(await found({ queue: 'findme', to: '2000-01-01T00:00' }), []);
     assert.equal((await found({ queue: 'findme', from: '2000-01-01T00:00' })).length, 3);
     assert.match(String(await found({ payload: 'customer 711' })), /^error: the payload must read path = value/);
+    assert.match(String(await found({ state: 'bogus' })), /^error: no state bogus/);
     await s.goto('/search?id=12345');
     assert.equal(await s.page.$eval('#search-task', (e) => e.getAttribute('href')), '/task/12345');
 
