@@ -241,6 +241,8 @@ CREATE TABLE durable.live_tasks (
     rate_limits        jsonb,
     rate_limited_by    text COLLATE "C",
     budgets            text[] COLLATE "C",
+    began_at           timestamptz,
+    unbegun_expiries   int NOT NULL DEFAULT 0,
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -254,6 +256,8 @@ COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s 
 COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
 COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
 COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
+COMMENT ON COLUMN durable.live_tasks.began_at IS 'when the worker last said it began the task (durable_begin); a lease that runs out before its task began gives its attempt back';
+COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the task''s lease ran out before it began (its attempt given back each time, at most 10 times)';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
 -- ready and waiting work, in claim order: in a fair queue by each task's
 -- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by
@@ -997,6 +1001,23 @@ COMMENT ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interv
   'a named wait for an event of the task''s queue (or of queue, with its work grant): (''received'', payload) once emitted, else (''waiting'', NULL) and the task waits; (''timed_out'', NULL) for ever after the timeout';
 REVOKE ALL ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interval, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, interval, text) TO durable_worker;
+
+-- src/sql/functions/durable_begin.sql
+
+--
+-- A crash costs only the tasks it touched (issue 43): a worker says when it
+-- begins a task it claimed.  A lease that runs out before then gives the
+-- attempt back (docs/design.md section 4).
+--
+CREATE OR REPLACE FUNCTION @extschema@.durable_begin(task_id bigint, fence bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'durable_begin'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_begin(bigint, bigint) IS
+  'say that the worker begins a task it claimed: from now on a lease that runs out spends the attempt';
+REVOKE ALL ON FUNCTION @extschema@.durable_begin(bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_begin(bigint, bigint) TO durable_worker;
 
 -- src/sql/functions/durable_cancel.sql
 
@@ -1952,6 +1973,22 @@ COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text,
   'settle a task in review: mark_committed, mark_not_executed, mark_failed (of the step named, or of the only step in doubt), retry or cancel; records operator and evidence first; spent is what a step marked committed spent';
 REVOKE ALL ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) TO durable_operator, durable_queue_operator;
+
+-- src/sql/functions/durable_result.sql
+
+--
+-- Producers as well as workers (issue 43): what a producer waits for once
+-- it enqueued a task, without a grant to read durable.tasks.
+--
+CREATE OR REPLACE FUNCTION @extschema@.durable_result(task_id bigint)
+RETURNS TABLE (state text, result jsonb, error jsonb, finished_at timestamptz, stop_code text)
+AS 'MODULE_PATHNAME', 'durable_result'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.durable_result(bigint) IS
+  'a task''s state and, once it finished, its result or last error, when, and why it stopped; needs the enqueue or work grant of the task''s queue where it is restricted';
+REVOKE ALL ON FUNCTION @extschema@.durable_result(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.durable_result(bigint) TO durable_producer, durable_worker, durable_operator;
 
 -- src/sql/functions/durable_resume.sql
 
@@ -3026,7 +3063,7 @@ FROM (
            lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
            workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
            steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-           rate_limits, budgets
+           rate_limits, budgets, began_at, unbegun_expiries
     FROM durable.live_tasks
     UNION ALL
     SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -3034,7 +3071,7 @@ FROM (
            lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
            workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
            steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-           rate_limits, budgets
+           rate_limits, budgets, began_at, unbegun_expiries
     FROM durable.task_history) t
 WHERE durable.queue_in_scope(t.queue_name);
 COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
@@ -3300,7 +3337,9 @@ CREATE OR REPLACE VIEW durable.history_metrics AS
 WITH per_task AS (
     SELECT t.queue_name, t.partition_key, t.task_id, t.state,
            count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
-           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           -- a lease that ran out before its task began lost nothing
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired'
+                               AND e.detail->>'action' IS DISTINCT FROM 'not_begun') AS first_expiry,
            min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
            bool_or(e.state = 'needs_review') AS escalated
     FROM durable.tasks t

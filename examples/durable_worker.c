@@ -545,6 +545,17 @@ work_one(PGconn *conn, PGconn *svc, bool *claimed)
 	held_task = task;
 	held_fence = fence;
 	point("after_claim", NULL);
+	{
+		/* from here a lost lease spends the attempt: before, it is free */
+		const char *begin[2] = {task, fence};
+
+		o = run(conn, NULL, "SELECT @api.durable_begin($1::pg_catalog.int8, $2::pg_catalog.int8)", 2, begin);
+		if (o != OK)
+		{
+			PQclear(steps);
+			return o;
+		}
+	}
 
 	for (int i = 0; i < PQntuples(steps) && i < MAX_STEPS; i++)
 	{

@@ -11,9 +11,11 @@ SELECT setval('durable.task_seq', 18000) AS first_id_counter;
 SELECT durable_create_queue('expire', lease => '1 hour', retry_base => 1, retry_cap => 1);
 \set VERBOSITY default
 
--- one running task with one step in the given state; returns its id
+-- one running task with one step in the given state, begun by its worker
+-- unless began is false (then its lease costs it nothing: docs/design.md
+-- section 4); returns its id
 CREATE FUNCTION pg_temp.running_task(task_class text, max_attempts int,
-                                     step_class text, receipt text)
+                                     step_class text, receipt text, began boolean)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     t bigint;
@@ -21,6 +23,9 @@ DECLARE
 BEGIN
     t := durable_enqueue('expire', '{}', class => task_class, max_attempts => max_attempts);
     SELECT c.fence INTO f FROM durable_claim('expire', 'w-hung') c;
+    IF began THEN
+        PERFORM durable_begin(t, f);
+    END IF;
     IF step_class IS NOT NULL THEN
         PERFORM durable_step(t, f, 's', step_class);
         PERFORM durable_step_start(t, f, 's', 1);
@@ -32,18 +37,20 @@ BEGIN
 END $$;
 
 CREATE TEMP TABLE cases AS
-SELECT n, task_class, max_attempts, step_class, receipt,
-       pg_temp.running_task(task_class, max_attempts, step_class, receipt) AS by_call,
-       pg_temp.running_task(task_class, max_attempts, step_class, receipt) AS by_reconciler
-FROM (VALUES (1, 'idempotent', 3, NULL, NULL),
-             (2, 'unsafe', 3, NULL, NULL),
-             (3, 'idempotent', 1, NULL, NULL),
-             (4, 'idempotent', 3, 'idempotent', NULL),
-             (5, 'idempotent', 3, 'queryable', NULL),
-             (6, 'idempotent', 3, 'unsafe', NULL),
-             (7, 'idempotent', 3, 'unsafe', 'succeeded'),
-             (8, 'idempotent', 3, 'unsafe', 'not_executed'))
-     AS v(n, task_class, max_attempts, step_class, receipt)
+SELECT n, task_class, max_attempts, step_class, receipt, began,
+       pg_temp.running_task(task_class, max_attempts, step_class, receipt, began) AS by_call,
+       pg_temp.running_task(task_class, max_attempts, step_class, receipt, began) AS by_reconciler
+FROM (VALUES (1, 'idempotent', 3, NULL, NULL, true),
+             (2, 'unsafe', 3, NULL, NULL, true),
+             (3, 'idempotent', 1, NULL, NULL, true),
+             (4, 'idempotent', 3, 'idempotent', NULL, true),
+             (5, 'idempotent', 3, 'queryable', NULL, true),
+             (6, 'idempotent', 3, 'unsafe', NULL, true),
+             (7, 'idempotent', 3, 'unsafe', 'succeeded', true),
+             (8, 'idempotent', 3, 'unsafe', 'not_executed', true),
+             (9, 'unsafe', 1, NULL, NULL, false),
+             (10, 'idempotent', 3, 'unsafe', 'succeeded', false))
+     AS v(n, task_class, max_attempts, step_class, receipt, began)
 ORDER BY n;
 
 ALTER TABLE cases ADD COLUMN action_of_call text, ADD COLUMN action_of_reconciler text;
@@ -54,10 +61,10 @@ UPDATE cases c SET action_of_reconciler = r.action
 FROM durable_reconcile(queue => 'expire') r WHERE r.task_id = c.by_reconciler;
 
 -- the same action, the same task and step afterwards
-SELECT n, task_class, max_attempts, step_class, receipt, action_of_call,
+SELECT n, task_class, max_attempts, step_class, receipt, began, action_of_call,
        action_of_call = action_of_reconciler AS as_the_reconciler
 FROM cases ORDER BY n;
-SELECT n, a.state, a.state = b.state AND a.fence = b.fence AND a.attempt = b.attempt
+SELECT n, a.state, a.attempt, a.state = b.state AND a.fence = b.fence AND a.attempt = b.attempt
           AND a.stop_code IS NOT DISTINCT FROM b.stop_code
           AND a.steps_in_doubt = b.steps_in_doubt AS same_task
 FROM cases JOIN durable.tasks a ON a.task_id = by_call

@@ -181,7 +181,8 @@ SELECT durable_enqueue('short', '{"c": "idempotent"}', class => 'idempotent') AS
 SELECT durable_enqueue('short', '{"c": "unsafe"}', class => 'unsafe') AS ru \gset
 SELECT durable_enqueue('short', '{"c": "queryable"}', class => 'queryable') AS rq \gset
 SELECT durable_enqueue('short', '{"c": "last"}', max_attempts => 1) AS rx \gset
-SELECT count(*) FROM durable_claim('short', 'w7', batch => 4);
+-- (each begun by its worker: an unbegun task would go back for nothing, begin.sql)
+SELECT count(*) FROM durable_claim('short', 'w7', batch => 4) c, durable_begin(c.task_id, c.fence) b;
 SELECT pg_sleep(0.01);
 SELECT task_id = :ri AS idempotent, task_id = :ru AS unsafe, task_id = :rq AS queryable,
        task_id = :rx AS exhausted, action
@@ -207,7 +208,7 @@ SELECT state FROM durable.tasks WHERE task_id = :rs;
 
 -- a claim never hands out an expired lease: it settles it first
 SELECT durable_enqueue('short', '{"c": "crashed"}') AS rc \gset
-SELECT fence FROM durable_claim('short', 'w9');
+SELECT fence FROM durable_claim('short', 'w9') c, durable_begin(c.task_id, c.fence) b;
 SELECT pg_sleep(0.01);
 SELECT count(*) AS claimed FROM durable_claim('short', 'w10');
 SELECT state, fence, owner FROM durable.tasks WHERE task_id = :rc;

@@ -10,11 +10,16 @@ SELECT setval('durable.task_seq', 18000) AS first_id_metrics;
 SELECT durable_create_queue('mx', lease => '1 minute', max_attempts => 5);
 SELECT durable_reset_counters();
 
-CREATE PROCEDURE mx_claim(INOUT task bigint, INOUT fence bigint) LANGUAGE plpgsql AS $$
+-- a claim, begun by its worker unless began is false
+CREATE PROCEDURE mx_claim(INOUT task bigint, INOUT fence bigint, began boolean DEFAULT true)
+LANGUAGE plpgsql AS $$
 BEGIN
     -- whatever retry delay the last move chose, the task is due now
     UPDATE durable.live_tasks SET run_at = now() WHERE task_id = task;
     SELECT c.task_id, c.fence INTO task, fence FROM durable_claim('mx', 'w') c;
+    IF began THEN
+        PERFORM durable_begin(task, fence);
+    END IF;
 END $$;
 
 CREATE PROCEDURE mx_workload(n int) LANGUAGE plpgsql AS $$
@@ -25,11 +30,18 @@ DECLARE
     path int;
 BEGIN
     FOR i IN 1..n LOOP
-        path := floor(random() * 7);
+        path := floor(random() * 8);
         t := durable_enqueue('mx', jsonb_build_object('i', i, 'path', path));
         COMMIT;
-        CALL mx_claim(t, f);
+        -- path 7 loses a lease before it begins: nothing to recover
+        CALL mx_claim(t, f, path <> 7);
         COMMIT;
+        IF path = 7 THEN
+            PERFORM durable_expire_lease(t, 'a crashed batch');
+            COMMIT;
+            CALL mx_claim(t, f);
+            COMMIT;
+        END IF;
         IF path IN (1, 2, 3) THEN
             -- a lost lease, once or twice, then a completion or a cancel
             FOR e IN 1..(CASE WHEN path = 2 THEN 2 ELSE 1 END) LOOP
@@ -93,7 +105,9 @@ CALL mx_workload(60);
 SELECT m.finished = 60 AS all_finished, m.recoveries > 0 AS recovered_some,
        m.recovery_success_rate < 1 AS cancelled_some,
        m.duplicate_side_effects > 0 AS duplicated_some,
-       m.ambiguous_outcome_rate > 0 AS left_some_in_doubt
+       m.ambiguous_outcome_rate > 0 AS left_some_in_doubt,
+       (SELECT count(*) > 0 FROM durable.events e JOIN durable.tasks t USING (task_id)
+        WHERE t.queue_name = 'mx' AND e.detail->>'action' = 'not_begun') AS lost_some_unbegun
 FROM durable.metrics m WHERE m.queue_name = 'mx';
 
 -- counted as computed from history
@@ -125,5 +139,5 @@ FROM regexp_matches(durable_metrics_prometheus(),
 ORDER BY 1;
 
 DROP PROCEDURE mx_workload(int);
-DROP PROCEDURE mx_claim(bigint, bigint);
+DROP PROCEDURE mx_claim(bigint, bigint, boolean);
 SELECT durable_drop_queue('mx', cascade => true);

@@ -62,7 +62,7 @@ SELECT durable_resolve(:t, 'cancel', 'ops-ann', '{}');
 SELECT durable_enqueue('review', '{"n": 1}', class => 'unsafe') AS a \gset
 SELECT durable_enqueue('review', '{"n": 2}', class => 'unsafe') AS b \gset
 SELECT durable_enqueue('review', '{"n": 3}', class => 'unsafe') AS c \gset
-SELECT count(*) FROM durable_claim('review', 'w3', batch => 4);
+SELECT count(*) FROM durable_claim('review', 'w3', batch => 4) c, durable_begin(c.task_id, c.fence) b;
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:a, :b, :c);
 SELECT action, count(*) AS to_review FROM durable_reconcile(queue => 'review') GROUP BY 1;
 SELECT durable_resolve(:a, 'mark_not_executed', 'ops-bo', '{"checked": "nothing sent"}') AS a,

@@ -3,6 +3,9 @@
 -- alarms, and nothing of any other queue, even one whose tasks share its
 -- partition; what a test or an operator asks about, and only that.
 --
+-- Every claim here is begun by its worker (durable_begin), so that a lease
+-- that runs out is judged by the recovery table; an unbegun one would go
+-- back for nothing (begin.sql).
 SET TimeZone = 'UTC';
 -- (retries wait an hour: none comes due while the file runs, so each claim
 -- takes the task just enqueued, however slow the server)
@@ -29,9 +32,9 @@ SELECT durable_create_queue('rq_other', lease => '1 hour', max_attempts => 5,
 SELECT durable_enqueue('rq_mine', '{}') AS mine \gset
 SELECT durable_enqueue(:'neighbour', '{}') AS neighbour_task \gset
 SELECT durable_enqueue('rq_other', '{}') AS other \gset
-SELECT count(*) AS claimed FROM durable_claim('rq_mine', 'crashed');
-SELECT count(*) AS claimed FROM durable_claim(:'neighbour', 'crashed');
-SELECT count(*) AS claimed FROM durable_claim('rq_other', 'crashed');
+SELECT count(*) AS claimed FROM durable_claim('rq_mine', 'crashed') c, durable_begin(c.task_id, c.fence) b;
+SELECT count(*) AS claimed FROM durable_claim(:'neighbour', 'crashed') c, durable_begin(c.task_id, c.fence) b;
+SELECT count(*) AS claimed FROM durable_claim('rq_other', 'crashed') c, durable_begin(c.task_id, c.fence) b;
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s'
 WHERE task_id IN (:mine, :neighbour_task, :other);
 
@@ -48,8 +51,8 @@ SELECT task_id = :neighbour_task AS is_neighbours, action FROM durable_reconcile
 -- (the retried tasks wait out their backoff: these are new ones)
 SELECT durable_enqueue('rq_mine', '{}') AS mine \gset
 SELECT durable_enqueue(:'neighbour', '{}') AS neighbour_task \gset
-SELECT fence AS fm FROM durable_claim('rq_mine', 'slow') \gset
-SELECT fence AS fn FROM durable_claim(:'neighbour', 'slow') \gset
+SELECT fence AS fm FROM durable_claim('rq_mine', 'slow') c, durable_begin(c.task_id, c.fence) b \gset
+SELECT fence AS fn FROM durable_claim(:'neighbour', 'slow') c, durable_begin(c.task_id, c.fence) b \gset
 SELECT pg_sleep(0.01);
 SELECT durable_heartbeat(:mine, :fm, 'page 1') IS NOT NULL AS renewed;
 SELECT durable_heartbeat(:neighbour_task, :fn, 'page 1') IS NOT NULL AS renewed;
@@ -67,7 +70,7 @@ SELECT durable_commit(:neighbour_task, :fn);
 -- a batch bounds it: of two expired leases, one is settled at a time
 SELECT durable_enqueue('rq_other', '{}') IS NOT NULL AS enqueued;
 SELECT durable_enqueue('rq_other', '{}') IS NOT NULL AS enqueued;
-SELECT count(*) AS claimed FROM durable_claim('rq_other', 'crashed', batch => 2);
+SELECT count(*) AS claimed FROM durable_claim('rq_other', 'crashed', batch => 2) c, durable_begin(c.task_id, c.fence) b;
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s'
 WHERE queue_name = 'rq_other' AND state = 'running';
 SELECT action, count(*) AS settled FROM durable_reconcile(1, 'rq_other') GROUP BY 1;

@@ -7,13 +7,16 @@
 --
 -- (a retry's own delay is 100 s: no retried task comes due while the file
 -- runs, so a claim takes the task it was meant to, however slow the server)
+-- Every claim here is begun by its worker (durable_begin), so that a lease
+-- that runs out is judged by the recovery table; an unbegun one would go
+-- back for nothing (begin.sql).
 SELECT durable_create_queue('split', partitions => 2, retry_base => 100, retry_cap => 100,
                             retry_capacity => 2, retry_refill_rate => 0.002);
 -- four tasks, two in each partition (enqueues take the partitions in turn)
 SELECT count(durable_enqueue('split', jsonb_build_object('n', i))) FROM generate_series(1, 4) i;
 SELECT partition_key, count(*) FROM durable.tasks WHERE queue_name = 'split'
 GROUP BY 1 HAVING count(*) <> 2;
-CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('split', 'w', batch => 4);
+CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('split', 'w', batch => 4) c, durable_begin(c.task_id, c.fence) b;
 -- each fails once: a partition's first retry has its token (one each), the
 -- second waits for its partition's refill, 1000 s at 0.001 a second
 SELECT count(durable_fail(task_id, fence, 'transient', '{}')) AS failed
@@ -31,7 +34,7 @@ FROM durable.retry_buckets WHERE queue_name = 'split';
 SELECT retry_tokens FROM durable.queues WHERE queue_name = 'split';
 -- within a reconciler tick, the owed tokens are taken partition by partition
 SELECT durable_enqueue('split', '{}') AS t \gset
-SELECT fence AS f FROM durable_claim('split', 'w2') WHERE task_id = :t \gset
+SELECT fence AS f FROM durable_claim('split', 'w2') c, durable_begin(c.task_id, c.fence) b WHERE task_id = :t \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 second' WHERE task_id = :t;
 SELECT action FROM durable_reconcile() r
 WHERE (SELECT t.queue_name FROM durable.tasks t WHERE t.task_id = r.task_id) IN ('split');
@@ -45,7 +48,7 @@ SELECT durable_alter_queue('split', clear => ARRAY['retry_capacity']);
 SELECT count(*) AS buckets FROM durable.retry_buckets WHERE queue_name = 'split';
 SELECT durable_alter_queue('split', retry_capacity => 2);
 SELECT durable_enqueue('split', '{}') AS t \gset
-SELECT fence AS f FROM durable_claim('split', 'w3') WHERE task_id = :t \gset
+SELECT fence AS f FROM durable_claim('split', 'w3') c, durable_begin(c.task_id, c.fence) b WHERE task_id = :t \gset
 SELECT durable_fail(:t, :f, 'transient', '{}');
 SELECT tokens FROM durable.retry_buckets WHERE queue_name = 'split';
 SELECT count(*) AS cancelled FROM durable.tasks t, LATERAL durable_cancel(t.task_id, 'done')

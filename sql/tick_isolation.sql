@@ -5,6 +5,9 @@
 -- and shown in durable.status (a schedule's also in schedule_list), while
 -- every other part goes on: expired leases are settled whatever fails.
 --
+-- Every claim here is begun by its worker (durable_begin), so that a lease
+-- that runs out is judged by the recovery table; an unbegun one would go
+-- back for nothing (begin.sql).
 SET TimeZone = 'UTC';
 SELECT setval('durable.task_seq', 14000) AS first_id_counter;
 CREATE FUNCTION pg_temp.failing()
@@ -22,8 +25,8 @@ SELECT durable_create_queue('iso_b', lease => '1 hour', max_attempts => 5,
                             retry_base => 3600, retry_cap => 3600);
 SELECT durable_enqueue('iso_a', '{}') AS ta \gset
 SELECT durable_enqueue('iso_b', '{}') AS tb \gset
-SELECT fence AS fa FROM durable_claim('iso_a', 'w') \gset
-SELECT fence AS fb FROM durable_claim('iso_b', 'w') \gset
+SELECT fence AS fa FROM durable_claim('iso_a', 'w') c, durable_begin(c.task_id, c.fence) b \gset
+SELECT fence AS fb FROM durable_claim('iso_b', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:ta, :tb);
 
 -- a row that cannot be settled: its partition's part fails, the other
@@ -44,7 +47,7 @@ SELECT failing_parts FROM durable.status;
 -- skipped and shown; the lease expired meanwhile is settled, and history
 -- still removes what else is due
 SELECT durable_enqueue('iso_a', '{}') AS tc \gset
-SELECT fence AS fc FROM durable_claim('iso_a', 'w') \gset
+SELECT fence AS fc FROM durable_claim('iso_a', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 SELECT durable_commit(:tc, :fc);
 CREATE TABLE durable.task_history_p20000101
     (LIKE durable.task_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
@@ -56,7 +59,7 @@ ALTER TABLE durable.task_history ATTACH PARTITION durable.task_history_p20000102
     FOR VALUES FROM ('2000-01-02 00:00:00+00') TO ('2000-01-03 00:00:00+00');
 CREATE VIEW public.holds_a_day AS SELECT * FROM durable.task_history_p20000101;
 SELECT durable_enqueue('iso_b', '{}') AS td \gset
-SELECT fence AS fd FROM durable_claim('iso_b', 'w') \gset
+SELECT fence AS fd FROM durable_claim('iso_b', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :td;
 SET durable.retention = '30d';
 SELECT task_id = :td AS is_td, action FROM durable_reconcile()
@@ -86,7 +89,7 @@ SELECT durable_enqueue(q, '{"someone": "else"}',
 FROM (VALUES ('iso_a', 'iso_taken'), ('iso_b', 'iso_gone')) v(q, s);
 SELECT durable_create_queue('iso_c', lease => '1 hour');
 SELECT durable_enqueue('iso_c', '{}') AS te \gset
-SELECT fence AS fe FROM durable_claim('iso_c', 'w') \gset
+SELECT fence AS fe FROM durable_claim('iso_c', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :te;
 SET durable.max_payload_size = '1kB';
 SET client_min_messages = error;	-- the key's time varies
@@ -144,9 +147,9 @@ SELECT durable_unschedule('iso_weekly');
 SELECT durable_create_queue('iso_deep', lease => '1 hour', retry_capacity => 1,
                             retry_refill_rate => 0.000001, retry_base => 1, retry_cap => 1);
 SELECT durable_enqueue('iso_deep', '{}', class => 'idempotent') AS tf \gset
-SELECT fence AS ff FROM durable_claim('iso_deep', 'w') \gset
+SELECT fence AS ff FROM durable_claim('iso_deep', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 SELECT durable_enqueue('iso_b', '{}') AS tg \gset
-SELECT fence AS fg FROM durable_claim('iso_b', 'w') \gset
+SELECT fence AS fg FROM durable_claim('iso_b', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 UPDATE durable.queues SET retry_tokens = -1e13 WHERE queue_name = 'iso_deep';
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id IN (:tf, :tg);
 SET client_min_messages = error;	-- the warning names the task
@@ -175,9 +178,9 @@ SELECT * FROM pg_temp.failing();
 -- its stuck alarms, and the other queue's expired lease is settled
 SELECT durable_create_queue('iso_far', lease => '1 hour', progress_timeout => '1 minute');
 SELECT durable_enqueue('iso_far', '{}') AS th \gset
-SELECT fence AS fh FROM durable_claim('iso_far', 'w') \gset
+SELECT fence AS fh FROM durable_claim('iso_far', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 SELECT durable_enqueue('iso_b', '{}') IS NOT NULL AS enqueued;
-SELECT task_id AS ti, fence AS fi FROM durable_claim('iso_b', 'w') \gset
+SELECT task_id AS ti, fence AS fi FROM durable_claim('iso_b', 'w') c, durable_begin(c.task_id, c.fence) b \gset
 UPDATE durable.queues SET progress_timeout = interval '100000000 days' WHERE queue_name = 'iso_far';
 UPDATE durable.live_tasks SET lease_until = now() - interval '1 s' WHERE task_id = :ti;
 SELECT task_id = :ti AS is_ti, action FROM durable_reconcile() WHERE task_id IN (:th, :ti);

@@ -2,7 +2,7 @@
  *
  * tasks.c
  *	  The SQL functions of tasks (README, "The SQL API", Tasks): enqueue,
- *	  claim, heartbeat, release, commit, fail and cancel; and the helpers
+ *	  claim, heartbeat, begin, release, commit, fail and cancel; and the helpers
  *	  other api files share: the arguments of an enqueue, a claim's result.  Each checks its
  *	  arguments, connects to SPI, calls the core (enqueue.c, claim.c,
  *	  commit.c, step.c) and returns its result.
@@ -356,6 +356,52 @@ durable_heartbeat_batch(PG_FUNCTION_ARGS)
 		values[1] = TimestampTzGetDatum(until[r]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
 	}
+	return (Datum) 0;
+}
+
+/*
+ * durable_begin(task_id bigint, fence bigint) RETURNS void
+ *
+ * Says that the worker begins the task it holds under fence: from now on a
+ * lease that runs out spends the claim's attempt.  Until then (and until a
+ * step or a heartbeat with new progress), a lease that runs
+ * out gives the attempt back: a worker that crashes with a batch claimed
+ * costs only the tasks it began (core/begin.c).  Raises 55U01 for a stale
+ * fence.
+ */
+PG_FUNCTION_INFO_V1(durable_begin);
+Datum
+durable_begin(PG_FUNCTION_ARGS)
+{
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+	int64		fence = DurableFenceArg(fcinfo, 1);
+
+	SPI_connect();
+	DurableBeginTask(task_id, fence);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * durable_result(task_id bigint)
+ *		RETURNS TABLE(state text, result jsonb, error jsonb,
+ *					  finished_at timestamptz, stop_code text)
+ *
+ * What a producer waits for: the task's state and, once it finished, its
+ * result (completed) or its last error (failed), and when.  Needs the
+ * enqueue or the work grant of the task's queue where it is restricted.
+ */
+PG_FUNCTION_INFO_V1(durable_result);
+Datum
+durable_result(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		task_id = DurableTaskIdArg(fcinfo, 0);
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	DurableTaskOutcome(task_id, rsinfo->setResult, rsinfo->setDesc);
+	SPI_finish();
 	return (Datum) 0;
 }
 

@@ -54,6 +54,13 @@ extern void DurableTaskFetchOrError(int64 task_id, bool lock, DurableTask *task)
 DURABLE_NORETURN extern void DurableReportRefusal(int64 task_id, int64 fence);
 extern void DurableTaskHeld(int64 task_id, int64 fence, DurableTask *task);
 extern void DurableCheckTaskVisible(int64 task_id);
+extern void DurableCheckFencedWrite(DurableResult res, int64 task_id,
+									int64 fence, int queue_col,
+									int restricted_col);
+extern void DurableCheckTaskReadable(int64 task_id, const char *queue,
+									 bool restricted);
+extern void DurableTaskOutcome(int64 task_id, Tuplestorestate *store,
+							   TupleDesc tupdesc);
 extern void DurableCheckOperatorTask(int64 task_id);
 extern bool DurableTaskInScope(int64 task_id);
 extern void DurableCheckBatchAccess(const int64 *task_ids, char **queues,
@@ -189,6 +196,16 @@ extern DurableDirectResult DurableClaimChoosing(int32 partition, Datum queue,
 												void *choose_arg, int64 *task_id,
 												DurableChoice *choice,
 												Datum *result, bool *isnull);
+
+/* ---- begin.c: a claimed task begun; a lease that ran out before ---- */
+
+/* how many times a task's lease may run out unbegun without costing it */
+#define DURABLE_UNBEGUN_EXPIRIES 10
+/* what durable_reconcile reports for such a lease */
+#define DURABLE_NOT_BEGUN "not_begun"
+
+extern void DurableBeginTask(int64 task_id, int64 fence);
+extern bool DurableCountUnbegunExpiry(const DurableTask *task, int32 *returned);
 
 /* ---- heartbeat.c: leases renewed ---- */
 extern TimestampTz DurableHeartbeatTask(int64 task_id, int64 fence,

@@ -253,7 +253,7 @@ static DurableStatement first_expiry = {
 	.name = "first_expiry",
 	.sql = "SELECT min(at) AS first_expiry FROM durable.event_log"
 	" WHERE partition_key = $partition AND task_id = $task_id"
-	" AND kind = 'lease_expired'",
+	" AND kind = 'lease_expired' AND detail->>'action' IS DISTINCT FROM '" DURABLE_NOT_BEGUN "'",
 	DURABLE_PARAMS(first_expiry_params),
 	DURABLE_COLUMNS(first_expiry_columns),
 	.by_partition = true,
@@ -263,9 +263,10 @@ static DurableStatement first_expiry = {
  * DurableCountRecovery
  *		Count a finished task that had lost a lease, and if it completed,
  *		the time from its first expired lease.  A task whose lease expired
- *		was claimed again to finish (an expiry gives no attempt back), so
- *		only a task of more than one attempt is looked up in its events:
- *		the common finish reads nothing more.
+ *		after it began was claimed again to finish (such an expiry gives no
+ *		attempt back), so only a task of more than one attempt is looked up
+ *		in its events: the common finish reads nothing more.  A lease that
+ *		ran out before its task began (begin.c) lost nothing to recover.
  */
 void
 DurableCountRecovery(const char *queue, int64 task_id, int32 attempt,

@@ -112,12 +112,8 @@ DurableHeartbeatTask(int64 task_id, int64 fence, text *progress, Interval *lease
 	nulls[HEARTBEAT_PROGRESS] = progress ? ' ' : 'n';
 	args[HEARTBEAT_FENCE] = Int64GetDatum(fence);
 	res = DurableRun(&heartbeat, args, nulls, SPI_OK_SELECT, 0);
-	if (res.rows == 0)
-		DurableReportRefusal(task_id, fence);
+	DurableCheckFencedWrite(res, task_id, fence, HEARTBEAT_QUEUE, HEARTBEAT_RESTRICTED);
 	lease_until = DatumGetTimestampTz(DurableGetDatum(res, 0, HEARTBEAT_LEASE_UNTIL, &isnull));
-	DurableCheckTaskAccess(task_id, DurableGetText(res, 0, HEARTBEAT_QUEUE),
-						   !DurableGetIsNull(res, 0, HEARTBEAT_RESTRICTED) &&
-						   DurableGetBool(res, 0, HEARTBEAT_RESTRICTED));
 	return lease_until;
 }
 

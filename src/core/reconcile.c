@@ -139,15 +139,56 @@ read_expired(DurableResult res, uint64 row, DurableTask *task, int32 partition)
 }
 
 /*
+ * give_back_unbegun
+ *		The expiry of a lease whose task never began (begin.c): the task is
+ *		ready again at once, its attempt given back and its lease revoked,
+ *		with an event that says so.  Returns the pseudo-action reported for
+ *		it, DURABLE_NOT_BEGUN.
+ */
+static const char *
+give_back_unbegun(DurableTask *task, TimestampTz now, const char *actor,
+				  const char *reason, int32 returned)
+{
+	DurableMove move = {0};
+	DurableDetail detail;
+
+	DurableDetailInit(&detail);
+	DurableDetailText(&detail, "action", DURABLE_NOT_BEGUN);
+	DurableDetailText(&detail, "owner", task->owner);
+	DurableDetailTime(&detail, "lease_until", task->lease_until);
+	DurableDetailInt(&detail, "attempt_given_back", task->attempt);
+	DurableDetailInt(&detail, "unbegun_expiries", returned);
+	if (reason != NULL)
+	{
+		DurableDetailText(&detail, "reason", reason);
+		DurableDetailText(&detail, "expired_by", actor);
+	}
+	move.from_state = DURABLE_TASK_RUNNING;
+	move.fence = task->fence;
+	move.to_state = DURABLE_TASK_READY;
+	move.run_at = now;
+	move.revoke = true;
+	move.give_back_attempt = true;
+	move.kind = "lease_expired";
+	move.actor = actor;
+	move.detail = DurableDetailFinish(&detail);
+	DurableMoveLockedTask(task, &move, now);
+	DurableCount(task->queue, DURABLE_COUNT_LEASES_EXPIRED, 1);
+	return DURABLE_NOT_BEGUN;
+}
+
+/*
  * settle_expired
  *		Decide and apply the recovery of one expired lease, whose row the
- *		caller holds locked: every step in doubt is judged and settled, and
- *		the task takes the most cautious action of them (recovery.c); with
- *		no step in doubt, the task's own class and attempts decide.  actor
+ *		caller holds locked.  A task that never began under it goes back
+ *		for nothing (begin.c).  Otherwise every step in doubt is judged and
+ *		settled, and the task takes the most cautious action of them
+ *		(recovery.c); with no step in doubt, the task's own class and
+ *		attempts decide.  actor
  *		is the reconciler, or the operator who ended the lease, for reason.
- *		Returns the action taken.
+ *		Returns the name of the action taken.
  */
-static DurableRecoveryAction
+static const char *
 settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 			   const char *reason)
 {
@@ -159,7 +200,11 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 	DurableMove move = {0};
 	DurableDetail detail;
 	int32		left_in_doubt = task->steps_in_doubt;
+	int32		returned;
 
+	if (task->steps_in_doubt == 0 &&
+		DurableCountUnbegunExpiry(task, &returned))
+		return give_back_unbegun(task, now, actor, reason, returned);
 	DurableDetailInit(&detail);
 	if (task->steps_in_doubt > 0)
 		has_step = DurableJudgeSteps(task, NULL, true, actor, now, &detail,
@@ -207,7 +252,7 @@ settle_expired(DurableTask *task, TimestampTz now, const char *actor,
 	if (left_in_doubt > 0)
 		DurableCount(task->queue, DURABLE_COUNT_STEPS_LEFT_IN_DOUBT,
 					 left_in_doubt);
-	return verdict.action;
+	return DurableRecoveryActionName(verdict.action);
 }
 
 /*
@@ -239,12 +284,11 @@ DurableReconcilePartition(int32 partition, const char *queue, TimestampTz now,
 
 	for (uint64 i = 0; i < n; i++)
 	{
-		DurableRecoveryAction action = settle_expired(&tasks[i], now,
-													  DURABLE_RECONCILER_ACTOR,
-													  NULL);
+		const char *action = settle_expired(&tasks[i], now,
+											DURABLE_RECONCILER_ACTOR, NULL);
 
 		if (callback)
-			callback(tasks[i].task_id, DurableRecoveryActionName(action), arg);
+			callback(tasks[i].task_id, action, arg);
 	}
 	pfree(tasks);
 	return n;
@@ -264,12 +308,10 @@ DurableExpireLease(int64 task_id, const char *reason, const char *actor)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	DurableTask task;
-	DurableRecoveryAction action;
 
 	DurableTaskFetchOrError(task_id, true, &task);
 	DurableTaskRequireRunning(&task);
-	action = settle_expired(&task, now, actor, reason);
-	return DurableRecoveryActionName(action);
+	return settle_expired(&task, now, actor, reason);
 }
 
 enum

@@ -133,7 +133,9 @@
 	COLUMN(fair_pass, "double precision", AS_IS, TO(UNADMITTED("fair_pass")), AS_IS) \
 	COLUMN(rate_limits, "pg_catalog.jsonb", AS_IS, AS_IS, AS_IS) \
 	COLUMN(rate_limited_by, "pg_catalog.text", AS_IS, AS_IS, AS_IS) \
-	COLUMN(budgets, "pg_catalog.text[]", AS_IS, AS_IS, AS_IS)
+	COLUMN(budgets, "pg_catalog.text[]", AS_IS, AS_IS, AS_IS) \
+	COLUMN(began_at, "timestamp with time zone", AS_IS, TO("NULL"), AS_IS) \
+	COLUMN(unbegun_expiries, "integer", AS_IS, TO("0"), AS_IS)
 
 /*
  * A step's columns, and in which of its tables each is: BOTH, or HISTORY

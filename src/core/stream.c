@@ -131,11 +131,7 @@ append_or_close(int64 task_id, int64 fence, const char *stream, Jsonb *chunk,
 	args[APPEND_CLOSING] = BoolGetDatum(closing);
 	args[APPEND_NOW] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	res = DurableRun(&DurableStreamAppendStatement, args, nulls, SPI_OK_SELECT, 0);
-	if (res.rows == 0)
-		DurableReportRefusal(task_id, fence);
-	DurableCheckTaskAccess(task_id, DurableGetText(res, 0, APPENDED_QUEUE),
-						   !DurableGetIsNull(res, 0, APPENDED_RESTRICTED) &&
-						   DurableGetBool(res, 0, APPENDED_RESTRICTED));
+	DurableCheckFencedWrite(res, task_id, fence, APPENDED_QUEUE, APPENDED_RESTRICTED);
 	seq = DurableGetInt64(res, 0, APPENDED_SEQ);
 	if (DurableGetBool(res, 0, APPENDED_CLOSED) && !closing)
 		ereport(ERROR,
@@ -278,11 +274,7 @@ DurableStreamRead(int64 task_id, const char *stream, int64 after, int32 max,
 	 */
 	if (!DurableTaskFetch(task_id, false, &task))
 		DurableReportUnknownTask(task_id);
-	/* refused in the words an unknown task is refused in (access.c) */
-	if (task.restricted &&
-		!DurableMayUseQueue(task.queue, DURABLE_PRIV_ENQUEUE) &&
-		!DurableMayUseQueue(task.queue, DURABLE_PRIV_WORK))
-		DurableReportTaskDenied(task_id);
+	DurableCheckTaskReadable(task_id, task.queue, task.restricted);
 
 	args[READ_PARTITION] = Int32GetDatum(task.partition);
 	args[READ_TASK_ID] = Int64GetDatum(task_id);

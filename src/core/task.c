@@ -337,6 +337,103 @@ DurableCheckTaskVisible(int64 task_id)
 }
 
 /*
+ * DurableCheckFencedWrite
+ *		After a fenced write by statement that returns the task's queue
+ *		and whether it is restricted (columns queue_col, restricted_col of
+ *		its one row): the refusal when it changed nothing, else the check
+ *		that the caller may work on the queue.
+ */
+void
+DurableCheckFencedWrite(DurableResult res, int64 task_id, int64 fence,
+						int queue_col, int restricted_col)
+{
+	if (res.rows == 0)
+		DurableReportRefusal(task_id, fence);
+	DurableCheckTaskAccess(task_id, DurableGetText(res, 0, queue_col),
+						   !DurableGetIsNull(res, 0, restricted_col) &&
+						   DurableGetBool(res, 0, restricted_col));
+}
+
+/*
+ * DurableCheckTaskReadable
+ *		A reader of a task (its result, its streams) needs the enqueue or
+ *		the work grant of its queue where the queue is restricted; refused
+ *		in the words an unknown task is refused in (access.c).
+ */
+void
+DurableCheckTaskReadable(int64 task_id, const char *queue, bool restricted)
+{
+	if (restricted &&
+		!DurableMayUseQueue(queue, DURABLE_PRIV_ENQUEUE) &&
+		!DurableMayUseQueue(queue, DURABLE_PRIV_WORK))
+		DurableReportTaskDenied(task_id);
+}
+
+/* what a producer learns of a task: durable_result's columns, then its queue */
+enum
+{
+	OUTCOME_STATE,
+	OUTCOME_RESULT,
+	OUTCOME_ERROR,
+	OUTCOME_FINISHED_AT,
+	OUTCOME_STOP_CODE,
+	OUTCOME_QUEUE,
+	OUTCOME_RESTRICTED,
+	OUTCOME_NCOLUMNS
+};
+static const DurableColumn outcome_columns[OUTCOME_NCOLUMNS] = {
+	[OUTCOME_STATE] = {"state", TEXTOID},
+	[OUTCOME_RESULT] = {"result", JSONBOID},
+	[OUTCOME_ERROR] = {"error", JSONBOID},
+	[OUTCOME_FINISHED_AT] = {"finished_at", TIMESTAMPTZOID},
+	[OUTCOME_STOP_CODE] = {"stop_code", TEXTOID},
+	[OUTCOME_QUEUE] = {"queue_name", TEXTOID},
+	[OUTCOME_RESTRICTED] = {"restricted", BOOLOID},
+};
+#define OUTCOME_COLUMNS \
+	"partition_key, task_id, state, result, last_error, finished_at, stop_code," \
+	" queue_name"
+static DurableStatement task_outcome = {
+	.name = "task_outcome",
+	.sql = "SELECT t.state::text, t.result, t.last_error AS error, t.finished_at,"
+	" t.stop_code, t.queue_name, q.restricted"
+	" FROM (SELECT " OUTCOME_COLUMNS " FROM durable.live_tasks"
+	" UNION ALL SELECT " OUTCOME_COLUMNS " FROM durable.task_history) t"
+	" LEFT JOIN durable.queues q ON q.queue_name = t.queue_name"
+	" WHERE t.partition_key = $partition AND t.task_id = $task_id",
+	DURABLE_PARAMS(task_key_params),
+	DURABLE_COLUMNS(outcome_columns),
+};
+
+/*
+ * DurableTaskOutcome
+ *		Put into store (of tupdesc) a task's state and, once it finished,
+ *		its result or its last error, when it finished and why it stopped
+ *		(stop_code): what a producer waits for.  42704 for an unknown task, 42501 for a role that may
+ *		not read it (DurableCheckTaskReadable).
+ */
+void
+DurableTaskOutcome(int64 task_id, Tuplestorestate *store, TupleDesc tupdesc)
+{
+	Datum		args[KEY_NPARAMS];
+	DurableResult res;
+	Datum		values[OUTCOME_QUEUE];
+	bool		isnull[OUTCOME_QUEUE];
+
+	args[KEY_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[KEY_TASK_ID] = Int64GetDatum(task_id);
+	res = DurableRun(&task_outcome, args, NULL, SPI_OK_SELECT, 1);
+	if (res.rows == 0)
+		DurableReportUnknownTask(task_id);
+	DurableCheckTaskReadable(task_id, DurableGetText(res, 0, OUTCOME_QUEUE),
+							 !DurableGetIsNull(res, 0, OUTCOME_RESTRICTED) &&
+							 DurableGetBool(res, 0, OUTCOME_RESTRICTED));
+	for (int col = 0; col < OUTCOME_QUEUE; col++)
+		values[col] = DurableGetDatum(res, 0, col, &isnull[col]);
+	tuplestore_putvalues(store, tupdesc, values, isnull);
+}
+
+/*
  * DurableCheckOperatorTask
  *		An operator's call on a task: a queue operator acts on the tasks of
  *		the queues it may work on only, and is refused the others as a

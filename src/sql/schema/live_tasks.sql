@@ -93,6 +93,8 @@ CREATE TABLE durable.live_tasks (
     rate_limits        jsonb,
     rate_limited_by    text COLLATE "C",
     budgets            text[] COLLATE "C",
+    began_at           timestamptz,
+    unbegun_expiries   int NOT NULL DEFAULT 0,
     CONSTRAINT live_tasks_pkey PRIMARY KEY (partition_key, task_id)
 ) WITH (fillfactor = 80);
 COMMENT ON TABLE durable.live_tasks IS 'unfinished tasks, one row each; version counts its events, fence its leases, owner is the worker that holds or last held it';
@@ -106,6 +108,8 @@ COMMENT ON COLUMN durable.live_tasks.fair_pass IS 'in a fair queue, the task''s 
 COMMENT ON COLUMN durable.live_tasks.rate_limits IS 'the units of each rate limit a claim of the task takes (limit name or prefix:key -> units)';
 COMMENT ON COLUMN durable.live_tasks.rate_limited_by IS 'the limit whose lack of room deferred the task last, until its next claim';
 COMMENT ON COLUMN durable.live_tasks.budgets IS 'the spend budgets the task''s steps reserve from and settle to (durable_step_start(reserve => ...))';
+COMMENT ON COLUMN durable.live_tasks.began_at IS 'when the worker last said it began the task (durable_begin); a lease that runs out before its task began gives its attempt back';
+COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the task''s lease ran out before it began (its attempt given back each time, at most 10 times)';
 COMMENT ON COLUMN durable.live_tasks.versions IS 'the versions the task is pinned to (names to one version each); changed only by durable_migrate()';
 -- ready and waiting work, in claim order: in a fair queue by each task's
 -- pass within a priority (src/core/fairness.c), elsewhere (pass NULL) by

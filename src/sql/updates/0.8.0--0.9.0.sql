@@ -542,3 +542,16 @@ CREATE TABLE durable.samples (
 );
 COMMENT ON TABLE durable.samples IS 'the queues'' counts and counters, sampled once a minute by the reconciler and kept for 48 hours (read durable.queue_samples)';
 REVOKE ALL ON durable.samples FROM PUBLIC;
+
+--
+-- A crash costs only the tasks it touched (issue 43): a lease that runs out
+-- before its task began gives the attempt back (src/core/begin.c).
+--
+ALTER TABLE durable.live_tasks ADD COLUMN began_at timestamptz;
+ALTER TABLE durable.task_history ADD COLUMN began_at timestamptz;
+ALTER TABLE durable.live_tasks ADD COLUMN unbegun_expiries int NOT NULL DEFAULT 0;
+ALTER TABLE durable.task_history ADD COLUMN unbegun_expiries int NOT NULL DEFAULT 0;
+-- history is LIKE live_tasks, which copies no default
+ALTER TABLE durable.task_history ALTER COLUMN unbegun_expiries DROP DEFAULT;
+COMMENT ON COLUMN durable.live_tasks.began_at IS 'when the worker last said it began the task (durable_begin); a lease that runs out before its task began gives its attempt back';
+COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the task''s lease ran out before it began (its attempt given back each time, at most 10 times)';

@@ -5,7 +5,9 @@ CREATE OR REPLACE VIEW durable.history_metrics AS
 WITH per_task AS (
     SELECT t.queue_name, t.partition_key, t.task_id, t.state,
            count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
-           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           -- a lease that ran out before its task began lost nothing
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired'
+                               AND e.detail->>'action' IS DISTINCT FROM 'not_begun') AS first_expiry,
            min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
            bool_or(e.state = 'needs_review') AS escalated
     FROM durable.tasks t

@@ -9,7 +9,7 @@ FROM (
            lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
            workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
            steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-           rate_limits, budgets
+           rate_limits, budgets, began_at, unbegun_expiries
     FROM durable.live_tasks
     UNION ALL
     SELECT partition_key, task_id, state, class, priority, attempt, max_attempts, version, fence,
@@ -17,7 +17,7 @@ FROM (
            lease, deadline, queue_name, owner, progress, stop_code, idempotency_key, request_hash,
            workflow_version, payload, result, last_error, checkpoint, checkpoint_version,
            steps_in_doubt, metadata, parent_id, concurrency_key, waits, versions, fairness_key,
-           rate_limits, budgets
+           rate_limits, budgets, began_at, unbegun_expiries
     FROM durable.task_history) t
 WHERE durable.queue_in_scope(t.queue_name);
 COMMENT ON VIEW durable.tasks IS 'every task retained of the queues the reader may see: the unfinished ones (durable.unfinished_tasks) and the finished ones (durable.finished_tasks)';
