@@ -23,7 +23,7 @@ ok($node->poll_query_until('postgres',
 $node->safe_psql('postgres', q{
 	SELECT durable_create_queue('jobs', lease => '50 ms');
 	SELECT durable_enqueue('jobs', '{"n": 1}');
-	SELECT count(*) FROM durable_claim('jobs', 'doomed-worker');
+	SELECT count(*) FROM durable_claim('jobs', 'doomed-worker') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('postgres',
 	"SELECT state = 'waiting' FROM durable.tasks"), 'the expired lease was settled');
@@ -39,7 +39,7 @@ $node->poll_query_until('postgres', "SELECT setting = '3600000' FROM pg_settings
 sleep 1;
 $node->safe_psql('postgres', q{
 	SELECT durable_enqueue('jobs', '{"n": 2}');
-	SELECT count(*) FROM durable_claim('jobs', 'slow-to-die', lease => '10 ms');
+	SELECT count(*) FROM durable_claim('jobs', 'slow-to-die', lease => '10 ms') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 sleep 2;
 is($node->safe_psql('postgres', "SELECT count(*) FROM durable.tasks WHERE state = 'running'"),
@@ -61,7 +61,7 @@ my $vacuums = $node->safe_psql('postgres',
 $node->safe_psql('postgres', q{
 	SELECT durable_create_queue('churn');
 	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
-	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
+	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('postgres',
 	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass"),
@@ -77,7 +77,7 @@ $vacuums = $node->safe_psql('postgres',
 	"SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass");
 $node->safe_psql('postgres', q{
 	SELECT count(durable_enqueue('churn', jsonb_build_object('n', i))) FROM generate_series(1, 200) i;
-	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200);
+	SELECT durable_commit(task_id, fence) FROM durable_claim('churn', 'w', batch => 200) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('postgres',
 	"SELECT vacuum_count > $vacuums FROM pg_stat_user_tables WHERE relid = 'durable.live_tasks'::regclass"),
@@ -93,7 +93,7 @@ $holder->quit;
 
 $node->safe_psql('postgres', q{
 	SELECT durable_enqueue('jobs', '{"n": 3}');
-	SELECT count(*) FROM durable_claim('jobs', 'doomed-again', lease => '10 ms');
+	SELECT count(*) FROM durable_claim('jobs', 'doomed-again', lease => '10 ms') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM durable.tasks WHERE state = 'running'"),
@@ -128,7 +128,7 @@ $node->safe_psql('postgres', q{
 	SELECT pg_reload_conf();
 	SELECT durable_create_queue('crash', lease => '1 ms', retry_base => 3600, retry_cap => 3600);
 	SELECT count(durable_enqueue('crash', jsonb_build_object('n', n))) FROM generate_series(1, 2000) n;
-	SELECT count(*) FROM durable_claim('crash', 'crashed-worker', batch => 2000);
+	SELECT count(*) FROM durable_claim('crash', 'crashed-worker', batch => 2000) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 $node->safe_psql('postgres', "ALTER SYSTEM SET durable.reconciler_enabled = on; SELECT pg_reload_conf();");
 ok($node->poll_query_until('postgres',

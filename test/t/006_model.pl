@@ -10,8 +10,10 @@
 # an expired lease, judged by the recovery table, and the review of a ready
 # task whose versions no worker runs), no task that can be claimed has a
 # step STARTED or UNKNOWN, durable_verify() is empty, and no SQLSTATE is
-# outside the README's table.  Where the contract leaves a choice to the
-# server the model takes its answer if it is allowed.
+# outside the table of docs/errors.md.  Where the contract leaves a choice to the
+# server the model takes its answer if it is allowed.  Every claim begins
+# the tasks it takes (durable_begin), as workers do: what a lease that runs
+# out before its task began costs is sql/begin.sql's and 033_crash_loop's.
 #
 # Versions (docs/design.md section 15): workers claim saying what they run (from
 # the versions deployed, which deploy operations change) or not; a claim
@@ -74,12 +76,11 @@ my $MAXSEQ = $ENV{MODEL_SEQUENCES} || 0;
 my $SHRINK_SECONDS = length($ENV{MODEL_SHRINK_SECONDS} // "") ? $ENV{MODEL_SHRINK_SECONDS} : 90;
 my $SEED = length($ENV{MODEL_SEED} // "") ? $ENV{MODEL_SEED} : int(rand(2**31));
 
-# the README's SQLSTATE table: every error must carry one of these codes
-my %README_CODES;
+# the SQLSTATE table of docs/errors.md: every error must carry one of these codes
+my %DOCUMENTED_CODES;
 {
-	my $readme = slurp_file('README.md');
-	my ($errors) = $readme =~ /\n## Errors\n(.*?)(\n## |\z)/s;
-	$README_CODES{$1} = 1 while $errors =~ /^\| `([0-9A-Z]{5})` \|/mg;
+	my $errors = slurp_file('docs/errors.md');
+	$DOCUMENTED_CODES{$1} = 1 while $errors =~ /^\| `([0-9A-Z]{5})` \|/mg;
 }
 # what the driver itself causes: its statement timeout, its kills, restarts
 my %DRIVER_CODES = map { $_ => 1 } qw(57014 57P01 57P02 57P03 08000 08003 08006 S8006 25P02);
@@ -341,16 +342,16 @@ sub hold_op
 	# a lease of qh that expires (committed): the tick settles it, and its
 	# retry owes qh's token
 	$h->do(q{SELECT durable_enqueue('qh', '{}')});
-	$h->do(q{SELECT count(*) FROM durable_claim('qh', 'crashed', lease => '1 millisecond')});
+	$h->do(q{SELECT count(*) FROM durable_claim('qh', 'crashed', lease => '1 millisecond') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 	$OBS->do(q{UPDATE durable.schedules SET next_run = now() - interval '1 second'
 	           WHERE schedule_name = 'qh-minutely'}) if $what =~ /key/;
 	sleep 0.01;
 	my @stmts = $what =~ /tokens/ ? (q{SELECT durable_enqueue('qh', '{}')},
-		q{SELECT durable_fail(c.task_id, c.fence, 'transient') FROM durable_claim('qh', 'holder', lease => '1 hour') c})
+		q{SELECT durable_fail(c.task_id, c.fence, 'transient') FROM durable_claim('qh', 'holder', lease => '1 hour') c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun})
 	  : $what =~ /key/ ? (q{SELECT durable_enqueue('qh', '{}', idempotency_key => 'schedule:qh-minutely:'
 		  || extract(epoch FROM date_trunc('minute', now()))::bigint)})
 	  : $what =~ /task row/ ? (q{SELECT durable_enqueue('qh', '{}')}, q{SELECT durable_heartbeat(c.task_id, c.fence)
-		  FROM durable_claim('qh', 'holder', lease => '1 hour') c})
+		  FROM durable_claim('qh', 'holder', lease => '1 hour') c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun})
 	  : (q{SELECT durable_alter_queue('qh', retry_refill_rate => 1)});
 	$h->begin_work;
 	my $ok = 1;
@@ -1582,7 +1583,9 @@ sub execute
 		$sql = 'SELECT extract(epoch FROM now())::float8 AS now, c.task_id, c.fence,
 		        extract(epoch FROM c.lease_until)::float8 AS lease_until, c.attempt, c.versions::text AS versions
 		        FROM (SELECT 1) x LEFT JOIN LATERAL durable_claim(?, ?, lease => ?::interval, batch => ?,
-		                                                          versions => ?::jsonb) c ON true';
+		                                                          versions => ?::jsonb) c ON true
+		        LEFT JOIN LATERAL (SELECT durable_begin(c.task_id, c.fence)
+		                           WHERE c.task_id IS NOT NULL) begun ON true';
 		@binds = ($queue, $worker, interval($lease), $batch, $runs ? DurableModel::versions_json($runs) : undef);
 		$desc = "$sid claim $queue lease $lease s batch $batch" . ($runs ? ' running ' . VS($runs) : '');
 		$stats{claims}++;
@@ -2732,9 +2735,9 @@ sub execute
 		observe($desc);
 		return $desc;
 	}
-	if ($res->{err} && !$README_CODES{ $res->{err} })
+	if ($res->{err} && !$DOCUMENTED_CODES{ $res->{err} })
 	{
-		violation($kind, "SQLSTATE $res->{err} outside the README", "$desc -> $res->{err} $res->{msg}");
+		violation($kind, "SQLSTATE $res->{err} outside docs/errors.md", "$desc -> $res->{err} $res->{msg}");
 		if ($tx) { $s->{dbh}->rollback; $s->{txn} = undef }
 		return "$desc -> $res->{err}";
 	}

@@ -49,7 +49,7 @@ $node->safe_psql('later', q{
 	CREATE EXTENSION durable;
 	SELECT durable_create_queue('jobs', lease => '50 ms');
 	SELECT durable_enqueue('jobs', '{}');
-	SELECT count(*) FROM durable_claim('jobs', 'doomed');
+	SELECT count(*) FROM durable_claim('jobs', 'doomed') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('later', "SELECT state = 'waiting' FROM durable.tasks"),
 	'once installed, it settles an expired lease');
@@ -67,7 +67,7 @@ $node->safe_psql('later', q{
 	ALTER EXTENSION durable UPDATE;
 	SELECT durable_create_queue('jobs', lease => '50 ms');
 	SELECT durable_enqueue('jobs', '{}');
-	SELECT count(*) FROM durable_claim('jobs', 'doomed');
+	SELECT count(*) FROM durable_claim('jobs', 'doomed') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('later', "SELECT state = 'waiting' FROM durable.tasks"),
 	'after the update it works again');

@@ -28,7 +28,7 @@ $node->safe_psql('src', q{
 # task 1 completes, 2 fails for good, 3 runs with a committed step, 4 is
 # cancelled, 5 and 6 stay ready
 my @claimed = split /\n/, $node->safe_psql('src',
-	"SELECT task_id || ' ' || fence FROM durable_claim('q', 'w', batch => 3)");
+	"SELECT task_id || ' ' || fence FROM durable_claim('q', 'w', batch => 3) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 my ($t1, $f1) = split / /, $claimed[0];
 my ($t2, $f2) = split / /, $claimed[1];
 my ($t3, $f3) = split / /, $claimed[2];

@@ -30,7 +30,7 @@ sub claimed_session
 	my $s = $node->background_psql('postgres', on_error_stop => 0);
 	my $id = sql("SELECT durable_enqueue('flow', '$payload')");
 	my $fence = $s->query_safe(
-		"SELECT fence FROM durable_claim('flow', 'doomed') WHERE task_id = $id");
+		"SELECT fence FROM durable_claim('flow', 'doomed') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun WHERE task_id = $id");
 	chomp $fence;
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	chomp $pid;
@@ -70,7 +70,7 @@ my $fence = sub { sql("SELECT fence FROM durable.live_tasks WHERE task_id = $_[0
 my $sleeper = sql(q{SELECT durable_enqueue('wf', '{"case": "sleeper"}')});
 my $awaiter = sql(q{SELECT durable_enqueue('wf', '{"case": "awaiter"}')});
 my $parent = sql(q{SELECT durable_enqueue('wf', '{"case": "parent"}')});
-sql("SELECT count(*) FROM durable_claim('wf', 'w', batch => 10)");
+sql("SELECT count(*) FROM durable_claim('wf', 'w', batch => 10) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 sql("SELECT durable_sleep($sleeper, " . $fence->($sleeper) . ", 'nap', duration => '3 seconds')");
 sql("SELECT * FROM durable_await($awaiter, " . $fence->($awaiter) . ", 'hook', 'hook:3')");
 my $kid = sql("SELECT durable_spawn($parent, " . $fence->($parent) . ", 'kid', 'kids', '{\"kid\": 1}')");
@@ -104,7 +104,7 @@ is(sql(q{SELECT durable_emit('wf', 'hook:4', '{"lost": false}')}), 't',
 	'and the event can be emitted after the restart');
 
 # the child finishes after the restart: the parent wakes once
-my $kf = sql("SELECT fence FROM durable_claim('kids', 'k') WHERE task_id = $kid");
+my $kf = sql("SELECT fence FROM durable_claim('kids', 'k') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun WHERE task_id = $kid");
 sql("SELECT durable_commit($kid, $kf, '{\"done\": true}')");
 is(sql("SELECT run_at <= now() FROM durable.live_tasks WHERE task_id = $parent"), 't',
 	'its last child finishing wakes the parent');
@@ -115,7 +115,7 @@ ok($node->poll_query_until('postgres', "SELECT now() > run_at FROM durable.live_
 my %status;
 for my $round (1 .. 20)
 {
-	my $claimed = sql("SELECT string_agg(task_id || ':' || fence, ',') FROM durable_claim('wf', 'w2', batch => 10)");
+	my $claimed = sql("SELECT string_agg(task_id || ':' || fence, ',') FROM durable_claim('wf', 'w2', batch => 10) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 	for my $c (split /,/, $claimed)
 	{
 		my ($id, $f) = split /:/, $c;

@@ -345,7 +345,7 @@ sub step
 	{
 		my $q = pick('m', 'm', 'k', 'k', 'a', 'b');
 		my ($row, $err) = call_as($OWNER{$q}, q{SELECT c.task_id, c.fence, (extract(epoch FROM now()) * 1000000)::bigint AS now
-			FROM durable_claim(?, 'w') c RIGHT JOIN (SELECT) x ON true}, $q);
+			FROM durable_claim(?, 'w') c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun RIGHT JOIN (SELECT) x ON true}, $q);
 		return problem("claim failed: $err") if $err;
 		my $now = $row->{now};
 		my @may = grep { $T{$_}{queue} eq $q && run_at($T{$_}) <= $now } keys %T;
@@ -381,7 +381,7 @@ sub step
 	elsif ($kind eq 'fair_claim')
 	{
 		# a claim of f and the commit of what it took, at once
-		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('f', 'w') c RIGHT JOIN (SELECT) x ON true});
+		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('f', 'w') c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun RIGHT JOIN (SELECT) x ON true});
 		return problem("claim of f failed: $err") if $err;
 		my @ready = grep { $T{$_}{queue} eq 'f' && $T{$_}{state} eq 'ready' } sort keys %T;
 		push @trace, 'claim f -> ' . ($row->{task_id} // 'nothing');
@@ -419,7 +419,7 @@ sub step
 		my $wanted = 1 + r(3);
 		my $rows = $dbh->selectall_arrayref(q{SELECT c.task_id, c.fence,
 			(extract(epoch FROM now()) * 1000000)::bigint AS now
-			FROM durable_claim('r', 'w', batch => ?) c RIGHT JOIN (SELECT) x ON true}, { Slice => {} }, $wanted);
+			FROM durable_claim('r', 'w', batch => ?) c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun RIGHT JOIN (SELECT) x ON true}, { Slice => {} }, $wanted);
 		return problem('claim of r failed: ' . $dbh->state) unless $rows;
 		my @got = sort map { $_->{task_id} } grep { defined $_->{task_id} } @$rows;
 		my ($taken, $deferred) = rate_claim_model($rows->[0]{now}, $wanted);
@@ -460,7 +460,7 @@ sub step
 	}
 	elsif ($kind eq 'budget_claim')
 	{
-		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('sb', 'w') c
+		my ($row, $err) = call(q{SELECT c.task_id, c.fence FROM durable_claim('sb', 'w') c CROSS JOIN LATERAL durable_begin(c.task_id, c.fence) begun
 			RIGHT JOIN (SELECT) x ON true});
 		return problem("claim of sb failed: $err") if $err;
 		push @trace, 'claim sb -> ' . ($row->{task_id} // 'nothing');

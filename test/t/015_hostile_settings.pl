@@ -121,31 +121,31 @@ SELECT durable_create_queue(:'q', lease => '1 hour', retry_base => 1, retry_cap 
 SELECT durable_create_queue(:'qs', lease => '1 hour', progress_timeout => '1 millisecond');
 -- A: an idempotent task whose lease runs out is retried after 1 s
 SELECT durable_enqueue(:'q', '{"t": "a"}', priority => 1, deadline => '1 day 02:00:00') AS a \\gset
-SELECT fence AS af FROM durable_claim(:'q', 'w', '$short') \\gset
+SELECT fence AS af FROM durable_claim(:'q', 'w', '$short') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 $tick{a}
 -- B: an unsafe step started when the lease runs out goes to review
 SELECT durable_enqueue(:'q', '{"t": "b"}', priority => 2, class => 'unsafe') AS b \\gset
-SELECT fence AS bf FROM durable_claim(:'q', 'w', '$short') \\gset
+SELECT fence AS bf FROM durable_claim(:'q', 'w', '$short') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT version AS bv FROM durable_step(:b, :bf, 's1', 'unsafe', '{"r": 1}') \\gset
 SELECT durable_step_start(:b, :bf, 's1', :bv);
 $tick{b}
 -- C: a sleep for a duration (across a change of summer time in some of
 -- the zones), D: a sleep until a time
 SELECT durable_enqueue(:'q', '{"t": "c"}', priority => 3) AS c \\gset
-SELECT fence AS cf FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS cf FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_sleep(:c, :cf, 'nap', duration => '6 mons 1 day 02:00:00.25');
 SELECT durable_enqueue(:'q', '{"t": "d"}', priority => 4) AS d \\gset
-SELECT fence AS df FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS df FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_sleep(:d, :df, 'nap', until => '2027-03-28 01:30:00+00');
 -- E: an await with a timeout, then its event
 SELECT durable_enqueue(:'q', '{"t": "e"}', priority => 5) AS e \\gset
-SELECT fence AS ef FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS ef FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT * FROM durable_await(:e, :ef, 'w', :'ev', timeout => '6 mons 2 hours');
 $emit_sql
 -- F: no progress for longer than its queue's progress_timeout: a stuck alarm
 SELECT durable_enqueue(:'qs', '{"t": "f"}') AS f \\gset
 BEGIN;
-SELECT fence AS ff FROM durable_claim(:'qs', 'w', '6 mons') \\gset
+SELECT fence AS ff FROM durable_claim(:'qs', 'w', '6 mons') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_heartbeat(:f, :ff, 'p1', '6 mons');
 COMMIT;
 -- M: a progress_timeout of six months, across a change to summer time in
@@ -154,7 +154,7 @@ COMMIT;
 SELECT durable_create_queue(:'qv', lease => '1 hour', progress_timeout => '6 mons');
 SELECT durable_enqueue(:'qv', '{"t": "m"}') AS m \\gset
 BEGIN;
-SELECT fence AS mf FROM durable_claim(:'qv', 'w') \\gset
+SELECT fence AS mf FROM durable_claim(:'qv', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 UPDATE durable.live_tasks SET progress_at = pg_catalog.timezone('UTC',
     pg_catalog.timezone('UTC', pg_catalog.now()) OPERATOR(pg_catalog.-) '6 mons'::pg_catalog.interval)
     OPERATOR(pg_catalog.-) '30 minutes'::pg_catalog.interval
@@ -166,17 +166,17 @@ SELECT :'q', (SELECT stuck FROM durable.queue_stats WHERE queue_name OPERATOR(pg
 $tick{f}
 -- G: a failure retried after 1 s; H: a commit
 SELECT durable_enqueue(:'q', '{"t": "g"}', priority => 7) AS g \\gset
-SELECT fence AS gf FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS gf FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_fail(:g, :gf, 'transient', '{"e": "boom"}');
 SELECT durable_enqueue(:'q', '{"t": "h"}', priority => 8) AS h \\gset
-SELECT fence AS hf FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS hf FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_commit(:h, :hf, '{"ok": true}');
 -- L: a child that fails for good wakes its parent
 SELECT durable_enqueue(:'q', '{"t": "p"}', priority => 9) AS p \\gset
-SELECT fence AS pf FROM durable_claim(:'q', 'w') \\gset
+SELECT fence AS pf FROM durable_claim(:'q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 SELECT durable_spawn(:p, :pf, 'kid', :'q', '{"t": "k"}', priority => 10, max_attempts => 1) AS k \\gset
 SELECT * FROM durable_join(:p, :pf, 'j');
-SELECT fence AS cf2 FROM durable_claim(:'q', 'w', '$short') \\gset
+SELECT fence AS cf2 FROM durable_claim(:'q', 'w', '$short') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \\gset
 $hold
 $tick{l}
 -- I: an idempotency key whose time is up; J: a schedule one occurrence behind

@@ -61,8 +61,8 @@ for my $round (1 .. $rounds)
 	sql(q{
 		SELECT durable_enqueue('jobs', '{}', class => 'idempotent');
 		SELECT durable_enqueue('deep', '{}', class => 'idempotent');
-		SELECT count(*) FROM durable_claim('jobs', 'crashed', batch => 10);
-		SELECT count(*) FROM durable_claim('deep', 'crashed', batch => 10);
+		SELECT count(*) FROM durable_claim('jobs', 'crashed', batch => 10) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
+		SELECT count(*) FROM durable_claim('deep', 'crashed', batch => 10) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 	});
 	ok($node->poll_query_until('postgres', q{
 		SELECT count(*) = 0 FROM durable.tasks
@@ -105,7 +105,7 @@ is(sql(q{SELECT count(*) FROM durable.tick_failures WHERE part = 'schedule: take
 sql(q{
 	UPDATE durable.schedules SET next_run = now() WHERE schedule_name = 'taken';
 	SELECT durable_enqueue('deep', '{}', class => 'idempotent');
-	SELECT count(*) FROM durable_claim('deep', 'crashed', batch => 10);
+	SELECT count(*) FROM durable_claim('deep', 'crashed', batch => 10) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 });
 ok($node->poll_query_until('postgres', 'SELECT failing_parts = 0 FROM durable.status'),
 	'once mended, no part fails');

@@ -48,7 +48,7 @@ for my $preload (0, 1)
 	is(days_made($node, 'app'), 0, "$what: nor does creating a queue");
 	my $first = $node->safe_psql('app', q{
 SELECT durable_enqueue('q', '{}') \gset
-SELECT task_id, fence FROM durable_claim('q', 'w') \gset
+SELECT task_id, fence FROM durable_claim('q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \gset
 SELECT durable_commit(:task_id, :fence);
 SELECT :task_id});
 	is(days_made($node, 'app'), 9,
@@ -61,7 +61,7 @@ SELECT :task_id});
 	# a task finished now goes to a day of its own, in a new backend as in this one
 	my $next = $node->safe_psql('app', q{
 SELECT durable_enqueue('q', '{}') \gset
-SELECT task_id, fence FROM durable_claim('q', 'w') \gset
+SELECT task_id, fence FROM durable_claim('q', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun \gset
 SELECT durable_commit(:task_id, :fence);
 SELECT :task_id});
 	$next = (split /\n/, $next)[-1];

@@ -83,7 +83,7 @@ sub migration_half_way
 {
 	my ($holder, $holder_pid) = session();
 	$holder->query_safe('BEGIN');
-	is($holder->query_safe(q{SELECT payload ->> 'n' FROM durable_claim('mig', 'holder', versions => '{"workflow": "1"}')}),
+	is($holder->query_safe(q{SELECT payload ->> 'n' FROM durable_claim('mig', 'holder', versions => '{"workflow": "1"}') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun}),
 		'middle', 'a worker of workflow 1 is claiming the middle task, not committed yet');
 	my ($m, $m_pid) = session();
 	$m->query_until(qr/migrating/, "BEGIN;\n\\echo migrating\n$migrate;\nCOMMIT;\n");
@@ -118,7 +118,7 @@ is(sql('SELECT count(*) FROM durable_verify()'), '0', 'round 2: durable_verify()
 # 3. workers of workflow 1 hold some tasks; the migrating backend is killed
 # as soon as it is seen running, wherever it stands: all or nothing
 my $old = sql(q{SELECT string_agg(task_id || ':' || fence, ',')
-                FROM durable_claim('mig', 'old', batch => 5, versions => '{"workflow": "1"}')});
+                FROM durable_claim('mig', 'old', batch => 5, versions => '{"workflow": "1"}') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 my @old = split /,/, $old;
 is(scalar(@old), 5, 'a worker of workflow 1 holds 5 tasks');
 my ($m3, $m3_pid) = session();
@@ -155,7 +155,7 @@ for my $c (split /,/, $old)
 is($stale, 5, "the workers of workflow 1 are fenced off: every commit of theirs is stale");
 
 # a worker of workflow 1 gets nothing; workers of 2 take and finish everything
-is(sql(q{SELECT count(*) FROM durable_claim('mig', 'old', batch => 100, versions => '{"workflow": "1"}')}),
+is(sql(q{SELECT count(*) FROM durable_claim('mig', 'old', batch => 100, versions => '{"workflow": "1"}') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun}),
 	'0', 'a worker of workflow 1 gets nothing');
 
 # claim a batch, record each task's work and commit it, in one transaction
@@ -165,7 +165,7 @@ sub work
 	my $v = defined $versions ? ", versions => '$versions'" : '';
 	my @rows = split /\n/, sql(qq{
 		SELECT task_id || '|' || fence || '|' || (task_id & 32767)
-		FROM durable_claim('$queue', '$worker', batch => 500$v)});
+		FROM durable_claim('$queue', '$worker', batch => 500$v) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 	return () unless @rows;
 	my @c = map { [ split /\|/ ] } @rows;
 	my $ids = join(',', map { $_->[0] } @c);
@@ -217,7 +217,7 @@ sql(qq{
 	BEGIN
 		LOOP
 			t0 := clock_timestamp();
-			SELECT task_id, fence INTO c FROM durable_claim('pp', w);
+			SELECT task_id, fence INTO c FROM durable_claim('pp', w) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 			IF c.task_id IS NOT NULL THEN
 				INSERT INTO claims VALUES (c.task_id, c.task_id & 32767, w, t0, clock_timestamp());
 			END IF;
@@ -243,7 +243,7 @@ sql('TRUNCATE done');
 # a worker that claims four tasks (each claim starts at the next partition)
 # and dies with the server, holding them
 my ($held_s) = session();
-my @held = map { $held_s->query_safe(q{SELECT task_id FROM durable_claim('pp', 'held', lease => '6 seconds')}) =~ s/\s+//gr } 1 .. 4;
+my @held = map { $held_s->query_safe(q{SELECT task_id FROM durable_claim('pp', 'held', lease => '6 seconds') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun}) =~ s/\s+//gr } 1 .. 4;
 my $P = sql("SELECT $held[0] & 32767");
 is(sql(qq{SELECT count(*) FROM durable.live_tasks WHERE task_id IN (@{[join ',', @held]}) AND state = 'running'}),
 	'4', "a worker holds four tasks, one of them of partition $P");

@@ -111,7 +111,7 @@ sql(q{
 		LOOP
 			EXIT WHEN (SELECT stop FROM control);
 			t0 := clock_timestamp();
-			SELECT task_id, fence, payload INTO c FROM durable_claim('payments', w);
+			SELECT task_id, fence, payload INTO c FROM durable_claim('payments', w) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 			IF c.task_id IS NOT NULL THEN
 				INSERT INTO claims VALUES (c.task_id, c.task_id & 32767, w, t0, clock_timestamp());
 			END IF;
@@ -201,7 +201,7 @@ my $hung = $node->background_psql('postgres', on_error_stop => 0);
 my %hung;
 for my $try (1 .. 100)
 {
-	my ($id, $fence) = split /\|/, $hung->query_safe(q{SELECT task_id || '|' || fence FROM durable_claim('payments', 'hung')});
+	my ($id, $fence) = split /\|/, $hung->query_safe(q{SELECT task_id || '|' || fence FROM durable_claim('payments', 'hung') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 	next unless $id;
 	if (($id & 32767) == $P && !$hung{1}) { $hung{1} = [ $id, $fence ]; }
 	elsif (($id & 32767) == $P) { $hung{2} = [ $id, $fence ]; }
@@ -452,7 +452,7 @@ is(sql('SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() reports 
 # package failed when a lease ran out while it was made).
 sql(q{SELECT durable_create_queue('packaged', lease => '1 hour')});
 my $moving = sql(q{SELECT durable_enqueue('packaged', '{}')});
-sql(q{SELECT fence FROM durable_claim('packaged', 'w')});
+sql(q{SELECT fence FROM durable_claim('packaged', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 my $locker = $node->background_psql('postgres', on_error_stop => 0);
 $locker->query_safe('BEGIN');
 $locker->query_safe('LOCK TABLE durable.workers IN ACCESS EXCLUSIVE MODE');

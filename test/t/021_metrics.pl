@@ -32,8 +32,8 @@ sub sql { return $node->safe_psql('postgres', $_[0]); }
 
 sql(q{SELECT durable_create_queue('mq', lease => '1 minute', max_attempts => 1)});
 sql(q{SELECT count(durable_enqueue('mq', jsonb_build_object('n', n))) FROM generate_series(1, 30) n});
-sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 20)});
-sql(q{SELECT count(durable_fail(task_id, fence, 'permanent')) FROM durable_claim('mq', 'w', batch => 5)});
+sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 20) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
+sql(q{SELECT count(durable_fail(task_id, fence, 'permanent')) FROM durable_claim('mq', 'w', batch => 5) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 
 # the format, as Prometheus' own tool reads it
 my $text = sql('SELECT durable_metrics_prometheus()') . "\n";
@@ -81,7 +81,7 @@ is("@unexposed", '', 'every series an alert reads is one durable exposes');
 sql(q{CREATE ROLE scraper LOGIN IN ROLE pg_monitor});
 sql(q{SELECT durable_create_queue('stuckq', lease => '1 hour', progress_timeout => '1 second')});
 sql(q{SELECT durable_enqueue('stuckq', '{}')});
-sql(q{SELECT count(*) FROM durable_claim('stuckq', 'hangs')});
+sql(q{SELECT count(*) FROM durable_claim('stuckq', 'hangs') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 sql(q{SELECT durable_create_budget('exported', 100)});
 sql(q{SELECT durable_create_queue('fairq')});
 sql(q{SELECT durable_enqueue('fairq', '{}', fairness_key => k) FROM unnest(ARRAY['a', 'b']) k});
@@ -197,7 +197,7 @@ sql(q{UPDATE durable.task_history SET finished_at = finished_at - interval '10 d
 sql('SELECT count(*) FROM durable_reconcile()');
 is(sql(q{SELECT completed + failed FROM durable.queue_stats WHERE queue_name = 'mq'}), '0',
 	'retention removed them: the history counts nothing');
-sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 5)});
+sql(q{SELECT count(durable_commit(task_id, fence)) FROM durable_claim('mq', 'w', batch => 5) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 is(wait_for('durable_tasks_completed_total{queue="mq"}', '25'), '25',
 	'the counter goes on from where it was');
 is(query('resets(durable_tasks_completed_total{queue="mq"}[10m])'), '0',

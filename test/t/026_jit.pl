@@ -42,7 +42,7 @@ $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_stat_statements;
 	SELECT durable_create_queue('jit', lease => '1 ms');
 	SELECT count(durable_enqueue('jit', jsonb_build_object('n', n))) FROM generate_series(1, 20) n;
-	SELECT count(*) FROM durable_claim('jit', 'w', batch => 20);
+	SELECT count(*) FROM durable_claim('jit', 'w', batch => 20) claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun;
 	SELECT pg_stat_statements_reset();
 });
 $node->poll_query_until('postgres', q{
@@ -73,7 +73,7 @@ is($node->safe_psql('postgres', $compiled), '0',
 	for my $call (1 .. 3)
 	{
 		$node->safe_psql('postgres', q{
-			SELECT durable_commit(task_id, fence) FROM durable_claim('jit_keyed', 'w')});
+			SELECT durable_commit(task_id, fence) FROM durable_claim('jit_keyed', 'w') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun});
 	}
 }
 is($node->safe_psql('postgres', q{

@@ -55,21 +55,21 @@ $dst->command_ok([ 'pg_restore', '--exit-on-error', '-d', $dst->connstr('app'), 
 $dst->safe_psql('app', 'GRANT durable_producer, durable_worker TO role_a, role_b');
 
 my ($ret, $out, $err) = $dst->psql('app',
-	"SET ROLE role_a; SELECT task_id FROM durable_claim('vault', 'a-1')");
+	"SET ROLE role_a; SELECT task_id FROM durable_claim('vault', 'a-1') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 is($ret, 0, 'role_a claims from its queue after the restore') or diag($err);
 is($out, $task, 'the task it enqueued before the dump');
 ($ret, $out, $err) = $dst->psql('app',
 	"\\set VERBOSITY sqlstate\nSET ROLE role_b; SELECT durable_enqueue('vault', '{}')");
 like($err, qr/42501/, 'role_b, holding role_a\'s old OID, may not enqueue');
 ($ret, $out, $err) = $dst->psql('app',
-	"\\set VERBOSITY sqlstate\nSET ROLE role_b; SELECT count(*) FROM durable_claim('vault', 'b-1')");
+	"\\set VERBOSITY sqlstate\nSET ROLE role_b; SELECT count(*) FROM durable_claim('vault', 'b-1') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 like($err, qr/42501/, 'nor claim');
 
 # a role with a grant cannot be dropped while it holds it
 ($ret, $out, $err) = $src->psql('app', 'DROP ROLE role_a');
 isnt($ret, 0, 'DROP ROLE of a role with a queue grant is refused');
 like($err, qr/cannot be dropped because some objects depend on it/, 'saying why') or diag($err);
-like($src->safe_psql('app', q{SET ROLE role_a; SELECT count(*) FROM durable_claim('vault', 'a-1')}),
+like($src->safe_psql('app', q{SET ROLE role_a; SELECT count(*) FROM durable_claim('vault', 'a-1') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun}),
 	qr/^1$/, 'and the grant still works');
 $src->safe_psql('app', q{
 	DROP OWNED BY role_a;

@@ -116,7 +116,7 @@ sub settles
 	my $q = 'owner_q' . ++$queues;
 	tq("SELECT durable_create_queue('$q', lease => '1 hour', retry_base => 1, retry_cap => 1)");
 	my $task = tq("SELECT durable_enqueue('$q', '{}')");
-	tq("SELECT fence FROM durable_claim('$q', 'w', '100 milliseconds')");
+	tq("SELECT fence FROM durable_claim('$q', 'w', '100 milliseconds') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 	ok(eventually("SELECT state <> 'running' FROM durable.tasks WHERE task_id = $task",
 			$seconds // 60),
 		"$name: the reconciler settles an expired lease");

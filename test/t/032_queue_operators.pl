@@ -70,10 +70,10 @@ for my $round (1 .. 4)
 		$tasks{$q} = {};
 		# the first claimed is failed for good, the second keeps running with a step
 		my ($dead, $dead_fence) = split /\|/, $node->safe_psql('postgres',
-			"SELECT task_id, fence FROM durable_claim('$q', 'setup')");
+			"SELECT task_id, fence FROM durable_claim('$q', 'setup') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 		$node->safe_psql('postgres', "SELECT durable_fail($dead, $dead_fence, 'permanent')");
 		my ($running, $fence) = split /\|/, $node->safe_psql('postgres',
-			"SELECT task_id, fence FROM durable_claim('$q', 'setup')");
+			"SELECT task_id, fence FROM durable_claim('$q', 'setup') claimed CROSS JOIN LATERAL durable_begin(claimed.task_id, claimed.fence) begun");
 		$node->safe_psql('postgres',
 			"SELECT durable_step($running, $fence, 'charge', 'idempotent', '{\"cents\": 5}')");
 		my ($ready) = grep { $_ ne $dead && $_ ne $running } @ids;
