@@ -1,15 +1,15 @@
-# The README's runnable examples, taken from the README itself, so that what
-# runs is what the text shows: test/t/011_readme_quick_start.pl and
+# The Quick start in SQL (docs/quick-start.md), taken from the page itself,
+# so that what runs is what the text shows: test/t/011_readme_quick_start.pl and
 # tools/package (the Quick start on the installed Debian package) both take
 # the Quick start from here.  Needs nothing but perl-base.
 #
-#   perl -I test/perl -MDurableReadme -e 'print DurableReadme::quick_start_file("README.md")'
+#   perl -I test/perl -MDurableReadme -e 'print DurableReadme::quick_start_file("docs/quick-start.md")'
 package DurableReadme;
 
 use strict;
 use warnings;
 
-# The SQL block of the README's "## Quick start" section (its first
+# The SQL block of a page's "## Quick start" section (its first
 # ```sql block), or undef when there is none.
 sub quick_start
 {
@@ -18,7 +18,7 @@ sub quick_start
 	return $block;
 }
 
-# The same, from the README file at the given path; dies when the file
+# The same, from the file at the given path; dies when the file
 # cannot be read or has no Quick start.
 sub quick_start_file
 {

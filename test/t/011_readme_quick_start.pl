@@ -1,5 +1,5 @@
-# The README's Quick start runs as written: its SQL block, taken from the
-# README itself, gives what its comments say, and refuses exactly the three
+# The Quick start in SQL (docs/quick-start.md) runs as written: its SQL
+# block, taken from the page itself, gives what its comments say, and refuses exactly the three
 # writes it says are refused.  (test/t/025_docs.pl runs it again with every
 # other block marked runnable, and checks the SQLSTATEs its comments name.)
 use strict;
@@ -10,8 +10,8 @@ use DurableNode;
 use DurableReadme;
 
 # taken as tools/package takes it for the installed Debian package
-my $block = DurableReadme::quick_start(slurp_file('README.md'));
-ok(defined $block, 'the README has a Quick start with an SQL block');
+my $block = DurableReadme::quick_start(slurp_file('docs/quick-start.md'));
+ok(defined $block, 'docs/quick-start.md has a Quick start with an SQL block');
 unlike($block, qr/CREATE EXTENSION/, 'which does not create the extension tools/psql made');
 unlike($block, qr/\b\d{7,}\b/, 'nor names a literal task id');
 

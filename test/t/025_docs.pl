@@ -10,7 +10,7 @@
 #   2. every SQLSTATE that the C code (the ERRCODE_* names used in src/,
 #      through PostgreSQL's utils/errcodes.h and src/durable_errcodes.h) and
 #      the SQL scripts (ERRCODE = '...') raise or answer has a row in the
-#      error table of docs/errors.md and of the README;
+#      error table of docs/errors.md;
 #   3. every SQL block marked runnable (the line before its ```sql fence is
 #      "<!-- runnable -->") in README.md and docs/*.md runs as written on a
 #      fresh database, the blocks of one file in order in one session, and
@@ -199,21 +199,14 @@ sub table_codes
 	$c{$1} = 1 while $s =~ /^\| `([0-9A-Z]{5})` \|/mg;
 	return \%c;
 }
-my ($readme_errors) = $text{'README.md'} =~ /\n## Errors\n(.*?)(?=\n## |\z)/s;
-for my $where ([ 'docs/errors.md', $text{'docs/errors.md'} // '' ],
-	[ 'the README\'s "Errors"', $readme_errors // '' ])
-{
-	my $table = table_codes($where->[1]);
-	my @missing = grep { !$table->{$_} } sort keys %raised;
-	ok(!@missing, "every SQLSTATE raised has a row in $where->[0]")
-	  or diag(join "\n", map { "$_ ($raised{$_})" } @missing);
-}
+my $errors_table = table_codes($text{'docs/errors.md'} // '');
+my @missing = grep { !$errors_table->{$_} } sort keys %raised;
+ok(!@missing, 'every SQLSTATE raised has a row in docs/errors.md')
+  or diag(join "\n", map { "$_ ($raised{$_})" } @missing);
 # and the generic ones a worker must handle, though durable does not raise them
 for my $code (qw(40001 40P01 57014 57P01 08006 25P02))
 {
-	ok(table_codes($text{'docs/errors.md'} // '')->{$code}
-		  && table_codes($readme_errors // '')->{$code},
-		"the error tables say what a worker does on $code");
+	ok($errors_table->{$code}, "the error table says what a worker does on $code");
 }
 
 # ---- 3. every runnable SQL block runs as written ----
@@ -239,8 +232,8 @@ for my $file (@files)
 		"durable_verify() is empty after the blocks of $file");
 }
 ok($blocks >= 5, "$blocks runnable blocks ran");
-my ($quick) = $text{'README.md'} =~ /^## Quick start[^\n]*\n.*?^(<!-- runnable -->\n)?```sql\n/ms;
-ok(defined $quick, "the README's Quick start is marked runnable");
+my ($quick) = ($text{'docs/quick-start.md'} // '') =~ /^## Quick start[^\n]*\n.*?^<!-- runnable -->\n```sql\n/ms;
+ok(defined $quick, "the Quick start in SQL (docs/quick-start.md) is marked runnable");
 
 # ---- 4. states in prose, and links ----
 
