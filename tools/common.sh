@@ -35,9 +35,18 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # warnings are PostgreSQL's own headers', not ours.
 DURABLE_CFLAGS=${DURABLE_CFLAGS:--Wall -Wextra -Werror -Wno-unused-parameter}
 
-DURABLE_PACKAGES=(
+# What the demo needs: a server, the headers and a compiler to build
+# durable and the example worker, and the Python its agent scene runs with.
+DURABLE_DEMO_PACKAGES=(
 	"postgresql-$PG_MAJOR"
 	"postgresql-server-dev-$PG_MAJOR"
+	make
+	gcc
+	python3-psycopg
+)
+# What the tests need besides.
+DURABLE_PACKAGES=(
+	"${DURABLE_DEMO_PACKAGES[@]}"
 	"postgresql-$PG_MAJOR-pgtap"
 	"postgresql-$PG_MAJOR-cron"
 	libtap-parser-sourcehandler-pgtap-perl
@@ -47,9 +56,6 @@ DURABLE_PACKAGES=(
 	prometheus
 	# metrics/postgres_exporter.yaml, run by 021_metrics
 	prometheus-postgres-exporter
-	make
-	gcc
-	python3-psycopg
 	# pgdurable (clients/python) is built offline and installed into a venv
 	python3-build
 	python3-setuptools
@@ -65,8 +71,10 @@ fi
 # Node.js and npm for the JavaScript reference worker.  A Node.js from
 # elsewhere (NodeSource) brings its own npm, and Debian's npm package would
 # conflict with it: only what is missing is asked for.
-command -v node >/dev/null 2>&1 || DURABLE_PACKAGES+=(nodejs)
-command -v npm >/dev/null 2>&1 || DURABLE_PACKAGES+=(npm)
+DURABLE_NODE_PACKAGES=()
+command -v node >/dev/null 2>&1 || DURABLE_NODE_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || DURABLE_NODE_PACKAGES+=(npm)
+DURABLE_PACKAGES+=("${DURABLE_NODE_PACKAGES[@]}")
 
 # Install the Debian packages that are missing (as root), or print the exact
 # command and stop (as anyone else).
