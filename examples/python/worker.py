@@ -8,7 +8,7 @@ service of examples/service.sql, which counts effects, e.g.
            ["labels", "join"], ["reminder", "sleep", "1 day"]]}
 
     python3 examples/python/worker.py --db dbname=app --service dbname=service \
-        --queue orders --name py-1 [--pooled]
+        --queue orders --name py-1 [--pooled] [--concurrency N]
 """
 import argparse
 import logging
@@ -26,9 +26,10 @@ except ImportError as e:
 class Service:
     """The stand-in external service: idempotent calls are deduplicated by key."""
 
-    def __init__(self, dsn, pooled):
-        # behind a transaction-mode pooler too: no server-side prepared statements
-        self.conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None if pooled else 5)
+    def __init__(self, dsn):
+        # behind a transaction-mode pooler too: no server-side prepared statements;
+        # one connection, which psycopg lets the handlers' threads share
+        self.conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None)
         self.call_ms = int(os.environ.get("DURABLE_CALL_MS", "0"))  # a slow service, for tests
 
     def call(self, cls, key):
@@ -75,17 +76,19 @@ def main():
     p.add_argument("--queue", required=True)
     p.add_argument("--name", required=True, help="this worker's name, in every event")
     p.add_argument("--lease", type=float, help="seconds (default: the queue's lease)")
-    p.add_argument("--batch", type=int, default=10, help="tasks per claim (default 10)")
+    p.add_argument("--batch", type=int, help="tasks per claim (default 10; 1 with --concurrency)")
     p.add_argument("--idle-exit", type=float, help="stop after this many idle seconds")
     p.add_argument("--pooled", action="store_true", default=bool(os.environ.get("DURABLE_POOLED")),
                    help="behind a transaction-mode pooler: no prepared statements, no LISTEN"
-                        " (also DURABLE_POOLED=1)")
+                        " (also DURABLE_POOLED=1; without it the worker finds out at start)")
+    p.add_argument("--concurrency", type=int, default=1, help="handlers at once (default 1)")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s [{args.name}] %(message)s")
-    service = Service(args.service, args.pooled)
+    service = Service(args.service)
     pgdurable.Worker(args.db, args.queue, handler(service, args.name), name=args.name,
                      lookup=service.lookup, lease=args.lease, batch=args.batch,
-                     idle_exit=args.idle_exit, poll=0.2, pooled=args.pooled).run()
+                     idle_exit=args.idle_exit, poll=0.2, pooled=args.pooled or None,
+                     concurrency=args.concurrency).run()
 
 
 if __name__ == "__main__":

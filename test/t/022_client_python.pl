@@ -14,10 +14,32 @@
 #    lease runs out; whatever else a handler raises is durable_fail with
 #    its error class;
 # 3. in session mode the worker LISTENs and lets psycopg prepare its
-#    statements; pooled, it does neither and says so once;
+#    statements; pooled, it does neither and says so once; either way one
+#    line at start says the queue, the name, the lease, the batch, the
+#    concurrency and the mode, and why;
 # 4. a user's own test of a worker that crashes and whose task comes back at
 #    once through durable_expire_lease (clients/python/examples/
-#    test_crash_recovery.py, which clients/python/README.md shows as it is).
+#    test_crash_recovery.py, which clients/python/README.md shows as it is);
+# 5. producers (clients/python/tests/producer_checks.py): enqueue in the
+#    caller's transaction (rolled back: no task; committed: the task), every
+#    option of durable_enqueue by name, a batch, debounce, throttle, emit,
+#    schedule; a typed error for each refusal, chained from psycopg's; a
+#    result awaited: completed, failed, cancelled, timed out;
+# 6. durable_begin: a worker killed with a batch claimed spends the attempt
+#    of the task it began only (the others go back not_begun); a task
+#    whose lease ended before it began (55U01 at durable_begin) is dropped
+#    unrun, and run when it comes back;
+# 7. a connection string that cannot work (nothing listens, an unknown
+#    role, a malformed string, a malformed heartbeat_dsn): run() raises
+#    ConnectFailed with the reason after a few attempts, at once for a
+#    malformed one;
+# 8. PgBouncer in transaction mode, given to a worker without pooled=True:
+#    it finds out at start, and says so in its first line; told pooled=False
+#    it finds out from the error its first prepared statement meets, says so
+#    once, and goes on unprepared; no task fails either way; the heartbeat
+#    connects where heartbeat_dsn says;
+# 9. concurrency=4: four handlers run at the same time, each on a loop of
+#    its own.
 use strict;
 use warnings;
 use IPC::Run;
@@ -25,6 +47,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use DurableNode;
+use DurablePgBouncer;
 use DurablePython;
 
 # ---- 1. the package ----
@@ -438,12 +461,14 @@ for my $mode ('session', 'pooled')
 	if ($mode eq 'session')
 	{
 		ok($listens && $prepared, 'session mode: LISTEN durable_ready, and statements prepared');
+		like($w->{err}, qr/worker py-session: queue py_session, lease the queue's, batch 10, concurrency 1, session mode \(each statement ran in the connection's own server session\): LISTEN durable_ready/,
+			'... and its first line says the queue, the name, the lease, the batch, the concurrency and the mode, and why');
 	}
 	else
 	{
 		is("$listens $prepared", '0 0', 'pooled mode: no LISTEN, no prepared statement');
-		my $said = () = $w->{err} =~ /pooled: LISTEN needs a session connection; polling/g;
-		is($said, 1, '... and it says so once');
+		my $said = () = $w->{err} =~ /pooled \(pooled=True\): no prepared statements, no LISTEN \(it needs a session connection\); polling every 0.2 s/g;
+		is($said, 1, '... and it says so once, in its first line');
 	}
 }
 
@@ -459,6 +484,293 @@ my ($shown) = slurp_file('clients/python/README.md') =~
   /\(it is `examples\/test_crash_recovery\.py`\).*?```python\n(.*?)```/s;
 is($shown, slurp_file('clients/python/examples/test_crash_recovery.py'),
 	'clients/python/README.md shows that test as it is');
+
+# ---- 5. producers ----
+
+$node->safe_psql('postgres', q{
+	CREATE TABLE orders (note text);
+	SELECT durable_create_queue('py_produce', max_attempts => 1);
+	SELECT durable_create_queue('py_idle');
+	SELECT durable_set_rate_limit('py-llm', 10, '1 minute');
+	SELECT durable_create_budget('py-spend', 100);
+	CREATE ROLE py_outsider LOGIN;
+});
+($out, $err) = run_python($python, 'clients/python/tests/producer_checks.py', $db,
+	"host=$host port=$port user=py_outsider dbname=postgres");
+my %fact = map { /^(\w+)=(.*)$/ ? ($1 => $2) : () } split /\n/, $out;
+sub fact_is
+{
+	my ($name, $expected, $what) = @_;
+	is($fact{$name}, $expected, $what) or diag($err);
+}
+sub fact_like
+{
+	my ($name, $expected, $what) = @_;
+	like($fact{$name} // '', $expected, $what) or diag($err);
+}
+sub task_row
+{
+	my ($task, $columns) = @_;
+	return $node->safe_psql('postgres', "SELECT $columns FROM durable.tasks WHERE task_id = " . ($task || 0));
+}
+
+fact_is('in_transaction_before_rollback', 'INTRANS', 'enqueue on the caller\'s connection runs in its open transaction');
+is(task_row($fact{rolled_back}, 'count(*)') . ' '
+	. $node->safe_psql('postgres', "SELECT count(*) FROM orders WHERE note = 'rolled back'"), '0 0',
+	'... rolled back, it leaves neither the application\'s row nor the task');
+fact_like('rolled_back_result', qr/^UnknownObject 42704 from psycopg: task \d+ does not exist$/,
+	'... whose result is then UnknownObject (42704), chained from psycopg\'s error');
+fact_is('still_in_transaction', 'INTRANS', '... and enqueue never commits by itself');
+is(task_row($fact{committed}, q{state || ' ' || payload || ' ' || idempotency_key}) . ', '
+	. $node->safe_psql('postgres', "SELECT count(*) FROM orders WHERE note = 'committed'"),
+	'ready {"note": "committed"} order-1, 1',
+	'... committed, the application\'s row and the task are both there');
+is(task_row($fact{in_block}, 'state') . ' '
+	. $node->safe_psql('postgres', "SELECT count(*) FROM orders WHERE note = 'block'"), 'ready 1',
+	'... as in psycopg\'s transaction block');
+
+is(task_row($fact{with_options}, q{concat_ws(' | ', payload, idempotency_key, run_at AT TIME ZONE 'UTC', priority,
+	class, max_attempts, deadline, workflow_version, metadata, concurrency_key, fairness_key, rate_limits,
+	budgets)}),
+	'{"all": "options"} | all-options | 2031-01-02 03:04:05 | 7 | queryable | 9 | 02:00:00 | w-3 | '
+	  . '{"tenant": "t1"} | c1 | f1 | {"py-llm": 2} | {py-spend,task:' . ($fact{with_options} // '') . '}',
+	'every option of durable_enqueue, given by name, is the task\'s');
+is($node->safe_psql('postgres', 'SELECT amount FROM durable.budgets WHERE name = ' . "'task:" . ($fact{with_options} // 0) . "'"),
+	'12.5', '... spend_limit too: a budget of its own');
+fact_is('same_key_same_payload', 'True', '... the same key with the same payload returns the same task');
+is(task_row($fact{deadline_as_text}, 'deadline'), '3 days', '... a deadline may be PostgreSQL\'s text');
+is(task_row($fact{committed}, q{concat_ws(' | ', priority, class, max_attempts IS NOT NULL, deadline, metadata, run_at <= now())}),
+	'0 | idempotent | t | t',
+	'... and what is left out takes durable\'s defaults');
+
+fact_like('idempotency_conflict', qr/^IdempotencyConflict 55U03 from psycopg: idempotency key "all-options" was already used/,
+	'another payload under the key: IdempotencyConflict (55U03)');
+fact_like('unknown_queue', qr/^UnknownObject 42704 from psycopg: queue "py_nowhere" does not exist$/,
+	'no such queue: UnknownObject (42704)');
+fact_like('unknown_rate_limit', qr/^UnknownObject 42704 from psycopg: rate limit "py-none" does not exist$/,
+	'no such rate limit: UnknownObject (42704)');
+fact_like('bad_class', qr/^InvalidArgument 22023 from psycopg: unknown activity class "careless"$/,
+	'a bad value: InvalidArgument (22023)');
+fact_like('permission_denied', qr/^PermissionDenied 42501 from psycopg: permission denied for function durable_enqueue$/,
+	'a role without durable_producer: PermissionDenied (42501)');
+fact_like('unknown_task', qr/^UnknownObject 42704 from psycopg: task 1 does not exist$/,
+	'the result of no task: UnknownObject (42704)');
+fact_is('is_a_durable_error', 'True', 'they are DurableErrors, BudgetExhausted (55U05) too');
+fact_is('after_refusal', 'INERROR', '... and a refusal leaves the caller\'s transaction to the caller (failed, not rolled back)');
+
+my @batch = split /,/, ($fact{batch} // '');
+is($node->safe_psql('postgres', 'SELECT string_agg(concat_ws(\' \', payload, idempotency_key, priority), \', \' ORDER BY task_id)'
+		. ' FROM durable.tasks WHERE task_id IN (' . join(',', @batch, 0) . ')'),
+	'{"b": 1} b-1 2, {"b": 2} 2, {"b": 3} b-3 2',
+	'enqueue_batch: a task a payload, each with its key (or none), the options for all');
+fact_is('batch_again', 'True', '... a key used again returns its task');
+fact_is('debounced', 'True', 'debounce: one task for the calls of a key');
+is(task_row($fact{debounced_task}, q{payload::text || ' ' || (run_at > now() + interval '59 minutes')}),
+	'{"text": "hello"} true', '... with the last payload, an hour after the last call');
+fact_is('throttled', 'True', 'throttle: one task a key per period');
+fact_is('emitted', '[True, False]', 'emit: true the first time, false for the same payload again');
+fact_like('emit_conflict', qr/^IdempotencyConflict 55U03 from psycopg: event "paid:1" of queue "py_idle" was already emitted/,
+	'... IdempotencyConflict for another');
+fact_is('next_run', 'True', 'schedule returns the next run');
+is($node->safe_psql('postgres',
+		q{SELECT concat_ws(' ', cron, timezone, queue_name, payload) FROM durable.schedule_list WHERE schedule_name = 'py-nightly'}),
+	'0 3 * * * Europe/Paris py_idle {"nightly": true}', '... the schedule as given');
+fact_like('bad_cron', qr/^InvalidArgument 22023 from psycopg: invalid cron expression "every day"/,
+	'... a bad cron expression: InvalidArgument (22023)');
+fact_like('schedule_denied', qr/^PermissionDenied 42501 /, '... a role without durable_operator: PermissionDenied');
+fact_is('unscheduled', '[True, False]', 'unschedule: true, then false when there is none');
+
+fact_is('completed', '{"done": {"how": "slow"}}', 'wait_for_result: the result of a task a worker completed');
+fact_is('result', q{Result(state='completed', result={'done': {'how': 'slow'}}, error=None, finished_at=None, stop_code=None)},
+	'result: its state and result');
+fact_like('wait_in_transaction', qr/^InTransaction: wait_for_result for task \d+ with a transaction open/,
+	'... refused with a transaction open, whose task could not run before it ends');
+fact_is('failed', 'TaskFailed True {"error": "Failed", "message": "the card was declined"}',
+	'... TaskFailed with the error of a task that failed');
+fact_is('after_wait', 'IDLE', '... each poll a transaction of its own, none left open');
+fact_like('timed_out', qr/^ResultTimeout True ready True: task \d+ is still ready after 1.5 s$/,
+	'... ResultTimeout, a TimeoutError and a DurableError, once the timeout ran out');
+fact_is('cancelled', 'TaskCancelled True', '... TaskCancelled for a task cancelled');
+fact_like('wait_unknown', qr/^UnknownObject 42704 /, '... UnknownObject at once for no task');
+
+# ---- 6. durable_begin ----
+
+$node->safe_psql('postgres', q{
+	CREATE TABLE py_runs (task_id bigint, fence bigint, thread text);
+	CREATE TABLE py_gate ();
+	CREATE ROLE py_hb LOGIN;
+	GRANT durable_worker TO py_hb;
+});
+
+# option_worker(dsn, queue, options as JSON): clients/python/tests/option_worker.py
+sub option_worker
+{
+	my ($dsn, $queue, $options) = @_;
+	my %run = (out => '', err => '');
+	$run{h} = IPC::Run::start([ $python, 'clients/python/tests/option_worker.py', $dsn, $queue, $options ],
+		'>', \$run{out}, '2>', \$run{err});
+	return \%run;
+}
+
+# a worker holds a batch of three and dies in the first task's handler:
+# only that one had begun
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('py_begin', lease => '1 s', retry_base => 1, retry_cap => 1);
+	SELECT durable_enqueue('py_begin', '{"kill": true}', priority => 10);
+	SELECT count(durable_enqueue('py_begin', '{"steps": 1}')) FROM generate_series(1, 2);
+});
+$w = option_worker($db, 'py_begin', '{"name": "py-begin", "batch": 3}');
+$w->{h}->finish;
+is($w->{h}->full_result(0) & 127, 9, 'a worker that holds a batch of three was killed in its first task\'s handler')
+  or diag($w->{err});
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 0 FROM durable.tasks WHERE queue_name = 'py_begin' AND state = 'running'})
+  or die 'the leases never ran out';
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(format('%s: attempt %s, %s', t.payload, t.attempt,
+		(SELECT string_agg(e.detail ->> 'action', ' ') FROM durable.events e
+		 WHERE e.task_id = t.task_id AND e.kind = 'lease_expired')), E'\n' ORDER BY t.priority DESC, t.task_id)
+	FROM durable.tasks t WHERE t.queue_name = 'py_begin'}),
+	join("\n", '{"kill": true}: attempt 1, retry_same_activity',
+		'{"steps": 1}: attempt 0, not_begun', '{"steps": 1}: attempt 0, not_begun'),
+	'the worker had said it began the task it ran (durable_begin): that attempt is spent; '
+	  . 'the two it never began went back with their attempts (not_begun)');
+$w = option_worker($db, 'py_begin', '{"name": "py-begin-2"}');
+$w->{h}->finish;
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(state || ' attempt ' || attempt || ' ' || (began_at IS NOT NULL), ', ' ORDER BY priority DESC, task_id)
+	FROM durable.tasks WHERE queue_name = 'py_begin'}),
+	'completed attempt 2 true, completed attempt 1 true, completed attempt 1 true',
+	'... the next worker finished them all, each begun');
+
+# the first task of a batch ends the second's lease before it began: the
+# worker's durable_begin for it is refused (55U01), and it drops it unrun
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('py_begin_stale', lease => '1 hour');
+	SELECT durable_enqueue('py_begin_stale', '{"expire_other": true}', priority => 10);
+	SELECT durable_enqueue('py_begin_stale', '{"steps": 1}');
+});
+my $second = $node->safe_psql('postgres',
+	q{SELECT task_id FROM durable.tasks WHERE queue_name = 'py_begin_stale' AND priority = 0});
+$w = option_worker($db, 'py_begin_stale', '{"name": "py-begin-stale", "batch": 2}');
+$w->{h}->finish;
+like($w->{err}, qr/task $second lost: [^\n]*stale/, 'a task whose lease ended before it began: durable_begin is refused (55U01), the task dropped');
+is($node->safe_psql('postgres', qq{
+	SELECT (SELECT count(*) FROM py_runs r WHERE r.task_id = t.task_id) || ' run, under fence '
+	  || (SELECT string_agg(r.fence::text, ',') FROM py_runs r WHERE r.task_id = t.task_id)
+	  || ' of ' || t.fence || ', ' || t.state || ' attempt ' || t.attempt
+	FROM durable.tasks t WHERE t.task_id = $second}), '1 run, under fence 3 of 3, completed attempt 1',
+	'... its handler never ran under the old fence; it ran once when the task came back, at its first attempt')
+  or diag($w->{err});
+like($w->{err}, qr/lost 1,/, '... counted lost once');
+
+# ---- 7. a connection string that cannot work ----
+
+my $nobody_listens = PostgreSQL::Test::Cluster::get_free_port();
+my @start = ($python, 'clients/python/tests/start_failures.py', "host=127.0.0.1 port=$nobody_listens dbname=postgres",
+	"host=$host port=$port user=py_nobody dbname=postgres", $db);
+($out, $err) = ('', '');
+IPC::Run::run(\@start, '>', \$out, '2>', \$err, IPC::Run::timeout(120));
+my %failure = map { /^(\w+): (.*)$/ ? ($1 => $2) : () } split /\n/, $out;
+like($failure{refused} // '', qr/^ConnectFailed after \d+ s \(OperationalError\): could not connect after 5 attempts over \d+ s: .*Connection refused/,
+	'nothing listens: run() raises ConnectFailed with the reason, after five attempts')
+  or diag($err);
+like($failure{unknown_role} // '', qr/^ConnectFailed after \d+ s \(OperationalError\): could not connect after 5 attempts over \d+ s: .*role "py_nobody" does not exist/,
+	'an unknown role: the same, with the server\'s reason') or diag($err);
+like($failure{malformed} // '', qr/^ConnectFailed after 0 s \(ProgrammingError\): bad connection string: missing "=" after "nonsense"/,
+	'a malformed connection string: at once') or diag($err);
+like($failure{heartbeat_malformed} // '', qr/^ConnectFailed after 0 s \(ProgrammingError\): heartbeat_dsn: bad connection string: /,
+	'... a malformed heartbeat_dsn too, whose heartbeat would let every lease run out') or diag($err);
+is(scalar(() = $err =~ /could not connect \([^\n]*\); attempt \d of 5 in \d s/g), 8,
+	'... each attempt said in a line');
+
+# ---- 8. PgBouncer in transaction mode, the worker not told ----
+
+my $bouncer = DurablePgBouncer->new($node, 'py_tx', pool_mode => 'transaction', default_pool_size => 2);
+note('PgBouncer ' . $bouncer->admin('SHOW VERSION'));
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('py_auto', lease => '30 s');
+	SELECT count(durable_enqueue('py_auto', '{"steps": $pure}')) FROM generate_series(1, 8);
+});
+my $log_at = -s $node->logfile;
+$w = start_worker('py_auto', 'py-auto', {}, '--idle-exit', '0.5', '--db', $bouncer->connstr('postgres'));
+$w->{h}->finish;
+is($w->{h}->full_result(0) . ' ' . $node->safe_psql('postgres', q{
+	SELECT string_agg(DISTINCT state || ' attempt ' || attempt, ', ') FROM durable.tasks WHERE queue_name = 'py_auto'}),
+	'0 completed attempt 1', 'the example worker through PgBouncer in transaction mode, without --pooled: every task completed at once')
+  or diag($w->{err});
+like($w->{err}, qr/worker py-auto: queue py_auto, [^\n]*, pooled \(a transaction-mode pooler: [^\n]*\): no prepared statements, no LISTEN/,
+	'... it found the pooler at start, and its first line says so, and why');
+my @log = grep { /\] py-auto( heartbeat)?: / } split /\n/, substr(slurp_file($node->logfile), $log_at);
+ok(@log > 0, '... its statements are in the server\'s log');
+is(scalar(grep { /LISTEN durable_ready|execute _pg3_/ } @log), 0, '... none a LISTEN or a prepared statement');
+like($w->{err}, qr/stopped: completed 8, failed 0,/, '... and nothing failed');
+unlike($w->{err}, qr/lost a prepared statement/, '... nor met a pooler\'s error');
+
+# told pooled=False, through a pool of one server session in which another
+# client left a prepared statement of the name psycopg gives its first
+my $one = DurablePgBouncer->new($node, 'py_tx1', pool_mode => 'transaction', default_pool_size => 1);
+IPC::Run::run([ 'psql', '-XAtq', '-d', $one->connstr('postgres'), '-c', 'PREPARE _pg3_0 AS SELECT 1' ])
+  or die 'could not prepare through the pooler';
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('py_react', lease => '30 s');
+	SELECT count(durable_enqueue('py_react', '{"steps": 3}')) FROM generate_series(1, 8);
+});
+$w = option_worker($one->connstr('postgres'), 'py_react', '{"name": "py-react", "pooled": false}');
+$w->{h}->finish;
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(DISTINCT state || ' attempt ' || attempt, ', ') FROM durable.tasks WHERE queue_name = 'py_react'}),
+	'completed attempt 1', 'pooled=False behind a transaction-mode pooler: every task completed at its first attempt')
+  or diag($w->{err});
+is(scalar(() = $w->{err} =~ /a transaction-mode pooler lost a prepared statement \(42P05: prepared statement "_pg3_0" already exists\): pooled mode from now on/g),
+	1, '... the error of its first prepared statement made it go over to pooled mode, saying so once');
+like($w->{err}, qr/session mode \(pooled=False\)/, '... from session mode, as it was told');
+like($w->{err}, qr/failed 0, [^\n]*lost 0,/, '... no task failed or lost for it');
+
+# the heartbeat through heartbeat_dsn (as another role, to tell it apart):
+# the handler waits in a step while the test holds py_gate's lock, longer
+# than a third of the lease
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('py_hbdsn', lease => '3 s');
+	SELECT durable_enqueue('py_hbdsn', '{"gate": true}');
+});
+$s = $node->background_psql('postgres');
+$s->query_safe('BEGIN');
+$s->query_safe('LOCK TABLE py_gate IN ACCESS EXCLUSIVE MODE');
+$w = option_worker($bouncer->connstr('postgres'), 'py_hbdsn',
+	qq({"name": "py-hbdsn", "heartbeat_dsn": "host=$host port=$port user=py_hb dbname=postgres"}));
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity WHERE usename = 'py_hb' AND application_name = 'py-hbdsn heartbeat'})
+  or die "the heartbeat never connected as py_hb: $w->{err}";
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_stat_activity WHERE usename <> 'py_hb' AND application_name = 'py-hbdsn heartbeat'}),
+	'0', 'heartbeat_dsn: the heartbeat connects there, not where the worker does');
+$s->query_safe('COMMIT');
+$s->quit;
+$w->{h}->finish;
+is(task_is($node->safe_psql('postgres', q{SELECT task_id FROM durable.tasks WHERE queue_name = 'py_hbdsn'})),
+	'completed attempt 1', '... and kept the lease through a call longer than it') or diag($w->{err});
+
+# ---- 9. concurrency ----
+
+# four tasks that each wait (a minute at most) until four handlers wait together
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('py_concurrent', lease => '2 minutes');
+	SELECT count(durable_enqueue('py_concurrent', '{"barrier": 4}')) FROM generate_series(1, 4);
+});
+$w = option_worker($db, 'py_concurrent', '{"name": "py-concurrent", "concurrency": 4}');
+$w->{h}->finish;
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE state = 'completed' AND attempt = 1) || ' completed, '
+	  || count(DISTINCT result ->> 'thread') || ' threads'
+	FROM durable.tasks WHERE queue_name = 'py_concurrent'}), '4 completed, 4 threads',
+	'concurrency=4: four handlers ran at the same time (they met at a barrier), each in a loop of its own')
+  or diag($w->{err});
+like($w->{err}, qr/worker py-concurrent: queue py_concurrent, lease the queue's, batch 1, concurrency 4, /,
+	'... a batch of one task a loop, as its first line says');
+like($w->{err}, qr/stopped: completed 4, failed 0,/, '... counted together');
+
+$_->stop for $bouncer, $one;
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
 	'durable_verify() reports nothing');

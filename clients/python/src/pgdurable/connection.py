@@ -3,7 +3,10 @@
 Behind a transaction-mode pooler (PgBouncer's pool_mode = transaction) two
 consecutive statements may run on two server sessions, so nothing may live
 in a session: no server-side prepared statement (psycopg prepares a query
-it runs often; prepare_threshold=None never does) and no LISTEN.
+it runs often; prepare_threshold=None never does) and no LISTEN.  A
+connection that prepares and meets the error a pooler causes
+(PREPARED_STATEMENT_LOST) prepares nothing more from then on, and tells
+whoever watches it (the Worker, which goes over to pooled mode).
 
 Nor a search_path: every statement resolves only to pg_catalog and durable's
 objects whatever the role's search_path and whatever a database owner put in
@@ -17,13 +20,14 @@ pg_catalog's types.  A statement names the API's schema as @api.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import weakref
 
 import psycopg
 from psycopg import sql as pgsql
 
-from .errors import RETRY_TRANSACTION, connection_lost, sqlstate
+from .errors import RETRY_TRANSACTION, connection_lost, describe, prepared_statement_lost, sqlstate
 
 log = logging.getLogger("pgdurable")
 
@@ -58,19 +62,86 @@ def api_schema(conn: psycopg.Connection) -> str:
     return schema
 
 
-def execute(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Cursor:
+_pooler_watchers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def watch_for_pooler(conn: psycopg.Connection, found) -> None:
+    """Call found(error) once if conn turns out to go through a transaction-mode pooler."""
+    _pooler_watchers[conn] = found
+
+
+def found_pooler(conn: psycopg.Connection, e: psycopg.Error) -> None:
+    """conn met a pooler's error: it prepares nothing more, and its watcher hears of it."""
+    conn.prepare_threshold = None
+    found = _pooler_watchers.pop(conn, None)
+    if found is not None:
+        found(e)
+
+
+def execute(conn: psycopg.Connection, sql: str, params=(), *, prepare: bool | None = None) -> psycopg.Cursor:
     """Run one statement.  Outside a transaction block it is a transaction of
     its own, rolled back whole by a serialization failure, a deadlock or a
     cancel: it runs again (with a short backoff).  Inside one the error goes
-    up, and the block is retried as a whole (see Worker)."""
+    up, and the block is retried as a whole (see Worker).  On a watched
+    connection a statement a pooler lost (it never ran) runs again at once,
+    unprepared.  prepare=False never prepares it (psycopg's prepare)."""
     for attempt in range(STATEMENT_RETRIES):
         try:
-            return conn.execute(sql.replace("@api.", api_schema(conn) + "."), params)
+            return conn.execute(sql.replace("@api.", api_schema(conn) + "."), params, prepare=prepare)
         except psycopg.Error as e:
-            if (sqlstate(e) not in RETRY_TRANSACTION or connection_lost(conn)
-                    or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-                    or attempt == STATEMENT_RETRIES - 1):
+            if connection_lost(conn):
+                raise
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if prepared_statement_lost(e) and conn in _pooler_watchers:
+                found_pooler(conn, e)
+                if idle:
+                    continue
+                raise
+            if sqlstate(e) not in RETRY_TRANSACTION or not idle or attempt == STATEMENT_RETRIES - 1:
                 raise
             log.warning("%s (%s); retrying the statement", e.diag.message_primary, e.sqlstate)
             time.sleep(0.05 * 2 ** attempt)
     raise AssertionError("unreachable")
+
+
+BACKEND_PID_SQL = "SELECT pg_catalog.pg_backend_pid()"
+PROBE_SECONDS = 2.0  # how long the probe's other connection may wait for a session
+
+
+def transaction_pooler(conn: psycopg.Connection, dsn: str, application_name: str) -> str | None:
+    """Why conn goes through a transaction-mode pooler, or None.
+
+    Two consecutive statements in two server sessions say so.  In one
+    session, whose pid is the one the server reported at connect time, it
+    is the server's own session.  Else a pooler reported its own (PgBouncer
+    makes up a key): a statement of another connection, in the session
+    conn's statement just ran in, says transaction mode (PgBouncer hands
+    out the session used last first); in another one, session mode.  That
+    other connection may wait for a session while the pool is busy: after
+    PROBE_SECONDS nobody can tell, and pooled mode is the safe guess."""
+    first = conn.execute(BACKEND_PID_SQL, prepare=False).fetchone()[0]
+    second = conn.execute(BACKEND_PID_SQL, prepare=False).fetchone()[0]
+    if first != second:
+        return f"a transaction-mode pooler: two consecutive statements ran in server sessions {first} and {second}"
+    if conn.info.backend_pid == first:
+        return None
+    other: list = []
+
+    def probe() -> None:
+        try:
+            with connect(dsn, pooled=True, application_name=application_name, connect_timeout=5) as c:
+                other.append(c.execute(BACKEND_PID_SQL).fetchone()[0])
+        except psycopg.Error as e:
+            other.append(e)
+    thread = threading.Thread(target=probe, name="pgdurable-pooler-probe", daemon=True)
+    thread.start()
+    thread.join(PROBE_SECONDS)
+    pooler = f"a pooler (server session {first}, not the {conn.info.backend_pid} reported at connect)"
+    if not other:
+        return f"{pooler} that gave another connection no session within {PROBE_SECONDS:g} s"
+    if isinstance(other[0], BaseException):
+        return f"{pooler} that another connection could not go through: {describe(other[0])}"
+    if other[0] == first:
+        return (f"a transaction-mode pooler: another connection's statement ran in server session {first},"
+                " which this one's had just used")
+    return None

@@ -1,7 +1,11 @@
 """The heartbeat: renews the lease of every task a worker holds.
 
-It runs in a thread on a connection of its own, so that a long step call
-on the worker's connection never lets a lease run out.  It renews every
+It runs in a thread on a connection of its own (to the worker's database,
+or to heartbeat_dsn: behind a pooler, an alias with a pool of its own, so
+that claims never starve the beats), shared by all of a worker's loops, so
+that a long step call on a loop's connection never lets a lease run out.
+It never prepares its statement (one every lease/3: nothing to save), so
+that no pooler on its way can break it.  It renews every
 lease/3 (the lease each claim returned: the queue's unless the worker named
 one) with one durable_heartbeat_batch; a task that comes back without a
 lease was taken over, cancelled or finished, and is marked lost so that
@@ -28,19 +32,19 @@ log = logging.getLogger("pgdurable")
 
 
 class Heartbeat(threading.Thread):
-    def __init__(self, dsn: str, *, pooled: bool, application_name: str):
+    def __init__(self, dsn: str, *, application_name: str):
         super().__init__(name="pgdurable-heartbeat", daemon=True)
-        self.dsn, self.pooled, self.application_name = dsn, pooled, application_name
+        self.dsn, self.application_name = dsn, application_name
         self.lock = threading.Lock()
-        self.held: dict[int, tuple[int, float]] = {}  # task id -> (fence, lease seconds)
+        self.held: dict[int, tuple[int, float, int]] = {}  # task id -> (fence, lease seconds, loop)
         self.renewed: dict[int, float] = {}  # task id -> when its lease last began (monotonic)
         self.lost: set[int] = set()
         self.stopped = threading.Event()
         self.wakeup = threading.Event()
 
-    def hold(self, task_id: int, fence: int, lease_seconds: float) -> None:
+    def hold(self, task_id: int, fence: int, lease_seconds: float, loop: int = 0) -> None:
         with self.lock:
-            self.held[task_id] = (fence, lease_seconds)
+            self.held[task_id] = (fence, lease_seconds, loop)
             self.renewed[task_id] = time.monotonic()  # the claim began the lease
         self.wakeup.set()  # its first beat a third of its lease from now
 
@@ -65,9 +69,10 @@ class Heartbeat(threading.Thread):
     def is_lost(self, task_id: int) -> bool:
         return self.lost_reason(task_id) is not None
 
-    def holding(self) -> list[tuple[int, int]]:
+    def holding(self, loop: int) -> list[tuple[int, int]]:
+        """What the loop holds: it gives those back, never another loop's."""
         with self.lock:
-            return [(t, fence) for t, (fence, _) in self.held.items()]
+            return [(t, fence) for t, (fence, _, owner) in self.held.items() if owner == loop]
 
     def stop(self) -> None:
         self.stopped.set()
@@ -75,7 +80,7 @@ class Heartbeat(threading.Thread):
 
     def interval(self) -> float:
         with self.lock:
-            leases = [lease for _, lease in self.held.values()]
+            leases = [lease for _, lease, _ in self.held.values()]
         return max(0.1, min(leases) / 3) if leases else 1.0
 
     def timeouts(self) -> dict:
@@ -101,7 +106,7 @@ class Heartbeat(threading.Thread):
                 continue
             sent_at = time.monotonic()
             try:
-                conn = conn or connect(self.dsn, pooled=self.pooled,
+                conn = conn or connect(self.dsn, pooled=True,
                                        application_name=self.application_name, **self.timeouts())
                 rows = execute(conn, "SELECT task_id, lease_until FROM @api.durable_heartbeat_batch("
                                      "%s::pg_catalog.int8[], %s::pg_catalog.int8[])",

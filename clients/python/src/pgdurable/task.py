@@ -59,6 +59,7 @@ class Task:
         self.worker, self.conn = worker, conn
         self.id, self.fence, self.attempt, self.payload, self.checkpoint, _, versions = row
         self.versions = versions or {}  # what the task is pinned to (Worker(versions=...))
+        self.begun = False  # durable_begin has said so
         self.completed = False  # durable_commit of the task has committed
         self._commit_pending = False  # ... or will, with the open transaction
 
@@ -78,6 +79,14 @@ class Task:
             if e.sqlstate == errors.INVALID_TRANSITION:
                 raise LeftToRecovery(e.diag.message_primary) from e
             raise
+
+    def begin(self) -> None:
+        """durable_begin, right before the handler runs: from now on a lease
+        that runs out spends the attempt.  Until then a crash gives it back,
+        so that a worker that dies with a batch claimed costs only the tasks
+        it began."""
+        self.call("SELECT @api.durable_begin(%s::pg_catalog.int8, %s::pg_catalog.int8)", self.id, self.fence)
+        self.begun = True
 
     def _in_transaction(self) -> bool:
         return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
