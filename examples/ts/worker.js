@@ -9,10 +9,12 @@
  * external service is the stand-in of examples/service.sql, which counts effects.
  *
  *   node examples/ts/worker.js --db postgres:///app --service postgres:///service \
- *       --queue orders --name js-1 [--lease SECONDS] [--batch N] [--idle-exit SECONDS] [--pooled]
+ *       --queue orders --name js-1 [--lease SECONDS] [--batch N] [--concurrency N] \
+ *       [--idle-exit SECONDS] [--pooled]
  *
- * --pooled (or DURABLE_POOLED=1): behind a transaction-mode pooler.  Tests
- * only: DURABLE_CRASH_AT=POINT[:CLASS] makes it SIGKILL itself there,
+ * --pooled (or DURABLE_POOLED=1): behind a transaction-mode pooler; without
+ * it the worker finds out for itself at start.  Tests only:
+ * DURABLE_CRASH_AT=POINT[:CLASS] makes it SIGKILL itself there,
  * DURABLE_CALL_MS makes each service call take that long.
  */
 import { parseArgs } from 'node:util';
@@ -23,32 +25,26 @@ import { Worker } from 'pgdurable';
 const { values: opt } = parseArgs({
   options: {
     db: { type: 'string' }, service: { type: 'string' }, queue: { type: 'string' }, name: { type: 'string' },
-    lease: { type: 'string' }, batch: { type: 'string', default: '10' },
+    lease: { type: 'string' }, batch: { type: 'string', default: '10' }, concurrency: { type: 'string', default: '1' },
     'idle-exit': { type: 'string', default: '-1' }, pooled: { type: 'boolean', default: false },
   },
 });
 if (!opt.db || !opt.service || !opt.queue || !opt.name) {
   console.error('usage: worker.js --db URL --service URL --queue NAME --name WORKER ' +
-    '[--lease SECONDS] [--batch N] [--idle-exit SECONDS] [--pooled]');
+    '[--lease SECONDS] [--batch N] [--concurrency N] [--idle-exit SECONDS] [--pooled]');
   process.exit(1);
 }
 const callMs = Number(process.env.DURABLE_CALL_MS ?? 0);
 
-/** The stand-in service: one connection, opened again after it was lost. */
-let service = /** @type {pg.Client | null} */ (null);
+/**
+ * The stand-in service, a connection for each handler running at once
+ * (--concurrency); a connection the server closed is replaced.
+ */
+const service = new pg.Pool({ connectionString: opt.service, application_name: opt.name,
+  max: Number(opt.concurrency) });
+service.on('error', () => {}); // an idle connection lost: the next query opens another
 async function serviceQuery(/** @type {string} */ sql, /** @type {any[]} */ params) {
-  try {
-    if (!service) {
-      service = new pg.Client({ connectionString: opt.service, application_name: opt.name });
-      service.on('error', () => {});
-      await service.connect();
-    }
-    return (await service.query(sql, params)).rows;
-  } catch (e) {
-    service?.end().catch(() => {});
-    service = null;
-    throw e;
-  }
+  return (await service.query(sql, params)).rows;
 }
 /** Perform an effect under its key (the service deduplicates idempotent ones). */
 async function perform(/** @type {string} */ cls, /** @type {string} */ key) {
@@ -66,8 +62,9 @@ async function lookup(/** @type {string} */ _step, /** @type {string} */ key) {
 const worker = new Worker({
   connectionString: opt.db, queue: opt.queue, name: opt.name,
   lease: opt.lease === undefined ? undefined : Number(opt.lease), // else the queue's
-  batch: Number(opt.batch), idleExit: Number(opt['idle-exit']),
-  pooled: opt.pooled || process.env.DURABLE_POOLED === '1',
+  batch: Number(opt.batch), concurrency: Number(opt.concurrency), idleExit: Number(opt['idle-exit']),
+  // not given: the worker finds out at start whether a transaction-mode pooler is in the way
+  pooled: opt.pooled || process.env.DURABLE_POOLED === '1' ? true : undefined,
   lookup,
   onPoint(point, kind) { // test-only fault injection
     const at = process.env.DURABLE_CRASH_AT;
@@ -93,6 +90,6 @@ await worker.run(async (task) => {
   }
   return { by: opt.name, steps: results };
 });
-await service?.end().catch(() => {});
+await service.end().catch(() => {});
 const said = Object.entries(worker.stats).map(([k, v]) => `${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)} ${v}`);
 console.error(`${new Date().toISOString()} [${opt.name}] stopped: ${said.join(', ')}`);

@@ -27,7 +27,24 @@
 #    40001 (the handler runs again), and a heartbeat that hangs (the worker
 #    takes its task for lost once the lease is out);
 # 9. a stream a handler writes, read live by another process (readStream),
-#    and resumed after a position.
+#    and resumed after a position;
+# 10. producers (producer.js): enqueue in the caller's own transaction (one
+#    rolled back leaves no task, one committed does, an error leaves the
+#    transaction to the caller), every option of durable_enqueue passed by
+#    name, enqueueBatch, debounce, throttle, emit, schedule, and durable's
+#    errors as classes by SQLSTATE; result and waitForResult of a task
+#    completed, failed, cancelled, never taken (a timeout), unknown;
+# 11. durable_begin: a worker killed in its first handler spends that
+#    task's attempt only, not those of the rest of its batch; a claimed
+#    task taken back before it began is dropped on 55U01, then finished;
+# 12. concurrency: N handlers at once on N connections (each waits until
+#    all N have arrived), one at a time by default, and lanes whose
+#    connections the server closes;
+# 13. a worker that cannot connect at start (nothing listens, a role that
+#    does not exist): a few attempts, then run() rejects with the reason;
+# 14. behind PgBouncer: in transaction mode a worker not told so finds out,
+#    says so once, polls and completes its tasks, and a producer enqueues
+#    and waits through it; in session mode a worker finds it may LISTEN.
 #
 # npm needs the registry for pg's metadata (the cache is the test's own;
 # the TypeScript compiler is the one tools/test installed in clients/ts).
@@ -37,11 +54,13 @@ use Cwd qw(getcwd);
 use File::Copy qw(copy);
 use File::Path qw(make_path);
 use IPC::Run;
+use Encode qw(encode);
 use JSON::PP;
 use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use DurablePgBouncer;
 use DurableWorkerScenarios qw(start_worker run_worker tasks_of steps_of effects_of);
 
 my $tree = getcwd();
@@ -108,7 +127,13 @@ append_to_file("$app/tsconfig.json", encode_json({
 		allowJs => JSON::PP::true, checkJs => JSON::PP::true },
 	files => [ 'consumer.ts', 'worker.js' ] }));
 my $consumer = <<'TS';
-import { Worker, TaskError, reaction, SQLSTATE, type Task, type StepClass } from 'pgdurable';
+import pg from 'pg';
+import {
+  Worker, TaskError, reaction, SQLSTATE, type Task, type StepClass,
+  enqueue, enqueueBatch, debounce, throttle, emit, schedule, unschedule, result, waitForResult,
+  DurableError, IdempotencyConflictError, UnknownObjectError, TaskFailedError, TaskCancelledError, TimeoutError,
+  type EnqueueOptions, type TaskState,
+} from 'pgdurable';
 
 interface Order { id: number; amount: number }
 const cls: StepClass = 'idempotent';
@@ -126,6 +151,35 @@ await worker.run(async (task: Task<Order>) => {
 });
 const n: number = worker.stats.completed + worker.stats.lookedUp;
 console.log(n, reaction(new Error('x')) === 'fail', SQLSTATE.staleFence);
+
+// a producer, on a pool's client in its own transaction, and on the pool
+const pool = new pg.Pool({ connectionString: 'postgres:///app' });
+const c = await pool.connect();
+await c.query('BEGIN');
+const options: EnqueueOptions = { idempotencyKey: 'order-1', runAt: new Date(), priority: 1, class: 'unsafe',
+  maxAttempts: 3, deadline: '1 day', workflowVersion: 'v2', metadata: { by: 'web' }, concurrencyKey: 'c',
+  fairnessKey: 'f', rateLimits: { llm: 1 }, budgets: ['llm'], spendLimit: '2.50' };
+const id: string = await enqueue(c, 'orders', { id: 1 }, options);
+await c.query('COMMIT');
+c.release();
+const ids: string[] = await enqueueBatch(pool, 'orders', [{ id: 2 }, { id: 3 }], { idempotencyKeys: ['k2', null] });
+const later: string = await debounce(pool, 'orders', 'user:1', {}, '5 seconds', { maxWait: '1 minute', mode: 'leading' });
+const once: string = await throttle(pool, 'orders', 'user:1', {}, '1 hour');
+const emitted: boolean = await emit(pool, 'orders', 'paid:1', { amount: 5 });
+const next: Date = await schedule(pool, 'nightly', '0 3 * * *', 'orders', {}, { timezone: 'Europe/Paris' });
+const removed: boolean = await unschedule(pool, 'nightly');
+const state: TaskState = (await result(pool, ids[0])).state;
+try {
+  const paid = await waitForResult<{ charge: string }>(pool, id, { timeoutMs: 60_000, maxPollMs: 500 });
+  console.log(paid.charge.toUpperCase(), later, once, emitted, next.getTime(), removed, state);
+} catch (e) {
+  if (e instanceof TaskFailedError) console.log(e.taskId, e.error);
+  else if (e instanceof TaskCancelledError) console.log(e.finishedAt);
+  else if (e instanceof TimeoutError) console.log(e.state);
+  else if (e instanceof IdempotencyConflictError || e instanceof UnknownObjectError) console.log(e.code, e.detail);
+  else if (e instanceof DurableError) console.log(e.code, e.cause);
+}
+new Worker({ connectionString: 'postgres:///app', queue: 'orders', name: 'ts-2', concurrency: 4 });
 TS
 append_to_file("$app/consumer.ts", $consumer);
 my ($tsc_out, $tsc_err) = ('', '');
@@ -316,6 +370,8 @@ $node->safe_psql('postgres', "SELECT durable_enqueue('$queue', '{}')");
 ok(eval { $listener{h}->finish }, 'an idle worker woke on durable_ready (LISTEN) and took the task')
   or diag($@ . $listener{err});
 is(tasks_of($node, $queue, "state || ' ' || (result->>'woken')"), 'completed true', '... and completed it');
+like($listener{err}, qr/not pooled: LISTEN durable_ready \(no pooler: backend \d+ is the one the server gave at connect\)/,
+	'... having found at start, not told, that no pooler is in the way');
 
 # ---- across everything: nothing lost, nothing done twice, every row agrees ----
 DurableWorkerScenarios::check_everything($node);
@@ -364,6 +420,10 @@ const handlers = {
     await new Promise((resolve) => setTimeout(resolve, 300));
     await task.stream('tokens', { b: 2 });
     return { end: await task.closeStream('tokens') };
+  },
+  async crash() { // dies in its handler before any step: of the tasks it holds, only this one began
+    process.kill(process.pid, 'SIGKILL');
+    await new Promise(() => {});
   },
   async rolledback(task) { // the handler's own statement rolled back (40001)
     runs++;
@@ -555,8 +615,424 @@ my ($rest, $rest_err) = ('', '');
 IPC::Run::run([ 'node', "$app/reader.js", $db, $task, 1 ], '>', \$rest, '2>', \$rest_err);
 is($rest, qq{[[2,{"b":2}]]\n}, '... and one that resumed after position 1 read the rest') or diag($rest_err);
 
+# 10. producers: the caller's own client, in the caller's own transaction
+# (the library never begins or commits), every option of durable_enqueue
+# passed by name, and durable's errors as classes
+$node->safe_psql('postgres', q{
+	CREATE TABLE orders (name text);
+	CREATE ROLE outsider LOGIN;
+	SELECT durable_create_queue('producer');
+	SELECT durable_create_queue('fences', lease => '1 hour');
+	SELECT durable_set_rate_limit('llm', 10, '1 minute');
+	SELECT durable_create_budget('llm', 100);
+	SELECT durable_create_budget('tiny', 1);
+});
+append_to_file("$app/producer.js", <<'JS');
+import pg from 'pg';
+import {
+  enqueue, enqueueBatch, debounce, throttle, emit, schedule, unschedule, result, waitForResult, asDurableError,
+  Worker, TaskError, DurableError, TaskFailedError, TaskCancelledError, TimeoutError,
+} from 'pgdurable';
+const [mode, db, ...args] = process.argv.slice(2);
+const client = new pg.Client({ connectionString: db });
+await client.connect();
+const out = {};
+/** what a call threw: its class, code, and whether the pg error is its cause */
+const caught = async (f) => {
+  try {
+    return { returned: await f() };
+  } catch (e) {
+    return { name: e.name, code: e.code, durable: e instanceof DurableError,
+      cause: e.cause instanceof pg.DatabaseError && e.cause.code === e.code, detail: e.detail ?? null };
+  }
+};
+const sql = async (text, values) => (await client.query(text, values)).rows[0];
+if (mode === 'transactions') {
+  await client.query('BEGIN');
+  out.rolledBack = await enqueue(client, 'producer', { order: 'rolled back' });
+  await client.query("INSERT INTO orders VALUES ('rolled back')");
+  await client.query('ROLLBACK');
+  out.unknown = await caught(() => result(client, out.rolledBack));
+  await client.query('BEGIN');
+  out.committed = await enqueue(client, 'producer', { order: 'committed' });
+  await client.query("INSERT INTO orders VALUES ('committed')");
+  out.inside = (await result(client, out.committed)).state; // the transaction sees its own task
+  out.waitInside = await caught(() => waitForResult(client, out.committed, { timeoutMs: 1000 }));
+  await client.query('COMMIT');
+  // an error in the caller's transaction leaves it to the caller: still open, aborted
+  await client.query('BEGIN');
+  out.missing = await caught(() => enqueue(client, 'no such queue', {}));
+  out.after = await caught(() => client.query('SELECT 1'));
+  await client.query('ROLLBACK');
+} else if (mode === 'options') {
+  const options = { idempotencyKey: 'order-7', runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5)), priority: 7,
+    class: 'unsafe', maxAttempts: 5, deadline: '2 days', workflowVersion: 'v2', metadata: { by: 'web' },
+    concurrencyKey: 'customer:7', fairnessKey: 'tenant:7', rateLimits: { llm: 2 }, budgets: ['llm'],
+    spendLimit: '12.50' };
+  out.id = await enqueue(client, 'producer', { order: 7 }, options);
+  out.again = await enqueue(client, 'producer', { order: 7 }, options);
+  out.conflict = await caught(() => enqueue(client, 'producer', { order: 8 }, options));
+  out.plain = await enqueue(client, 'producer'); // no payload, no option: the function's defaults
+  const payloads = [{ q: 'say "hi"\\\\ {x, y}' }, ['a', null, 1.5], 'ünïcödé \u{1F600}', null];
+  out.batch = await enqueueBatch(client, 'producer', payloads,
+    { idempotencyKeys: ['b1', null, 'b3', 'b4'], priority: 3, fairnessKeys: ['f1', 'f1', null, 'f2'] });
+  out.batchAgain = await enqueueBatch(client, 'producer', payloads.slice(0, 1), { idempotencyKeys: ['b1'] });
+  out.debounced = [await debounce(client, 'producer', 'user:1', { n: 1 }, '1 hour'),
+    await debounce(client, 'producer', 'user:1', { n: 2 }, '1 hour', { maxWait: '2 hours' })];
+  out.throttled = [await throttle(client, 'producer', 'user:1', { n: 1 }, '1 hour'),
+    await throttle(client, 'producer', 'user:1', { n: 2 }, '1 hour')];
+  out.emitted = [await emit(client, 'producer', 'paid:7', { amount: 5 }),
+    await emit(client, 'producer', 'paid:7', { amount: 5 })];
+  out.emitConflict = await caught(() => emit(client, 'producer', 'paid:7', { amount: 6 }));
+  const next = await schedule(client, 'nightly', '0 3 * * *', 'producer', { report: true }, { timezone: 'Europe/Paris' });
+  out.scheduled = next instanceof Date && next > new Date();
+  out.unscheduled = [await unschedule(client, 'nightly'), await unschedule(client, 'nightly')];
+  out.badCron = await caught(() => schedule(client, 'bad', 'not a cron', 'producer'));
+  out.badClass = await caught(() => enqueue(client, 'producer', {}, { class: 'maybe' }));
+  out.unknownQueue = await caught(() => enqueue(client, 'no such queue', {}));
+  const outsider = new pg.Client({ connectionString: args[0] });
+  await outsider.connect();
+  out.denied = await caught(() => enqueue(outsider, 'producer', {}));
+  await outsider.end();
+  // durable's own refusals of a worker's calls, as asDurableError classes them
+  const id = await enqueue(client, 'fences', {}, { budgets: ['tiny'] });
+  const { fence } = await sql("SELECT fence FROM durable_claim('fences', 'x')");
+  const call = (text, values) => caught(async () => {
+    try { return await client.query(text, values); } catch (e) { throw asDurableError(e); }
+  });
+  out.staleFence = await call('SELECT durable_heartbeat($1, $2)', [id, fence - 1]);
+  const { version } = await sql("SELECT version FROM durable_step($1, $2, 's', 'idempotent')", [id, fence]);
+  out.versionConflict = await call("SELECT durable_step_start($1, $2, 's', $3)", [id, fence, version + 5]);
+  out.budgetExhausted = await call("SELECT durable_step_start($1, $2, 's', $3, reserve => 5)", [id, fence, version]);
+  await sql("SELECT durable_step_start($1, $2, 's', $3)", [id, fence, version]);
+  out.invalidTransition = await call("SELECT durable_release($1, $2, 'test')", [id, fence]);
+} else if (mode === 'results') {
+  const [queue, parked] = args;
+  const pool = new pg.Pool({ connectionString: db, max: 2 });
+  const ids = { ok: await enqueue(pool, queue, { outcome: 'ok' }), failing: await enqueue(pool, queue, { outcome: 'fail' }),
+    cancelled: await enqueue(pool, parked, {}), waiting: await enqueue(pool, parked, {}) };
+  await pool.query("SELECT durable_cancel($1, 'not needed')", [ids.cancelled]);
+  const worker = new Worker({ connectionString: db, queue, name: 'results', pollMs: 50, handleSignals: false });
+  const running = worker.run(async (task) => {
+    if (task.payload.outcome === 'fail') throw new TaskError('card declined', 'permanent');
+    return { echo: task.payload };
+  });
+  const settled = async (f) => {
+    try { return { resolved: await f() }; } catch (e) {
+      return { name: e.name, taskId: e.taskId, error: e.error ?? null, state: e.state ?? null,
+        finished: e.finishedAt instanceof Date, failed: e instanceof TaskFailedError,
+        cancelled: e instanceof TaskCancelledError, timedOut: e instanceof TimeoutError, code: e.code ?? null };
+    }
+  };
+  out.ids = ids;
+  out.ok = await settled(() => waitForResult(pool, ids.ok, { timeoutMs: 120_000 }));
+  out.failing = await settled(() => waitForResult(pool, BigInt(ids.failing), { timeoutMs: 120_000 }));
+  out.cancelled = await settled(() => waitForResult(pool, ids.cancelled, { timeoutMs: 120_000 }));
+  // a task no worker takes: the wait times out, whatever the machine's speed
+  out.waiting = await settled(() => waitForResult(pool, ids.waiting, { timeoutMs: 300 }));
+  out.unknown = await settled(() => result(pool, '999999999'));
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(new Error('given up')), 100);
+  out.aborted = await settled(() => waitForResult(pool, ids.waiting, { signal: ac.signal }));
+  out.outcome = await result(pool, ids.ok);
+  worker.stop();
+  await running;
+  await pool.end();
+} else if (mode === 'enqueue') { // through a pooler: the caller's transaction on one backend
+  await client.query('BEGIN');
+  out.ids = await enqueueBatch(client, args[0], JSON.parse(args[1]));
+  await client.query('COMMIT');
+} else if (mode === 'wait') {
+  out.results = [];
+  for (const id of args.slice(1)) out.results.push(await waitForResult(client, id, { timeoutMs: Number(args[0]) }));
+}
+await client.end();
+console.log(JSON.stringify(out));
+JS
+
+sub producer
+{
+	my ($mode, $dbs, @args) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ 'node', "$app/producer.js", $mode, $dbs, @args ], '>', \$out, '2>', \$err,
+		IPC::Run::timeout(300));
+	diag("producer.js $mode: $err") if !$ok;
+	return (scalar(eval { decode_json($out) }) // {}, $err);
+}
+
+my ($p) = producer('transactions', $db);
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(task_id || ' ' || (payload->>'order'), ',') FROM durable.tasks WHERE queue_name = 'producer'}),
+	"$p->{committed} committed", 'producer: a task enqueued in a transaction that committed exists, with its payload');
+is($node->safe_psql('postgres', 'SELECT string_agg(name, \',\') FROM orders'), 'committed',
+	'... as the application\'s own write of that transaction does');
+is_deeply($p->{unknown}, { name => 'UnknownObjectError', code => '42704', durable => JSON::PP::true,
+		cause => JSON::PP::true, detail => $p->{unknown}{detail} },
+	'... one enqueued in a transaction rolled back does not: result() of its id is an UnknownObjectError (42704)');
+is($p->{inside}, 'ready', '... and the transaction that enqueued a task sees it (its own client\'s transaction)');
+is($p->{waitInside}{name}, 'InTransactionError',
+	'... but waitForResult refuses to wait in it: no worker could see the task before it ends');
+is($p->{missing}{name} . ' ' . $p->{missing}{code}, 'UnknownObjectError 42704',
+	'an enqueue that fails in the caller\'s transaction throws the class of its SQLSTATE');
+is($p->{after}{code}, '25P02', '... and leaves the transaction to the caller: still open, aborted (no ROLLBACK of its own)');
+
+my ($o, $o_err) = producer('options', $db,
+	"postgresql://outsider\@localhost:$port/postgres?host=$host");
+my $id = $o->{id} // 0;
+is($node->safe_psql('postgres', qq{
+	SELECT concat_ws(' | ', idempotency_key, run_at AT TIME ZONE 'UTC', priority, class, max_attempts, deadline,
+		workflow_version, metadata, concurrency_key, fairness_key, rate_limits, budgets, payload)
+	FROM durable.tasks WHERE task_id = $id}),
+	'order-7 | 2031-01-02 03:04:05 | 7 | unsafe | 5 | 2 days | v2 | {"by": "web"} | customer:7 | tenant:7'
+	  . ' | {"llm": 2} | {llm,task:' . $id . '} | {"order": 7}',
+	'enqueue passes every option of durable_enqueue by name') or diag($o_err);
+is($node->safe_psql('postgres', "SELECT amount FROM durable.budgets WHERE name = 'task:$id'"), '12.50',
+	'... spendLimit too (the task\'s own budget)');
+is($o->{again}, $id, '... the same key and payload return the first task\'s id');
+is_deeply([ @{ $o->{conflict} }{qw(name code durable cause)} ],
+	[ 'IdempotencyConflictError', '55U03', JSON::PP::true, JSON::PP::true ],
+	'... another payload under the key: IdempotencyConflictError (55U03), a DurableError, the pg error its cause');
+like($o->{conflict}{detail} // '', qr/Task $id .*another payload/, '... with the server\'s detail');
+is($node->safe_psql('postgres', qq{
+	SELECT concat_ws(' | ', payload, priority, class, metadata IS NULL, idempotency_key IS NULL)
+	FROM durable.tasks WHERE task_id = $o->{plain}}), '{} | 0 | idempotent | t | t',
+	'enqueue with no payload and no option: the function\'s defaults');
+my $batch = join(',', @{ $o->{batch} // [] });
+is($node->safe_psql('postgres', qq{
+	SELECT string_agg(concat_ws(' ', payload, coalesce(idempotency_key, '-'), priority, coalesce(fairness_key, '-')), E'\\n' ORDER BY task_id)
+	FROM durable.tasks WHERE task_id IN ($batch)}),
+	join("\n", '{"q": "say \"hi\"\\\\\\\\ {x, y}"} b1 3 f1', '["a", null, 1.5] - 3 f1',
+		encode('UTF-8', qq{"\x{fc}n\x{ef}c\x{f6}d\x{e9} \x{1F600}" b3 3 -}), 'null b4 3 f2'),
+	'enqueueBatch: a task per payload, in order, each payload as it was (quotes, backslashes, braces, arrays, null)');
+is(scalar(@{ $o->{batch} // [] }) . ' ' . ($o->{batchAgain}[0] // ''), "4 $o->{batch}[0]",
+	'... its ids as strings, and a key given again returns its task');
+is(join(' ', @{ $o->{debounced} // [] }) =~ /^(\d+) \1$/ && $node->safe_psql('postgres',
+		"SELECT payload->>'n' FROM durable.tasks WHERE task_id = $o->{debounced}[0]"), '2',
+	'debounce: the calls of a key make one task, with the last payload');
+ok(join(' ', @{ $o->{throttled} // [] }) =~ /^(\d+) \1$/, 'throttle: a second call within the period returns the first task');
+is(join(' ', map { $_ ? 'true' : 'false' } @{ $o->{emitted} // [] }) . ' ' . ($o->{emitConflict}{name} // ''),
+	'true false IdempotencyConflictError', 'emit: true, then false for the same payload, 55U03 for another');
+is(join(' ', map { $_ ? 'true' : 'false' } $o->{scheduled}, @{ $o->{unscheduled} // [] }), 'true true false',
+	'schedule returns its next run (a Date); unschedule true, then false');
+is(join(' ', map { "$o->{$_}{name} $o->{$_}{code}" } qw(badCron badClass unknownQueue denied)),
+	'InvalidArgumentError 22023 InvalidArgumentError 22023 UnknownObjectError 42704 PermissionDeniedError 42501',
+	'a bad cron or class is InvalidArgumentError, an unknown queue UnknownObjectError, a role without grant PermissionDeniedError');
+is(join(' ', map { "$o->{$_}{name} $o->{$_}{code}" } qw(staleFence versionConflict budgetExhausted invalidTransition)),
+	'StaleFenceError 55U01 VersionConflictError 55U02 BudgetExhaustedError 55U05 InvalidTransitionError 55U04',
+	'asDurableError classes durable\'s refusals by SQLSTATE');
+
+# result and waitForResult: a task completed, one failed, one cancelled, one
+# no worker takes (the wait times out), an unknown one
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('results', max_attempts => 1);
+	SELECT durable_create_queue('parked');
+});
+my ($r, $r_err) = producer('results', $db, 'results', 'parked');
+is_deeply($r->{ok}, { resolved => { echo => { outcome => 'ok' } } },
+	'waitForResult resolves to what the handler returned') or diag($r_err);
+is(join(' ', map { $r->{failing}{$_} // '' } qw(name taskId failed finished)) . ' ' . encode_json($r->{failing}{error} // {}),
+	"TaskFailedError $r->{ids}{failing} 1 1 " . '{"error":"card declined"}',
+	'... rejects with TaskFailedError for a failed task, with its error (its id given as a bigint)');
+is(join(' ', map { $r->{cancelled}{$_} // '' } qw(name taskId cancelled)), "TaskCancelledError $r->{ids}{cancelled} 1",
+	'... with TaskCancelledError for a cancelled one');
+is(join(' ', map { $r->{waiting}{$_} // '' } qw(name state timedOut)), 'TimeoutError ready 1',
+	'... with TimeoutError when the time is up first, saying the state it was in');
+is($r->{aborted}{name}, 'Error', '... and with the signal\'s reason when aborted');
+is(join(' ', map { $r->{unknown}{$_} // '' } qw(name code)), 'UnknownObjectError 42704',
+	'result() of an unknown task: UnknownObjectError');
+is(join(' ', $r->{outcome}{state} // '', encode_json($r->{outcome}{result} // {}), defined $r->{outcome}{finishedAt} ? 1 : 0),
+	'completed {"echo":{"outcome":"ok"}} 1', 'result() reports the state, the result and when it finished');
+
+# 11. begin: the worker says it begins each task right before its handler,
+# so a crash costs only the tasks it began.  A worker that claimed three
+# tasks dies in its first handler, before any step: that task's attempt is
+# spent, the two it never began get theirs back.
+$queue = 'unbegun';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '{}')) FROM generate_series(1, 3);
+});
+$probe = probe('crash', $queue);
+$probe->{h}->finish;
+is($probe->{h}->full_result(0) & 127, 9, 'a worker that claimed three tasks died in its first handler');
+is(tasks_of($node, $queue, "count(*) FILTER (WHERE state = 'running') || ' ' || count(*) FILTER (WHERE began_at IS NOT NULL)"),
+	'3 1', '... holding the three, one of them begun (durable_begin: no step touched it)');
+is($node->safe_psql('postgres', qq{
+	SELECT string_agg(a, ' ' ORDER BY a) FROM (
+		SELECT durable_expire_lease(task_id, 'test') a FROM durable.tasks WHERE queue_name = '$queue') x}),
+	'not_begun not_begun retry_same_activity',
+	'... their leases ended: the begun one is retried, the two never begun are not judged');
+is(tasks_of($node, $queue, "string_agg(state || ' ' || attempt, ', ' ORDER BY state)"),
+	'ready 0, ready 0, waiting 1', '... and have their attempts back');
+
+# 55U01 from durable_begin: a claimed task an operator took back before the
+# worker began it is dropped as lost, then claimed again and finished
+$queue = 'begun';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour');
+	SELECT count(durable_enqueue('$queue', '{"steps": [["reserve", "idempotent"]]}')) FROM generate_series(1, 2);
+});
+$effects_lock = hold_effects();
+my $begun = start_worker($w, $queue, 'begun', {}, '--batch', '2', '--idle-exit', '1');
+waits_on_lock('service', 'begun');
+my $unbegun = $node->safe_psql('postgres',
+	"SELECT task_id FROM durable.tasks t WHERE queue_name = '$queue' AND state = 'running'"
+	  . ' AND NOT EXISTS (SELECT FROM durable.steps s WHERE s.task_id = t.task_id)');
+is($node->safe_psql('postgres', "SELECT durable_expire_lease($unbegun, 'test')"), 'not_begun',
+	'a task claimed with another, not begun yet, taken back by an operator');
+$effects_lock->query_safe('COMMIT');
+$begun->{h}->finish;
+is($begun->{h}->full_result(0), 0, '... the worker went on') or diag($begun->{err});
+like($begun->{err}, qr/task $unbegun lost: (fencing token \d+ is stale|the heartbeat found it gone)/,
+	'... dropped it when it came to begin it (55U01, or its heartbeat found it first)');
+is(tasks_of($node, $queue, "string_agg(state || ' attempt ' || attempt, ', ')"), 'completed attempt 1, completed attempt 1',
+	'... claimed it again and finished both, no attempt spent on the one taken back');
+is(effects_of($node, $queue), '2 2', '... every effect once');
+$effects_lock->quit;
+
+# 12. concurrency: one at a time by default (the tasks of a batch one after
+# another); with concurrency N, N handlers at once, each lane on a
+# connection of its own.  Each handler of the concurrent worker waits until
+# all N have arrived: one at a time, the first would wait its 30 s out and
+# say it met nobody.
+append_to_file("$app/lanes.js", <<'JS');
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'pgdurable';
+const [db, queue, concurrency, batch] = process.argv.slice(2);
+let active = 0, most = 0, arrived = 0;
+const backends = new Set();
+const worker = new Worker({ connectionString: db, queue, name: `lanes-${concurrency}`, pollMs: 50, idleExit: 1,
+  concurrency: concurrency === 'default' ? undefined : Number(concurrency), batch: Number(batch) });
+await worker.run(async (task) => {
+  await task.step('first', 'idempotent', {}, async () => 1);
+  active++;
+  most = Math.max(most, active);
+  arrived++;
+  const until = Date.now() + 30_000;
+  while (arrived < (task.payload.meet ?? 0) && Date.now() < until) await sleep(20);
+  const met = arrived;
+  await sleep(50);
+  active--;
+  await task.step('second', 'idempotent', {}, async () => 2);
+  task.atCommit(async (c) => { backends.add((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid); });
+  return { met };
+});
+console.log(JSON.stringify({ most, backends: backends.size, completed: worker.stats.completed }));
+JS
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('lanes', lease => '1 hour');
+	SELECT count(durable_enqueue('lanes', '{"meet": 3}')) FROM generate_series(1, 3);
+	SELECT durable_create_queue('one_lane', lease => '1 hour');
+	SELECT count(durable_enqueue('one_lane', '{}')) FROM generate_series(1, 3);
+});
+my ($lanes, $lanes_err) = ('', '');
+IPC::Run::run([ 'node', "$app/lanes.js", $db, 'lanes', 3, 1 ], '>', \$lanes, '2>', \$lanes_err, IPC::Run::timeout(300));
+is($lanes, qq{{"most":3,"backends":3,"completed":3}\n},
+	'concurrency 3: three handlers at once (claimed one a time as lanes freed), on three connections')
+  or diag($lanes_err);
+is(tasks_of($node, 'lanes', "string_agg(state || ' ' || (result->>'met'), ', ')"), 'completed 3, completed 3, completed 3',
+	'... each met the two others');
+like($lanes_err, qr/concurrency 3/, '... as its start line says');
+IPC::Run::run([ 'node', "$app/lanes.js", $db, 'one_lane', 'default', 10 ], '>', \$lanes, '2>', \$lanes_err,
+	IPC::Run::timeout(300));
+is($lanes, qq{{"most":1,"backends":1,"completed":3}\n},
+	'by default the handlers of a batch run one at a time, on the worker\'s connection') or diag($lanes_err);
+
+# three lanes whose connections the server closes mid-run (all of the
+# worker's: the lanes', the claims', the heartbeat's): the worker waits for
+# its lanes, reconnects, gives back what it held, and finishes everything
+$queue = 'lanes_reconnect';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+	SELECT count(durable_enqueue('$queue', '$DurableWorkerScenarios::retry_safe')) FROM generate_series(1, 12);
+});
+my $rec = start_worker($w, $queue, 'lanes-reconnect', { DURABLE_CALL_MS => 50 },
+	'--lease', '1', '--batch', '2', '--concurrency', '3', '--idle-exit', '3');
+$node->poll_query_until('postgres', qq{
+	SELECT count(*) >= 3 FROM durable.tasks WHERE queue_name = '$queue' AND state = 'completed'})
+  or die 'nothing completed';
+$node->safe_psql('postgres', q{
+	SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'lanes-reconnect%'});
+$rec->{h}->finish;
+is($rec->{h}->full_result(0), 0, 'a worker of three lanes whose connections were closed went on') or diag($rec->{err});
+like($rec->{err}, qr/reconnecting/, '... saying it reconnected');
+is(tasks_of($node, $queue, "count(*) FILTER (WHERE state = 'completed')"), '12', '... and finished every task')
+  or diag($rec->{err});
+is(effects_of($node, $queue), '24 24', '... every effect once');
+
+# 13. fail loud at start: a worker that cannot connect (nothing listens; a
+# role that does not exist) tries a few times, then run() rejects with why
+append_to_file("$app/start.js", <<'JS');
+import { Worker } from 'pgdurable';
+const worker = new Worker({ connectionString: process.argv[2], queue: 'nowhere', name: 'no-start' });
+try {
+  await worker.run(async () => {});
+  console.log('run() resolved');
+} catch (e) {
+  console.log(`run() rejected: ${e.message}`);
+  process.exitCode = 3;
+}
+JS
+my $closed = PostgreSQL::Test::Cluster::get_free_port();
+my @starts = map {
+	my %run = (out => '', err => '');
+	$run{h} = IPC::Run::start([ 'node', "$app/start.js", $_ ], '>', \$run{out}, '2>', \$run{err},
+		IPC::Run::timeout(120));
+	\%run;
+} ("postgresql://$user\@127.0.0.1:$closed/postgres", "postgresql://nobody\@localhost:$port/postgres?host=$host");
+$_->{h}->finish for @starts;
+is(join(' ', map { $_->{h}->full_result(0) >> 8 } @starts), '3 3',
+	'a worker that cannot connect at start stops: run() rejects');
+like($starts[0]{out}, qr/^run\(\) rejected: could not connect to durable's database \(4 attempts\): .*ECONNREFUSED/m,
+	'... with the reason: nothing listens') or diag($starts[0]{out} . $starts[0]{err});
+like($starts[1]{out}, qr/^run\(\) rejected: could not connect to durable's database \(4 attempts\): role "nobody" does not exist/m,
+	'... or the login is refused') or diag($starts[1]{out} . $starts[1]{err});
+is(scalar(() = $starts[1]{err} =~ /could not connect \(role "nobody" does not exist\); attempt [234] of 4 in [124] s/g), 3,
+	'... after saying so at each of its attempts') or diag($starts[1]{err});
+
+# 14. behind a transaction-mode PgBouncer, a worker not told so finds out
+# (two of its connections share a backend), says so once, does not LISTEN,
+# polls, and completes its tasks; a producer enqueues through the same
+# pooler in its own transaction and waits for the results (polling)
+my $bouncer = DurablePgBouncer->new($node, 'tx', pool_mode => 'transaction', default_pool_size => 2);
+$queue = 'bounced';
+$node->safe_psql('postgres', qq{SELECT durable_create_queue('$queue', lease => '1 hour', notify => true)});
+my ($e) = producer('enqueue', $bouncer->url('postgres'), $queue,
+	encode_json([ map { decode_json($DurableWorkerScenarios::retry_safe) } 1 .. 3 ]));
+is(scalar(@{ $e->{ids} // [] }), 3, 'a producer enqueued three tasks in a transaction through a transaction-mode pooler');
+my $bounced = start_worker({ %$w, db => $bouncer->url('postgres') }, $queue, 'bounced', {}, '--idle-exit', '3');
+my ($waited, $waited_err) = producer('wait', $bouncer->url('postgres'), 120_000, @{ $e->{ids} // [] });
+$bounced->{h}->finish;
+is($bounced->{h}->full_result(0), 0, 'a worker given the pooler\'s connection string, not told it is pooled, stopped by itself')
+  or diag($bounced->{err});
+is(scalar(() = $bounced->{err} =~ /pooled: no LISTEN \(a transaction-mode pooler: [^)]*\); polling every \d+ ms/g), 1,
+	'... saying once that it found a transaction-mode pooler and polls') or diag($bounced->{err});
+is(tasks_of($node, $queue, "string_agg(DISTINCT state::text || ' by ' || (result->>'by'), ',')"), 'completed by bounced',
+	'... and completed every task');
+is(effects_of($node, $queue), '6 6', '... every effect once');
+is(join(',', map { $_->{by} // '' } @{ $waited->{results} // [] }), 'bounced,bounced,bounced',
+	'the producer waited for each result through the pooler (no LISTEN)') or diag($waited_err);
+$bouncer->stop;
+
+# behind a session-mode PgBouncer a worker not told anything keeps LISTEN:
+# its connection keeps its backend, which another connection never gets
+$bouncer = DurablePgBouncer->new($node, 'session', pool_mode => 'session', default_pool_size => 4);
+$queue = 'sessions';
+$node->safe_psql('postgres', qq{
+	SELECT durable_create_queue('$queue', lease => '1 hour', notify => true);
+	SELECT count(durable_enqueue('$queue', '$DurableWorkerScenarios::retry_safe')) FROM generate_series(1, 2);
+});
+my $session = run_worker({ %$w, db => $bouncer->url('postgres') }, $queue, 'session', {}, '--idle-exit', '1');
+is($session->{h}->full_result(0), 0, 'a worker behind a session-mode pooler, not told anything, stopped by itself')
+  or diag($session->{err});
+like($session->{err}, qr/not pooled: LISTEN durable_ready \(no transaction-mode pooler: the connection kept backend \d+\)/,
+	'... saying that it found no transaction-mode pooler, and listens');
+is(tasks_of($node, $queue, "string_agg(DISTINCT state::text, ',')") . ' / ' . effects_of($node, $queue),
+	'completed / 4 4', '... having completed its tasks, every effect once');
+$bouncer->stop;
+
 is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0',
-	'durable_verify() reports nothing after the handlers\' cases');
+	'durable_verify() reports nothing after the handlers\', producers\' and pooler\'s cases');
 
 $node->stop;
 done_testing();

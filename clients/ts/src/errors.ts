@@ -29,14 +29,30 @@ export const SQLSTATE = {
   versionMismatch: '55U02',
   idempotencyConflict: '55U03',
   invalidTransition: '55U04',
+  budgetExhausted: '55U05',
+  undefinedObject: '42704',
+  insufficientPrivilege: '42501',
   serializationFailure: '40001',
   deadlockDetected: '40P01',
   queryCanceled: '57014',
 } as const;
 
-/** The SQLSTATE of a server error, or undefined. */
+/**
+ * A server's error, also from another copy of pg than the library's (an
+ * application's own client may come from one): node-postgres's
+ * DatabaseError, or an error with its severity and a five-character
+ * SQLSTATE (a socket's EPIPE has no severity).
+ */
+function isServerError(e: unknown): e is pg.DatabaseError {
+  if (e instanceof pg.DatabaseError) return true;
+  const { code, severity } = (e ?? {}) as { code?: unknown; severity?: unknown };
+  return e instanceof Error && typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/** The SQLSTATE of a server error (or of a DurableError), or undefined. */
 export function sqlstate(e: unknown): string | undefined {
-  return e instanceof pg.DatabaseError ? e.code : undefined;
+  if (e instanceof DurableError) return e.code;
+  return isServerError(e) ? e.code : undefined;
 }
 
 export function reaction(e: unknown): Reaction {
@@ -63,8 +79,16 @@ export function reaction(e: unknown): Reaction {
 export class ConnectionLost extends Error {
   override name = 'ConnectionLost';
   constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    super(describe(cause), { cause });
   }
+}
+
+/** An error's message; a connect to several addresses fails with an AggregateError whose own is empty. */
+function describe(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  if (e.message) return e.message;
+  if (e instanceof AggregateError) return e.errors.map(describe).join('; ');
+  return (e as { code?: string }).code ?? e.name;
 }
 
 /** What a query of the library's own client threw, as the loop must read it. */
@@ -103,3 +127,56 @@ export class LeaveToRecovery extends Error { override name = 'LeaveToRecovery'; 
 export class Waiting extends Error { override name = 'Waiting'; }
 /** The worker is stopping: give the task back at this step boundary. */
 export class Stopping extends Error { override name = 'Stopping'; }
+
+/**
+ * An error durable raised, as the producer functions throw it: the
+ * SQLSTATE in `code`, the server's message, detail and hint, and the
+ * error node-postgres threw as `cause`.  The codes a caller acts on have a
+ * class of their own (asDurableError); any other SQLSTATE is a DurableError.
+ */
+export class DurableError extends Error {
+  override name = 'DurableError';
+  readonly code: string;
+  readonly detail?: string;
+  readonly hint?: string;
+  constructor(cause: pg.DatabaseError) {
+    super(cause.message, { cause });
+    this.code = cause.code ?? '';
+    this.detail = cause.detail;
+    this.hint = cause.hint;
+  }
+}
+/** 55U01: the fence is not the task's any more; someone else holds it. */
+export class StaleFenceError extends DurableError { override name = 'StaleFenceError'; }
+/** 55U02: a compare-and-swap found another version: read again, decide again. */
+export class VersionConflictError extends DurableError { override name = 'VersionConflictError'; }
+/** 55U03: a key (or a wait's name, an event) came back with another request. */
+export class IdempotencyConflictError extends DurableError { override name = 'IdempotencyConflictError'; }
+/** 55U04: the state does not allow the call now. */
+export class InvalidTransitionError extends DurableError { override name = 'InvalidTransitionError'; }
+/** 55U05: a spend budget has not enough left. */
+export class BudgetExhaustedError extends DurableError { override name = 'BudgetExhaustedError'; }
+/** 42704: no such queue, task, schedule, rate limit or budget. */
+export class UnknownObjectError extends DurableError { override name = 'UnknownObjectError'; }
+/** 42501: the role lacks the API role, or the restricted queue's grant. */
+export class PermissionDeniedError extends DurableError { override name = 'PermissionDeniedError'; }
+/** Class 22: a bad argument (22023), a NULL where one is needed (22004), ... */
+export class InvalidArgumentError extends DurableError { override name = 'InvalidArgumentError'; }
+
+const ERROR_CLASSES: Record<string, new (cause: pg.DatabaseError) => DurableError> = {
+  [SQLSTATE.staleFence]: StaleFenceError,
+  [SQLSTATE.versionMismatch]: VersionConflictError,
+  [SQLSTATE.idempotencyConflict]: IdempotencyConflictError,
+  [SQLSTATE.invalidTransition]: InvalidTransitionError,
+  [SQLSTATE.budgetExhausted]: BudgetExhaustedError,
+  [SQLSTATE.undefinedObject]: UnknownObjectError,
+  [SQLSTATE.insufficientPrivilege]: PermissionDeniedError,
+};
+
+/** A server's error as the DurableError of its SQLSTATE; any other error as it is. */
+export function asDurableError(e: unknown): unknown {
+  if (e instanceof DurableError || !isServerError(e)) return e;
+  const code = e.code ?? '';
+  const Class = ERROR_CLASSES[code] ?? (code.startsWith('22') ? InvalidArgumentError : DurableError);
+  return new Class(e);
+}

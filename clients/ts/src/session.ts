@@ -21,7 +21,10 @@ import { ConnectionLost, fromLibraryClient, reaction } from './errors.js';
 
 const RETRIES = 5;
 
-export type Queryable = Pick<pg.Client, 'query'>;
+/** What runs a statement: a pg.Client, a pool's client, a pg.Pool. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
 
 /**
  * The library's own connection.  What its queries throw that is no answer of

@@ -120,6 +120,17 @@ export class Task<Payload = any> {
   }
 
   /**
+   * @internal durable_begin, just before the handler runs: from now on a
+   * lease that runs out spends the claim's attempt (until then it gives it
+   * back, so a crash costs only the tasks it began).  55U01 is TaskLost.
+   */
+  begin(): Promise<void> {
+    return this.guarded(async () => {
+      await this.call(`SELECT @api.durable_begin(${TASK})`, []);
+    });
+  }
+
+  /**
    * Run a step once: plan it, commit "started" before the call, call with
    * the step's idempotency key, record the receipt, commit the result.  A
    * step committed before returns its stored result without a call.

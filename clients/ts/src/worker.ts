@@ -1,9 +1,10 @@
 /**
- * The queue loop: claim a batch, run the handler for each task, complete it
- * with what the handler returns; keep the leases alive; look up queryable
- * steps a crash left unknown; reconnect with backoff after a lost
- * connection; on SIGTERM finish the step in hand and give back every task
- * still held (durable_release: ready at once, its attempt not used).
+ * The queue loop: claim a batch, run the handler for each task (up to
+ * `concurrency` at once), complete it with what the handler returns; keep
+ * the leases alive; look up queryable steps a crash left unknown;
+ * reconnect with backoff after a lost connection; on SIGTERM finish the
+ * step in hand and give back every task still held (durable_release: ready
+ * at once, its attempt not used).
  */
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +19,19 @@ import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } f
 const READY_CHANNEL = 'durable_ready';
 /** Runs of a handler whose statement the server rolled back (40001, 40P01, 57014), as the Python client. */
 const HANDLER_RUNS = 3;
+/**
+ * Connections tried before the first one succeeded (waiting 1, 2, 4 s in
+ * between): a bad connection string or a refused login ends run() with its
+ * reason instead of retrying for ever.  After a first connection a lost one
+ * is reconnected without end.
+ */
+const START_ATTEMPTS = 4;
+/** A connect that hangs (a host that drops packets) is given up and tried again. */
+const CONNECT: Partial<pg.ClientConfig> = { connectionTimeoutMillis: 10_000 };
+/** The pooler probe's own connection never holds the start up for long. */
+const PROBE: Partial<pg.ClientConfig> = { connectionTimeoutMillis: 5_000, query_timeout: 5_000 };
+/** How long the loop sleeps while every lane is busy: a lane that frees, a signal or stop() wakes it. */
+const LANE_WAIT_MS = 60_000;
 
 export interface WorkerOptions {
   /** node-postgres connection string of the database durable is in */
@@ -36,8 +50,15 @@ export interface WorkerOptions {
   /** tasks claimed at once (10) */
   batch?: number;
   /**
+   * handlers run at once (1: the tasks of a batch one after another); each
+   * lane beyond one has a connection of its own
+   */
+  concurrency?: number;
+  /**
    * Behind a transaction-mode pooler (PgBouncer pool_mode = transaction): no
-   * LISTEN, which needs a session of its own; the worker polls.
+   * LISTEN, which needs a session of its own; the worker polls.  Not given,
+   * the worker finds out at start (a transaction-mode pooler lets two
+   * connections share a backend, and one connection change backends).
    */
   pooled?: boolean;
   /** how often an idle worker polls, in milliseconds (250) */
@@ -64,6 +85,9 @@ export class Worker {
   private readonly holdings = new Holdings();
   private readonly log: (msg: string) => void;
   private readonly lease: string | null;
+  private readonly concurrency: number;
+  /** LISTEN or not, once the first connection decided it */
+  private pooled: boolean | null = null;
   private stopping = false;
   private woken = false;
   private wake: (() => void) | null = null;
@@ -71,6 +95,9 @@ export class Worker {
   constructor(private readonly options: WorkerOptions) {
     this.log = options.log ?? ((msg) => console.error(`${new Date().toISOString()} [${options.name}] ${msg}`));
     this.lease = options.lease === undefined ? null : `${options.lease} seconds`;
+    this.concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new RangeError(`concurrency must be a positive integer, not ${options.concurrency}`);
   }
 
   /** Stop at the next step boundary, give back what is held, return from run(). */
@@ -79,7 +106,11 @@ export class Worker {
     this.wake?.();
   }
 
-  /** Work the queue until stop(), a signal, or idleExit. */
+  /**
+   * Work the queue until stop(), a signal, or idleExit.  Rejects when no
+   * connection could be made at start (a bad connection string, a refused
+   * login), with the reason.
+   */
   async run<Payload = any>(handler: Handler<Payload>): Promise<void> {
     const onSignal = () => this.stop();
     if (this.options.handleSignals ?? true) {
@@ -90,8 +121,6 @@ export class Worker {
       this.options.heartbeatConnectionString ?? this.options.connectionString,
       `${this.options.name} heartbeat`, this.log);
     heartbeat.start();
-    if (this.options.pooled)
-      this.log(`pooled: no LISTEN behind a transaction-mode pooler; polling every ${this.pollMs} ms`);
     try {
       await this.connected(handler);
     } finally {
@@ -107,12 +136,13 @@ export class Worker {
 
   /** The loop on a connection, again on a new one after a lost one. */
   private async connected(handler: Handler<any>): Promise<void> {
-    for (let backoff = 1; ;) {
+    for (let backoff = 1, attempt = 1; ; attempt++) {
       let client: pg.Client | null = null;
       try {
-        client = await connect(this.options.connectionString, this.options.name);
+        client = await connect(this.options.connectionString, this.options.name, CONNECT);
+        if (this.pooled === null) await this.start(client);
         await this.giveBack(client, 'reconnected'); // what a lost connection left held
-        if (!this.options.pooled) await this.listen(client);
+        if (!this.pooled) await this.listen(client);
         backoff = 1;
         await this.loop(client, handler);
         await this.giveBack(client, 'shutdown');
@@ -120,13 +150,76 @@ export class Worker {
       } catch (e) {
         if (!(e instanceof ConnectionLost)) throw e;
         if (this.stopping) return; // the leases run out; recovery takes over
-        this.log(`connection lost (${(e as Error).message}); reconnecting in ${backoff} s`);
+        if (this.pooled === null) { // never connected yet: the connection string or the login may be wrong
+          if (attempt >= START_ATTEMPTS)
+            throw new Error(`could not connect to durable's database (${attempt} attempts): ${e.message}`,
+              { cause: e.cause });
+          this.log(`could not connect (${e.message}); attempt ${attempt + 1} of ${START_ATTEMPTS} in ${backoff} s`);
+        } else {
+          this.log(`connection lost (${e.message}); reconnecting in ${backoff} s`);
+        }
         this.woken = false;
         await this.pause(backoff * 1000); // SIGTERM ends it: reconnect, give back, return
         backoff = Math.min(backoff * 2, 30);
       } finally {
         await client?.end().catch(() => {});
       }
+    }
+  }
+
+  /** At the first connection: LISTEN or poll, and one line that says how the worker runs. */
+  private async start(client: pg.Client): Promise<void> {
+    const { queue, name, batch = 10, pooled } = this.options;
+    const found = pooled === undefined
+      ? await this.findPooler(client)
+      : { pooled, why: `pooled: ${pooled} given` };
+    this.pooled = found.pooled;
+    this.log(`worker ${name} on queue ${queue}: lease ${this.lease ?? "the queue's"}, batch ${batch}, `
+      + `concurrency ${this.concurrency}, ${found.pooled
+        ? `pooled: no LISTEN (${found.why}); polling every ${this.pollMs} ms`
+        : `not pooled: LISTEN ${READY_CHANNEL} (${found.why}), polling every ${this.pollMs} ms`}`);
+  }
+
+  /**
+   * Is a transaction-mode pooler in the way, where a LISTEN would stay on a
+   * backend the worker no longer holds (docs/poolers.md)?  Node-postgres
+   * prepares no statement unless named, so LISTEN is the one thing at
+   * stake.  A backend whose pid is the one the server gave at connect
+   * (BackendKeyData) is the server's own session: no pooler.  Else a pooler
+   * made the pid up.  Through a session-mode one a connection keeps its
+   * backend and two connections never share one; through a
+   * transaction-mode one they do.  So: a second connection's backend, held
+   * in a transaction (a pooler hands out the backend used last first:
+   * ours); then ours again.  When the probe cannot tell (its connection
+   * refused, or waiting for a backend), the worker polls: that is right
+   * behind any pooler.
+   */
+  private async findPooler(client: pg.Client): Promise<{ pooled: boolean; why: string }> {
+    const PID = 'SELECT pg_catalog.pg_backend_pid() AS pid';
+    const pid = async (c: pg.Client) => (await c.query<{ pid: number }>(PID)).rows[0].pid;
+    const ours = await pid(client);
+    if ((client as { processID?: number }).processID === ours)
+      return { pooled: false, why: `no pooler: backend ${ours} is the one the server gave at connect` };
+    let probe: pg.Client | null = null;
+    try {
+      let held: number;
+      try {
+        probe = await connect(this.options.connectionString, `${this.options.name} probe`, PROBE);
+        await probe.query('BEGIN');
+        held = await pid(probe);
+      } catch (e) {
+        return { pooled: true, why: `could not tell whether a transaction-mode pooler is in the way: `
+          + `${(e as Error).message}; polling to be safe` };
+      }
+      const again = held === ours ? ours : await pid(client);
+      await probe.query('COMMIT').catch(() => {}); // a pooler keeps a backend whose transaction ended
+      if (held === ours)
+        return { pooled: true, why: `a transaction-mode pooler: two connections shared backend ${ours}` };
+      return again === ours
+        ? { pooled: false, why: `no transaction-mode pooler: the connection kept backend ${ours}` }
+        : { pooled: true, why: `a transaction-mode pooler: the connection moved from backend ${ours} to ${again}` };
+    } finally {
+      await probe?.end().catch(() => {});
     }
   }
 
@@ -140,34 +233,76 @@ export class Worker {
     await client.query(`LISTEN ${READY_CHANNEL}`);
   }
 
-  private async loop(client: pg.Client, handler: Handler<any>): Promise<void> {
-    const { queue, name, batch = 10, idleExit = -1 } = this.options;
-    let idleSince = Date.now();
-    while (!this.stopping) {
-      this.woken = false;
-      // one short transaction; the lease's length as the claim computed it
-      const claimedAt = Date.now();
-      const { rows: tasks } = await retrying(async () => client.query<Claimed & { lease_ms: number }>(
-        await apiSql(client, `SELECT task_id, fence, attempt, payload, checkpoint,
-                (EXTRACT(epoch FROM (lease_until OPERATOR(pg_catalog.-) pg_catalog.now()))
-                   OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8 AS lease_ms
-         FROM @api.durable_claim($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval,
-                                 $4::pg_catalog.int4)`), [queue, name, this.lease, batch]), this.log);
-      if (tasks.length === 0 && !(await this.reconcile(client))) {
-        if (idleExit >= 0 && Date.now() - idleSince > idleExit * 1000) return;
-        await this.pause(this.pollMs);
-        continue;
-      }
-      idleSince = Date.now();
-      for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms, claimedAt);
-      for (const t of tasks) {
-        if (this.stopping) break; // the rest are given back at once, unstarted
-        await this.runTask(client, handler, t);
-      }
-    }
+  /** Claim up to n tasks (one short transaction); the lease's length as the claim computed it. */
+  private async claim(client: pg.Client, n: number): Promise<Claimed[]> {
+    const claimedAt = Date.now();
+    const { rows: tasks } = await retrying(async () => client.query<Claimed & { lease_ms: number }>(
+      await apiSql(client, `SELECT task_id, fence, attempt, payload, checkpoint,
+              (EXTRACT(epoch FROM (lease_until OPERATOR(pg_catalog.-) pg_catalog.now()))
+                 OPERATOR(pg_catalog.*) 1000)::pg_catalog.float8 AS lease_ms
+       FROM @api.durable_claim($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.interval,
+                               $4::pg_catalog.int4)`), [this.options.queue, this.options.name, this.lease, n]),
+    this.log);
+    for (const t of tasks) this.holdings.add(t.task_id, t.fence, t.lease_ms, claimedAt);
+    return tasks;
   }
 
-  /** Sleep ms, or until a notification for the queue or stop(). */
+  /**
+   * Claim a batch when it is used up and a lane is free; run its tasks on
+   * the lanes, up to `concurrency` at once.  Returns at stop() or idleExit;
+   * throws what a lane or the claim threw (a lost connection), once every
+   * lane has finished its task.
+   */
+  private async loop(client: pg.Client, handler: Handler<any>): Promise<void> {
+    const { batch = 10, idleExit = -1 } = this.options;
+    const claimed: Claimed[] = []; // held, not begun
+    const running = new Set<Promise<void>>();
+    const lanes = new Lanes(client, this.concurrency, this.options);
+    const failures: unknown[] = []; // what lanes threw
+    let idleSince = Date.now();
+    let more = false; // the last claim took a whole batch: there may be more ready
+    try {
+      while (!this.stopping && failures.length === 0) {
+        this.woken = false; // a notification, a lane that frees or stop() from here on wakes the pause below
+        if (claimed.length === 0 && running.size < this.concurrency) {
+          claimed.push(...await this.claim(client, batch));
+          more = claimed.length === batch;
+          if (claimed.length > 0) {
+            idleSince = Date.now();
+          } else if (await this.reconcile(client)) {
+            idleSince = Date.now();
+            continue;
+          } else if (running.size === 0) {
+            if (idleExit >= 0 && Date.now() - idleSince > idleExit * 1000) return;
+            await this.pause(this.pollMs);
+            continue;
+          }
+        }
+        while (claimed.length > 0 && running.size < this.concurrency && !this.stopping) {
+          const task = claimed.shift()!;
+          const run: Promise<void> = lanes.run((lane) => this.runTask(lane, handler, task))
+            .catch((e: unknown) => { failures.push(e); })
+            .finally(() => {
+              running.delete(run);
+              this.woken = true;
+              this.wake?.();
+            });
+          running.add(run);
+        }
+        const laneFree = claimed.length === 0 && running.size < this.concurrency;
+        if (laneFree && more) continue;
+        // a lane frees; or, with one free and nothing claimed, a poll's time passes
+        await this.pause(laneFree ? this.pollMs : LANE_WAIT_MS);
+      }
+    } finally {
+      while (running.size > 0) await Promise.allSettled([...running]);
+      await lanes.end();
+    }
+    // the rest still held: given back after the reconnect; a bug before a lost connection
+    if (failures.length > 0) throw failures.find((e) => !(e instanceof ConnectionLost)) ?? failures[0];
+  }
+
+  /** Sleep ms, or until a notification, a lane that frees, or stop(). */
   private async pause(ms: number): Promise<void> {
     if (this.woken || this.stopping) return;
     const ac = new AbortController();
@@ -179,6 +314,9 @@ export class Worker {
   private async runTask(client: pg.Client, handler: Handler<any>, claimed: Claimed): Promise<void> {
     const task = new Task(this.context(client), claimed);
     try {
+      // from here on a lease that runs out spends the attempt; 55U01: the
+      // task is no longer ours (an operator ended its lease meanwhile), dropped
+      await task.begin();
       const result = await this.runHandler(handler, task);
       this.options.onPoint?.('before_commit');
       await transaction(client, async (tx) => {
@@ -312,5 +450,42 @@ export class Worker {
       onPoint: this.options.onPoint ?? (() => {}),
       log: this.log,
     };
+  }
+}
+
+/**
+ * Where the tasks' statements run.  With one lane, on the worker's own
+ * connection, as the claims do; with more, each lane on a connection of
+ * its own: a task's completing transaction on a shared connection would
+ * take in the statements the other tasks send meanwhile.  A lane's
+ * connection is opened when first needed and kept for its next task; one
+ * whose task ended in an error (a lost connection) is closed.
+ */
+class Lanes {
+  private readonly idle: pg.Client[] = [];
+  private readonly open = new Set<pg.Client>();
+
+  constructor(private readonly client: pg.Client, private readonly n: number,
+    private readonly options: WorkerOptions) {}
+
+  async run(fn: (lane: pg.Client) => Promise<void>): Promise<void> {
+    if (this.n === 1) return fn(this.client);
+    let lane = this.idle.pop();
+    try {
+      if (!lane) {
+        lane = await connect(this.options.connectionString, this.options.name, CONNECT);
+        this.open.add(lane);
+      }
+      await fn(lane);
+      this.idle.push(lane);
+    } catch (e) {
+      if (lane) this.open.delete(lane);
+      await lane?.end().catch(() => {});
+      throw e;
+    }
+  }
+
+  async end(): Promise<void> {
+    await Promise.all([...this.open].map((c) => c.end().catch(() => {})));
   }
 }
