@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction,
+  ConnectionLost, LeaveToRecovery, Stopping, TaskLost, Waiting, errorClassOf, reaction, sqlstate,
 } from './errors.js';
 import { Heartbeat, Holdings } from './heartbeat.js';
 import { apiSql, connect, queryRow, retrying, transaction } from './session.js';
@@ -17,6 +17,12 @@ import { StepFailed, Task, type Claimed, type Lookup, type Point, type Stats } f
 
 /** durable's NOTIFY channel (src/core/core.h, DURABLE_READY_CHANNEL). */
 const READY_CHANNEL = 'durable_ready';
+/**
+ * 55000 from the loop's own calls: durable cannot serve them now (a library
+ * newer than the installed SQL, until ALTER EXTENSION durable UPDATE); the
+ * worker waits and tries again, as the Python client does.
+ */
+const NOT_READY = '55000';
 /** Runs of a handler whose statement the server rolled back (40001, 40P01, 57014), as the Python client. */
 const HANDLER_RUNS = 3;
 /**
@@ -148,6 +154,19 @@ export class Worker {
         await this.giveBack(client, 'shutdown');
         return;
       } catch (e) {
+        if (sqlstate(e) === NOT_READY && this.pooled !== null) {
+          // durable cannot serve the loop's calls for now: a library newer
+          // than the installed SQL, between the restart onto it and ALTER
+          // EXTENSION durable UPDATE (or its tables changed by hand): wait
+          if (this.stopping) return;
+          const hint = (e as { hint?: string }).hint;
+          this.log(`durable refused the worker's call (${(e as Error).message}${hint ? ` ${hint}` : ''}); `
+            + `trying again in ${backoff} s`);
+          this.woken = false;
+          await this.pause(backoff * 1000);
+          backoff = Math.min(backoff * 2, 30);
+          continue;
+        }
         if (!(e instanceof ConnectionLost)) throw e;
         if (this.stopping) return; // the leases run out; recovery takes over
         if (this.pooled === null) { // never connected yet: the connection string or the login may be wrong

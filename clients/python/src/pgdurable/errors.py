@@ -18,6 +18,10 @@ VERSION_CONFLICT = "55U02"  # the step changed under us: read it again
 IDEMPOTENCY_CONFLICT = "55U03"  # same name or key, other request: a bug
 INVALID_TRANSITION = "55U04"  # not allowed now, e.g. a step is in doubt
 BUDGET_EXHAUSTED = "55U05"  # a step's reserve does not fit a spend budget
+# durable cannot serve the call now: a library newer than the installed SQL
+# (an upgrade between restart and ALTER EXTENSION durable UPDATE), or tables
+# changed by hand; the worker's loop waits and tries again
+NOT_READY = "55000"
 UNDEFINED_OBJECT = "42704"  # no such queue, task, schedule, budget, ...
 INSUFFICIENT_PRIVILEGE = "42501"  # the role lacks the grant
 

@@ -235,9 +235,13 @@ class Worker:
                     # pooled mode now: a new connection at once, that never LISTENed
                 except Exception as e:
                     # the server or the network went away from our own
-                    # connection; anything else on it is no reason to
-                    # reconnect (and give back): it goes up
-                    if not connection_lost(conn):
+                    # connection, or durable cannot serve the loop's calls
+                    # for now (55000: a library newer than the installed
+                    # SQL, between the restart onto it and ALTER EXTENSION
+                    # durable UPDATE): wait and try again.  Anything else
+                    # on it is no reason to reconnect (and give back): it
+                    # goes up
+                    if not connection_lost(conn) and sqlstate(e) != errors.NOT_READY:
                         raise
                     lost = e
                 finally:
@@ -247,7 +251,12 @@ class Worker:
                     continue
             if self.stopping.is_set():
                 return  # leases run out; recovery takes over
-            log.warning("connection lost (%s); reconnecting in %s s", describe(lost), backoff)
+            if sqlstate(lost) == errors.NOT_READY:
+                log.warning("durable refused the worker's call (%s); trying again in %s s",
+                            describe(lost) + (f" {lost.diag.message_hint}" if lost.diag.message_hint else ""),
+                            backoff)
+            else:
+                log.warning("connection lost (%s); reconnecting in %s s", describe(lost), backoff)
             self.stopping.wait(backoff)
             backoff = min(backoff * 2, 30)
 
