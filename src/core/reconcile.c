@@ -184,9 +184,8 @@ give_back_unbegun(DurableTask *task, TimestampTz now, const char *actor,
  *		for nothing (begin.c).  Otherwise every step in doubt is judged and
  *		settled, and the task takes the most cautious action of them
  *		(recovery.c); with no step in doubt, the task's own class and
- *		attempts decide.  actor
- *		is the reconciler, or the operator who ended the lease, for reason.
- *		Returns the name of the action taken.
+ *		attempts decide.  actor is the reconciler, or the operator who
+ *		ended the lease, for reason.  Returns the name of the action taken.
  */
 static const char *
 settle_expired(DurableTask *task, TimestampTz now, const char *actor,

@@ -142,7 +142,8 @@ SELECT state FROM durable.tasks WHERE task_id = :t5;
 -- the reconciler of the task's node has not yet
 SELECT durable_create_queue('short', lease => '1 ms', retry_base => 1, retry_cap => 1);
 SELECT durable_enqueue('short', '{}') AS t3 \gset
-SELECT fence AS f3 FROM durable_claim('short', 'w5') \gset
+-- (begun by its worker: an unbegun task would go back for nothing)
+SELECT fence AS f3 FROM durable_claim('short', 'w5') c, durable_begin(c.task_id, c.fence) b \gset
 SELECT pg_sleep(0.01);
 SELECT count(*) <= 1 AS at_most_one FROM durable_reconcile();
 SELECT state, attempt FROM durable.tasks WHERE task_id = :t3;
@@ -171,7 +172,8 @@ SELECT paused_partitions = ARRAY[(:t4 & 32767)::int] AS paused_its_partition
 FROM durable.queues WHERE queue_name = 'v6';
 SELECT durable_resume('v6', partition => (:t4 & 32767)::int);
 SELECT count(*) AS claimed_by_other_code FROM durable_claim('v6', 'w6b', versions => '{"workflow": "2"}');
-SELECT task_id = :t4 AS claimed_t4 FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}');
+SELECT task_id = :t4 AS claimed_t4 FROM durable_claim('v6', 'w6', versions => '{"workflow": "1"}') c,
+    durable_begin(c.task_id, c.fence) b;
 SELECT worker, versions FROM durable.workers WHERE queue_name = 'v6' ORDER BY worker;
 SELECT durable_expire_lease(:t4, 'hung');
 SELECT state, versions FROM durable.tasks WHERE task_id = :t4;
@@ -251,7 +253,8 @@ CREATE TEMP VIEW metrics_by_task AS
 WITH per_task AS (
     SELECT t.queue_name, t.partition_key, t.task_id, t.state,
            count(*) FILTER (WHERE e.kind IN ('claimed', 'pinned')) AS claims,
-           min(e.at) FILTER (WHERE e.kind = 'lease_expired') AS first_expiry,
+           min(e.at) FILTER (WHERE e.kind = 'lease_expired'
+                               AND e.detail->>'action' IS DISTINCT FROM 'not_begun') AS first_expiry,
            min(e.at) FILTER (WHERE e.kind = 'completed') AS completed_at,
            bool_or(e.state = 'needs_review') AS escalated
     FROM durable.tasks t
