@@ -125,10 +125,10 @@ before(async () => {
   await sql("SELECT durable_enqueue('approvals', '{\"refund\": 15}')");
   await sql(`SELECT status FROM durable_claim('approvals', 'approver') c,
              durable_await(c.task_id, c.fence, 'approval', 'approval:refund-15', '1 day')`);
-  // a task whose worker hangs: held for an hour, its progress never moves
+  // a task whose worker hangs once it began: held for an hour, its progress never moves
   await sql("SELECT durable_create_queue('hung', lease => '1 hour')");
   await sql("SELECT durable_enqueue('hung', '{}')");
-  await sql("SELECT count(*) FROM durable_claim('hung', 'hung-worker')");
+  await sql("SELECT count(*) FROM durable_claim('hung', 'hung-worker') c, durable_begin(c.task_id, c.fence) b");
   // six hours of the reconciler's samples of queue audit, a minute apart:
   // 5 ready tasks, then 9 for the last two hours, and completions at 2 a
   // second (the reconciler adds its own as the test runs)
