@@ -1278,10 +1278,14 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 SET TimeZone = 'UTC' SET extra_float_digits = 1
+-- Citus tells of each table whose rows it copies into shards (and that the
+-- rows stay on disk, until removed below): the caller asked for none of it
+SET client_min_messages = warning
 AS $$
 DECLARE
     rel text;
     is_coordinator bool;
+    failure record;
 BEGIN
     IF shard_count IS NULL OR shard_count < 1 OR shard_count > 1024 THEN
         RAISE EXCEPTION 'shard_count must be between 1 and 1024'
@@ -1365,9 +1369,35 @@ BEGIN
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
     ALTER TABLE durable.emitted_events ADD CONSTRAINT emitted_events_queue_name_fkey
         FOREIGN KEY (queue_name) REFERENCES durable.queues (queue_name);
+    -- the rows Citus copied into the shards stay in the coordinator's own
+    -- tables, out of sight, until removed
+    FOR rel IN SELECT logicalrelid::pg_catalog.text FROM pg_catalog.pg_dist_partition
+               WHERE logicalrelid::pg_catalog.text LIKE 'durable.%' LOOP
+        EXECUTE 'SELECT pg_catalog.truncate_local_data_after_distributing_table($1)' USING rel;
+    END LOOP;
     PERFORM pg_catalog.create_distributed_function(
         'durable.execute_in_partition(int, text, bytea[], int)', '$1',
         colocate_with => 'durable.live_tasks', force_delegation => true);
+
+    -- The days of history exist on every shard before the first call can
+    -- write there.  Writers on the workers never make days: made later,
+    -- while their calls write today's history, a day would leave that
+    -- history in the default partitions, or fail the calls that had routed
+    -- a row there with 23514 as it is attached.  Here every table is ours
+    -- until commit.
+    SELECT h.action, h.part, h.error_code, h.error_message INTO failure
+    FROM durable.maintain_history(pg_catalog.now(), NULL, 0) h
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'could not make the days of history'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN failure.action = 'busy'
+                                THEN 'Another session was making them.'
+                                ELSE pg_catalog.format('%s: %s (SQLSTATE %s).', failure.part,
+                                                       failure.error_message, failure.error_code)
+                           END,
+                  HINT = 'Call durable_enable_citus() again.';
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.durable_enable_citus(int) IS 'distribute durable''s tables by partition_key on a Citus cluster (once, on the coordinator)';
