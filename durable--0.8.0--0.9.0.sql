@@ -2665,6 +2665,80 @@ $$;
 COMMENT ON FUNCTION durable.reconciler_pid() IS
   'the process id of the durable reconciler working in this database, or NULL';
 
+-- src/sql/functions/tick_failures_of_nodes.sql
+
+--
+-- The failing parts of the reconcilers of every node.  On Citus each node's
+-- reconciler keeps its own in durable.tick_failures there: these read
+-- every node's, each named by its node (host:port), and a node that does
+-- not answer is a failing part of its own ("node", SQLSTATE 08006, with
+-- Citus's error).  On one server they read durable.tick_failures, node
+-- NULL.  The reads go over Citus's connections as the owner of durable;
+-- pg_monitor calls only the one without the errors (durable.status shows
+-- it their count and age, durable_operator their text).
+--
+CREATE OR REPLACE FUNCTION durable.tick_failures_of_nodes()
+RETURNS TABLE (node text, part text, sqlstate text, error text,
+               failing_since timestamptz, last_failed_at timestamptz, failures bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
+AS $$
+DECLARE
+    distributed bool := false;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition'
+                ' WHERE logicalrelid OPERATOR(pg_catalog.=) ''durable.live_tasks''::pg_catalog.regclass)'
+            INTO distributed;
+    END IF;
+    IF NOT distributed THEN
+        RETURN QUERY SELECT NULL::text, t.part, t.sqlstate, t.error, t.failing_since,
+                            t.last_failed_at, t.failures
+                     FROM durable.tick_failures t;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT n.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) n.nodeport,
+               f.part, f.sqlstate, f.error, f.failing_since, f.last_failed_at, f.failures
+        FROM pg_catalog.run_command_on_all_nodes(
+                 'SELECT COALESCE(pg_catalog.jsonb_agg(t), ''[]'') FROM durable.tick_failures t') r
+        JOIN pg_catalog.pg_dist_node n ON n.nodeid OPERATOR(pg_catalog.=) r.nodeid
+        CROSS JOIN LATERAL pg_catalog.jsonb_to_recordset(
+            CASE WHEN r.success THEN r.result::pg_catalog.jsonb
+                 ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                     'part', 'node', 'sqlstate', '08006', 'error', r.result,
+                     'failing_since', pg_catalog.now(), 'last_failed_at', pg_catalog.now(),
+                     'failures', 1))
+            END) AS f(part text, sqlstate text, error text, failing_since timestamptz,
+                      last_failed_at timestamptz, failures bigint)
+    $q$;
+END
+$$;
+COMMENT ON FUNCTION durable.tick_failures_of_nodes() IS
+  'the failing parts of the reconciler of every node (on Citus, each by its node; one that does not answer is a failing part), with their errors';
+REVOKE ALL ON FUNCTION durable.tick_failures_of_nodes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.tick_failures_of_nodes() TO durable_operator;
+
+-- src/sql/functions/failing_parts_of_nodes.sql
+
+-- What pg_monitor may know of durable.tick_failures_of_nodes(): the
+-- failing parts and since when, not their errors (durable.status).
+CREATE OR REPLACE FUNCTION durable.failing_parts_of_nodes()
+RETURNS TABLE (node text, part text, failing_since timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+SET TimeZone = 'UTC' SET extra_float_digits = 1
+AS $$
+    SELECT f.node, f.part, f.failing_since FROM durable.tick_failures_of_nodes() f
+$$;
+COMMENT ON FUNCTION durable.failing_parts_of_nodes() IS
+  'the failing parts of the reconciler of every node and since when, without their errors';
+REVOKE ALL ON FUNCTION durable.failing_parts_of_nodes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable.failing_parts_of_nodes() TO durable_operator, pg_monitor;
+
 -- src/sql/functions/recovery_action_of.sql
 
 --
@@ -3149,7 +3223,8 @@ GRANT SELECT ON durable.schedule_stats TO durable_operator, pg_monitor;
 
 -- src/sql/views/status.sql
 
--- pg_monitor sees how many parts fail and since when, not their errors
+-- pg_monitor sees how many parts fail and since when, not their errors;
+-- on Citus, the parts of every node's reconciler
 CREATE OR REPLACE VIEW durable.status AS
 SELECT l.preloaded,
        CASE WHEN NOT l.preloaded THEN 'not preloaded'
@@ -3162,18 +3237,22 @@ SELECT l.preloaded,
        l.node_id,
        f.failing_parts,
        f.failing_since,
-       f.failures
+       -- a column of its own, not of f: a reader of the columns above
+       -- (pg_monitor) does not call what reads the errors
+       (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'part', t.part, 'sqlstate', t.sqlstate, 'error', t.error,
+                   'failing_since', t.failing_since, 'last_failed_at', t.last_failed_at,
+                   'failures', t.failures)
+                   OPERATOR(pg_catalog.||) CASE WHEN t.node IS NOT NULL
+                       THEN pg_catalog.jsonb_build_object('node', t.node) ELSE '{}' END
+                   ORDER BY t.failing_since, t.part, t.node), '[]')
+        FROM durable.tick_failures_of_nodes() t) AS failures
 FROM durable.library_status() l,
      LATERAL (SELECT durable.reconciler_pid() AS pid) p,
      LATERAL (SELECT pg_catalog.count(*)::int AS failing_parts,
-                     pg_catalog.min(t.failing_since) AS failing_since,
-                     COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                         'part', t.part, 'sqlstate', t.sqlstate, 'error', t.error,
-                         'failing_since', t.failing_since, 'last_failed_at', t.last_failed_at,
-                         'failures', t.failures) ORDER BY t.failing_since, t.part),
-                         '[]') AS failures
-              FROM durable.tick_failures t) f;
-COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in, the node number in task ids, and the parts of its tick that fail: how many, since when, and (failures, for durable_operator) each with its error';
+                     pg_catalog.min(t.failing_since) AS failing_since
+              FROM durable.failing_parts_of_nodes() t) f;
+COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in, the node number in task ids, and the parts of its tick that fail (on Citus, of every node''s): how many, since when, and (failures, for durable_operator) each with its error and node';
 REVOKE ALL ON durable.status FROM PUBLIC;
 GRANT SELECT ON durable.status TO durable_operator;
 GRANT SELECT (preloaded, reconciler, reconciler_pid, reconciler_database, node_id,

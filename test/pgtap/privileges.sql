@@ -78,7 +78,7 @@ SELECT set_eq(
         'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,
     'pg_monitor and PUBLIC read exactly the aggregate columns listed, in every relation of durable');
 
--- and call only the pure functions and the two that tell the reconciler's
+-- and call only the pure functions and those that tell the reconciler's
 -- state (durable.status reads them)
 SELECT set_eq(
     $$SELECT p.oid::regprocedure::text
@@ -96,6 +96,7 @@ SELECT set_eq(
           'durable_cron_next(text,timestamp with time zone,text)',
           'durable.library_status()',
           'durable.reconciler_pid()',
+          'durable.failing_parts_of_nodes()',
           'durable.queue_counters()',
           'durable_metrics_prometheus()',
           'durable.metric_samples(text[])',
