@@ -173,6 +173,22 @@ sub wait_for_lock
 
 my $two_steps = '[["reserve", "idempotent"], ["charge", "idempotent"]]';
 
+# A worker inside its step 'reserve' until the test lets it go on: the
+# service's table is locked before the worker starts, so that the step
+# stays started however slowly the machine runs (a call that only took
+# half a second could be over before a poll saw it).  Returns the worker
+# and the session holding the service; COMMIT there lets the call finish.
+sub worker_held_in_step
+{
+	my ($queue, $name, $task) = @_;
+	my $held = $node->background_psql('service');
+	$held->query_safe('BEGIN');
+	$held->query_safe('LOCK TABLE effects IN EXCLUSIVE MODE');
+	my $run = start_worker($queue, $name, {}, '--idle-exit', '0.5');
+	step_started($task, 'reserve');
+	return ($run, $held);
+}
+
 # ---- 2. the SQLSTATE table ----
 
 # 55U01: an operator ends the lease of a task the worker holds in the
@@ -200,11 +216,12 @@ is($node->safe_psql('postgres', qq{
 
 # 57014: the worker's statement is cancelled while it waits for a lock
 $task = one_task('py_cancel', '30 s', $two_steps);
-$w = start_worker('py_cancel', 'py-cancel', { DURABLE_CALL_MS => 500 }, '--idle-exit', '0.5');
-step_started($task, 'reserve');
+($w, my $held) = worker_held_in_step('py_cancel', 'py-cancel', $task);
 my $s = $node->background_psql('postgres');
 $s->query_safe('BEGIN');
 $s->query_safe("SELECT FROM durable.live_tasks WHERE task_id = $task FOR UPDATE");
+$held->query_safe('COMMIT');
+$held->quit;
 wait_for_lock('py-cancel');
 is($node->safe_psql('postgres', q{
 	SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
@@ -223,11 +240,12 @@ is(task_is($task) . ', ' . effects_of($task), 'completed attempt 1, 2 2',
 # the table that the row's holder then asks for; the worker's deadlock
 # check, a second in, finds the cycle first (the other waits a minute)
 $task = one_task('py_deadlock', '30 s', $two_steps);
-$w = start_worker('py_deadlock', 'py-deadlock', { DURABLE_CALL_MS => 500 }, '--idle-exit', '0.5');
-step_started($task, 'reserve');
+($w, $held) = worker_held_in_step('py_deadlock', 'py-deadlock', $task);
 $s->query_safe("SET deadlock_timeout = '60s'");
 $s->query_safe('BEGIN');
 $s->query_safe("SELECT FROM durable.live_tasks WHERE task_id = $task FOR UPDATE");
+$held->query_safe('COMMIT');
+$held->quit;
 wait_for_lock('py-deadlock');
 $s->query_safe('LOCK TABLE durable.live_tasks IN ACCESS EXCLUSIVE MODE');
 $s->query_safe('COMMIT');

@@ -73,6 +73,18 @@ def _call(conn: Conn, function: str, args: Sequence[tuple[str, Any, str]], colum
             raise typed from e
 
 
+def _task_options(run_at, priority, cls, max_attempts, deadline, workflow_version, metadata):
+    """The arguments of the options every task takes, as _call's args."""
+    return [
+        ("run_at", run_at, "pg_catalog.timestamptz"),
+        ("priority", priority, "pg_catalog.int4"),
+        ("class", cls, "pg_catalog.text"),
+        ("max_attempts", max_attempts, "pg_catalog.int4"),
+        ("deadline", _interval(deadline), "pg_catalog.interval"),
+        ("workflow_version", workflow_version, "pg_catalog.text"),
+        ("metadata", _json(metadata), "pg_catalog.jsonb")]
+
+
 def enqueue(conn: Conn, queue: str, payload: Any = None, *, idempotency_key: str | None = None,
             run_at: datetime | str | None = None, priority: int | None = None, cls: str | None = None,
             max_attempts: int | None = None, deadline=None, workflow_version: str | None = None,
@@ -89,13 +101,7 @@ def enqueue(conn: Conn, queue: str, payload: Any = None, *, idempotency_key: str
         ("queue", queue, "pg_catalog.text"),
         ("payload", _json(payload), "pg_catalog.jsonb"),
         ("idempotency_key", idempotency_key, "pg_catalog.text"),
-        ("run_at", run_at, "pg_catalog.timestamptz"),
-        ("priority", priority, "pg_catalog.int4"),
-        ("class", cls, "pg_catalog.text"),
-        ("max_attempts", max_attempts, "pg_catalog.int4"),
-        ("deadline", _interval(deadline), "pg_catalog.interval"),
-        ("workflow_version", workflow_version, "pg_catalog.text"),
-        ("metadata", _json(metadata), "pg_catalog.jsonb"),
+        *_task_options(run_at, priority, cls, max_attempts, deadline, workflow_version, metadata),
         ("concurrency_key", concurrency_key, "pg_catalog.text"),
         ("fairness_key", fairness_key, "pg_catalog.text"),
         ("rate_limits", _json(rate_limits), "pg_catalog.jsonb"),
@@ -119,13 +125,7 @@ def enqueue_batch(conn: Conn, queue: str, payloads: Sequence[Any],
         ("queue", queue, "pg_catalog.text"),
         ("payloads", [_json(p if p is not None else {}) for p in payloads], "pg_catalog.jsonb[]"),
         ("idempotency_keys", texts(idempotency_keys), "pg_catalog.text[]"),
-        ("run_at", run_at, "pg_catalog.timestamptz"),
-        ("priority", priority, "pg_catalog.int4"),
-        ("class", cls, "pg_catalog.text"),
-        ("max_attempts", max_attempts, "pg_catalog.int4"),
-        ("deadline", _interval(deadline), "pg_catalog.interval"),
-        ("workflow_version", workflow_version, "pg_catalog.text"),
-        ("metadata", _json(metadata), "pg_catalog.jsonb"),
+        *_task_options(run_at, priority, cls, max_attempts, deadline, workflow_version, metadata),
         ("concurrency_keys", texts(concurrency_keys), "pg_catalog.text[]"),
         ("fairness_keys", texts(fairness_keys), "pg_catalog.text[]")])
     return list(ids)
