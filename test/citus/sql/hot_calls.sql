@@ -54,6 +54,10 @@ SELECT :remote_commands - :before AS remote_commands;
 SELECT count(*) - 1 = :local_ready AS claimed_all_local,
        bool_and(:node_of (task_id & 32767)::int)) = 1) AS on_this_node
 FROM held;
+-- each of them begun where it is: nothing sent
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS begun FROM held CROSS JOIN LATERAL durable_begin(held.task_id, held.fence) b;
+SELECT :remote_commands - :before AS remote_commands;
 -- the worker loop's heartbeat and a batch commit of this node's tasks
 SELECT :remote_commands AS before \gset
 SELECT count(*) AS renewed, count(lease_until) AS held
@@ -185,6 +189,11 @@ CREATE TEMP TABLE held AS SELECT task_id, fence FROM durable_claim('hot2', 'c1',
 SELECT :remote_commands - :before AS remote_commands;
 SELECT count(*) AS claimed, count(DISTINCT partition_key) AS partitions
 FROM durable.tasks WHERE task_id IN (SELECT task_id FROM held);
+-- each of the four begun: a statement each, in one transaction on their
+-- node (its BEGIN and COMMIT the other two commands)
+SELECT :remote_commands AS before \gset
+SELECT count(*) AS begun FROM held CROSS JOIN LATERAL durable_begin(held.task_id, held.fence) b;
+SELECT :remote_commands - :before AS remote_commands;
 -- the heartbeat of those four: one statement, to their node
 SELECT :remote_commands AS before \gset
 SELECT count(*) AS renewed, count(lease_until) AS held
