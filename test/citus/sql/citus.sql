@@ -372,3 +372,16 @@ SELECT count(*) AS grants_sequences FROM pg_class
 WHERE relname LIKE 'queue\_grants\_%' AND relkind = 'S';
 DROP ROLE regress_citus_granted;
 DROP ROLE regress_citus_other;
+-- a session's citus.function_opens_transaction_block = off does not make a
+-- call's write on another node commit there on its own: a statement that
+-- fails after an enqueue leaves no task (until 0.9.0 it left the task)
+SELECT durable_create_queue('opens');
+SET citus.function_opens_transaction_block = off;
+\set VERBOSITY sqlstate
+SELECT durable_enqueue('opens', '{"n": 1}') > 0, durable_enqueue('no_such_queue', '{}') > 0;
+\set VERBOSITY default
+SELECT count(*) AS left_behind FROM durable.live_tasks WHERE queue_name = 'opens';
+SELECT count(*) AS committed FROM durable_enqueue('opens', '{"n": 2}') t,
+    LATERAL durable_claim('opens', 'w') c, LATERAL durable_commit(c.task_id, c.fence) ok;
+RESET citus.function_opens_transaction_block;
+SELECT durable_drop_queue('opens', cascade => true);
