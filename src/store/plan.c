@@ -43,9 +43,7 @@
 #include "store/store.h"
 
 #include "catalog/pg_type.h"
-#include "jit/jit.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -367,53 +365,17 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 
 /*
  * run_plan
- *		SPI_execute_plan under the settings durable's statements need,
- *		whatever the session, role or database set, as a function's SET
- *		clause would set them for the statement only (the background
- *		workers pin them for good):
- *
- *		jit off: durable's statements are small and run once per call, and
- *		a plan whose estimate passes jit_above_cost (the generic plan of a
- *		claim in a queue with a concurrency limit, with its subplans)
- *		compiled its expressions on every execution, 35 ms where running
- *		them took half of one.
- *
- *		On Citus, citus.function_opens_transaction_block on: off, a
- *		statement of one shard that a call runs through Citus, or delegates
- *		to another node (delegate.c), commits there on its own, before the
- *		call ends; a call that failed afterwards left what it wrote there
- *		(an enqueue whose statement failed later left its task).
+ *		SPI_execute_plan under the settings durable's statements run under
+ *		(pinned.c).
  */
 static int
 run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, long tcount)
 {
-	int			nest = -1;
+	int			nest = DurablePinStatementSettings(prepared_distributed);
 	int			rc;
 
-	if (jit_enabled)
-	{
-		nest = NewGUCNestLevel();
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	if (prepared_distributed)
-	{
-		const char *opens = GetConfigOption("citus.function_opens_transaction_block",
-											true, false);
-
-		if (opens != NULL && strcmp(opens, "on") != 0)
-		{
-			if (nest < 0)
-				nest = NewGUCNestLevel();
-			(void) set_config_option("citus.function_opens_transaction_block", "on",
-									 PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-		}
-	}
 	rc = SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
-	/* restored here when the statement succeeds; the abort does if not */
-	if (nest >= 0)
-		AtEOXact_GUC(true, nest);
+	DurableUnpinStatementSettings(nest);
 	return rc;
 }
 

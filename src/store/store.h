@@ -199,6 +199,10 @@ typedef struct DurableResult
 	uint64		rows;
 } DurableResult;
 
+/* ---- pinned.c ---- */
+extern int	DurablePinStatementSettings(bool distributed);
+extern void DurableUnpinStatementSettings(int nest);
+
 /* ---- plan.c ---- */
 extern DurableResult DurableRun(DurableStatement *stmt, Datum *values,
 								const char *nulls, int expected, long tcount);
