@@ -24,10 +24,10 @@
  *	  statement that failed later left its task);
  *	- citus.enable_router_execution on: off, Citus plans no statement of
  *	  one shard that has parameters, and every claim failed;
- *	- citus.hide_citus_dependent_objects off: on, Citus adds to a read of
- *	  the catalogs a call of a function it names without its schema, which
- *	  durable's search_path does not find, and every call that read where
- *	  a partition's shards are failed.
+ *	- citus.hide_citus_dependent_objects off: on, Citus adds to every read
+ *	  of the catalogs a call of a function that Citus 13.2 does not install
+ *	  (is_citus_depended_object), and every call that read where a
+ *	  partition's shards are failed.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,8 +61,8 @@ pin(int *nest, const char *name, const char *value)
  * DurablePinStatementSettings
  *		Pin the settings of durable's statements (above; the Citus ones
  *		when distributed) before one runs.  Returns the nest level to give
- *		DurableUnpinStatementSettings once it has, or -1 when nothing was changed.
- *		When the statement fails, the abort of the transaction or
+ *		DurableUnpinStatementSettings once it has, or -1 when nothing was
+ *		changed.  When the statement fails, the abort of the transaction or
  *		subtransaction restores them.
  */
 int
@@ -84,7 +84,7 @@ DurablePinStatementSettings(bool distributed)
 	return nest;
 }
 
-/* DurableUnpinStatementSettings: give back what DurablePinStatementSettings changed */
+/* give back what DurablePinStatementSettings changed */
 void
 DurableUnpinStatementSettings(int nest)
 {
