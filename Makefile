@@ -6,17 +6,35 @@
 # directory (durable_src, empty in the tree, so that the commands there are
 # what they always were), and what is built (objects, bitcode, durable.so,
 # the example worker) is named relative to the current directory.
+#
+# Two libraries are built.  durable-$(EXTVERSION).so holds all of durable's
+# code, and the scripts of this version bind their functions to it: a
+# version's library is a file of its own, so that the library of the
+# version before it, preloaded by a running server, goes on serving that
+# version's functions after the files are replaced, and ALTER EXTENSION
+# durable UPDATE moves every call to the new library without a restart
+# (docs/design.md section 14; the steps in docs/operations.md).  durable.so
+# is the name shared_preload_libraries keeps from version to version: a
+# loader that loads the library of its own version (src/loader).
 durable_src := $(filter-out ./,$(dir $(firstword $(MAKEFILE_LIST))))
 
 EXTENSION  = durable
 EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(durable_src)$(EXTENSION).control)
 
-MODULE_big = durable
-OBJS       = $(patsubst $(durable_src)%.c,%.o,$(sort $(wildcard $(durable_src)src/*/*.c)))
+MODULE_big = durable-$(EXTVERSION)
+OBJS       = $(patsubst $(durable_src)%.c,%.o,$(sort $(filter-out $(durable_src)src/loader/%,$(wildcard $(durable_src)src/*/*.c))))
+LOADER     = durable$(DLSUFFIX)
+
+# PostgreSQL loads libraries with RTLD_GLOBAL: in a session that runs a
+# version's library beside the preloaded library of the version before it,
+# this library's calls of its own functions, and its reads of its own
+# variables, would otherwise bind to that library's, which came first.
+SHLIB_LINK = -Wl,-Bsymbolic
 DATA       = $(notdir $(sort $(wildcard $(durable_src)durable--*.sql)))
 PGFILEDESC = "durable - recovery authority for durable execution"
 
-PG_CPPFLAGS = -I$(srcdir)/src -DDURABLE_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -I$(srcdir)/src -DDURABLE_VERSION=\"$(EXTVERSION)\" \
+	-DDURABLE_LIBRARY=\"$(MODULE_big)\"
 
 REGRESS      = $(patsubst $(durable_src)sql/%.sql,%,$(sort $(wildcard $(durable_src)sql/*.sql)))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
@@ -27,7 +45,7 @@ ISOLATION_OPTS = --inputdir=$(durable_src)test/isolation --use-existing
 # The example worker program (its rule is below); set before PGXS is
 # included, which reads EXTRA_CLEAN as it is included.
 WORKER      = examples/durable_worker
-EXTRA_CLEAN = $(WORKER)
+EXTRA_CLEAN = $(WORKER) $(LOADER) src/loader/loader.o
 
 # Sources are found by file type, not through VPATH: VPATH searches for
 # targets too, so an out-of-tree build from a source tree that was also
@@ -58,10 +76,25 @@ ifneq ($(strip $(ISOLATION)$(TEST_LOCALE)),)
 endif
 
 # PGXS does not track header dependencies
-$(OBJS): $(wildcard $(durable_src)src/*.h $(durable_src)src/*/*.h)
+$(OBJS) src/loader/loader.o: $(wildcard $(durable_src)src/*.h $(durable_src)src/*/*.h)
+
+# The loader: one object, no bitcode (it has nothing to inline).  PGXS
+# builds one MODULE_big and MODULES by their own names, so it has rules of
+# its own, as the worker program does.
+all: $(LOADER)
+$(LOADER): src/loader/loader.o
+	$(CC) $(CFLAGS) $< $(LDFLAGS) $(LDFLAGS_SL) -shared -o $@
+src/loader/loader.o: | src/loader
+install: install-loader
+.PHONY: install-loader uninstall-loader
+install-loader: $(LOADER) installdirs
+	$(INSTALL_SHLIB) $(LOADER) '$(DESTDIR)$(pkglibdir)/'
+uninstall: uninstall-loader
+uninstall-loader:
+	rm -f '$(DESTDIR)$(pkglibdir)/$(LOADER)'
 
 # An out-of-tree build makes the directories of its objects and bitcode.
-OBJDIRS = $(patsubst %/,%,$(sort $(dir $(OBJS))))
+OBJDIRS = $(patsubst %/,%,$(sort $(dir $(OBJS)) src/loader/))
 $(OBJS) $(OBJS:.o=.bc): | $(OBJDIRS)
 $(OBJDIRS):
 	$(MKDIR_P) $@

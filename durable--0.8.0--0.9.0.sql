@@ -5,6 +5,12 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION durable UPDATE TO '0.9.0'
 \echo Use "ALTER EXTENSION durable UPDATE TO '0.9.0'" to load this file. \quit
 
+-- An update runs beside the calls of a running system: it locks tables
+-- the calls use, in its own order, and may deadlock with one.  The call
+-- is to lose (40P01, which a client runs again), not the update: the
+-- call, which waits deadlock_timeout, finds the deadlock first.
+SET LOCAL deadlock_timeout = '1min';
+
 -- src/sql/updates/0.8.0--0.9.0.sql
 
 -- The hand part of the update from 0.8.0 to 0.9.0: the schema changes
@@ -564,6 +570,14 @@ ALTER TABLE durable.task_history ADD COLUMN unbegun_expiries int NOT NULL DEFAUL
 ALTER TABLE durable.task_history ALTER COLUMN unbegun_expiries DROP DEFAULT;
 COMMENT ON COLUMN durable.live_tasks.began_at IS 'when the worker last said it began the task (durable_begin); a lease that runs out before its task began gives its attempt back';
 COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the task''s lease ran out before it began (its attempt given back each time, at most 10 times)';
+
+--
+-- durable.status names the version of the library a session runs: during
+-- an upgrade without an outage, the new version's, beside the preloaded
+-- library of the version before (docs/upgrading.md).
+--
+DROP VIEW durable.status;
+DROP FUNCTION durable.library_status();
 
 -- src/sql/functions/index_history.sql
 
@@ -2005,11 +2019,12 @@ REVOKE ALL ON FUNCTION durable.execute_in_partition(integer, text, bytea[], inte
 CREATE OR REPLACE FUNCTION durable.library_status(OUT preloaded boolean,
                                        OUT reconciler_database text,
                                        OUT reconciler_enabled boolean,
-                                       OUT node_id int)
+                                       OUT node_id int,
+                                       OUT library_version text)
 AS 'MODULE_PATHNAME', 'durable_library_status'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION durable.library_status() IS
-  'how this session''s durable library was loaded: preloaded or not, the database the reconciler works in and whether it is enabled, the node number in task ids';
+  'how this session''s durable library was loaded: preloaded or not (an earlier version''s counts, during an upgrade), the database the reconciler works in and whether it is enabled, the node number in task ids, and the library''s version';
 
 -- src/sql/functions/maintain_history.sql
 
@@ -3246,17 +3261,20 @@ SELECT l.preloaded,
                    OPERATOR(pg_catalog.||) CASE WHEN t.node IS NOT NULL
                        THEN pg_catalog.jsonb_build_object('node', t.node) ELSE '{}' END
                    ORDER BY t.failing_since, t.part, t.node), '[]')
-        FROM durable.tick_failures_of_nodes() t) AS failures
+        FROM durable.tick_failures_of_nodes() t) AS failures,
+       -- the library this session runs: during an upgrade, the new one
+       -- beside the preloaded library of the version before
+       l.library_version
 FROM durable.library_status() l,
      LATERAL (SELECT durable.reconciler_pid() AS pid) p,
      LATERAL (SELECT pg_catalog.count(*)::int AS failing_parts,
                      pg_catalog.min(t.failing_since) AS failing_since
               FROM durable.failing_parts_of_nodes() t) f;
-COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in, the node number in task ids, and the parts of its tick that fail (on Citus, of every node''s): how many, since when, and (failures, for durable_operator) each with its error and node';
+COMMENT ON VIEW durable.status IS 'whether durable is preloaded, whether a reconciler works in this database (running, not running, disabled, in another database, not preloaded), the database it works in, the node number in task ids, and the parts of its tick that fail (on Citus, of every node''s): how many, since when, and (failures, for durable_operator) each with its error and node; and the version of the library this session runs';
 REVOKE ALL ON durable.status FROM PUBLIC;
 GRANT SELECT ON durable.status TO durable_operator;
 GRANT SELECT (preloaded, reconciler, reconciler_pid, reconciler_database, node_id,
-              failing_parts, failing_since)
+              failing_parts, failing_since, library_version)
     ON durable.status TO pg_monitor;
 
 -- src/sql/views/workers.sql
@@ -3545,3 +3563,9 @@ COMMENT ON FUNCTION durable.name_not_null_constraints() IS
   'names the NOT NULL constraints of durable''s tables <table>_<column>_not_null (PostgreSQL 18), as a fresh installation has them';
 REVOKE ALL ON FUNCTION durable.name_not_null_constraints() FROM PUBLIC;
 SELECT durable.name_not_null_constraints();
+
+-- src/sql/schema/notice.sql
+
+-- Last: at the commit, say in a NOTICE when no reconciler works in this
+-- database and what to do instead.
+SELECT durable.notice_status();

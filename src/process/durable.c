@@ -28,112 +28,178 @@
 
 DURABLE_MODULE_MAGIC;
 
-/* whether the postmaster loaded durable (shared_preload_libraries) */
+/* whether the postmaster loaded this library (shared_preload_libraries) */
 bool		durable_preloaded = false;
+
+/*
+ * whether it preloaded the library of another version of durable, whose
+ * settings this one adopted: an upgrade waiting for its restart
+ */
+bool		durable_predecessor = false;
 
 /* durable.notice_status() was called in this transaction */
 static bool notice_pending = false;
 
+/* and the commit is to start this version's reconciler beside an older one */
+static bool reconciler_pending = false;
+
 void		_PG_init(void);
+
+/*
+ * Whether a library of another version of durable, which the postmaster
+ * preloaded, has defined this setting (rather than left a placeholder):
+ * the server runs that version's library until it restarts, and this one,
+ * which ALTER EXTENSION durable UPDATE bound the functions to, was loaded
+ * beside it (docs/design.md section 14).  A setting cannot be defined twice.
+ */
+static bool
+defined_by_predecessor(const char *name)
+{
+	return GetConfigOption(name, true, false) != NULL &&
+		(GetConfigOptionFlags(name, true) & GUC_CUSTOM_PLACEHOLDER) == 0;
+}
+
+/*
+ * Define a setting, or, when the preloaded library of another version has,
+ * take its value as it is now; until the restart that ends the upgrade,
+ * later changes reach that library's variable only.  A postmaster setting
+ * that library does not have keeps its default: only the postmaster may
+ * define one.
+ */
+static bool
+adopt_setting(const char *name, GucContext context)
+{
+	if (defined_by_predecessor(name))
+		return true;
+	return context == PGC_POSTMASTER && !process_shared_preload_libraries_in_progress;
+}
+
+static void
+int_setting(const char *name, const char *short_desc, const char *long_desc,
+			int *variable, int boot, int min, int max,
+			GucContext context, int flags)
+{
+	if (adopt_setting(name, context))
+		*variable = defined_by_predecessor(name) ?
+			pg_strtoint32(GetConfigOption(name, false, false)) : boot;
+	else
+		DefineCustomIntVariable(name, short_desc, long_desc, variable,
+								boot, min, max, context, flags,
+								NULL, NULL, NULL);
+}
+
+static void
+bool_setting(const char *name, const char *short_desc, const char *long_desc,
+			 bool *variable, bool boot, GucContext context)
+{
+	if (adopt_setting(name, context))
+		*variable = defined_by_predecessor(name) ?
+			strcmp(GetConfigOption(name, false, false), "on") == 0 : boot;
+	else
+		DefineCustomBoolVariable(name, short_desc, long_desc, variable,
+								 boot, context, 0, NULL, NULL, NULL);
+}
+
+static void
+string_setting(const char *name, const char *short_desc, const char *long_desc,
+			   char **variable, const char *boot, GucContext context)
+{
+	if (adopt_setting(name, context))
+		*variable = MemoryContextStrdup(TopMemoryContext,
+										defined_by_predecessor(name) ?
+										GetConfigOption(name, false, false) : boot);
+	else
+		DefineCustomStringVariable(name, short_desc, long_desc, variable,
+								   boot, context, 0, NULL, NULL, NULL);
+}
 
 /* the GUCs any backend may define, preloaded or not */
 static void
 define_gucs(void)
 {
-	DefineCustomIntVariable("durable.max_payload_size",
-							gettext_noop("Largest payload, result, error or metadata durable accepts."),
-							NULL,
-							&durable_max_payload_size,
-							1024, 1, MAX_KILOBYTES,
-							PGC_SUSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
+	int_setting("durable.max_payload_size",
+				gettext_noop("Largest payload, result, error or metadata durable accepts."),
+				NULL,
+				&durable_max_payload_size,
+				1024, 1, MAX_KILOBYTES,
+				PGC_SUSET, GUC_UNIT_KB);
 
-	DefineCustomIntVariable("durable.reconcile_interval",
-							gettext_noop("Time between two ticks of the durable reconciler."),
-							gettext_noop("A tick whose batch was full is followed by the next one at once."),
-							&durable_reconcile_interval,
-							1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS,
-							NULL, NULL, NULL);
+	int_setting("durable.reconcile_interval",
+				gettext_noop("Time between two ticks of the durable reconciler."),
+				gettext_noop("A tick whose batch was full is followed by the next one at once."),
+				&durable_reconcile_interval,
+				1000, 10, 3600 * 1000,
+				PGC_SIGHUP, GUC_UNIT_MS);
 
-	DefineCustomIntVariable("durable.reconcile_batch",
-							gettext_noop("Most rows of each kind the durable reconciler handles in one transaction."),
-							NULL,
-							&durable_reconcile_batch,
-							1000, 1, DURABLE_MAX_BATCH,
-							PGC_SIGHUP, 0,
-							NULL, NULL, NULL);
+	int_setting("durable.reconcile_batch",
+				gettext_noop("Most rows of each kind the durable reconciler handles in one transaction."),
+				NULL,
+				&durable_reconcile_batch,
+				1000, 1, DURABLE_MAX_BATCH,
+				PGC_SIGHUP, 0);
 
-	DefineCustomIntVariable("durable.vacuum_threshold",
-							gettext_noop("Dead row versions in durable.live_tasks after which the durable reconciler vacuums it."),
-							gettext_noop("0 leaves the table to autovacuum."),
-							&durable_vacuum_threshold,
-							20000, 0, INT_MAX,
-							PGC_SIGHUP, 0,
-							NULL, NULL, NULL);
+	int_setting("durable.vacuum_threshold",
+				gettext_noop("Dead row versions in durable.live_tasks after which the durable reconciler vacuums it."),
+				gettext_noop("0 leaves the table to autovacuum."),
+				&durable_vacuum_threshold,
+				20000, 0, INT_MAX,
+				PGC_SIGHUP, 0);
 
-	DefineCustomBoolVariable("durable.reconciler_enabled",
-							 gettext_noop("Whether the durable reconciler works; when off it waits idle."),
-							 NULL,
-							 &durable_reconciler_enabled,
-							 true,
-							 PGC_SIGHUP, 0,
-							 NULL, NULL, NULL);
+	bool_setting("durable.reconciler_enabled",
+				 gettext_noop("Whether the durable reconciler works; when off it waits idle."),
+				 NULL,
+				 &durable_reconciler_enabled,
+				 true,
+				 PGC_SIGHUP);
 
-	DefineCustomIntVariable("durable.retention",
-							gettext_noop("How long finished tasks, with their steps and events, are kept."),
-							gettext_noop("-1 keeps them for ever."),
-							&durable_retention,
-							7 * 24 * 3600, -1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
+	int_setting("durable.retention",
+				gettext_noop("How long finished tasks, with their steps and events, are kept."),
+				gettext_noop("-1 keeps them for ever."),
+				&durable_retention,
+				7 * 24 * 3600, -1, INT_MAX,
+				PGC_SUSET, GUC_UNIT_S);
 
-	DefineCustomBoolVariable("durable.counters",
-							 gettext_noop("Whether durable counts what it does in shared memory (durable_metrics_prometheus())."),
-							 gettext_noop("Counting needs durable in shared_preload_libraries."),
-							 &durable_counting,
-							 true,
-							 PGC_SUSET, 0,
-							 NULL, NULL, NULL);
+	bool_setting("durable.counters",
+				 gettext_noop("Whether durable counts what it does in shared memory (durable_metrics_prometheus())."),
+				 gettext_noop("Counting needs durable in shared_preload_libraries."),
+				 &durable_counting,
+				 true,
+				 PGC_SUSET);
 
-	DefineCustomIntVariable("durable.inbox_retention",
-							gettext_noop("How long inbox entries and published outbox messages are kept."),
-							gettext_noop("-1 keeps them for ever. A duplicate delivered after this is no longer recognised."),
-							&durable_inbox_retention,
-							7 * 24 * 3600, -1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
+	int_setting("durable.inbox_retention",
+				gettext_noop("How long inbox entries and published outbox messages are kept."),
+				gettext_noop("-1 keeps them for ever. A duplicate delivered after this is no longer recognised."),
+				&durable_inbox_retention,
+				7 * 24 * 3600, -1, INT_MAX,
+				PGC_SUSET, GUC_UNIT_S);
 }
 
 /* the GUCs only the postmaster may define: its children inherit them */
 static void
 define_postmaster_gucs(void)
 {
-	DefineCustomIntVariable("durable.node_id",
-							gettext_noop("Number of this node in task ids."),
-							gettext_noop("Nodes that create tasks for the same tables, "
-										 "as in a distributed deployment, need different "
-										 "numbers, from 0 to 255."),
-							&durable_node_id,
-							0, 0, 255,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
+	int_setting("durable.node_id",
+				gettext_noop("Number of this node in task ids."),
+				gettext_noop("Nodes that create tasks for the same tables, "
+							 "as in a distributed deployment, need different "
+							 "numbers, from 0 to 255."),
+				&durable_node_id,
+				0, 0, 255,
+				PGC_POSTMASTER, 0);
 
-	DefineCustomIntVariable("durable.counters_queues",
-							gettext_noop("Queues whose counters durable keeps in shared memory."),
-							gettext_noop("The queues past this many are counted together, as queue \"\"."),
-							&durable_counters_queues,
-							1000, 1, 100000,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
+	int_setting("durable.counters_queues",
+				gettext_noop("Queues whose counters durable keeps in shared memory."),
+				gettext_noop("The queues past this many are counted together, as queue \"\"."),
+				&durable_counters_queues,
+				1000, 1, 100000,
+				PGC_POSTMASTER, 0);
 
-	DefineCustomStringVariable("durable.database",
-							   gettext_noop("Database in which the durable reconciler works."),
-							   NULL,
-							   &durable_database,
-							   "postgres",
-							   PGC_POSTMASTER, 0,
-							   NULL, NULL, NULL);
+	string_setting("durable.database",
+				   gettext_noop("Database in which the durable reconciler works."),
+				   NULL,
+				   &durable_database,
+				   "postgres",
+				   PGC_POSTMASTER);
 }
 
 /*
@@ -186,12 +252,17 @@ _PG_init(void)
 	if (IsBinaryUpgrade)
 		return;
 
+	/* before this library defines any */
+	durable_predecessor = defined_by_predecessor("durable.database");
+
 	define_gucs();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		durable_preloaded = true;
 		define_postmaster_gucs();
 	}
+	else if (durable_predecessor)
+		define_postmaster_gucs();
 	else
 		warn_postmaster_placeholders();
 	MarkGUCPrefixReserved("durable");
@@ -204,29 +275,33 @@ _PG_init(void)
 
 /*
  * durable.library_status(OUT preloaded bool, OUT reconciler_database text,
- *						  OUT reconciler_enabled bool, OUT node_id int)
+ *						  OUT reconciler_enabled bool, OUT node_id int,
+ *						  OUT library_version text)
  *
  * What the library of this session knows about how it was loaded, for the
  * view durable.status: without preloading there is no reconciler, no
- * durable.database (NULL) and node number 0.
+ * durable.database (NULL) and node number 0.  During an upgrade the
+ * library preloaded is an earlier version's, whose settings this one took.
  */
 PG_FUNCTION_INFO_V1(durable_library_status);
 Datum
 durable_library_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	bool		preloaded = durable_preloaded || durable_predecessor;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = BoolGetDatum(durable_preloaded);
-	if (durable_preloaded && durable_database != NULL)
+	values[0] = BoolGetDatum(preloaded);
+	if (preloaded && durable_database != NULL)
 		values[1] = CStringGetTextDatum(durable_database);
 	else
 		nulls[1] = true;
-	values[2] = BoolGetDatum(durable_preloaded && durable_reconciler_enabled);
+	values[2] = BoolGetDatum(preloaded && durable_reconciler_enabled);
 	values[3] = Int32GetDatum(durable_node_id);
+	values[4] = CStringGetTextDatum(DURABLE_VERSION);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
@@ -235,12 +310,22 @@ durable_library_status(PG_FUNCTION_ARGS)
  * in this database, unless the extension is gone by then (a rolled back
  * savepoint).  Not during the script itself: CREATE EXTENSION raises
  * client_min_messages to WARNING while its script runs.
+ *
+ * While the server runs an earlier version's library, this version's
+ * functions were just bound to this library, and that version's reconciler
+ * waits for an extension of its own version: this version's then works, in
+ * a worker of its own, from the commit to the restart (docs/design.md
+ * section 14).
  */
 static void
 status_notice_at_commit(XactEvent event, void *arg)
 {
 	char	   *here;
 
+	if (event == XACT_EVENT_COMMIT && reconciler_pending)
+		DurableStartReconcilerBesidePredecessor();
+	if (event != XACT_EVENT_PRE_COMMIT)
+		reconciler_pending = false;
 	if (!notice_pending)
 		return;
 	/* said at this commit, or never: an abort or a PREPARE forgets it */
@@ -250,7 +335,17 @@ status_notice_at_commit(XactEvent event, void *arg)
 	if (!OidIsValid(get_extension_oid("durable", true)))
 		return;
 	here = get_database_name(MyDatabaseId);
-	if (!durable_preloaded)
+	if (durable_predecessor)
+	{
+		reconciler_pending = strcmp(durable_database, here) == 0;
+		ereport(NOTICE,
+				errmsg("the server runs the library of an earlier version of durable until it restarts"),
+				errdetail("Until then each session loads the library of durable %s beside it for the functions of durable %s%s.",
+						  DURABLE_VERSION, DURABLE_VERSION,
+						  reconciler_pending ? ", and the reconciler works in a background worker of its own" : ""),
+				errhint("Restart the server to finish the update."));
+	}
+	else if (!durable_preloaded)
 		ereport(NOTICE,
 				errmsg("durable is not preloaded: no reconciler works in database \"%s\"",
 					   here),

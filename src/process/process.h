@@ -13,6 +13,7 @@
 
 /* ---- durable.c ---- */
 extern bool durable_preloaded;
+extern bool durable_predecessor;
 extern char *durable_database;
 extern int	durable_reconcile_interval;
 extern int	durable_reconcile_batch;
@@ -23,6 +24,7 @@ extern bool durable_reconciler_enabled;
 #define DURABLE_RESTART_SECONDS 10
 extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
+extern void DurableStartReconcilerBesidePredecessor(void);
 
 /* ---- settings.c ---- */
 extern void DurableKeepServerSettings(void);

@@ -376,6 +376,29 @@ start_reconciler(void)
 	return handle;
 }
 
+/*
+ * DurableStartReconcilerBesidePredecessor
+ *		Start this version's reconciler while the server runs the library of
+ *		an earlier version, whose launcher starts that version's, which waits
+ *		for an extension of its version: called at the commit of the update
+ *		to this one.  The postmaster restarts it after an error, and forgets
+ *		it at the restart that ends the upgrade, when this version's launcher
+ *		takes over.
+ */
+void
+DurableStartReconcilerBesidePredecessor(void)
+{
+	BackgroundWorker worker;
+
+	DurableWorkerSpec(&worker, "durable_reconciler_main", "durable reconciler",
+					  DURABLE_RESTART_SECONDS);
+	if (!RegisterDynamicBackgroundWorker(&worker, NULL))
+		ereport(WARNING,
+				errmsg("durable reconciler cannot start: no background worker slot is free"),
+				errdetail("The reconciler starts when the server restarts."),
+				errhint("Raise max_worker_processes."));
+}
+
 /* a launcher that exits takes its reconciler with it: the next starts one */
 static void
 stop_reconciler(int code, Datum arg)

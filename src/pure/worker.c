@@ -22,7 +22,7 @@ DurableWorkerSpec(BackgroundWorker *worker, const char *function,
 	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker->bgw_restart_time = restart_seconds;
-	strlcpy(worker->bgw_library_name, "durable", BGW_MAXLEN);
+	strlcpy(worker->bgw_library_name, DURABLE_LIBRARY, BGW_MAXLEN);
 	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
 	strlcpy(worker->bgw_name, name, BGW_MAXLEN);
 	strlcpy(worker->bgw_type, name, BGW_MAXLEN);

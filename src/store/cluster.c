@@ -66,11 +66,39 @@ register_callback(void)
 }
 
 /*
+ * version_newer
+ *		Whether version a, as in durable.control ("0.10.2"), comes after b.
+ */
+static bool
+version_newer(const char *a, const char *b)
+{
+	while (*a != '\0' || *b != '\0')
+	{
+		char	   *a_end;
+		char	   *b_end;
+		long		x = strtol(a, &a_end, 10);
+		long		y = strtol(b, &b_end, 10);
+
+		if (x != y)
+			return x > y;
+		a = *a_end == '.' ? a_end + 1 : a_end;
+		b = *b_end == '.' ? b_end + 1 : b_end;
+		if (a == a_end && b == b_end)
+			return strcmp(a, b) > 0;
+	}
+	return false;
+}
+
+/*
  * check_extension_version
  *		The statements are written for the tables of this library's version.
  *		After the library is upgraded and before ALTER EXTENSION durable
  *		UPDATE has run, they would fail with errors about columns nobody
- *		asked for: say what is wrong instead.  Checked again whenever
+ *		asked for: say what is wrong instead.  A call that began before an
+ *		update to a later version committed, and finds it when it locks
+ *		durable's tables, fails as a serialization failure: run again, the
+ *		transaction calls the functions the update bound to the library of
+ *		that version (docs/design.md section 14).  Checked again whenever
  *		durable.live_tasks is invalidated, as any change of the extension
  *		does, and as distributing it does: the plans of distributed tables
  *		are prepared differently (plan.c drops them), so a change there drops
@@ -104,6 +132,14 @@ check_extension_version(void)
 		bool		isnull;
 		bool		citus;
 
+		if (version_newer(installed, DURABLE_VERSION))
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("extension durable was updated to version %s during this call",
+						   installed),
+					errdetail("The call began in the library of version %s.", DURABLE_VERSION),
+					errhint("Run the transaction again: its calls now go to the library of version %s.",
+							installed));
 		if (strcmp(installed, DURABLE_VERSION) != 0)
 			ereport(ERROR,
 					errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

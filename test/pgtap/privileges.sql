@@ -75,7 +75,8 @@ SELECT set_eq(
         'queue_samples.counters_since',
         -- how many parts of the tick fail and since when, not their errors
         'status.preloaded', 'status.reconciler', 'status.reconciler_pid', 'status.reconciler_database',
-        'status.node_id', 'status.failing_parts', 'status.failing_since']) v$$,
+        'status.node_id', 'status.failing_parts', 'status.failing_since',
+        'status.library_version']) v$$,
     'pg_monitor and PUBLIC read exactly the aggregate columns listed, in every relation of durable');
 
 -- and call only the pure functions and those that tell the reconciler's

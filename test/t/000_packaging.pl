@@ -133,7 +133,10 @@ my @make = ('make', '-C', $build, '-f', "$src/Makefile", "VPATH=$src",
 ok(run_log([@make]), 'make -f <source>/Makefile VPATH=<source> in an empty directory');
 ok(!-e "$build/examples/durable_worker", 'make builds no example worker program');
 
-# every C function the scripts name, linked into the durable.so built here
+# every C function the scripts name, linked into the library of this
+# version built here; the control file binds the scripts to it by name
+my ($module) = $control =~ /^module_pathname\s*=\s*'\$libdir\/([^']+)'/m;
+is($module, "durable-$version", "durable.control binds the scripts to durable-$version, the library of its version");
 my @symbols;
 for my $script (glob('durable--*.sql'))
 {
@@ -142,25 +145,28 @@ for my $script (glob('durable--*.sql'))
 my %function = map { ($_ => 1) } @symbols;
 my %wanted = map { ($_ => 1, "pg_finfo_$_" => 1) } keys %function;
 my %defined;
-if (-f "$build/durable.so")
+if (-f "$build/durable-$version.so")
 {
-	my $nm = `nm -D --defined-only '$build/durable.so'`;
+	my $nm = `nm -D --defined-only '$build/durable-$version.so'`;
 	%defined = map { (split ' ')[-1] => 1 } split /\n/, $nm;
 }
 my @missing = sort grep { !$defined{$_} } keys %wanted;
 ok(%function && !@missing,
-	'the durable.so built out of tree defines the '
+	"the durable-$version.so built out of tree defines the "
 	  . scalar(keys %function)
 	  . ' C functions the scripts name')
   or diag('missing: ' . join(' ', @missing[ 0 .. ($#missing < 9 ? $#missing : 9) ]));
+my $loader = -f "$build/durable.so" ? `nm -D --defined-only '$build/durable.so'` : '';
+ok($loader =~ /\b_PG_init\b/ && $loader !~ /\bpg_finfo_/,
+	'and durable.so, the loader, defines no SQL function');
 
 ok(run_log([ @make, 'install', "DESTDIR=$destdir" ]), 'make install DESTDIR=... out of tree');
 chomp(my $sharedir = `'$pg_config' --sharedir`);
 chomp(my $pkglibdir = `'$pg_config' --pkglibdir`);
 my @want = ("$sharedir/extension/durable.control", "$pkglibdir/durable.so",
-	map { "$sharedir/extension/$_" } glob('durable--*.sql'));
+	"$pkglibdir/durable-$version.so", map { "$sharedir/extension/$_" } glob('durable--*.sql'));
 my @absent = grep { !-f "$destdir$_" } @want;
-is_deeply(\@absent, [], 'it installs durable.control, every script and durable.so under DESTDIR');
+is_deeply(\@absent, [], "it installs durable.control, every script, durable.so and durable-$version.so under DESTDIR");
 
 ok(run_log([ @make, 'worker' ]), 'make worker out of tree');
 ok(-x "$build/examples/durable_worker", 'it builds the example worker program in the build directory');

@@ -10,8 +10,9 @@
 CREATE OR REPLACE FUNCTION durable.library_status(OUT preloaded boolean,
                                        OUT reconciler_database text,
                                        OUT reconciler_enabled boolean,
-                                       OUT node_id int)
+                                       OUT node_id int,
+                                       OUT library_version text)
 AS 'MODULE_PATHNAME', 'durable_library_status'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION durable.library_status() IS
-  'how this session''s durable library was loaded: preloaded or not, the database the reconciler works in and whether it is enabled, the node number in task ids';
+  'how this session''s durable library was loaded: preloaded or not (an earlier version''s counts, during an upgrade), the database the reconciler works in and whether it is enabled, the node number in task ids, and the library''s version';

@@ -555,3 +555,11 @@ ALTER TABLE durable.task_history ADD COLUMN unbegun_expiries int NOT NULL DEFAUL
 ALTER TABLE durable.task_history ALTER COLUMN unbegun_expiries DROP DEFAULT;
 COMMENT ON COLUMN durable.live_tasks.began_at IS 'when the worker last said it began the task (durable_begin); a lease that runs out before its task began gives its attempt back';
 COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the task''s lease ran out before it began (its attempt given back each time, at most 10 times)';
+
+--
+-- durable.status names the version of the library a session runs: during
+-- an upgrade without an outage, the new version's, beside the preloaded
+-- library of the version before (docs/design.md section 14).
+--
+DROP VIEW durable.status;
+DROP FUNCTION durable.library_status();
