@@ -1,6 +1,6 @@
-# The window of an upgrade: between the restart onto a new library and
-# ALTER EXTENSION durable UPDATE, the library refuses every call with
-# 55000 (it serves no older SQL yet).  A worker of either client rides the
+# The window of an upgrade done in the other order (035_live_upgrade.pl
+# does it without one): between a restart onto a new library and ALTER
+# EXTENSION durable UPDATE, the library refuses every call with 55000.  A worker of either client rides the
 # window out: it says why, waits and tries again, does nothing meanwhile,
 # and works the queue once the extension is at the library's version; it
 # does not exit.  The window is made as the library sees it: pg_extension

@@ -1,0 +1,261 @@
+# An upgrade without an outage (docs/design.md section 14), under a
+# running workload: the files of the next version replace the installed ones,
+# ALTER EXTENSION durable UPDATE moves every call to the next version's
+# library while the server still runs the preloaded one, and a restart,
+# whenever it comes, ends the upgrade.  Twice, on a private copy of the
+# PostgreSQL installation (the files are replaced under a running server):
+#
+#   from the version before this one, built from this repository's
+#   history, to this one: the calls in flight when the update commits are
+#   refused by the old library, with its 55000, and succeed when run again;
+#   from this version to a next one built from this tree, whose update
+#   holds the task table for a second, as adding a column would: the calls
+#   in flight then fail with 40001, which pgbench runs again, so no client
+#   sees a refused call.
+#
+# Producers enqueue and record each task id in the same transaction;
+# workers claim and commit.  At the end every recorded task completed once,
+# no other task exists, and durable_verify() is empty.
+use strict;
+use warnings;
+use Cwd;
+use File::Basename;
+use File::Path qw(make_path);
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $top = getcwd;
+my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
+my ($version) = slurp_file('durable.control') =~ /^default_version\s*=\s*'([^']+)'/m;
+my ($hand) = glob("src/sql/updates/*--$version.sql");
+my ($previous) = basename($hand // '') =~ /^(.+)--\Q$version\E\.sql$/;
+defined $previous or BAIL_OUT("no src/sql/updates/*--$version.sql");
+
+# the last commit of the version before: the parent of the one that began
+# this; the tests run as another user than the one who owns the clone
+my $git = "git -c safe.directory='$top'";
+my $began = `$git log -n 1 --format=%H -S "default_version = '$version'" HEAD -- durable.control 2>/dev/null`;
+chomp $began;
+plan skip_all => "no history of durable $previous here (a shallow clone or an export)"
+  unless $began ne '' && system("$git cat-file -e '$began^' 2>/dev/null") == 0;
+
+my %pg = map { my $v = `$pg_config --$_`; chomp $v; ($_ => $v) } qw(bindir sharedir pkglibdir);
+my $tmp = PostgreSQL::Test::Utils::tempdir('live');
+my $tree = "$tmp/tree";
+
+# a copy of the installation: durable's files are replaced in it, not in
+# the one the other tests use
+for my $dir (dirname($pg{bindir}), $pg{sharedir}, $pg{pkglibdir})
+{
+	next if -d "$tree$dir";
+	make_path(dirname("$tree$dir"));
+	system('cp', '-a', $dir, "$tree$dir") == 0 or BAIL_OUT("could not copy $dir");
+}
+my $libdir = "$tree$pg{pkglibdir}";
+my $extdir = "$tree$pg{sharedir}/extension";
+
+sub run_or_bail
+{
+	my ($what, $cmd) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run($cmd, '>', \$out, '2>', \$err)
+	  or BAIL_OUT("$what failed: $err$out");
+}
+
+# what "make install" of a version puts in place; install(1) unlinks a file
+# before writing it, as a package manager does, so that a server that
+# mapped the old one keeps it
+sub install_version
+{
+	my ($dir) = @_;
+	run_or_bail("make install of $dir",
+		[ 'make', '-s', '-C', $dir, 'with_llvm=no', "PG_CONFIG=$pg_config", 'install', "DESTDIR=$tree" ]);
+}
+
+my $old = "$tmp/old";
+mkdir $old;
+run_or_bail("git archive of $previous", [ 'sh', '-c', "$git archive '$began^' | tar -x -C '$old'" ]);
+run_or_bail("the build of $previous", [ 'make', '-s', '-C', $old, 'with_llvm=no', "PG_CONFIG=$pg_config" ]);
+install_version($old);
+
+# this version, as installed for the other tests
+my @this = ([ "$pg{pkglibdir}/durable.so", $libdir, 755 ],
+	[ "$pg{pkglibdir}/durable-$version.so", $libdir, 755 ],
+	map { [ $_, $extdir, 644 ] } glob("$pg{sharedir}/extension/durable*"));
+
+# a next version: this tree under another version, whose update locks the
+# task table for a second
+(my $next_version = $version) =~ s/(\d+)$/$1 + 1/e;
+my $next = "$tmp/next";
+mkdir $next;
+system('cp', '-a', 'Makefile', 'durable.control', 'src', 'tools', $next) == 0 or BAIL_OUT('copy');
+system('find', "$next/src", '(', '-name', '*.o', '-o', '-name', '*.bc', ')', '-delete') == 0 or BAIL_OUT('clean');
+my $control = slurp_file("$next/durable.control");
+$control =~ s/'\Q$version\E'/'$next_version'/;
+$control =~ s/durable-\Q$version\E'/durable-$next_version'/;
+append_to_file("$next/durable.control.new", $control);
+rename "$next/durable.control.new", "$next/durable.control";
+append_to_file("$next/src/sql/updates/$version--$next_version.sql", q{
+LOCK TABLE durable.live_tasks IN ACCESS EXCLUSIVE MODE;
+ALTER TABLE durable.live_tasks ALTER COLUMN payload SET STATISTICS 500;
+SELECT pg_catalog.pg_sleep(1);
+});
+run_or_bail('the scripts of the next version', [ "$next/tools/sql-scripts" ]);
+run_or_bail('the build of the next version', [ 'make', '-s', '-C', $next, 'with_llvm=no', "PG_CONFIG=$pg_config" ]);
+
+my $node = PostgreSQL::Test::Cluster->new('live', install_path => dirname("$tree$pg{bindir}"));
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'durable'
+durable.database = 'postgres'
+durable.reconcile_interval = 100
+fsync = off
+max_connections = 40
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION durable');
+is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'durable'"),
+	$previous, "the server runs durable $previous");
+$node->safe_psql('postgres', q{
+	SELECT durable_create_queue('live');
+	CREATE TABLE produced (task_id bigint PRIMARY KEY);
+});
+
+my $script_dir = "$tmp/scripts";
+mkdir $script_dir;
+append_to_file("$script_dir/produce.sql",
+	"INSERT INTO produced SELECT durable_enqueue('live', '{}');\n");
+append_to_file("$script_dir/work.sql",
+	"SELECT durable_commit(task_id, fence, '{}') FROM durable_claim('live', 'w');\n");
+
+sub produced { $node->safe_psql('postgres', 'SELECT count(*) FROM produced') }
+
+# pgbench, its producers and workers, until stopped; bounded by the test.
+# It runs again, as clients do, a transaction that failed with 40001 or
+# 40P01; any other error aborts the client that met it.
+sub start_load
+{
+	my %load = (err => '');
+	$load{h} = IPC::Run::start(
+		[ "$tree$pg{bindir}/pgbench", '-n', '-c', '4', '-T', '100000', '--max-tries', '1000',
+		  '-f', "$script_dir/produce.sql", '-f', "$script_dir/work.sql",
+		  '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'>', \my $out, '2>', \$load{err});
+	return \%load;
+}
+
+sub stop_load
+{
+	my ($load) = @_;
+	$load->{h}->signal('INT');
+	$load->{h}->finish;
+	return [ grep { /client \d+ script \d+ aborted/ } split /\n/, $load->{err} ];
+}
+
+# more work done than when asked: the load runs
+sub wait_for_work
+{
+	my ($what) = @_;
+	my $since = produced();
+	ok($node->poll_query_until('postgres', "SELECT count(*) > $since + 200 FROM produced"),
+		$what);
+}
+
+sub update_to
+{
+	my ($to) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION durable UPDATE');
+	is($ret, 0, "ALTER EXTENSION durable UPDATE to $to") or diag $err;
+	like($err, qr/the server runs the library of an earlier version of durable until it restarts/,
+		'its NOTICE says the upgrade ends with a restart');
+	is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'durable'"),
+		$to, "the extension is at $to");
+	is($node->safe_psql('postgres', 'SELECT preloaded, library_version FROM durable.status'),
+		"t|$to", "a session runs ${to}'s library beside the preloaded one");
+	# the old reconciler waits for an extension of its version; the new one works
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'durable reconciler'"),
+		"the reconciler of $to works beside the waiting one of the preloaded library");
+}
+
+sub restart_onto
+{
+	my ($to) = @_;
+	$node->restart;
+	is($node->safe_psql('postgres', 'SELECT preloaded, library_version FROM durable.status'), "t|$to",
+		"after the restart the preloaded library is ${to}'s");
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'durable reconciler'"),
+		'one reconciler works');
+}
+
+# -- from the version before to this one --
+
+# a session that called the old library, idle through the update
+my ($in, $idle_out) = ('', '');
+my $idle = IPC::Run::start(
+	[ "$tree$pg{bindir}/psql", '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', $node->host,
+	  '-p', $node->port, 'postgres' ],
+	'<', \$in, '>', \$idle_out, '2>', \$idle_out);
+$in .= "SELECT durable_enqueue('live', '{}') IS NOT NULL AS before;\n";
+$idle->pump until $idle_out =~ /^t$/m;
+
+my $load = start_load();
+wait_for_work("$previous serves the load");
+run_or_bail('install', [ 'install', '-m', $_->[2], $_->[0], "$_->[1]/" ]) for @this;
+wait_for_work("$previous serves the load from the files of $version");
+update_to($version);
+my $aborted = stop_load($load);
+my @other = grep { !/ERROR:  extension durable is at version \Q$version\E, but its library is version \Q$previous\E/ } @$aborted;
+is_deeply(\@other, [], "only calls in flight at the update's commit were refused, by $previous");
+note scalar(@$aborted) . " of 4 sessions had a call refused by $previous at the commit";
+
+$load = start_load();
+wait_for_work("run again, the calls go to ${version}'s library beside the preloaded $previous");
+is_deeply(stop_load($load), [], 'none of them is refused');
+$idle_out = '';
+# with what only this version has: its library's code, not the old one's
+$in .= "SELECT count(durable_enqueue('live', '{}', fairness_key => 'f')) FROM generate_series(1, 3);\n"
+  . "SELECT count(*) FROM (SELECT fairness_key FROM durable.live_tasks UNION ALL SELECT fairness_key FROM durable.task_history) t WHERE fairness_key = 'f';\n\\q\n";
+$idle->finish;
+is($idle_out, "3\n3\n", "a session of ${previous}'s library calls ${version}'s once the update committed");
+
+restart_onto($version);
+$load = start_load();
+wait_for_work("$version preloaded serves the load");
+is_deeply(stop_load($load), [], 'and refuses no call');
+
+# -- from this version to the next --
+
+$load = start_load();
+wait_for_work("$version serves the load");
+install_version($next);
+wait_for_work("$version serves the load from the files of $next_version");
+update_to($next_version);
+wait_for_work("the same sessions' calls go to $next_version");
+is_deeply(stop_load($load), [], "no call refused: the ones in flight at the commit failed with 40001, and ran again");
+restart_onto($next_version);
+
+# -- nothing lost, nothing twice --
+
+my $drained;
+for (1 .. 1000)
+{
+	$drained = $node->safe_psql('postgres', q{
+		SELECT count(durable_commit(task_id, fence, '{}')) FROM durable_claim('live', 'drain', batch => 100)});
+	last if $drained == 0;
+}
+is($node->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM durable.live_tasks WHERE queue_name = 'live'),
+	       (SELECT count(*) FROM produced p WHERE NOT EXISTS
+			(SELECT FROM durable.task_history h WHERE h.task_id = p.task_id AND h.state = 'completed')),
+	       (SELECT count(*) - count(DISTINCT task_id) FROM durable.task_history WHERE queue_name = 'live'),
+	       (SELECT count(*) FROM durable.task_history WHERE queue_name = 'live') - (SELECT count(*) FROM produced) - 4}),
+	'0|0|0|0', 'every task produced completed once, and no other task exists (but the idle session\'s four)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM durable_verify()'), '0', 'durable_verify() is empty');
+note produced() . ' tasks produced across two upgrades';
+
+$node->stop;
+done_testing();
