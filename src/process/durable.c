@@ -61,16 +61,14 @@ defined_by_predecessor(const char *name)
 
 /*
  * Define a setting, or, when the preloaded library of another version has,
- * take its value as it is now; until the restart that ends the upgrade,
+ * take its value as it is now: until the restart that ends the upgrade,
  * later changes reach that library's variable only.  A postmaster setting
- * that library does not have keeps its default: only the postmaster may
+ * that library does not have keeps its default, as only the postmaster may
  * define one.
  */
 static bool
-adopt_setting(const char *name, GucContext context)
+postmaster_only(GucContext context)
 {
-	if (defined_by_predecessor(name))
-		return true;
 	return context == PGC_POSTMASTER && !process_shared_preload_libraries_in_progress;
 }
 
@@ -79,9 +77,10 @@ int_setting(const char *name, const char *short_desc, const char *long_desc,
 			int *variable, int boot, int min, int max,
 			GucContext context, int flags)
 {
-	if (adopt_setting(name, context))
-		*variable = defined_by_predecessor(name) ?
-			pg_strtoint32(GetConfigOption(name, false, false)) : boot;
+	if (defined_by_predecessor(name))
+		*variable = pg_strtoint32(GetConfigOption(name, false, false));
+	else if (postmaster_only(context))
+		*variable = boot;
 	else
 		DefineCustomIntVariable(name, short_desc, long_desc, variable,
 								boot, min, max, context, flags,
@@ -92,9 +91,10 @@ static void
 bool_setting(const char *name, const char *short_desc, const char *long_desc,
 			 bool *variable, bool boot, GucContext context)
 {
-	if (adopt_setting(name, context))
-		*variable = defined_by_predecessor(name) ?
-			strcmp(GetConfigOption(name, false, false), "on") == 0 : boot;
+	if (defined_by_predecessor(name))
+		*variable = strcmp(GetConfigOption(name, false, false), "on") == 0;
+	else if (postmaster_only(context))
+		*variable = boot;
 	else
 		DefineCustomBoolVariable(name, short_desc, long_desc, variable,
 								 boot, context, 0, NULL, NULL, NULL);
@@ -104,10 +104,11 @@ static void
 string_setting(const char *name, const char *short_desc, const char *long_desc,
 			   char **variable, const char *boot, GucContext context)
 {
-	if (adopt_setting(name, context))
+	if (defined_by_predecessor(name))
 		*variable = MemoryContextStrdup(TopMemoryContext,
-										defined_by_predecessor(name) ?
-										GetConfigOption(name, false, false) : boot);
+										GetConfigOption(name, false, false));
+	else if (postmaster_only(context))
+		*variable = MemoryContextStrdup(TopMemoryContext, boot);
 	else
 		DefineCustomStringVariable(name, short_desc, long_desc, variable,
 								   boot, context, 0, NULL, NULL, NULL);

@@ -56,13 +56,7 @@ forget_version_check(Datum arg, Oid relid)
 static void
 register_callback(void)
 {
-	static bool callback_registered = false;
-
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(forget_version_check, (Datum) 0);
-		callback_registered = true;
-	}
+	DurableForgetOnRelcacheInvalidation(forget_version_check);
 }
 
 /*

@@ -63,15 +63,9 @@ forget_resolved_tables(Datum arg, Oid relid)
 static void
 register_table(DurableDirectTable *table)
 {
-	static bool callback_registered = false;
-
 	if (table->registered)
 		return;
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(forget_resolved_tables, (Datum) 0);
-		callback_registered = true;
-	}
+	DurableForgetOnRelcacheInvalidation(forget_resolved_tables);
 	if (nresolved_tables >= DIRECT_TABLES_MAX)
 		elog(ERROR, "more than %d tables used without statements", DIRECT_TABLES_MAX);
 	resolved_tables[nresolved_tables++] = table;

@@ -104,15 +104,10 @@ void
 DurablePlacePartitions(const int32 *partitions, int n, DurablePlacement *places)
 {
 	DurableResult res;
-	static bool callback_registered = false;
 	Datum	   *missing;
 	int			nmissing = 0;
 
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(forget_placements, (Datum) 0);
-		callback_registered = true;
-	}
+	DurableForgetOnRelcacheInvalidation(forget_placements);
 	if (placements == NULL)
 	{
 		HASHCTL		ctl = {0};

@@ -182,7 +182,7 @@ shards_of(int32 partition)
 
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(forget_shard_names, (Datum) 0);
+		DurableForgetOnRelcacheInvalidation(forget_shard_names);
 		shard_names_context = AllocSetContextCreate(TopMemoryContext,
 													"durable shard names",
 													ALLOCSET_SMALL_SIZES);

@@ -391,6 +391,9 @@ extern int32 DurableGetInt32(DurableResult res, uint64 row, int col);
 extern bool DurableGetBool(DurableResult res, uint64 row, int col);
 extern char *DurableGetText(DurableResult res, uint64 row, int col);
 
+/* ---- relcache.c: one relcache callback for all of durable's caches ---- */
+extern void DurableForgetOnRelcacheInvalidation(void (*forget) (Datum arg, Oid relid));
+
 /* ---- cluster.c: the installation the statements run on ---- */
 extern int	durable_node_id;
 extern bool DurableDistributed(void);
