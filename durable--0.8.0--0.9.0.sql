@@ -574,7 +574,7 @@ COMMENT ON COLUMN durable.live_tasks.unbegun_expiries IS 'how many times the tas
 --
 -- durable.status names the version of the library a session runs: during
 -- an upgrade without an outage, the new version's, beside the preloaded
--- library of the version before (docs/upgrading.md).
+-- library of the version before (docs/design.md section 14).
 --
 DROP VIEW durable.status;
 DROP FUNCTION durable.library_status();

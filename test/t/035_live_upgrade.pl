@@ -149,7 +149,8 @@ sub start_load
 sub stop_load
 {
 	my ($load) = @_;
-	$load->{h}->signal('INT');
+	# every client may have aborted, and pgbench ended, already
+	eval { $load->{h}->signal('INT') };
 	$load->{h}->finish;
 	return [ grep { /client \d+ script \d+ aborted/ } split /\n/, $load->{err} ];
 }
