@@ -135,8 +135,8 @@ ok(!-e "$build/examples/durable_worker", 'make builds no example worker program'
 
 # every C function the scripts name, linked into the library of this
 # version built here; the control file binds the scripts to it by name
-my ($module) = $control =~ /^module_pathname\s*=\s*'\$libdir\/([^']+)'/m;
-is($module, "durable-$version", "durable.control binds the scripts to durable-$version, the library of its version");
+my ($library) = $control =~ /^module_pathname\s*=\s*'\$libdir\/([^']+)'/m;
+is($library, "durable-$version", "durable.control binds the scripts to durable-$version, the library of its version");
 my @symbols;
 for my $script (glob('durable--*.sql'))
 {

@@ -149,9 +149,9 @@ sub start_load
 sub stop_load
 {
 	my ($load) = @_;
-	# every client may have aborted, and pgbench ended, already
-	eval { $load->{h}->signal('INT') };
-	$load->{h}->finish;
+	# SIGTERM: a test run in the background ignores SIGINT, and so do its
+	# children; every client may have aborted, and pgbench ended, already
+	$load->{h}->kill_kill(grace => 10);
 	return [ grep { /client \d+ script \d+ aborted/ } split /\n/, $load->{err} ];
 }
 
