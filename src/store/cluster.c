@@ -235,13 +235,18 @@ DurableLocalGroup(void)
 	return DurableDistributed() ? durable_citus_group : -1;
 }
 
-/* the error of a table whose column n (from 1), found or missing (NULL), differs */
+/*
+ * the error of a table whose column n (from 1), found or missing (NULL),
+ * differs; unless an update to a later version changed it during the call,
+ * which check_extension_version reports as such
+ */
 DURABLE_NORETURN static void
 report_table(const DurableTable *table, int n, Form_pg_attribute found)
 {
 	const DurableTableColumn *declared = n <= table->ncolumns ?
 		&table->columns[n - 1] : NULL;
 
+	check_extension_version();
 	ereport(ERROR,
 			errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			errmsg("table \"%s.%s\" does not have the columns durable's library expects",

@@ -70,5 +70,31 @@ for my $worker ([ python => [ $python, 'examples/python/worker.py' ],
 		'3', "$name: every task completed, at its first attempt");
 }
 
+# The other side: an update to a later version committed while a session
+# runs this version's library, and changed a table as updates do.  Its
+# next call fails as a serialization failure, to be run again, when the
+# functions are bound to the later version's library (035_live_upgrade.pl),
+# not with 55000 or an error about the table's columns.
+$node->safe_psql('postgres', "SELECT durable_create_queue('crossed')");
+my $crossed = qq{
+	SELECT count(durable_enqueue('crossed', '{}'));
+	ALTER TABLE durable.live_tasks ADD COLUMN added_later int;
+	UPDATE pg_extension SET extversion = '999.0.0' WHERE extname = 'durable';
+	SELECT durable_enqueue('crossed', '{}');
+};
+my ($ret, $out, $err) = $node->psql('postgres', $crossed, on_error_stop => 0);
+like($err, qr/ERROR:  extension durable was updated to version 999\.0\.0 during this call/,
+	'a call after an update to a later version fails as a serialization failure');
+($ret, $out, $err) = $node->psql('postgres', q{
+	\set VERBOSITY verbose
+	SELECT durable_enqueue('crossed', '{}');}, on_error_stop => 0);
+like($err, qr/ERROR:  40001: extension durable was updated/, 'with SQLSTATE 40001');
+$node->safe_psql('postgres', qq{
+	ALTER TABLE durable.live_tasks DROP COLUMN added_later;
+	UPDATE pg_extension SET extversion = '$version' WHERE extname = 'durable';
+});
+is($node->safe_psql('postgres', "SELECT count(durable_enqueue('crossed', '{}'))"), '1',
+	'and succeeds once the version is the library\'s');
+
 $node->stop;
 done_testing();
