@@ -58,7 +58,8 @@ typedef enum ReconcilerWait
 {
 	WAIT_NONE,
 	WAIT_NO_EXTENSION,
-	WAIT_OLD_EXTENSION
+	WAIT_OLD_EXTENSION,
+	WAIT_NEWER_EXTENSION
 } ReconcilerWait;
 
 static ReconcilerWait last_wait = WAIT_NONE;
@@ -84,6 +85,13 @@ report_wait(ReconcilerWait wait, const char *version)
 						  version, DURABLE_VERSION),
 				errhint("Run ALTER EXTENSION durable UPDATE in database \"%s\".",
 						durable_database));
+	else if (wait == WAIT_NEWER_EXTENSION)
+		ereport(LOG,
+				errmsg("durable reconciler of version %s stops working: extension \"durable\" in database \"%s\" was updated to version %s",
+					   DURABLE_VERSION, durable_database, version),
+				errdetail("Until the server restarts, the reconciler of version %s works in a background worker of its own.",
+						  version),
+				errhint("Restart the server to preload the library of version %s.", version));
 	else
 		ereport(LOG,
 				errmsg("durable reconciler found extension \"durable\" in database \"%s\" and works",
@@ -109,7 +117,9 @@ extension_ready(void)
 		return false;
 	}
 	ready = strcmp(version, DURABLE_VERSION) == 0;
-	report_wait(ready ? WAIT_NONE : WAIT_OLD_EXTENSION, version);
+	report_wait(ready ? WAIT_NONE :
+				DurableVersionNewer(version, DURABLE_VERSION) ? WAIT_NEWER_EXTENSION :
+				WAIT_OLD_EXTENSION, version);
 	return ready;
 }
 

@@ -60,11 +60,11 @@ register_callback(void)
 }
 
 /*
- * version_newer
+ * DurableVersionNewer
  *		Whether version a, as in durable.control ("0.10.2"), comes after b.
  */
-static bool
-version_newer(const char *a, const char *b)
+bool
+DurableVersionNewer(const char *a, const char *b)
 {
 	while (*a != '\0' || *b != '\0')
 	{
@@ -126,7 +126,7 @@ check_extension_version(void)
 		bool		isnull;
 		bool		citus;
 
-		if (version_newer(installed, DURABLE_VERSION))
+		if (DurableVersionNewer(installed, DURABLE_VERSION))
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					errmsg("extension durable was updated to version %s during this call",

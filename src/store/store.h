@@ -395,6 +395,7 @@ extern char *DurableGetText(DurableResult res, uint64 row, int col);
 extern void DurableForgetOnRelcacheInvalidation(void (*forget) (Datum arg, Oid relid));
 
 /* ---- cluster.c: the installation the statements run on ---- */
+extern bool DurableVersionNewer(const char *a, const char *b);
 extern int	durable_node_id;
 extern bool DurableDistributed(void);
 extern bool DurableCitusWorker(void);

@@ -234,7 +234,11 @@ $load = start_load();
 wait_for_work("$version serves the load");
 install_version($next);
 wait_for_work("$version serves the load from the files of $next_version");
+my $log_offset = -s $node->logfile;
 update_to($next_version);
+ok($node->wait_for_log(qr/durable reconciler of version \Q$version\E stops working: extension "durable" in database "postgres" was updated to version \Q$next_version\E/,
+		$log_offset),
+	"the reconciler of $version says it stops working and why");
 wait_for_work("the same sessions' calls go to $next_version");
 is_deeply(stop_load($load), [], "no call refused: the ones in flight at the commit failed with 40001, and ran again");
 restart_onto($next_version);
