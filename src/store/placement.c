@@ -107,10 +107,12 @@ DurablePlacePartitions(const int32 *partitions, int n, DurablePlacement *places)
 	Datum	   *missing;
 	int			nmissing = 0;
 
-	DurableForgetOnRelcacheInvalidation(forget_placements);
 	if (placements == NULL)
 	{
 		HASHCTL		ctl = {0};
+
+		/* registered once: asked again when the cache is made anew */
+		DurableForgetOnRelcacheInvalidation(forget_placements);
 
 		ctl.keysize = sizeof(int32);
 		ctl.entrysize = sizeof(PlacementEntry);
