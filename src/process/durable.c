@@ -31,12 +31,6 @@ DURABLE_MODULE_MAGIC;
 /* whether the postmaster loaded this library (shared_preload_libraries) */
 bool		durable_preloaded = false;
 
-/*
- * whether it preloaded the library of another version of durable, whose
- * settings this one adopted: an upgrade waiting for its restart
- */
-bool		durable_predecessor = false;
-
 /* durable.notice_status() was called in this transaction */
 static bool notice_pending = false;
 
@@ -48,12 +42,13 @@ void		_PG_init(void);
 /*
  * Whether a library of another version of durable, which the postmaster
  * preloaded, has defined this setting (rather than left a placeholder):
- * the server runs that version's library until it restarts, and this one,
- * which ALTER EXTENSION durable UPDATE bound the functions to, was loaded
- * beside it (docs/design.md section 14).  A setting cannot be defined twice.
+ * this one was loaded beside it, for the functions of its own version,
+ * which the extension is at before the restart that ends an upgrade, or
+ * still at after it (docs/design.md section 14).  A setting cannot be
+ * defined twice.
  */
 static bool
-defined_by_predecessor(const char *name)
+defined_by_preloaded(const char *name)
 {
 	return GetConfigOption(name, true, false) != NULL &&
 		(GetConfigOptionFlags(name, true) & GUC_CUSTOM_PLACEHOLDER) == 0;
@@ -61,10 +56,9 @@ defined_by_predecessor(const char *name)
 
 /*
  * Define a setting, or, when the preloaded library of another version has,
- * take its value as it is now: until the restart that ends the upgrade,
- * later changes reach that library's variable only.  A postmaster setting
- * that library does not have keeps its default, as only the postmaster may
- * define one.
+ * take its value as it is now: later changes reach that library's variable
+ * only.  A postmaster setting that library does not have keeps its
+ * default, as only the postmaster may define one.
  */
 static bool
 postmaster_only(GucContext context)
@@ -77,7 +71,7 @@ int_setting(const char *name, const char *short_desc, const char *long_desc,
 			int *variable, int boot, int min, int max,
 			GucContext context, int flags)
 {
-	if (defined_by_predecessor(name))
+	if (defined_by_preloaded(name))
 		*variable = pg_strtoint32(GetConfigOption(name, false, false));
 	else if (postmaster_only(context))
 		*variable = boot;
@@ -91,7 +85,7 @@ static void
 bool_setting(const char *name, const char *short_desc, const char *long_desc,
 			 bool *variable, bool boot, GucContext context)
 {
-	if (defined_by_predecessor(name))
+	if (defined_by_preloaded(name))
 		*variable = strcmp(GetConfigOption(name, false, false), "on") == 0;
 	else if (postmaster_only(context))
 		*variable = boot;
@@ -104,7 +98,7 @@ static void
 string_setting(const char *name, const char *short_desc, const char *long_desc,
 			   char **variable, const char *boot, GucContext context)
 {
-	if (defined_by_predecessor(name))
+	if (defined_by_preloaded(name))
 		*variable = MemoryContextStrdup(TopMemoryContext,
 										GetConfigOption(name, false, false));
 	else if (postmaster_only(context))
@@ -254,7 +248,7 @@ _PG_init(void)
 		return;
 
 	/* before this library defines any */
-	durable_predecessor = defined_by_predecessor("durable.database");
+	durable_beside = defined_by_preloaded("durable.database");
 
 	define_gucs();
 	if (process_shared_preload_libraries_in_progress)
@@ -262,7 +256,7 @@ _PG_init(void)
 		durable_preloaded = true;
 		define_postmaster_gucs();
 	}
-	else if (durable_predecessor)
+	else if (durable_beside)
 		define_postmaster_gucs();
 	else
 		warn_postmaster_placeholders();
@@ -291,7 +285,7 @@ durable_library_status(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	Datum		values[5];
 	bool		nulls[5] = {false, false, false, false, false};
-	bool		preloaded = durable_preloaded || durable_predecessor;
+	bool		preloaded = durable_preloaded || durable_beside;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -324,7 +318,7 @@ status_notice_at_commit(XactEvent event, void *arg)
 	char	   *here;
 
 	if (event == XACT_EVENT_COMMIT && reconciler_pending)
-		DurableStartReconcilerBesidePredecessor();
+		DurableStartReconcilerAtUpdate();
 	if (event != XACT_EVENT_PRE_COMMIT)
 		reconciler_pending = false;
 	if (!notice_pending)
@@ -336,7 +330,7 @@ status_notice_at_commit(XactEvent event, void *arg)
 	if (!OidIsValid(get_extension_oid("durable", true)))
 		return;
 	here = get_database_name(MyDatabaseId);
-	if (durable_predecessor)
+	if (durable_beside)
 	{
 		reconciler_pending = strcmp(durable_database, here) == 0;
 		ereport(NOTICE,

@@ -10,21 +10,25 @@
 #define DURABLE_PROCESS_H
 
 #include "api/api.h"
+#include "postmaster/bgworker.h"
 
 /* ---- durable.c ---- */
 extern bool durable_preloaded;
-extern bool durable_predecessor;
 extern char *durable_database;
 extern int	durable_reconcile_interval;
 extern int	durable_reconcile_batch;
 extern bool durable_reconciler_enabled;
+extern bool durable_beside;
 
 /* ---- reconciler.c ---- */
 /* how long the launcher waits before it starts a reconciler that stopped */
 #define DURABLE_RESTART_SECONDS 10
 extern PGDLLEXPORT void durable_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void durable_reconciler_main(Datum main_arg);
-extern void DurableStartReconcilerBesidePredecessor(void);
+
+/* ---- upgrade.c ---- */
+extern void DurableStartReconcilerAtUpdate(void);
+extern BackgroundWorkerHandle *DurableStartReconcilerOfVersion(const char *version);
 
 /* ---- settings.c ---- */
 extern void DurableKeepServerSettings(void);

@@ -53,12 +53,21 @@ int			durable_reconcile_interval = 1000;
 int			durable_reconcile_batch = 1000;
 bool		durable_reconciler_enabled = true;
 
+/*
+ * whether the postmaster preloaded the library of another version of
+ * durable, earlier or later, beside which this one was loaded and whose
+ * settings it adopted (_PG_init): an upgrade waiting for its update or its
+ * restart (upgrade.c)
+ */
+bool		durable_beside = false;
+
 /* why the reconciler does not work, as last said in the log */
 typedef enum ReconcilerWait
 {
 	WAIT_NONE,
 	WAIT_NO_EXTENSION,
 	WAIT_OLD_EXTENSION,
+	WAIT_OLD_EXTENSION_BESIDE,
 	WAIT_NEWER_EXTENSION
 } ReconcilerWait;
 
@@ -85,6 +94,14 @@ report_wait(ReconcilerWait wait, const char *version)
 						  version, DURABLE_VERSION),
 				errhint("Run ALTER EXTENSION durable UPDATE in database \"%s\".",
 						durable_database));
+	else if (wait == WAIT_OLD_EXTENSION_BESIDE)
+		ereport(LOG,
+				errmsg("durable reconciler is waiting for extension \"durable\" in database \"%s\" to be updated",
+					   durable_database),
+				errdetail("The installed version is %s; the library is version %s. Until the update, the reconciler of version %s works beside this one.",
+						  version, DURABLE_VERSION, version),
+				errhint("Run ALTER EXTENSION durable UPDATE in database \"%s\".",
+						durable_database));
 	else if (wait == WAIT_NEWER_EXTENSION)
 		ereport(LOG,
 				errmsg("durable reconciler of version %s stops working: extension \"durable\" in database \"%s\" was updated to version %s",
@@ -100,27 +117,93 @@ report_wait(ReconcilerWait wait, const char *version)
 }
 
 /*
+ * While the extension is at an earlier version than the preloaded library
+ * (the server restarted before the update), the reconciler of that
+ * version, started from its library (upgrade.c); in TopMemoryContext.
+ */
+static BackgroundWorkerHandle *older_reconciler = NULL;
+
+/* a reconciler beside another version's library whose extension left its version */
+static bool leaving = false;
+
+/* at this reconciler's exit, the one of an earlier version it started */
+static void
+stop_older_reconciler(int code, Datum arg)
+{
+	if (older_reconciler != NULL)
+		TerminateBackgroundWorker(older_reconciler);
+}
+
+/*
+ * older_reconciler_works
+ *		Whether the reconciler of the installed version, earlier than this
+ *		library's, works: started now from its library if it does not.
+ *		Versions are of digits and dots (a file name is made of it).
+ */
+static bool
+older_reconciler_works(const char *version)
+{
+	static bool exit_callback = false;
+	pid_t		pid;
+	MemoryContext old;
+
+	if (older_reconciler != NULL &&
+		GetBackgroundWorkerPid(older_reconciler, &pid) != BGWH_STOPPED)
+		return true;
+	if (strspn(version, "0123456789.") != strlen(version))
+		return false;
+	if (older_reconciler != NULL)
+		pfree(older_reconciler);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	older_reconciler = DurableStartReconcilerOfVersion(version);
+	MemoryContextSwitchTo(old);
+	if (older_reconciler != NULL && !exit_callback)
+	{
+		before_shmem_exit(stop_older_reconciler, (Datum) 0);
+		exit_callback = true;
+	}
+	return older_reconciler != NULL;
+}
+
+/*
  * extension_ready
  *		Whether the extension is installed at the library's version, and not
  *		being created.  It then stays so until the end of the transaction
- *		(DurableLockExtension).
+ *		(DurableLockExtension).  A reconciler beside the preloaded library of
+ *		another version leaves once the extension is at a version not its
+ *		own; the preloaded reconciler of a later version than the
+ *		extension's has the extension's version's work (upgrade.c).
  */
 static bool
 extension_ready(void)
 {
 	char	   *version = DurableLockExtension();
-	bool		ready;
 
 	if (version == NULL)
 	{
 		report_wait(WAIT_NO_EXTENSION, NULL);
 		return false;
 	}
-	ready = strcmp(version, DURABLE_VERSION) == 0;
-	report_wait(ready ? WAIT_NONE :
-				DurableVersionNewer(version, DURABLE_VERSION) ? WAIT_NEWER_EXTENSION :
-				WAIT_OLD_EXTENSION, version);
-	return ready;
+	if (strcmp(version, DURABLE_VERSION) == 0)
+	{
+		report_wait(WAIT_NONE, NULL);
+		return true;
+	}
+	if (durable_beside)
+	{
+		ereport(LOG,
+				errmsg("durable reconciler of version %s stops: extension \"durable\" in database \"%s\" is now at version %s",
+					   DURABLE_VERSION, durable_database, version),
+				errdetail("It worked beside the library of another version, which the server preloaded; the reconciler of version %s works in its place.",
+						  version));
+		leaving = true;
+	}
+	else if (DurableVersionNewer(version, DURABLE_VERSION))
+		report_wait(WAIT_NEWER_EXTENSION, version);
+	else
+		report_wait(older_reconciler_works(version) ?
+					WAIT_OLD_EXTENSION_BESIDE : WAIT_OLD_EXTENSION, version);
+	return false;
 }
 
 /* whether the last tick found durable's tables distributed by Citus */
@@ -320,6 +403,8 @@ durable_reconciler_main(Datum main_arg)
 
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(tick_context);
+			if (leaving)
+				proc_exit(0);	/* for good: the postmaster forgets the worker */
 
 			/* a full batch means more is waiting: go again at once */
 			if (work >= (uint64) durable_reconcile_batch)
@@ -384,29 +469,6 @@ start_reconciler(void)
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return NULL;
 	return handle;
-}
-
-/*
- * DurableStartReconcilerBesidePredecessor
- *		Start this version's reconciler while the server runs the library of
- *		an earlier version, whose launcher starts that version's, which waits
- *		for an extension of its version: called at the commit of the update
- *		to this one.  The postmaster restarts it after an error, and forgets
- *		it at the restart that ends the upgrade, when this version's launcher
- *		takes over.
- */
-void
-DurableStartReconcilerBesidePredecessor(void)
-{
-	BackgroundWorker worker;
-
-	DurableWorkerSpec(&worker, "durable_reconciler_main", "durable reconciler",
-					  DURABLE_RESTART_SECONDS);
-	if (!RegisterDynamicBackgroundWorker(&worker, NULL))
-		ereport(WARNING,
-				errmsg("durable reconciler cannot start: no background worker slot is free"),
-				errdetail("The reconciler starts when the server restarts."),
-				errhint("Raise max_worker_processes."));
 }
 
 /* a launcher that exits takes its reconciler with it: the next starts one */

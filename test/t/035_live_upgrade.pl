@@ -2,16 +2,22 @@
 # running workload: the files of the next version replace the installed ones,
 # ALTER EXTENSION durable UPDATE moves every call to the next version's
 # library while the server still runs the preloaded one, and a restart,
-# whenever it comes, ends the upgrade.  Twice, on a private copy of the
-# PostgreSQL installation (the files are replaced under a running server):
+# whenever it comes, ends the upgrade.  Three times, on a private copy of
+# the PostgreSQL installation (the files are replaced under a running
+# server):
 #
 #   from the version before this one, built from this repository's
 #   history, to this one: the calls in flight when the update commits are
 #   refused by the old library, with its 55000, and succeed when run again;
 #   from this version to a next one built from this tree, whose update
-#   holds the task table for a second, as adding a column would: the calls
-#   in flight then fail with 40001, which pgbench runs again, so no client
-#   sees a refused call.
+#   locks two tables, in an order of its own, and holds them for a second:
+#   a tenant's transaction open when the update starts goes on and
+#   commits (the update waits for it holding nothing its calls need), and
+#   the calls in flight at the commit fail with 40001, which pgbench runs
+#   again, so no client sees a refused call;
+#   from that one to the one after, the restart first: the installed
+#   version's library, still on disk, serves its functions beside the
+#   preloaded one, and its reconciler works, until the update.
 #
 # Producers enqueue and record each task id in the same transaction;
 # workers claim and commit.  At the end every recorded task completed once,
@@ -85,25 +91,36 @@ my @this = ([ "$pg{pkglibdir}/durable.so", $libdir, 755 ],
 	[ "$pg{pkglibdir}/durable-$version.so", $libdir, 755 ],
 	map { [ $_, $extdir, 644 ] } glob("$pg{sharedir}/extension/durable*"));
 
-# a next version: this tree under another version, whose update locks the
-# task table for a second
-(my $next_version = $version) =~ s/(\d+)$/$1 + 1/e;
-my $next = "$tmp/next";
-mkdir $next;
-system('cp', '-a', 'Makefile', 'durable.control', 'src', 'tools', $next) == 0 or BAIL_OUT('copy');
-system('find', "$next/src", '(', '-name', '*.o', '-o', '-name', '*.bc', ')', '-delete') == 0 or BAIL_OUT('clean');
-my $control = slurp_file("$next/durable.control");
-$control =~ s/'\Q$version\E'/'$next_version'/;
-$control =~ s/durable-\Q$version\E'/durable-$next_version'/;
-append_to_file("$next/durable.control.new", $control);
-rename "$next/durable.control.new", "$next/durable.control";
-append_to_file("$next/src/sql/updates/$version--$next_version.sql", q{
+# the next versions: this tree under other versions, whose updates lock
+# the task table for a second
+sub build_version
+{
+	my ($from, $to) = @_;
+	my $dir = "$tmp/$to";
+	mkdir $dir;
+	system('cp', '-a', 'Makefile', 'durable.control', 'src', 'tools', $dir) == 0 or BAIL_OUT('copy');
+	system('find', "$dir/src", '(', '-name', '*.o', '-o', '-name', '*.bc', ')', '-delete') == 0
+	  or BAIL_OUT('clean');
+	my $control = slurp_file("$dir/durable.control");
+	$control =~ s/'\Q$version\E'/'$to'/;
+	$control =~ s/durable-\Q$version\E'/durable-$to'/;
+	append_to_file("$dir/durable.control.new", $control);
+	rename "$dir/durable.control.new", "$dir/durable.control";
+	# as an update that changes two tables, in an order of its own
+	append_to_file("$dir/src/sql/updates/$from--$to.sql", q{
+LOCK TABLE durable.task_history IN ACCESS EXCLUSIVE MODE;
 LOCK TABLE durable.live_tasks IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE durable.live_tasks ALTER COLUMN payload SET STATISTICS 500;
 SELECT pg_catalog.pg_sleep(1);
 });
-run_or_bail('the scripts of the next version', [ "$next/tools/sql-scripts" ]);
-run_or_bail('the build of the next version', [ 'make', '-s', '-C', $next, 'with_llvm=no', "PG_CONFIG=$pg_config" ]);
+	run_or_bail("the scripts of $to", [ "$dir/tools/sql-scripts" ]);
+	run_or_bail("the build of $to", [ 'make', '-s', '-C', $dir, 'with_llvm=no', "PG_CONFIG=$pg_config" ]);
+	return $dir;
+}
+(my $next_version = $version) =~ s/(\d+)$/$1 + 1/e;
+(my $last_version = $next_version) =~ s/(\d+)$/$1 + 1/e;
+my $next = build_version($version, $next_version);
+my $last = build_version($next_version, $last_version);
 
 my $node = PostgreSQL::Test::Cluster->new('live', install_path => dirname("$tree$pg{bindir}"));
 $node->init;
@@ -168,6 +185,13 @@ sub update_to
 {
 	my ($to) = @_;
 	my ($ret, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION durable UPDATE');
+	updated_to($to, $ret, $err);
+}
+
+# what an update to a version that the preloaded library is not leaves
+sub updated_to
+{
+	my ($to, $ret, $err) = @_;
 	is($ret, 0, "ALTER EXTENSION durable UPDATE to $to") or diag $err;
 	like($err, qr/the server runs the library of an earlier version of durable until it restarts/,
 		'its NOTICE says the upgrade ends with a restart');
@@ -194,12 +218,19 @@ sub restart_onto
 
 # -- from the version before to this one --
 
+# a psql session fed from the string $in refers to, its output and errors into $out's
+sub start_session
+{
+	my ($in, $out) = @_;
+	return IPC::Run::start(
+		[ "$tree$pg{bindir}/psql", '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', $node->host,
+		  '-p', $node->port, 'postgres' ],
+		'<', $in, '>', $out, '2>', $out);
+}
+
 # a session that called the old library, idle through the update
 my ($in, $idle_out) = ('', '');
-my $idle = IPC::Run::start(
-	[ "$tree$pg{bindir}/psql", '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', $node->host,
-	  '-p', $node->port, 'postgres' ],
-	'<', \$in, '>', \$idle_out, '2>', \$idle_out);
+my $idle = start_session(\$in, \$idle_out);
 $in .= "SELECT durable_enqueue('live', '{}') IS NOT NULL AS before;\n";
 $idle->pump until $idle_out =~ /^t$/m;
 
@@ -234,14 +265,85 @@ $load = start_load();
 wait_for_work("$version serves the load");
 install_version($next);
 wait_for_work("$version serves the load from the files of $next_version");
+
+# a tenant's transaction, open when the update starts: the update waits for
+# it without holding a lock its next calls need (it would deadlock with
+# them, and they would lose), and goes through once it commits
+$node->safe_psql('postgres', "SELECT durable_create_queue('tenant')");
+my ($tenant_in, $tenant_out) = ('', '');
+my $tenant = start_session(\$tenant_in, \$tenant_out);
+$tenant_in .= "BEGIN;\nSELECT durable_enqueue('tenant', '{}') IS NOT NULL AS enqueued;\n";
+$tenant->pump until $tenant_out =~ /^t$/m;
 my $log_offset = -s $node->logfile;
-update_to($next_version);
+my ($update_err, $update_out) = ('', '');
+my $update = IPC::Run::start(
+	[ "$tree$pg{bindir}/psql", '-X', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port,
+	  '-c', 'ALTER EXTENSION durable UPDATE', 'postgres' ],
+	'>', \$update_out, '2>', \$update_err);
+ok($node->poll_query_until('postgres', q{
+	SELECT EXISTS (SELECT FROM pg_stat_activity
+		WHERE query LIKE 'ALTER EXTENSION durable UPDATE%' AND wait_event_type = 'Lock')}),
+	"the update waits for the tenant's open transaction");
+sleep 1;
+$tenant_in .= "SELECT count(durable_commit(task_id, fence, '{}')) FROM durable_claim('tenant', 't');\n"
+  . "COMMIT;\nSELECT 'committed';\n\\q\n";
+$tenant->finish;
+is($tenant_out, "BEGIN\nt\n1\nCOMMIT\ncommitted\n",
+	"the tenant's next calls in its transaction went on while the update waited, and it committed");
+$update->finish;
+updated_to($next_version, $? >> 8, $update_err);
 ok($node->wait_for_log(qr/durable reconciler of version \Q$version\E stops working: extension "durable" in database "postgres" was updated to version \Q$next_version\E/,
 		$log_offset),
 	"the reconciler of $version says it stops working and why");
 wait_for_work("the same sessions' calls go to $next_version");
 is_deeply(stop_load($load), [], "no call refused: the ones in flight at the commit failed with 40001, and ran again");
 restart_onto($next_version);
+
+# -- from the next to the last, the restart first --
+
+# the server restarts onto the last version's library while the extension
+# is still at the next: the next's library, whose file "make install" of
+# the last left in place, serves the next's functions beside it, and the
+# next's reconciler works, started by the last's
+$load = start_load();
+wait_for_work("$next_version serves the load");
+install_version($last);
+wait_for_work("$next_version serves the load from the files of $last_version");
+is_deeply(stop_load($load), [], "no call refused before the restart onto $last_version");
+$log_offset = -s $node->logfile;
+$node->restart;
+is($node->safe_psql('postgres', 'SELECT preloaded, library_version FROM durable.status'),
+	"t|$next_version", "after a restart onto ${last_version}'s library, a session runs ${next_version}'s beside it");
+ok($node->wait_for_log(qr/Until the update, the reconciler of version \Q$next_version\E works beside this one/,
+		$log_offset),
+	"the preloaded reconciler of $last_version started the one of $next_version");
+# a lease that expires in a queue nobody claims from is the reconciler's
+my $lapsed = $node->safe_psql('postgres', q{
+	SELECT durable_create_queue('lapse');
+	SELECT durable_enqueue('lapse', '{}');
+	SELECT task_id FROM durable_claim('lapse', 'gone', lease => '1 second');});
+$lapsed = (split /\n/, $lapsed)[-1];
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'ready' FROM durable.live_tasks WHERE task_id = $lapsed"),
+	"${next_version}'s reconciler works until the update: it took back an expired lease");
+$load = start_load();
+wait_for_work("${next_version}'s library serves the load beside ${last_version}'s");
+$log_offset = -s $node->logfile;
+my ($ret, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION durable UPDATE');
+is($ret, 0, "ALTER EXTENSION durable UPDATE to $last_version, under the load") or diag $err;
+wait_for_work("the same sessions' calls go to $last_version, the preloaded library");
+is_deeply(stop_load($load), [], "no call refused: the ones in flight at the commit failed with 40001, and ran again");
+is($node->safe_psql('postgres', 'SELECT preloaded, library_version FROM durable.status'),
+	"t|$last_version", "the update ended the upgrade: sessions run the preloaded $last_version");
+ok($node->wait_for_log(qr/durable reconciler of version \Q$next_version\E stops: extension "durable" in database "postgres" is now at version \Q$last_version\E/,
+		$log_offset),
+	"the reconciler of $next_version says it stops, and why");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'durable reconciler'"),
+	"one reconciler works: the preloaded one of $last_version");
+$node->safe_psql('postgres', q{
+	SELECT count(durable_commit(task_id, fence, '{}')) FROM durable_claim('lapse', 'back');
+	SELECT durable_drop_queue('lapse', cascade => true);});
 
 # -- nothing lost, nothing twice --
 
