@@ -310,22 +310,25 @@ durable_library_status(PG_FUNCTION_ARGS)
  * functions were just bound to this library, and that version's reconciler
  * waits for an extension of its own version: this version's then works, in
  * a worker of its own, from the commit to the restart (docs/design.md
- * section 14).
+ * section 14).  A transaction prepared for a commit in two phases (Citus
+ * updates a worker so) starts it when it is prepared, says nothing, and
+ * the reconciler waits for the commit.
  */
 static void
 status_notice_at_commit(XactEvent event, void *arg)
 {
 	char	   *here;
+	bool		prepare = event == XACT_EVENT_PRE_PREPARE;
 
-	if (event == XACT_EVENT_COMMIT && reconciler_pending)
+	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE) && reconciler_pending)
 		DurableStartReconcilerAtUpdate();
-	if (event != XACT_EVENT_PRE_COMMIT)
+	if (event != XACT_EVENT_PRE_COMMIT && !prepare)
 		reconciler_pending = false;
 	if (!notice_pending)
 		return;
-	/* said at this commit, or never: an abort or a PREPARE forgets it */
+	/* said at this commit, or never: an abort forgets it */
 	notice_pending = false;
-	if (event != XACT_EVENT_PRE_COMMIT)
+	if (event != XACT_EVENT_PRE_COMMIT && !prepare)
 		return;
 	if (!OidIsValid(get_extension_oid("durable", true)))
 		return;
@@ -333,13 +336,16 @@ status_notice_at_commit(XactEvent event, void *arg)
 	if (durable_beside)
 	{
 		reconciler_pending = strcmp(durable_database, here) == 0;
-		ereport(NOTICE,
-				errmsg("the server runs the library of an earlier version of durable until it restarts"),
-				errdetail("Until then each session loads the library of durable %s beside it for the functions of durable %s%s.",
-						  DURABLE_VERSION, DURABLE_VERSION,
-						  reconciler_pending ? ", and the reconciler works in a background worker of its own" : ""),
-				errhint("Restart the server to finish the update."));
+		if (!prepare)
+			ereport(NOTICE,
+					errmsg("the server runs the library of an earlier version of durable until it restarts"),
+					errdetail("Until then each session loads the library of durable %s beside it for the functions of durable %s%s.",
+							  DURABLE_VERSION, DURABLE_VERSION,
+							  reconciler_pending ? ", and the reconciler works in a background worker of its own" : ""),
+					errhint("Restart the server to finish the update."));
 	}
+	else if (prepare)
+		return;
 	else if (!durable_preloaded)
 		ereport(NOTICE,
 				errmsg("durable is not preloaded: no reconciler works in database \"%s\"",

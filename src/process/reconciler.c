@@ -170,9 +170,11 @@ older_reconciler_works(const char *version)
  *		Whether the extension is installed at the library's version, and not
  *		being created.  It then stays so until the end of the transaction
  *		(DurableLockExtension).  A reconciler beside the preloaded library of
- *		another version leaves once the extension is at a version not its
- *		own; the preloaded reconciler of a later version than the
- *		extension's has the extension's version's work (upgrade.c).
+ *		another version leaves once the extension is at a later version than
+ *		its own, and waits while it is at an earlier one (an update that
+ *		started it when prepared, and is not committed yet); the preloaded
+ *		reconciler of a later version than the extension's has the
+ *		extension's version's work (upgrade.c).
  */
 static bool
 extension_ready(void)
@@ -189,7 +191,7 @@ extension_ready(void)
 		report_wait(WAIT_NONE, NULL);
 		return true;
 	}
-	if (durable_beside)
+	if (durable_beside && DurableVersionNewer(version, DURABLE_VERSION))
 	{
 		ereport(LOG,
 				errmsg("durable reconciler of version %s stops: extension \"durable\" in database \"%s\" is now at version %s",
@@ -198,6 +200,8 @@ extension_ready(void)
 						  version));
 		leaving = true;
 	}
+	else if (durable_beside)
+		report_wait(WAIT_OLD_EXTENSION, version);	/* an update not committed yet */
 	else if (DurableVersionNewer(version, DURABLE_VERSION))
 		report_wait(WAIT_NEWER_EXTENSION, version);
 	else

@@ -16,8 +16,10 @@
  *    library, when its file is still installed
  *    (DurableStartReconcilerOfVersion), and stops it when it stops.
  *
- * A reconciler started beside the preloaded library of another version
- * exits once the extension is at neither its version nor none (an update
+ * On a Citus worker the update commits in two phases: its reconciler
+ * starts when the update is prepared, and waits for the commit.  A
+ * reconciler started beside the preloaded library of another version
+ * exits once the extension is at a later version than its own (an update
  * committed): the reconciler of the version updated to then works.  The
  * entry point, durable_reconciler_main, keeps its name from version to
  * version, as a later version starts an earlier one's by it.
@@ -41,7 +43,8 @@ reconciler_spec(BackgroundWorker *worker)
 /*
  * DurableStartReconcilerAtUpdate
  *		Start this version's reconciler beside the preloaded library of an
- *		earlier version: called at the commit of the update to this one.
+ *		earlier version: called at the commit of the update to this one, or
+ *		when it is prepared.
  *		The postmaster restarts it after an error, and forgets it at the
  *		restart that ends the upgrade, when this version's launcher takes
  *		over.
