@@ -44,10 +44,9 @@ reconciler_spec(BackgroundWorker *worker)
  * DurableStartReconcilerAtUpdate
  *		Start this version's reconciler beside the preloaded library of an
  *		earlier version: called at the commit of the update to this one, or
- *		when it is prepared.
- *		The postmaster restarts it after an error, and forgets it at the
- *		restart that ends the upgrade, when this version's launcher takes
- *		over.
+ *		when it is prepared.  The postmaster restarts it after an error, and
+ *		forgets it at the restart that ends the upgrade, when this version's
+ *		launcher takes over.
  */
 void
 DurableStartReconcilerAtUpdate(void)
@@ -65,11 +64,11 @@ DurableStartReconcilerAtUpdate(void)
 /*
  * DurableStartReconcilerOfVersion
  *		Start the reconciler of version's library, installed beside this
- *		one's; NULL when its file is not there (an earlier version's package
- *		removed it, or a version before 0.9.0, whose library had no version
- *		in its name) or no worker slot is free.  The postmaster restarts it
- *		after an error; it exits for good once the extension leaves its
- *		version.
+ *		one's; NULL when its file is not there (the package of the next
+ *		version removed it, or a version before 0.9.0, whose library had no
+ *		version in its name) or no worker slot is free.  The postmaster
+ *		restarts it after an error; it exits for good once the extension is
+ *		at a later version than its own.
  */
 BackgroundWorkerHandle *
 DurableStartReconcilerOfVersion(const char *version)
