@@ -116,25 +116,29 @@ sub run
 	my $lang = $w->{name};
 	my $started = time;
 
-	# 1. killed in the middle of a step, at each class's worst moment
+	# 1. killed in the middle of a step, at each class's worst moment.  The
+	# leases are 3 s: a live worker, whose heartbeat comes every second,
+	# keeps its tasks on a loaded machine (a lease lost in the middle of the
+	# unsafe call would put a second task in review, rightly), and the
+	# finisher waits longer than that for the dead workers' tasks.
 	my $queue = "${lang}_crash";
 	my $tasks = 10;
 	$node->safe_psql('postgres', qq{
-		SELECT durable_create_queue('$queue', lease => '1 s', retry_base => 1, retry_cap => 1);
+		SELECT durable_create_queue('$queue', lease => '3 s', retry_base => 1, retry_cap => 1);
 		SELECT count(durable_enqueue('$queue', '$steps')) FROM generate_series(1, $tasks);
 	});
 	my @points = qw(after_call:idempotent after_call:pure after_call:queryable
 	  after_receipt:unsafe after_call:unsafe);
 	my @doomed = map {
 		run_worker($w, $queue, "$lang-doomed-$_", { DURABLE_CRASH_AT => $_ },
-			'--lease', '1', '--batch', '2', '--idle-exit', '0')
+			'--lease', '3', '--batch', '2', '--idle-exit', '0')
 	} @points;
 	is(join(' ', map { $_->{h}->full_result(0) & 127 } @doomed), join(' ', (9) x @points),
 		"$lang: a worker killed itself with SIGKILL at each of @points")
 	  or diag(join("\n", map { $_->{err} } @doomed));
 
 	my $finisher = run_worker($w, $queue, "$lang-finisher", {},
-		'--lease', '1', '--idle-exit', '4');
+		'--lease', '3', '--idle-exit', '8');
 	is($finisher->{h}->full_result(0), 0, "$lang: the finisher stopped by itself")
 	  or diag($finisher->{err});
 	like($finisher->{err}, qr/looked_up [1-9]/,
