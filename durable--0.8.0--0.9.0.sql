@@ -20,9 +20,20 @@
 -- waits that follow one another), the call finds it and loses (40P01,
 -- which a client runs again), not the update, whose own deadlock_timeout
 -- is long.  A lock_timeout of the session bounds the whole.
+--
+-- On a Citus coordinator the LOCK of a distributed table would take it on
+-- every node too, with none of these timeouts there, and those locks held
+-- to the commit would outlast every try on the node: a call of the node
+-- that holds another of durable's tables and waits for one of these would
+-- wait until Citus cancels the update, in which a transaction local to a
+-- node counts as older than any distributed one.  So the LOCK takes this
+-- node's tables only, and each node's tables are taken by the update's
+-- own script there, in tries of its own (Citus runs ALTER EXTENSION on
+-- every node).
 DO $take_locks$
 DECLARE
     relations text;
+    propagation text := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
     patience interval := pg_catalog.current_setting('lock_timeout')::interval;
     longest interval := pg_catalog.current_setting('deadlock_timeout')::interval OPERATOR(pg_catalog./) 2;
     started timestamptz := pg_catalog.clock_timestamp();
@@ -41,6 +52,9 @@ BEGIN
       AND c.relkind IN ('r', 'p', 'v');
     IF relations IS NULL THEN
         RETURN;
+    END IF;
+    IF propagation IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
     END IF;
     LOOP
         IF patience OPERATOR(pg_catalog.>) '0'::interval THEN
@@ -65,6 +79,9 @@ BEGIN
     END LOOP;
     PERFORM pg_catalog.set_config('lock_timeout',
         (EXTRACT(epoch FROM patience) OPERATOR(pg_catalog.*) 1000)::bigint::text, true);
+    IF propagation IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', propagation, true);
+    END IF;
 END
 $take_locks$;
 
