@@ -1044,6 +1044,8 @@ DECLARE
     rel text;
     is_coordinator bool;
     failure record;
+    release_defaults text;
+    failed_nodes text;
 BEGIN
     IF shard_count IS NULL OR shard_count < 1 OR shard_count > 1024 THEN
         RAISE EXCEPTION 'shard_count must be between 1 and 1024'
@@ -1092,6 +1094,45 @@ BEGIN
         $do$
     $cmd$);
 
+    -- Citus cannot drop an extension's partition of an extension's
+    -- distributed table: a node removes the partition's metadata with its
+    -- parent's, keeps the table for DROP EXTENSION, and then fails to
+    -- remove the metadata again ("relation ... is not distributed").  So on
+    -- Citus the default partitions of history belong to their parents
+    -- only, as the days do, and go with them, on every node: on the
+    -- workers before distribution, which would wait for this transaction's
+    -- locks there (run_command_on_workers runs apart from it), and on the
+    -- coordinator after it, where Citus would otherwise create them on
+    -- the workers as tables of their own.
+    release_defaults := $release$
+        DO $do$
+        DECLARE r pg_catalog.regclass;
+        BEGIN
+            FOR r IN SELECT c.oid::pg_catalog.regclass
+                     FROM pg_catalog.pg_inherits i
+                     JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+                     WHERE i.inhparent IN ('durable.task_history'::pg_catalog.regclass,
+                                           'durable.step_history'::pg_catalog.regclass,
+                                           'durable.event_log'::pg_catalog.regclass)
+                       AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT'
+                       AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                                   WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                                     AND d.objid = c.oid AND d.deptype = 'e')
+            LOOP
+                EXECUTE pg_catalog.format('ALTER EXTENSION durable DROP TABLE %s', r);
+            END LOOP;
+        END
+        $do$
+    $release$;
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s:%s: %s', w.nodename, w.nodeport, w.result), '; ')
+    INTO failed_nodes
+    FROM pg_catalog.run_command_on_workers(release_defaults) w
+    WHERE NOT w.success;
+    IF failed_nodes IS NOT NULL THEN
+        RAISE EXCEPTION 'could not release the default partitions of history on every node'
+            USING ERRCODE = 'object_not_in_prerequisite_state', DETAIL = failed_nodes;
+    END IF;
+
     -- Citus adds the foreign keys to a reference table below only where
     -- the transaction used one connection per node so far: the tables are
     -- distributed that way (until 0.9.0 the key of durable.queue_grants,
@@ -1133,6 +1174,7 @@ BEGIN
                WHERE logicalrelid::pg_catalog.text LIKE 'durable.%' LOOP
         EXECUTE 'SELECT pg_catalog.truncate_local_data_after_distributing_table($1)' USING rel;
     END LOOP;
+    EXECUTE release_defaults;
     PERFORM pg_catalog.create_distributed_function(
         'durable.execute_in_partition(int, text, bytea[], int)', '$1',
         colocate_with => 'durable.live_tasks', force_delegation => true);

@@ -656,6 +656,7 @@ extern bool DurableTry(DurablePartFunction fn, void *arg, uint64 *done,
 					   ErrorData **error);
 extern bool DurableTryPart(DurablePartFunction fn, void *arg, uint64 *done,
 						   ErrorData **error);
+extern void DurableBoundTickLockWaits(void);
 extern bool DurablePartBlocked(const ErrorData *edata);
 extern bool DurableRunPart(const char *part, DurablePartFunction fn, void *arg,
 						   uint64 *done);

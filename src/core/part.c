@@ -392,6 +392,24 @@ DurableTryPart(DurablePartFunction fn, void *arg, uint64 *done,
 }
 
 /*
+ * DurableBoundTickLockWaits
+ *		Bound every lock wait of the rest of this transaction, a tick's, by
+ *		DURABLE_PART_LOCK_TIMEOUT, outside its parts too.  For a tick on
+ *		Citus: there the statements of a DROP EXTENSION or an update reach
+ *		a node in an order of Citus's (the shards of a table dropped before
+ *		the extension is), which a tick that holds the extension and waits
+ *		for a table would deadlock with.  A tick so blocked is given up and
+ *		the next one tries again.
+ */
+void
+DurableBoundTickLockWaits(void)
+{
+	(void) set_config_option("lock_timeout", DURABLE_PART_LOCK_TIMEOUT,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+							 true, 0, false);
+}
+
+/*
  * DurablePartBlocked
  *		Whether a part failed because another transaction held a lock it
  *		needed: nothing is wrong with what it works on, and it runs again

@@ -277,7 +277,10 @@ abort_tick(MemoryContext loop_context)
  *		node's going away (DurableNodeUnreachable) is logged at LOG,
  *		anything else as a WARNING, once, before the abort (which may fail
  *		too: abort_tick).  On one server an error is not caught: the worker
- *		exits.  Whether the tables are distributed is known from the tick
+ *		exits.  A tick blocked by a lock (on Citus its waits are bounded:
+ *		DurableBoundTickLockWaits) is logged at LOG too: an update or a drop
+ *		of the extension under way holds it.  Whether the tables are
+ *		distributed is known from the tick
  *		that fails, which reads it before it does anything else; a node's
  *		going away is a tick given up even where that reads "not
  *		distributed" (the first tick after durable_enable_citus may still
@@ -308,7 +311,7 @@ run_guarded_tick(MemoryContext loop_context)
 		unreachable = DurableNodeUnreachable(edata);
 		if (!distributed && !unreachable)
 			ReThrowError(edata);
-		ereport(unreachable ? LOG : WARNING,
+		ereport(unreachable || DurablePartBlocked(edata) ? LOG : WARNING,
 				errmsg("durable reconciler gave up a tick: %s", edata->message),
 				errdetail("The next tick tries again."));
 		FreeErrorData(edata);
@@ -345,6 +348,8 @@ run_tick(bool *vacuum)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "durable reconcile tick");
+	if (distributed)
+		DurableBoundTickLockWaits();
 
 	*vacuum = false;
 	if (extension_ready())
