@@ -940,7 +940,7 @@ REVOKE ALL ON durable.samples FROM PUBLIC;
 --
 CREATE OR REPLACE FUNCTION durable.budget_period_start(period interval, at timestamptz)
 RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'durable_budget_period_start'
+AS '$libdir/durable-0.9.0', 'durable_budget_period_start'
 LANGUAGE C IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.budget_period_start(interval, timestamptz) IS
@@ -955,7 +955,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_alter_budget(
     amount numeric DEFAULT NULL,
     period interval DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_alter_budget'
+AS '$libdir/durable-0.9.0', 'durable_alter_budget'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_alter_budget(text, numeric, interval) IS
@@ -980,7 +980,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_alter_queue(
     concurrency_limit int DEFAULT NULL,
     version_timeout interval DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_alter_queue'
+AS '$libdir/durable-0.9.0', 'durable_alter_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_alter_queue(text, interval, int, int, int, interval, int, float8, interval, bool, text[], int, interval) IS
@@ -993,7 +993,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_alter_queue(text, interval, intege
 CREATE OR REPLACE FUNCTION @extschema@.durable_await(task_id bigint, fence bigint, name text, event text,
                                           timeout interval DEFAULT NULL, queue text DEFAULT NULL)
 RETURNS TABLE (status text, payload jsonb)
-AS 'MODULE_PATHNAME', 'durable_await'
+AS '$libdir/durable-0.9.0', 'durable_await'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1011,7 +1011,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_await(bigint, bigint, text, text, 
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_begin(task_id bigint, fence bigint)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_begin'
+AS '$libdir/durable-0.9.0', 'durable_begin'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_begin(bigint, bigint) IS
@@ -1023,7 +1023,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_begin(bigint, bigint) TO durable_w
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_cancel(task_id bigint, reason text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_cancel'
+AS '$libdir/durable-0.9.0', 'durable_cancel'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_cancel(bigint, text) IS
@@ -1036,7 +1036,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_cancel(bigint, text) TO durable_op
 CREATE OR REPLACE FUNCTION @extschema@.durable_checkpoint(task_id bigint, fence bigint,
                                                checkpoint jsonb, expected_version int)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_checkpoint'
+AS '$libdir/durable-0.9.0', 'durable_checkpoint'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_checkpoint(bigint, bigint, jsonb, int) IS
@@ -1054,7 +1054,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_claim(
     versions jsonb DEFAULT NULL)
 RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, attempt int,
                payload jsonb, checkpoint jsonb, versions jsonb)
-AS 'MODULE_PATHNAME', 'durable_claim'
+AS '$libdir/durable-0.9.0', 'durable_claim'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1072,7 +1072,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_claim_reconcile(
     batch int DEFAULT 1)
 RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, step text,
                idempotency_key text, request jsonb)
-AS 'MODULE_PATHNAME', 'durable_claim_reconcile'
+AS '$libdir/durable-0.9.0', 'durable_claim_reconcile'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1091,7 +1091,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_commit(
     expected_version int DEFAULT NULL,
     spent numeric DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_commit'
+AS '$libdir/durable-0.9.0', 'durable_commit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_commit(bigint, bigint, jsonb, text, int, numeric) IS
@@ -1111,7 +1111,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_commit_and_claim(
     versions jsonb DEFAULT NULL)
 RETURNS TABLE (task_id bigint, fence bigint, lease_until timestamptz, attempt int,
                payload jsonb, checkpoint jsonb, versions jsonb)
-AS 'MODULE_PATHNAME', 'durable_commit_and_claim'
+AS '$libdir/durable-0.9.0', 'durable_commit_and_claim'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1125,7 +1125,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_commit_and_claim(bigint, bigint, j
 CREATE OR REPLACE FUNCTION @extschema@.durable_commit_batch(task_ids bigint[], fences bigint[],
                                                  results jsonb[] DEFAULT NULL)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_commit_batch'
+AS '$libdir/durable-0.9.0', 'durable_commit_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_commit_batch(bigint[], bigint[], jsonb[]) IS
@@ -1138,7 +1138,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_commit_batch(bigint[], bigint[], j
 CREATE OR REPLACE FUNCTION @extschema@.durable_compensate(task_id bigint, fence bigint,
                                                classes jsonb DEFAULT NULL)
 RETURNS TABLE (step text, compensates text, state text, version int, idempotency_key text)
-AS 'MODULE_PATHNAME', 'durable_compensate'
+AS '$libdir/durable-0.9.0', 'durable_compensate'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_compensate(bigint, bigint, jsonb) IS
@@ -1153,7 +1153,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_create_budget(
     amount numeric,
     period interval DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_create_budget'
+AS '$libdir/durable-0.9.0', 'durable_create_budget'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_create_budget(text, numeric, interval) IS
@@ -1178,7 +1178,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_create_queue(
     concurrency_limit int DEFAULT NULL,
     version_timeout interval DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_create_queue'
+AS '$libdir/durable-0.9.0', 'durable_create_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_create_queue(text, interval, int, int, int, interval, int, float8, interval, int, bool, int, interval) IS
@@ -1190,7 +1190,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_create_queue(text, interval, integ
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_cron_next(cron text, after timestamptz, timezone text DEFAULT 'UTC')
 RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'durable_cron_next'
+AS '$libdir/durable-0.9.0', 'durable_cron_next'
 LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_cron_next(text, timestamptz, text) IS
@@ -1206,7 +1206,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_debounce(
     max_wait interval DEFAULT NULL,
     mode text DEFAULT 'trailing')
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_debounce'
+AS '$libdir/durable-0.9.0', 'durable_debounce'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_debounce(text, text, jsonb, interval, interval, text) IS
@@ -1218,7 +1218,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_debounce(text, text, jsonb, interv
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_drop_budget(name text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_drop_budget'
+AS '$libdir/durable-0.9.0', 'durable_drop_budget'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_drop_budget(text) IS
@@ -1233,7 +1233,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_budget(text) TO durable_opera
 -- them too.
 CREATE OR REPLACE FUNCTION @extschema@.durable_drop_queue(queue text, cascade boolean DEFAULT false)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_drop_queue'
+AS '$libdir/durable-0.9.0', 'durable_drop_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_drop_queue(text, boolean) IS
@@ -1245,7 +1245,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_queue(text, boolean) TO durab
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_drop_rate_limit(name text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_drop_rate_limit'
+AS '$libdir/durable-0.9.0', 'durable_drop_rate_limit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_drop_rate_limit(text) IS
@@ -1257,7 +1257,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_drop_rate_limit(text) TO durable_o
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_emit(queue text, event text, payload jsonb DEFAULT NULL)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_emit'
+AS '$libdir/durable-0.9.0', 'durable_emit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_emit(text, text, jsonb) IS
@@ -1464,7 +1464,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue(
     budgets text[] DEFAULT NULL,
     spend_limit numeric DEFAULT NULL)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_enqueue'
+AS '$libdir/durable-0.9.0', 'durable_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_enqueue(text, jsonb, text, timestamptz, int, text, int, interval, text, jsonb, text, text, jsonb, text[], numeric) IS
@@ -1488,7 +1488,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_enqueue_batch(
     concurrency_keys text[] DEFAULT NULL,
     fairness_keys text[] DEFAULT NULL)
 RETURNS bigint[]
-AS 'MODULE_PATHNAME', 'durable_enqueue_batch'
+AS '$libdir/durable-0.9.0', 'durable_enqueue_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[], timestamptz, int, text, int, interval, text, jsonb, text[], text[]) IS
@@ -1505,7 +1505,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_enqueue_batch(text, jsonb[], text[
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_expire_lease(task_id bigint, reason text)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_expire_lease'
+AS '$libdir/durable-0.9.0', 'durable_expire_lease'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_expire_lease(bigint, text) IS
@@ -1523,7 +1523,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_fail(
     retry_after interval DEFAULT NULL,
     step text DEFAULT NULL)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_fail'
+AS '$libdir/durable-0.9.0', 'durable_fail'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_fail(bigint, bigint, text, jsonb, interval, text) IS
@@ -1535,7 +1535,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_fail(bigint, bigint, text, jsonb, 
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_grant_queue(queue text, role text, privilege text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_grant_queue'
+AS '$libdir/durable-0.9.0', 'durable_grant_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_grant_queue(text, text, text) IS
@@ -1551,7 +1551,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_heartbeat(
     progress text DEFAULT NULL,
     lease interval DEFAULT NULL)
 RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'durable_heartbeat'
+AS '$libdir/durable-0.9.0', 'durable_heartbeat'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_heartbeat(bigint, bigint, text, interval) IS
@@ -1564,7 +1564,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_heartbeat(bigint, bigint, text, in
 CREATE OR REPLACE FUNCTION @extschema@.durable_heartbeat_batch(task_ids bigint[], fences bigint[],
                                                     lease interval DEFAULT NULL)
 RETURNS TABLE (task_id bigint, lease_until timestamptz)
-AS 'MODULE_PATHNAME', 'durable_heartbeat_batch'
+AS '$libdir/durable-0.9.0', 'durable_heartbeat_batch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_heartbeat_batch(bigint[], bigint[], interval) IS
@@ -1576,7 +1576,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_heartbeat_batch(bigint[], bigint[]
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_idempotency_key(VARIADIC parts text[])
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_idempotency_key'
+AS '$libdir/durable-0.9.0', 'durable_idempotency_key'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.durable_idempotency_key(text[]) IS
   'stable idempotency key of a logical operation: hex SHA-256 over its length-prefixed parts';
@@ -1587,7 +1587,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_idempotent_advance(queue text, sc
                                                        recovery_point text,
                                                        lock interval DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_idempotent_advance'
+AS '$libdir/durable-0.9.0', 'durable_idempotent_advance'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_idempotent_advance(text, text, text, bigint, text, interval) IS
@@ -1600,7 +1600,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_idempotent_advance(text, text, tex
 CREATE OR REPLACE FUNCTION @extschema@.durable_idempotent_begin(queue text, scope text, key text, request jsonb,
                                                      lock interval DEFAULT '1 minute')
 RETURNS TABLE (status text, recovery_point text, fence bigint, response jsonb)
-AS 'MODULE_PATHNAME', 'durable_idempotent_begin'
+AS '$libdir/durable-0.9.0', 'durable_idempotent_begin'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1615,7 +1615,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_idempotent_finish(queue text, sco
                                                       response jsonb,
                                                       retention interval DEFAULT '24 hours')
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_idempotent_finish'
+AS '$libdir/durable-0.9.0', 'durable_idempotent_finish'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_idempotent_finish(text, text, text, bigint, jsonb, interval) IS
@@ -1628,7 +1628,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_idempotent_finish(text, text, text
 CREATE OR REPLACE FUNCTION @extschema@.durable_inbox_receive(queue text, consumer text, message_id text,
                                                   payload jsonb DEFAULT NULL)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_inbox_receive'
+AS '$libdir/durable-0.9.0', 'durable_inbox_receive'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_inbox_receive(text, text, text, jsonb) IS
@@ -1642,7 +1642,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_join(task_id bigint, fence bigint
                                          children text[] DEFAULT NULL,
                                          timeout interval DEFAULT NULL)
 RETURNS TABLE (status text, children jsonb)
-AS 'MODULE_PATHNAME', 'durable_join'
+AS '$libdir/durable-0.9.0', 'durable_join'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -1655,7 +1655,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_join(bigint, bigint, text, text[],
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_metrics_prometheus()
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_metrics_prometheus'
+AS '$libdir/durable-0.9.0', 'durable_metrics_prometheus'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_metrics_prometheus() IS
@@ -1677,7 +1677,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_migrate(
     evidence jsonb,
     dry_run boolean DEFAULT false)
 RETURNS TABLE (task_id bigint, state text, from_versions jsonb, to_versions jsonb, action text)
-AS 'MODULE_PATHNAME', 'durable_migrate_task'
+AS '$libdir/durable-0.9.0', 'durable_migrate_task'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_migrate(bigint, jsonb, jsonb, text, jsonb, boolean) IS
@@ -1694,7 +1694,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_migrate(
     dry_run boolean DEFAULT false,
     batch int DEFAULT 1000)
 RETURNS TABLE (task_id bigint, state text, from_versions jsonb, to_versions jsonb, action text)
-AS 'MODULE_PATHNAME', 'durable_migrate_queue'
+AS '$libdir/durable-0.9.0', 'durable_migrate_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_migrate(text, jsonb, jsonb, text, jsonb, boolean, int) IS
@@ -1709,7 +1709,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_next_action(attempts int, max_att
                                                 error_class text,
                                                 next_delay interval DEFAULT '0')
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_next_action'
+AS '$libdir/durable-0.9.0', 'durable_next_action'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.durable_next_action(int, int, interval, interval, text, interval) IS
   'retry budget after a failed attempt: schedule_retry, fail_permanent, manual_review, deadline_exceeded or attempts_exhausted';
@@ -1718,7 +1718,7 @@ COMMENT ON FUNCTION @extschema@.durable_next_action(int, int, interval, interval
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_outbox_ack(queue text, message_ids bigint[], fence bigint)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_outbox_ack'
+AS '$libdir/durable-0.9.0', 'durable_outbox_ack'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_outbox_ack(text, bigint[], bigint) IS
@@ -1731,7 +1731,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_outbox_ack(text, bigint[], bigint)
 CREATE OR REPLACE FUNCTION @extschema@.durable_outbox_claim(queue text, publisher text, batch int DEFAULT 100,
                                                  lease interval DEFAULT '30 seconds')
 RETURNS TABLE (message_id bigint, fence bigint, topic text, key text, payload jsonb, attempt int)
-AS 'MODULE_PATHNAME', 'durable_outbox_claim'
+AS '$libdir/durable-0.9.0', 'durable_outbox_claim'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_outbox_claim(text, text, int, interval) IS
@@ -1744,7 +1744,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_outbox_claim(text, text, integer, 
 CREATE OR REPLACE FUNCTION @extschema@.durable_outbox_emit(queue text, topic text, payload jsonb,
                                                 key text DEFAULT NULL)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_outbox_emit'
+AS '$libdir/durable-0.9.0', 'durable_outbox_emit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_outbox_emit(text, text, jsonb, text) IS
@@ -1756,7 +1756,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_outbox_emit(text, text, jsonb, tex
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_pause(queue text, partition int DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_pause'
+AS '$libdir/durable-0.9.0', 'durable_pause'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_pause(text, int) IS
@@ -1768,7 +1768,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_pause(text, integer) TO durable_op
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_pause_schedule(name text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_pause_schedule'
+AS '$libdir/durable-0.9.0', 'durable_pause_schedule'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_pause_schedule(text) IS
@@ -1780,7 +1780,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_pause_schedule(text) TO durable_op
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_quarantine(task_id bigint, reason text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_quarantine'
+AS '$libdir/durable-0.9.0', 'durable_quarantine'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_quarantine(bigint, text) IS
@@ -1792,7 +1792,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_quarantine(bigint, text) TO durabl
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_reconcile(batch int DEFAULT 1000, queue text DEFAULT NULL)
 RETURNS TABLE (task_id bigint, action text)
-AS 'MODULE_PATHNAME', 'durable_reconcile'
+AS '$libdir/durable-0.9.0', 'durable_reconcile'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_reconcile(int, text) IS
@@ -1810,7 +1810,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_record_receipt(
     effect_id text DEFAULT NULL,
     evidence jsonb DEFAULT NULL)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_record_receipt'
+AS '$libdir/durable-0.9.0', 'durable_record_receipt'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_record_receipt(bigint, bigint, text, text, text, jsonb) IS
@@ -1825,7 +1825,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_recovery_action(lease_expired boo
                                                     max_attempts int,
                                                     queryable bool DEFAULT false)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_recovery_action'
+AS '$libdir/durable-0.9.0', 'durable_recovery_action'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.durable_recovery_action(bool, text, bool, int, int, bool) IS
   'recovery of an expired or questioned activity: wait, record_completion, record_failure, reconcile, manual_review, exhausted or retry_same_activity';
@@ -1976,7 +1976,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_recovery_package(bigint) TO durabl
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_release(task_id bigint, fence bigint, reason text DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_release'
+AS '$libdir/durable-0.9.0', 'durable_release'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_release(bigint, bigint, text) IS
@@ -1992,7 +1992,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_replay_dead_letters(
     partition int DEFAULT NULL,
     reason text DEFAULT NULL)
 RETURNS TABLE (task_id bigint, action text)
-AS 'MODULE_PATHNAME', 'durable_replay_dead_letters'
+AS '$libdir/durable-0.9.0', 'durable_replay_dead_letters'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_replay_dead_letters(text, int, int, text) IS
@@ -2003,7 +2003,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(text, integer,
 -- the same for chosen tasks, by their ids (an operator's selection)
 CREATE OR REPLACE FUNCTION @extschema@.durable_replay_dead_letters(task_ids bigint[])
 RETURNS TABLE (task_id bigint, action text)
-AS 'MODULE_PATHNAME', 'durable_replay_dead_letters_by_id'
+AS '$libdir/durable-0.9.0', 'durable_replay_dead_letters_by_id'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) IS
@@ -2015,7 +2015,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_replay_dead_letters(bigint[]) TO d
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_request_hash(request jsonb)
 RETURNS bytea
-AS 'MODULE_PATHNAME', 'durable_request_hash'
+AS '$libdir/durable-0.9.0', 'durable_request_hash'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;  -- not STRICT: a NULL argument is 22004, never a NULL result
 COMMENT ON FUNCTION @extschema@.durable_request_hash(jsonb) IS
   'SHA-256 of the canonical text of a request; key order and white space never change it';
@@ -2024,7 +2024,7 @@ COMMENT ON FUNCTION @extschema@.durable_request_hash(jsonb) IS
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_reset_counters()
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_reset_counters'
+AS '$libdir/durable-0.9.0', 'durable_reset_counters'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_reset_counters() IS
@@ -2038,7 +2038,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_resolve(task_id bigint, decision 
                                             evidence jsonb, step text DEFAULT NULL,
                                             spent numeric DEFAULT NULL)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_resolve'
+AS '$libdir/durable-0.9.0', 'durable_resolve'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb, text, numeric) IS
@@ -2054,7 +2054,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_resolve(bigint, text, text, jsonb,
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_result(task_id bigint)
 RETURNS TABLE (state text, result jsonb, error jsonb, finished_at timestamptz, stop_code text)
-AS 'MODULE_PATHNAME', 'durable_result'
+AS '$libdir/durable-0.9.0', 'durable_result'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_result(bigint) IS
@@ -2066,7 +2066,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_result(bigint) TO durable_producer
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_resume(queue text, partition int DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_resume'
+AS '$libdir/durable-0.9.0', 'durable_resume'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resume(text, int) IS
@@ -2078,7 +2078,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_resume(text, integer) TO durable_o
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_resume_schedule(name text)
 RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'durable_resume_schedule'
+AS '$libdir/durable-0.9.0', 'durable_resume_schedule'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_resume_schedule(text) IS
@@ -2095,7 +2095,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_resume_schedule(text) TO durable_o
 CREATE OR REPLACE FUNCTION @extschema@.durable_retry_delay(activity_id text, attempt int,
                                                 base int DEFAULT 2, cap int DEFAULT 60)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_retry_delay'
+AS '$libdir/durable-0.9.0', 'durable_retry_delay'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;  -- not STRICT: a NULL argument is 22004, never a NULL result
 COMMENT ON FUNCTION @extschema@.durable_retry_delay(text, int, int, int) IS
   'seconds before the given attempt: min(cap, base * 2^(attempt-1)) with stable SHA-256 jitter in [50%, 100%]';
@@ -2104,7 +2104,7 @@ COMMENT ON FUNCTION @extschema@.durable_retry_delay(text, int, int, int) IS
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_revoke_queue(queue text, role text, privilege text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_revoke_queue'
+AS '$libdir/durable-0.9.0', 'durable_revoke_queue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_revoke_queue(text, text, text) IS
@@ -2119,7 +2119,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_schedule(name text, cron text, qu
                                              timezone text DEFAULT 'UTC',
                                              backfill boolean DEFAULT false)
 RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'durable_schedule'
+AS '$libdir/durable-0.9.0', 'durable_schedule'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_schedule(text, text, text, jsonb, text, boolean) IS
@@ -2134,7 +2134,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_set_fairness(
     fairness_key text,
     weight real DEFAULT 1)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_set_fairness'
+AS '$libdir/durable-0.9.0', 'durable_set_fairness'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_set_fairness(text, text, real) IS
@@ -2150,7 +2150,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_set_rate_limit(
     per interval,
     burst int DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_set_rate_limit'
+AS '$libdir/durable-0.9.0', 'durable_set_rate_limit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval, int) IS
@@ -2165,7 +2165,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_set_rate_limit(text, int, interval
 --
 CREATE OR REPLACE FUNCTION @extschema@.durable_sleep(task_id bigint, fence bigint, name text, until timestamptz)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_sleep_until'
+AS '$libdir/durable-0.9.0', 'durable_sleep_until'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_sleep(bigint, bigint, text, timestamptz) IS
@@ -2175,7 +2175,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_sleep(bigint, bigint, text, timest
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_sleep(task_id bigint, fence bigint, name text, duration interval)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_sleep_for'
+AS '$libdir/durable-0.9.0', 'durable_sleep_for'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_sleep(bigint, bigint, text, interval) IS
@@ -2201,7 +2201,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_spawn(
     concurrency_key text DEFAULT NULL,
     fairness_key text DEFAULT NULL)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_spawn'
+AS '$libdir/durable-0.9.0', 'durable_spawn'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_spawn(bigint, bigint, text, text, jsonb, timestamptz, int, text, int, interval, text, jsonb, text, text) IS
@@ -2223,7 +2223,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_step(
     target text DEFAULT NULL)
 RETURNS TABLE (state text, version int, attempt int, idempotency_key text,
                result jsonb, receipt text)
-AS 'MODULE_PATHNAME', 'durable_step'
+AS '$libdir/durable-0.9.0', 'durable_step'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 ROWS 1;
@@ -2238,7 +2238,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_step_start(task_id bigint, fence 
                                                expected_version int,
                                                reserve numeric DEFAULT NULL)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_step_start'
+AS '$libdir/durable-0.9.0', 'durable_step_start'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, int, numeric) IS
@@ -2251,7 +2251,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_step_start(bigint, bigint, text, i
 CREATE OR REPLACE FUNCTION @extschema@.durable_step_unknown(task_id bigint, fence bigint, step text,
                                                  expected_version int, reason text DEFAULT NULL)
 RETURNS int
-AS 'MODULE_PATHNAME', 'durable_step_unknown'
+AS '$libdir/durable-0.9.0', 'durable_step_unknown'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_step_unknown(bigint, bigint, text, int, text) IS
@@ -2267,7 +2267,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_stream_append(
     stream text,
     chunk jsonb)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_stream_append'
+AS '$libdir/durable-0.9.0', 'durable_stream_append'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_stream_append(bigint, bigint, text, jsonb) IS
@@ -2282,7 +2282,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_stream_close(
     fence bigint,
     stream text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_stream_close'
+AS '$libdir/durable-0.9.0', 'durable_stream_close'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_stream_close(bigint, bigint, text) IS
@@ -2298,7 +2298,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_stream_read(
     after bigint DEFAULT 0,
     max int DEFAULT 1000)
 RETURNS TABLE (seq bigint, chunk jsonb, at timestamptz)
-AS 'MODULE_PATHNAME', 'durable_stream_read'
+AS '$libdir/durable-0.9.0', 'durable_stream_read'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_stream_read(bigint, text, bigint, int) IS
@@ -2314,7 +2314,7 @@ CREATE OR REPLACE FUNCTION @extschema@.durable_throttle(
     payload jsonb,
     per interval)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_throttle'
+AS '$libdir/durable-0.9.0', 'durable_throttle'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interval) IS
@@ -2326,7 +2326,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_throttle(text, text, jsonb, interv
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_trigger_schedule(name text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'durable_trigger_schedule'
+AS '$libdir/durable-0.9.0', 'durable_trigger_schedule'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_trigger_schedule(text) IS
@@ -2338,7 +2338,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.durable_trigger_schedule(text) TO durable_
 
 CREATE OR REPLACE FUNCTION @extschema@.durable_unschedule(name text)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_unschedule'
+AS '$libdir/durable-0.9.0', 'durable_unschedule'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.durable_unschedule(text) IS
@@ -2360,7 +2360,7 @@ CREATE OR REPLACE FUNCTION durable.execute_in_partition(partition int, statement
 RETURNS SETOF record
 LANGUAGE C STRICT VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'durable_execute_in_partition';
+AS '$libdir/durable-0.9.0', 'durable_execute_in_partition';
 REVOKE ALL ON FUNCTION durable.execute_in_partition(integer, text, bytea[], integer) FROM PUBLIC;
 
 -- src/sql/functions/library_status.sql
@@ -2379,7 +2379,7 @@ CREATE OR REPLACE FUNCTION durable.library_status(OUT preloaded boolean,
                                        OUT reconciler_enabled boolean,
                                        OUT node_id int,
                                        OUT library_version text)
-AS 'MODULE_PATHNAME', 'durable_library_status'
+AS '$libdir/durable-0.9.0', 'durable_library_status'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION durable.library_status() IS
   'how this session''s durable library was loaded: preloaded or not (an earlier version''s counts, during an upgrade), the database the reconciler works in and whether it is enabled, the node number in task ids, and the library''s version';
@@ -2834,7 +2834,7 @@ REVOKE ALL ON FUNCTION durable.maintain_history(timestamp with time zone, interv
 --
 CREATE OR REPLACE FUNCTION durable.metric_samples(families text[] DEFAULT NULL)
 RETURNS TABLE (metric text, labels jsonb, value float8)
-AS 'MODULE_PATHNAME', 'durable_metric_samples'
+AS '$libdir/durable-0.9.0', 'durable_metric_samples'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.metric_samples(text[]) IS
@@ -2846,7 +2846,7 @@ GRANT EXECUTE ON FUNCTION durable.metric_samples(text[]) TO durable_operator, pg
 
 CREATE OR REPLACE FUNCTION durable.notice_status()
 RETURNS void
-AS 'MODULE_PATHNAME', 'durable_notice_status'
+AS '$libdir/durable-0.9.0', 'durable_notice_status'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.notice_status() IS
@@ -2870,7 +2870,7 @@ CREATE OR REPLACE FUNCTION durable.queue_counters(
     OUT steps_left_in_doubt bigint, OUT duplicate_effects bigint,
     OUT finished_after_expiry bigint, OUT recovered bigint, OUT stats_reset timestamptz)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'durable_queue_counters'
+AS '$libdir/durable-0.9.0', 'durable_queue_counters'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.queue_counters() IS
@@ -2890,7 +2890,7 @@ GRANT EXECUTE ON FUNCTION durable.queue_counters() TO durable_operator, pg_monit
 --
 CREATE OR REPLACE FUNCTION durable.queues_in_scope()
 RETURNS text[]
-AS 'MODULE_PATHNAME', 'durable_queues_in_scope'
+AS '$libdir/durable-0.9.0', 'durable_queues_in_scope'
 LANGUAGE C STABLE PARALLEL RESTRICTED SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.queues_in_scope() IS
@@ -2898,14 +2898,14 @@ COMMENT ON FUNCTION durable.queues_in_scope() IS
 
 CREATE OR REPLACE FUNCTION durable.queue_in_scope(queue text)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_queue_in_scope'
+AS '$libdir/durable-0.9.0', 'durable_queue_in_scope'
 LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION durable.queue_in_scope(text) IS
   'whether durable''s views show the calling role the rows of the queue (durable.queues_in_scope())';
 
 CREATE OR REPLACE FUNCTION durable.task_in_scope(task_id bigint)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_task_in_scope'
+AS '$libdir/durable-0.9.0', 'durable_task_in_scope'
 LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION durable.task_in_scope(bigint) IS
   'whether durable''s views show the calling role the rows of the task: those of a task of a queue in its scope';
@@ -3124,7 +3124,7 @@ GRANT EXECUTE ON FUNCTION durable.failing_parts_of_nodes() TO durable_operator, 
 --
 CREATE OR REPLACE FUNCTION durable.recovery_action_of(task_id bigint)
 RETURNS text
-AS 'MODULE_PATHNAME', 'durable_recovery_action_of'
+AS '$libdir/durable-0.9.0', 'durable_recovery_action_of'
 LANGUAGE C STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION durable.recovery_action_of(bigint) IS
@@ -3138,7 +3138,7 @@ GRANT EXECUTE ON FUNCTION durable.recovery_action_of(bigint) TO durable_operator
 -- runs a task pinned to pinned; the claims' filter (pure/versions.c)
 CREATE OR REPLACE FUNCTION durable.versions_run(pinned jsonb, runs jsonb)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'durable_versions_run'
+AS '$libdir/durable-0.9.0', 'durable_versions_run'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION durable.versions_run(jsonb, jsonb) IS
   'whether a worker that runs these versions (names to a version or a list of versions) runs a task pinned to those';

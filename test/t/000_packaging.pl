@@ -134,13 +134,23 @@ ok(run_log([@make]), 'make -f <source>/Makefile VPATH=<source> in an empty direc
 ok(!-e "$build/examples/durable_worker", 'make builds no example worker program');
 
 # every C function the scripts name, linked into the library of this
-# version built here; the control file binds the scripts to it by name
+# version built here; this version's scripts name it by its file (released
+# ones through the control file's module_pathname)
 my ($library) = $control =~ /^module_pathname\s*=\s*'\$libdir\/([^']+)'/m;
 is($library, "durable-$version", "durable.control binds the scripts to durable-$version, the library of its version");
 my @symbols;
 for my $script (glob('durable--*.sql'))
 {
 	push @symbols, slurp_file($script) =~ /'MODULE_PATHNAME'\s*,\s*'(\w+)'/g;
+	push @symbols, slurp_file($script) =~ /'\$libdir\/durable-\Q$version\E'\s*,\s*'(\w+)'/g;
+}
+for my $script ("durable--$version.sql", glob("durable--*--$version.sql"))
+{
+	my $text = slurp_file($script);
+	my @named = $text =~ /AS\s+'(MODULE_PATHNAME|\$libdir\/[^']+)'/g;
+	my @own = grep { $_ eq "\$libdir/durable-$version" } @named;
+	ok(@own && @own == @named,
+		"$script binds its C functions to \$libdir/durable-$version, by the file's name");
 }
 my %function = map { ($_ => 1) } @symbols;
 my %wanted = map { ($_ => 1, "pg_finfo_$_" => 1) } keys %function;

@@ -269,6 +269,19 @@ wait_for_work("$version serves the load");
 install_version($next);
 wait_for_work("$version serves the load from the files of $next_version");
 
+# this version, installed beside the files of the next, binds its functions
+# to its own library (until 0.9.0 its script named the one durable.control
+# names, the next version's, and every call was refused)
+$node->safe_psql('postgres', 'CREATE DATABASE beside_next');
+$node->safe_psql('beside_next', "CREATE EXTENSION durable VERSION '$version'");
+is($node->safe_psql('beside_next', q{
+	SELECT string_agg(DISTINCT probin, ', ') FROM pg_proc WHERE probin LIKE '%durable%'}),
+	"\$libdir/durable-$version",
+	"CREATE EXTENSION durable VERSION '$version' beside the files of $next_version binds its own library");
+is($node->safe_psql('beside_next', "SELECT durable_create_queue('beside')"), '',
+	"and its calls are served");
+$node->safe_psql('postgres', 'DROP DATABASE beside_next');
+
 # a tenant's transaction, open when the update starts: the update waits for
 # it without holding a lock its next calls need (it would deadlock with
 # them, and they would lose), and goes through once it commits.  The update
