@@ -398,7 +398,9 @@ DurableTryPart(DurablePartFunction fn, void *arg, uint64 *done,
  *		Citus: there the statements of a DROP EXTENSION or an update reach
  *		a node in an order of Citus's (the shards of a table dropped before
  *		the extension is), which a tick that holds the extension and waits
- *		for a table would deadlock with.  A tick so blocked is given up and
+ *		would deadlock with.  The tick takes durable's tables without
+ *		waiting first (store/schema_locks.c); this bounds what is left, the
+ *		extension's own lock among it.  A tick so blocked is given up and
  *		the next one tries again.
  */
 void

@@ -355,8 +355,12 @@ run_tick(bool *vacuum)
 	if (extension_ready())
 	{
 		distributed = DurableDistributed();
-		work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
-		*vacuum = DurableTasksNeedVacuum();
+		/* on Citus, skipped while a drop or an update holds a table */
+		if (!distributed || DurableTryLockSchemaTables())
+		{
+			work = DurableReconcileTick(durable_reconcile_batch, NULL, NULL);
+			*vacuum = DurableTasksNeedVacuum();
+		}
 	}
 
 	SPI_finish();

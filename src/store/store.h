@@ -403,6 +403,9 @@ extern int32 DurableNodeId(void);
 extern int32 DurableLocalGroup(void);
 extern void DurableCheckTables(DurableStatement *stmt);
 
+/* ---- schema_locks.c: durable's tables taken at once, without waiting ---- */
+extern bool DurableTryLockSchemaTables(void);
+
 /* ---- placement.c: on Citus, where a partition's rows are ---- */
 typedef struct DurablePlacement
 {

@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ *
+ * schema_locks.c
+ *	  Every table of durable's schema share-locked at once, without waiting.
+ *
+ * On Citus a DROP EXTENSION or an update reaches a node in an order of
+ * Citus's: the shards of each table dropped one after another before the
+ * extension is, the tables an update script takes one after another, each
+ * in the node's part of a distributed transaction.  A reconciler's tick
+ * there, a transaction local to the node, that holds one of durable's
+ * tables and waits for another that such a statement holds forms a cycle
+ * with it, and Citus's deadlock detector breaks every such cycle by
+ * cancelling the statement (it cancels distributed transactions only),
+ * however short the tick's wait.  So a tick on Citus first takes every
+ * table of the schema (shells, shards and partitions all live there) in
+ * ACCESS SHARE mode, none of them waiting: when one is not to be had,
+ * something that changes durable's tables is under way and the tick is
+ * skipped; when all are, the tick holds them to its end and such a
+ * statement waits for the tick, never the other way round.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "storage/lmgr.h"
+#include "utils/fmgroids.h"
+
+/*
+ * DurableTryLockSchemaTables
+ *		Take every table and partitioned table of durable's schema in ACCESS
+ *		SHARE mode, held to the end of the transaction, without waiting for
+ *		any.  Returns false as soon as one is held in a mode that conflicts
+ *		(those taken before stay taken until the transaction ends).
+ */
+bool
+DurableTryLockSchemaTables(void)
+{
+	Oid			schema = get_namespace_oid(DURABLE_SCHEMA, true);
+	List	   *tables = NIL;
+	Relation	pg_class;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+	ListCell   *lc;
+	bool		taken = true;
+
+	if (!OidIsValid(schema))
+		return true;
+
+	/* the tables first, locked after the scan (a lock reads invalidations) */
+	ScanKeyInit(&key, Anum_pg_class_relnamespace, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(schema));
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	scan = systable_beginscan(pg_class, InvalidOid, false, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+
+		if (form->relkind == RELKIND_RELATION ||
+			form->relkind == RELKIND_PARTITIONED_TABLE)
+			tables = lappend_oid(tables, form->oid);
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+
+	foreach(lc, tables)
+	{
+		if (!ConditionalLockRelationOid(lfirst_oid(lc), AccessShareLock))
+		{
+			taken = false;
+			break;
+		}
+	}
+	list_free(tables);
+	return taken;
+}
