@@ -18,6 +18,10 @@
  * skipped; when all are, the tick holds them to its end and such a
  * statement waits for the tick, never the other way round.
  *
+ * A shard of durable's tables that this node holds no placement of is no
+ * table of the tick's: one a move left behind for Citus to drop, which a
+ * move back drops first, without waiting for it.  It is left alone.
+ *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
@@ -28,14 +32,45 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
+
+/* on Citus: the shards of durable's tables placed on other nodes only */
+enum
+{
+	ELSEWHERE_SHARD,
+	ELSEWHERE_NCOLUMNS
+};
+static const DurableColumn elsewhere_columns[ELSEWHERE_NCOLUMNS] = {
+	[ELSEWHERE_SHARD] = {"shard", TEXTOID},
+};
+static DurableStatement shards_elsewhere = {
+	.name = "shards_elsewhere",
+	.sql = "SELECT pg_catalog.format('%s_%s', c.relname, s.shardid) AS shard"
+	" FROM pg_catalog.pg_dist_shard s"
+	" JOIN pg_catalog.pg_class c ON c.oid = s.logicalrelid"
+	" WHERE c.relnamespace = 'durable'::pg_catalog.regnamespace"
+	" AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
+	"  WHERE pl.shardid = s.shardid"
+	"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+	.nargs = 0,
+	DURABLE_COLUMNS(elsewhere_columns),
+};
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
 
 /*
  * DurableTryLockSchemaTables
  *		Take every table and partitioned table of durable's schema in ACCESS
  *		SHARE mode, held to the end of the transaction, without waiting for
- *		any.  Returns false as soon as one is held in a mode that conflicts
- *		(those taken before stay taken until the transaction ends).
+ *		any, but the shards placed on other nodes only (shards_elsewhere; SPI
+ *		connected).  Returns false as soon as one is held in a mode that
+ *		conflicts (those taken before stay taken until the transaction
+ *		ends).
  */
 bool
 DurableTryLockSchemaTables(void)
@@ -48,9 +83,16 @@ DurableTryLockSchemaTables(void)
 	HeapTuple	tuple;
 	ListCell   *lc;
 	bool		taken = true;
+	DurableResult elsewhere;
+	char	  **skipped;
 
 	if (!OidIsValid(schema))
 		return true;
+	elsewhere = DurableRun(&shards_elsewhere, NULL, NULL, SPI_OK_SELECT, 0);
+	skipped = palloc(sizeof(char *) * Max(elsewhere.rows, 1));
+	for (uint64 i = 0; i < elsewhere.rows; i++)
+		skipped[i] = DurableGetText(elsewhere, i, ELSEWHERE_SHARD);
+	qsort(skipped, elsewhere.rows, sizeof(char *), compare_names);
 
 	/* the tables first, locked after the scan (a lock reads invalidations) */
 	ScanKeyInit(&key, Anum_pg_class_relnamespace, BTEqualStrategyNumber,
@@ -60,9 +102,12 @@ DurableTryLockSchemaTables(void)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+		const char *name = NameStr(form->relname);
 
-		if (form->relkind == RELKIND_RELATION ||
-			form->relkind == RELKIND_PARTITIONED_TABLE)
+		if ((form->relkind == RELKIND_RELATION ||
+			 form->relkind == RELKIND_PARTITIONED_TABLE) &&
+			bsearch(&name, skipped, elsewhere.rows, sizeof(char *),
+					compare_names) == NULL)
 			tables = lappend_oid(tables, form->oid);
 	}
 	systable_endscan(scan);
@@ -77,5 +122,6 @@ DurableTryLockSchemaTables(void)
 		}
 	}
 	list_free(tables);
+	pfree(skipped);
 	return taken;
 }
