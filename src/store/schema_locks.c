@@ -35,7 +35,12 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 
-/* on Citus: the shards of durable's tables placed on other nodes only */
+/*
+ * On Citus: the shards of durable's tables placed on other nodes only.  The
+ * schema is looked up by name when the statement runs: its plan is kept,
+ * and would keep the OID of a schema that a DROP and CREATE EXTENSION
+ * replaced.
+ */
 enum
 {
 	ELSEWHERE_SHARD,
@@ -49,7 +54,8 @@ static DurableStatement shards_elsewhere = {
 	.sql = "SELECT pg_catalog.format('%s_%s', c.relname, s.shardid) AS shard"
 	" FROM pg_catalog.pg_dist_shard s"
 	" JOIN pg_catalog.pg_class c ON c.oid = s.logicalrelid"
-	" WHERE c.relnamespace = 'durable'::pg_catalog.regnamespace"
+	" WHERE c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n"
+	"  WHERE n.nspname = 'durable')"
 	" AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
 	"  WHERE pl.shardid = s.shardid"
 	"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
