@@ -15,6 +15,17 @@
  * expressions on every execution, 35 ms where running them took half of
  * one.
  *
+ * enable_seqscan and enable_bitmapscan off, for a statement of one
+ * partition: its rows are a few that an index finds (a task by its key, the
+ * first ready tasks in claim order), and its plan is kept, made once from
+ * the statistics of the moment.  On Citus a partition's shard is a small
+ * table in flux, often empty when a plan is made, and a plan made then
+ * read every row of the shard on every call after it grew, dead ones too:
+ * a sequential scan reads them all, and a bitmap scan every index entry
+ * that matches, before its first row, and marks no entry dead for the next
+ * scan to skip (an index scan does).  A cycle on a worker spent a fifth of
+ * its time there.
+ *
  * On Citus, found by setting every citus.* setting a session may set
  * (tools/citus):
  *	- citus.function_opens_transaction_block on: off, a statement of one
@@ -34,6 +45,7 @@
 #include "store/store.h"
 
 #include "jit/jit.h"
+#include "optimizer/cost.h"
 #include "utils/guc.h"
 
 static const struct
@@ -60,18 +72,22 @@ pin(int *nest, const char *name, const char *value)
 /*
  * DurablePinStatementSettings
  *		Pin the settings of durable's statements (above; the Citus ones
- *		when distributed) before one runs.  Returns the nest level to give
+ *		when distributed, the scans when by_index) before one runs.  Returns the nest level to give
  *		DurableUnpinStatementSettings once it has, or -1 when nothing was
  *		changed.  When the statement fails, the abort of the transaction or
  *		subtransaction restores them.
  */
 int
-DurablePinStatementSettings(bool distributed)
+DurablePinStatementSettings(bool distributed, bool by_index)
 {
 	int			nest = -1;
 
 	if (jit_enabled)
 		pin(&nest, "jit", "off");
+	if (by_index && enable_seqscan)
+		pin(&nest, "enable_seqscan", "off");
+	if (by_index && enable_bitmapscan)
+		pin(&nest, "enable_bitmapscan", "off");
 	if (!distributed)
 		return nest;
 	for (int i = 0; i < (int) lengthof(citus_pinned); i++)

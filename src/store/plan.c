@@ -366,12 +366,14 @@ partition_plan(DurableStatement *stmt, int k, int32 partition, int64 shard,
 /*
  * run_plan
  *		SPI_execute_plan under the settings durable's statements run under
- *		(pinned.c).
+ *		(pinned.c), which plan those of one partition (by_index) by their
+ *		indexes.
  */
 static int
-run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, long tcount)
+run_plan(SPIPlanPtr plan, Datum *values, const char *nulls, long tcount,
+		 bool by_index)
 {
-	int			nest = DurablePinStatementSettings(prepared_distributed);
+	int			nest = DurablePinStatementSettings(prepared_distributed, by_index);
 	int			rc;
 
 	rc = SPI_execute_plan(plan, values, nulls, read_as_of_caller, tcount);
@@ -442,7 +444,7 @@ execute_split(DurableStatement *stmt, Datum *values, const char *nulls,
 													  c + 1, &isnull);
 				argnulls[stmt->nargs + c] = isnull ? 'n' : ' ';
 			}
-			rc = run_plan(plan, args, argnulls, 0);
+			rc = run_plan(plan, args, argnulls, 0, stmt->by_partition);
 			if (rc < 0)
 				elog(ERROR, "step %d of \"%s\" failed: %s",
 					 k, stmt->name, SPI_result_code_string(rc));
@@ -522,7 +524,7 @@ execute_delegated(DurableStatement *stmt, Datum *values, const char *nulls,
 	args[1] = CStringGetTextDatum(stmt->name);
 	args[2] = DurableDelegatedValues(stmt, values, nulls);
 	args[3] = Int32GetDatum(expected);
-	rc = run_plan(stmt->delegated_plan, args, NULL, 0);
+	rc = run_plan(stmt->delegated_plan, args, NULL, 0, false);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "unexpected SPI result for \"%s\" on its partition's node: %s",
 			 stmt->name, SPI_result_code_string(rc));
@@ -563,7 +565,7 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 		plan = reference_plan(stmt);
 	else
 		plan = statement_plan(stmt);
-	rc = run_plan(plan, values, nulls, tcount);
+	rc = run_plan(plan, values, nulls, tcount, stmt->by_partition);
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result for \"%s\": %s",
 			 stmt->name, SPI_result_code_string(rc));

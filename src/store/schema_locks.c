@@ -34,29 +34,28 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 
 /*
- * On Citus: the shards of durable's tables placed on other nodes only.  The
- * schema is looked up by name when the statement runs: its plan is kept,
- * and would keep the OID of a schema that a DROP and CREATE EXTENSION
- * replaced.
+ * On Citus: the shards placed on other nodes only, of every distributed
+ * table; those of durable's are picked out by their table's schema here.
+ * A read of pg_class would not do: Citus hides shards from it by a test of
+ * every row, which took a worker's tick longer than the rest of it.
  */
 enum
 {
+	ELSEWHERE_TABLE,
 	ELSEWHERE_SHARD,
 	ELSEWHERE_NCOLUMNS
 };
 static const DurableColumn elsewhere_columns[ELSEWHERE_NCOLUMNS] = {
-	[ELSEWHERE_SHARD] = {"shard", TEXTOID},
+	[ELSEWHERE_TABLE] = {"logicalrelid", REGCLASSOID},
+	[ELSEWHERE_SHARD] = {"shardid", INT8OID},
 };
 static DurableStatement shards_elsewhere = {
 	.name = "shards_elsewhere",
-	.sql = "SELECT pg_catalog.format('%s_%s', c.relname, s.shardid) AS shard"
-	" FROM pg_catalog.pg_dist_shard s"
-	" JOIN pg_catalog.pg_class c ON c.oid = s.logicalrelid"
-	" WHERE c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n"
-	"  WHERE n.nspname = 'durable')"
-	" AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
+	.sql = "SELECT s.logicalrelid, s.shardid FROM pg_catalog.pg_dist_shard s"
+	" WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement pl"
 	"  WHERE pl.shardid = s.shardid"
 	"  AND pl.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))",
 	.nargs = 0,
@@ -91,14 +90,26 @@ DurableTryLockSchemaTables(void)
 	bool		taken = true;
 	DurableResult elsewhere;
 	char	  **skipped;
+	int			nskipped = 0;
 
 	if (!OidIsValid(schema))
 		return true;
 	elsewhere = DurableRun(&shards_elsewhere, NULL, NULL, SPI_OK_SELECT, 0);
 	skipped = palloc(sizeof(char *) * Max(elsewhere.rows, 1));
 	for (uint64 i = 0; i < elsewhere.rows; i++)
-		skipped[i] = DurableGetText(elsewhere, i, ELSEWHERE_SHARD);
-	qsort(skipped, elsewhere.rows, sizeof(char *), compare_names);
+	{
+		bool		isnull;
+		Oid			table = DatumGetObjectId(DurableGetDatum(elsewhere, i,
+															 ELSEWHERE_TABLE,
+															 &isnull));
+		char	   *name = get_rel_name(table);
+
+		if (name != NULL && get_rel_namespace(table) == schema)
+			skipped[nskipped++] = psprintf("%s_" INT64_FORMAT, name,
+										   DurableGetInt64(elsewhere, i,
+														   ELSEWHERE_SHARD));
+	}
+	qsort(skipped, nskipped, sizeof(char *), compare_names);
 
 	/* the tables first, locked after the scan (a lock reads invalidations) */
 	ScanKeyInit(&key, Anum_pg_class_relnamespace, BTEqualStrategyNumber,
@@ -112,7 +123,7 @@ DurableTryLockSchemaTables(void)
 
 		if ((form->relkind == RELKIND_RELATION ||
 			 form->relkind == RELKIND_PARTITIONED_TABLE) &&
-			bsearch(&name, skipped, elsewhere.rows, sizeof(char *),
+			bsearch(&name, skipped, nskipped, sizeof(char *),
 					compare_names) == NULL)
 			tables = lappend_oid(tables, form->oid);
 	}

@@ -210,7 +210,7 @@ shards_of(int32 partition)
 	args[0] = Int32GetDatum(partition);
 	args[1] = Int32GetDatum(DurableLocalGroup());
 	PushActiveSnapshot(GetLatestSnapshot());
-	nest = DurablePinStatementSettings(true);
+	nest = DurablePinStatementSettings(true, false);
 	if (SPI_execute_with_args(partition_shard_names, 2, argtypes, args, NULL,
 							  true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the shards of partition %d", partition);

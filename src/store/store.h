@@ -200,7 +200,7 @@ typedef struct DurableResult
 } DurableResult;
 
 /* ---- pinned.c ---- */
-extern int	DurablePinStatementSettings(bool distributed);
+extern int	DurablePinStatementSettings(bool distributed, bool by_index);
 extern void DurableUnpinStatementSettings(int nest);
 
 /* ---- plan.c ---- */
