@@ -402,6 +402,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		DurableResult res;
 		uint64		n;
 		bool		expired = true;
+		bool		one_directly = stmt == &claim && wanted == 1 && runs == NULL &&
+			!rate_limited;
 
 		if (DurablePartitionPaused(&settings, partition))
 			continue;
@@ -413,9 +415,10 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		 * of the transaction even where it takes none, and two participants
 		 * commit in two phases: a partition is first read, and locked only
 		 * when it has work.  A node that is down is left out: the first
-		 * read there is the one that finds out.
+		 * read there is the one that finds out.  Here, the claim of one
+		 * task looks for it itself.
 		 */
-		if (order)
+		if (order && !(one_directly && DurableClaimWalkHere(&walk, i)))
 		{
 			bool		ready;
 
@@ -441,7 +444,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 				DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
 			continue;
 		}
-		if (stmt == &claim && wanted == 1 && runs == NULL && !DurableDistributed())
+		if (one_directly)
 		{
 			Datum		values[DURABLE_CLAIMED_NCOLUMNS];
 			bool		isnull[DURABLE_CLAIMED_NCOLUMNS];
@@ -458,6 +461,8 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 					claimed++;
 					continue;
 				case DURABLE_DIRECT_NONE:
+					if (order && DurableClaimWalkHere(&walk, i))
+						expired = DurableExpiredHere(args[CLAIM_PARTITION], args[CLAIM_NOW]);
 					if (expired)
 						DurableReconcilePartition(partition, NULL, now, wanted, NULL, NULL);
 					continue;

@@ -2,8 +2,9 @@
  *
  * claim_direct.c
  *	  The usual claim, one task by a worker that does not say what it
- *	  runs, on one server: taken through the table and index access
- *	  methods (store/take.c), without the executor of a statement.
+ *	  runs, on one server or in a shard here on Citus: taken through the
+ *	  table and index access methods (store/take.c), without the executor
+ *	  of a statement.
  *
  * It takes the row DurableClaimOneStatement would take (claim.c), the
  * first of tasks_claimable's order among the partition's ready tasks of
@@ -107,6 +108,7 @@ static DurableTake claim_take = {
 /* a claim's values, and the task states as the table's enum has them */
 typedef struct ClaimValues
 {
+	const DurableTake *take;	/* claim_take, or its copy for a shard */
 	TimestampTz now;
 	Datum		worker;
 	Datum		lease;
@@ -128,7 +130,7 @@ typedef struct ClaimValues
 static void
 task_states(ClaimValues *claim)
 {
-	Oid			typid = claim_take.table.atttypids[TAKE_STATE];
+	Oid			typid = claim->take->table.atttypids[TAKE_STATE];
 
 	claim->ready = DurableTaskStateValue(typid, DURABLE_TASK_READY);
 	claim->waiting = DurableTaskStateValue(typid, DURABLE_TASK_WAITING);
@@ -218,10 +220,11 @@ take_task(Datum *values, bool *isnull, void *arg)
 
 /* a claim's values, as the statements' parameters give them */
 static void
-claim_values(ClaimValues *claim, TimestampTz now, Datum worker, Datum lease,
-			 Datum lease_until, Datum role)
+claim_values(ClaimValues *claim, const DurableTake *take, TimestampTz now,
+			 Datum worker, Datum lease, Datum lease_until, Datum role)
 {
 	memset(claim, 0, sizeof(*claim));
+	claim->take = take;
 	claim->now = now;
 	claim->worker = worker;
 	claim->lease = lease;
@@ -260,11 +263,14 @@ DurableClaimOneDirectly(int32 partition, Datum queue, TimestampTz now, Datum wor
 	Datum		values[TAKE_NCOLUMNS];
 	bool		nulls[TAKE_NCOLUMNS];
 	DurableDirectResult taken;
+	DurableTake *take = DurableTakeInPartition(&claim_take, partition);
 
-	claim_values(&claim, now, worker, lease, lease_until, role);
+	if (take == NULL)
+		return DURABLE_DIRECT_BY_STATEMENT;
+	claim_values(&claim, take, now, worker, lease, lease_until, role);
 	keys[0] = Int32GetDatum(partition);
 	keys[1] = queue;
-	taken = DurableTakeFirst(&claim_take, keys, claimable, take_task, &claim,
+	taken = DurableTakeFirst(take, keys, claimable, take_task, &claim,
 							 values, nulls);
 	if (taken == DURABLE_DIRECT_DONE)
 		claimed_row(values, nulls, result, isnull);
@@ -326,15 +332,18 @@ DurableClaimChoosing(int32 partition, Datum queue, TimestampTz now, Datum worker
 	Datum		values[TAKE_NCOLUMNS];
 	bool		nulls[TAKE_NCOLUMNS];
 	DurableDirectResult done;
+	DurableTake *take = DurableTakeInPartition(&claim_take, partition);
 
-	claim_values(&claim, now, worker, lease, lease_until, role);
+	if (take == NULL)
+		return DURABLE_DIRECT_BY_STATEMENT;
+	claim_values(&claim, take, now, worker, lease, lease_until, role);
 	claim.passed = passed;
 	claim.npassed = npassed;
 	claim.choose = choose;
 	claim.choose_arg = choose_arg;
 	keys[0] = Int32GetDatum(partition);
 	keys[1] = queue;
-	done = DurableTakeFirstDeciding(&claim_take, keys, candidate, choose_and_take, &claim,
+	done = DurableTakeFirstDeciding(take, keys, candidate, choose_and_take, &claim,
 									values, nulls);
 	if (done != DURABLE_DIRECT_DONE)
 		return done;

@@ -811,6 +811,8 @@ extern int32 *DurableClaimOrder(const DurableQueue *settings, uint32 turn,
 								DurableNodeWalk *walk);
 extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition,
 							  Datum queue, Datum now, bool *ready, bool *expired);
+extern bool DurableClaimWalkHere(const DurableNodeWalk *walk, int i);
+extern bool DurableExpiredHere(Datum partition, Datum now);
 extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
 										 Interval *lease, int n, int64 *task_ids,
 										 TimestampTz *until, bool *held);

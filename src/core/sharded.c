@@ -173,17 +173,11 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
 	probe[PROBE_PARTITION] = partition;
 	probe[PROBE_QUEUE] = queue;
 	probe[PROBE_NOW] = now;
-	if (group < 0 || group == DurableLocalGroup())
+	if (DurableClaimWalkHere(walk, i))
 	{
-		Datum		expired_args[EXPIRED_NPARAMS];
-
-		expired_args[EXPIRED_PARTITION] = probe[PROBE_PARTITION];
-		expired_args[EXPIRED_NOW] = probe[PROBE_NOW];
 		*ready = DurableRun(&probe_here_ready, probe, NULL,
 							SPI_OK_SELECT, 0).rows > 0;
-		*expired = !*ready &&
-			DurableRun(&probe_here_expired, expired_args, NULL,
-					   SPI_OK_SELECT, 0).rows > 0;
+		*expired = !*ready && DurableExpiredHere(partition, now);
 		return true;
 	}
 	if (bms_is_member(group, walk->reached))
@@ -204,6 +198,26 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
 	*ready = DurableGetBool(run.res, 0, PROBE_READY);
 	*expired = DurableGetBool(run.res, 0, PROBE_EXPIRED);
 	return true;
+}
+
+/* whether the i-th partition of a claim's walk is on this node */
+bool
+DurableClaimWalkHere(const DurableNodeWalk *walk, int i)
+{
+	int32		group = walk->places[i].group;
+
+	return group < 0 || group == DurableLocalGroup();
+}
+
+/* whether a partition on this node has expired leases at now */
+bool
+DurableExpiredHere(Datum partition, Datum now)
+{
+	Datum		args[EXPIRED_NPARAMS];
+
+	args[EXPIRED_PARTITION] = partition;
+	args[EXPIRED_NOW] = now;
+	return DurableRun(&probe_here_expired, args, NULL, SPI_OK_SELECT, 0).rows > 0;
 }
 
 enum

@@ -41,34 +41,43 @@
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 
 /*
  * The tables resolved in this backend, to resolve again when one changes:
- * one entry per use (a table and the columns one module reads of it).
+ * one entry per use (a table and the columns one module reads of it; on
+ * Citus, per shard here: take.c), each at an address that stays.
  */
-#define DIRECT_TABLES_MAX 16
-static DurableDirectTable *resolved_tables[DIRECT_TABLES_MAX];
-static int	nresolved_tables = 0;
+static List *resolved_tables = NIL;
 
 static void
 forget_resolved_tables(Datum arg, Oid relid)
 {
-	for (int i = 0; i < nresolved_tables; i++)
-		if (relid == InvalidOid || relid == resolved_tables[i]->relid)
-			resolved_tables[i]->resolved = false;
+	ListCell   *lc;
+
+	foreach(lc, resolved_tables)
+	{
+		DurableDirectTable *table = lfirst(lc);
+
+		if (relid == InvalidOid || relid == table->relid)
+			table->resolved = false;
+	}
 }
 
 static void
 register_table(DurableDirectTable *table)
 {
+	MemoryContext old;
+
 	if (table->registered)
 		return;
 	DurableForgetOnRelcacheInvalidation(forget_resolved_tables);
-	if (nresolved_tables >= DIRECT_TABLES_MAX)
-		elog(ERROR, "more than %d tables used without statements", DIRECT_TABLES_MAX);
-	resolved_tables[nresolved_tables++] = table;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	resolved_tables = lappend(resolved_tables, table);
+	MemoryContextSwitchTo(old);
 	table->registered = true;
 }
 
@@ -288,6 +297,44 @@ DurableDirectWritable(Relation rel)
 		!rel->rd_rel->relrowsecurity;
 }
 
+/*
+ * DurableDirectUpdatable
+ *		Whether rel's rows can be updated without a statement: as
+ *		DurableDirectWritable, but for the triggers of rel's foreign keys,
+ *		which ExecSimpleRelationUpdate runs as an UPDATE would, in a query
+ *		of the caller's own (AfterTriggerBeginQuery), as logical
+ *		replication's apply worker runs them.  On Citus, a shard of
+ *		durable.live_tasks has such a key, to durable.queues.
+ */
+bool
+DurableDirectUpdatable(Relation rel)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+	List	   *keys;
+
+	if (rel->rd_rules != NULL || rel->rd_rel->relrowsecurity)
+		return false;
+	if (triggers == NULL)
+		return true;
+	keys = RelationGetFKeyList(rel);
+	for (int i = 0; i < triggers->numtriggers; i++)
+	{
+		const Trigger *trigger = &triggers->triggers[i];
+		bool		of_key = false;
+		ListCell   *lc;
+
+		if (trigger->tgfoid != F_RI_FKEY_CHECK_INS &&
+			trigger->tgfoid != F_RI_FKEY_CHECK_UPD)
+			return false;
+		foreach(lc, keys)
+			if (((ForeignKeyCacheInfo *) lfirst(lc))->conoid == trigger->tgconstraint)
+				of_key = true;
+		if (!of_key)
+			return false;
+	}
+	return true;
+}
+
 /* the privileges on rel a statement's executor would check, or the error */
 void
 DurableDirectCheckPrivileges(Relation rel, AclMode perms)
@@ -321,6 +368,8 @@ DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 	estate->es_output_cid = GetCurrentCommandId(true);
 	*rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(*rri, rel, 1, NULL, 0);
+	/* where a trigger's event finds it, as the apply worker puts it */
+	estate->es_opened_result_relations = lappend(estate->es_opened_result_relations, *rri);
 	MemoryContextSwitchTo(old);
 	return estate;
 }

@@ -318,6 +318,22 @@ DurableEnterLocalReference(void)
 }
 
 /*
+ * DurableLocalShardRelid
+ *		The relation of table's shard for a partition that
+ *		DurableEnterLocalShard found here.
+ */
+Oid
+DurableLocalShardRelid(int32 partition, const char *table)
+{
+	PartitionShards *shards = shards_of(partition);
+
+	for (int i = 0; i < shards->ntables; i++)
+		if (strcmp(shards->tables[i].table, table) == 0 && shards->tables[i].here)
+			return shards->tables[i].shard_relid;
+	return InvalidOid;
+}
+
+/*
  * DurableLocalShardWrote
  *		A statement entered with DurableEnterLocalShard writes: the nodes the
  *		transaction writes besides this one commit with two phases.

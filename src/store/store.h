@@ -275,6 +275,7 @@ extern void DurableDirectGetColumns(const DurableDirectTable *table, TupleTableS
 extern void DurableDirectSnapshot(void);
 extern void DurableDirectChangedSince(const char *change);
 extern bool DurableDirectWritable(Relation rel);
+extern bool DurableDirectUpdatable(Relation rel);
 extern void DurableDirectCheckPrivileges(Relation rel, AclMode perms);
 extern EState *DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 								   Bitmapset *updated, ResultRelInfo **rri);
@@ -314,8 +315,10 @@ typedef struct DurableTake
 	int			nread;
 	LockTupleMode lockmode;		/* as FOR UPDATE or FOR NO KEY UPDATE */
 	LockWaitPolicy wait;		/* LockWaitSkip: as SKIP LOCKED */
+	bool		in_shard;		/* a copy for a shard (DurableTakeInPartition) */
 } DurableTake;
 
+extern DurableTake *DurableTakeInPartition(DurableTake *take, int32 partition);
 extern DurableDirectResult DurableTakeFirst(DurableTake *take, const Datum *keys,
 										  DurableRowTest test, DurableRowChange change,
 										  void *arg, Datum *values, bool *isnull);
@@ -428,6 +431,7 @@ extern void DurableNodeFailed(int32 group);
 
 extern int64 DurableEnterLocalShard(int32 partition);
 extern bool DurableEnterLocalReference(void);
+extern Oid	DurableLocalShardRelid(int32 partition, const char *table);
 extern void DurableLocalShardWrote(void);
 extern char *DurableLocalShardText(const char *sql, int32 partition);
 extern bool DurableLocalPlanWrites(const char *name, SPIPlanPtr plan,

@@ -21,8 +21,14 @@
  * last version and tested again (as EvalPlanQual tests it), under READ
  * COMMITTED; a transaction of a snapshot of its own gets the serialization
  * failure its statement would.  A table with triggers, rules or row
- * security is left to the caller's statement, whose executor runs them,
- * and so is one without the index.
+ * security is left to the caller's statement, whose executor runs them
+ * (but for a foreign key's, run here as an UPDATE runs them:
+ * DurableDirectUpdatable), and so is one without the index.
+ *
+ * On Citus a take of a table of partitions runs in the partition's shard
+ * when it is on this node, as a statement of the partition would
+ * (store/shard.c), through a copy of the take that names the shard and its
+ * index, made on first use.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,11 +38,33 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+
+/* on Citus, the copy of a take for the shard of one partition here */
+typedef struct ShardTakeKey
+{
+	const DurableTake *take;
+	int32		partition;
+} ShardTakeKey;
+
+typedef struct ShardTake
+{
+	ShardTakeKey key;
+	Oid			shard;			/* the shard's relation when named */
+	char		name[NAMEDATALEN];
+	char		index[NAMEDATALEN];
+	DurableTake take;
+} ShardTake;
+
+static HTAB *shard_takes = NULL;
 
 /*
  * lock_row
@@ -83,6 +111,68 @@ lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *
 			break;
 	}
 	return false;
+}
+
+/*
+ * DurableTakeInPartition
+ *		The take to use for a row of partition: take itself on one server;
+ *		on Citus, its copy for the partition's shard when that is here
+ *		(DurableEnterLocalShard), or NULL: the caller's statement takes the
+ *		row.  Citus names a shard and its indexes by the table's and its
+ *		own with the shard's number after them; a name it shortened (one
+ *		near NAMEDATALEN) is left to the statement too.
+ */
+DurableTake *
+DurableTakeInPartition(DurableTake *take, int32 partition)
+{
+	ShardTakeKey key = {take, partition};
+	ShardTake  *entry;
+	Oid			shard;
+	char	   *name;
+	size_t		prefix = strlen(take->table.name);
+	bool		found;
+	bool		registered;
+
+	if (!DurableDistributed())
+		return take;
+	if (DurableEnterLocalShard(partition) == 0)
+		return NULL;
+	shard = DurableLocalShardRelid(partition, take->table.name);
+	if (!OidIsValid(shard))
+		return NULL;
+	if (shard_takes == NULL)
+	{
+		HASHCTL		ctl = {0};
+
+		ctl.keysize = sizeof(ShardTakeKey);
+		ctl.entrysize = sizeof(ShardTake);
+		ctl.hcxt = TopMemoryContext;
+		shard_takes = hash_create("durable shard takes", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(shard_takes, &key, HASH_FIND, NULL);
+	if (entry != NULL && entry->shard == shard)
+		return &entry->take;
+
+	name = get_rel_name(shard);
+	if (name == NULL || strncmp(name, take->table.name, prefix) != 0 ||
+		(take->index != NULL &&
+		 strlen(take->index) + strlen(name + prefix) >= NAMEDATALEN))
+		return NULL;
+	entry = hash_search(shard_takes, &key, HASH_ENTER, &found);
+	registered = found && entry->take.table.registered;
+	entry->shard = shard;
+	strlcpy(entry->name, name, NAMEDATALEN);
+	if (take->index != NULL)
+		snprintf(entry->index, NAMEDATALEN, "%s%s", take->index, name + prefix);
+	entry->take = *take;
+	entry->take.table.name = entry->name;
+	entry->take.index = take->index != NULL ? entry->index : NULL;
+	entry->take.table.registered = registered;
+	entry->take.table.resolved = false;
+	entry->take.keys.index = InvalidOid;
+	entry->take.in_shard = true;
+	return &entry->take;
 }
 
 static DurableDirectResult take_first(DurableTake *take, const Datum *keys,
@@ -166,7 +256,7 @@ take_first(DurableTake *take, const Datum *keys, DurableRowTest test, void *test
 	rel = DurableDirectOpen(table, RowExclusiveLock, &resolved);
 	if (resolved)
 		DurableIndexFind(&take->keys, table, rel, take->index);
-	if (!OidIsValid(take->keys.index) || !DurableDirectWritable(rel))
+	if (!OidIsValid(take->keys.index) || !DurableDirectUpdatable(rel))
 	{
 		table_close(rel, NoLock);
 		return DURABLE_DIRECT_BY_STATEMENT;
@@ -231,7 +321,13 @@ take_first(DurableTake *take, const Datum *keys, DurableRowTest test, void *test
 				updated->tts_isnull[table->attnums[i] - 1] = isnull[i];
 			}
 			ExecStoreVirtualTuple(updated);
+			if (rel->trigdesc != NULL)
+				AfterTriggerBeginQuery();
 			ExecSimpleRelationUpdate(rri, estate, NULL, locked, updated);
+			if (rel->trigdesc != NULL)
+				AfterTriggerEndQuery(estate);
+			if (take->in_shard)
+				DurableLocalShardWrote();
 		}
 
 		MemoryContextSwitchTo(caller);
