@@ -142,15 +142,17 @@ DurableStatement DurableFinishStatement = {
 	},
 };
 
-/* on one server, after the task's row: its steps to history, if any */
+/* after the task's row moved directly: its steps to history, if any */
 static void
 move_steps(int64 task_id, TimestampTz now)
 {
 	Datum		args[STEPS_NPARAMS];
+	int32		partition = DURABLE_TASK_PARTITION(task_id);
+	DurableKeyRead *read = DurableKeyReadInPartition(&live_step_read, partition);
 
-	args[STEPS_PARTITION] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
+	args[STEPS_PARTITION] = Int32GetDatum(partition);
 	args[STEPS_TASK_ID] = Int64GetDatum(task_id);
-	if (!DurableReadByKey(&live_step_read, args, NULL, NULL))
+	if (read != NULL && !DurableReadByKey(read, args, NULL, NULL))
 		return;
 	args[STEPS_NOW] = TimestampTzGetDatum(now);
 	DurableRun(&finish_steps, args, NULL, SPI_OK_INSERT, 0);
@@ -158,10 +160,10 @@ move_steps(int64 task_id, TimestampTz now)
 
 /*
  * DurableFinishTask
- *		Move a finishing task's row to history, and its steps: on one server
- *		through the access methods (finish_direct.c) unless the tables must
- *		be written by statements, on Citus by one delegated call; and count
- *		it.  args and nulls are the move's parameters (move.h).  Returns
+ *		Move a finishing task's row to history, and its steps: through the
+ *		access methods (finish_direct.c), on one server or in the task's
+ *		shards here on Citus, unless the tables must be written by
+ *		statements; on Citus elsewhere by one delegated call; and count it.  args and nulls are the move's parameters (move.h).  Returns
  *		false when the task is not as move requires.
  */
 bool
@@ -172,25 +174,23 @@ DurableFinishTask(int64 task_id, const DurableMove *move, Datum *args, const cha
 	bool		isnull;
 
 	DurableEnsureHistoryDays(now);
-	if (!DurableDistributed())
+
+	/*
+	 * The row is restated column by column, as by the statement: its tables
+	 * are checked before and after, as DurableRun checks them.
+	 */
+	DurableCheckTables(&finish_statement);
+	switch (DurableFinishDirectly(task_id, move, now, finished))
 	{
-		/*
-		 * The row is restated column by column, as by the statement: its
-		 * tables are checked before and after, as DurableRun checks them.
-		 */
-		DurableCheckTables(&finish_statement);
-		switch (DurableFinishDirectly(task_id, move, now, finished))
-		{
-			case DURABLE_DIRECT_DONE:
-				DurableCheckTables(&finish_statement);
-				move_steps(task_id, now);
-				count_finish(task_id, finished, move, now);
-				return true;
-			case DURABLE_DIRECT_NONE:
-				return false;
-			case DURABLE_DIRECT_BY_STATEMENT:
-				break;
-		}
+		case DURABLE_DIRECT_DONE:
+			DurableCheckTables(&finish_statement);
+			move_steps(task_id, now);
+			count_finish(task_id, finished, move, now);
+			return true;
+		case DURABLE_DIRECT_NONE:
+			return false;
+		case DURABLE_DIRECT_BY_STATEMENT:
+			break;
 	}
 	res = DurableRun(DurableDistributed() ? &DurableFinishStatement : &finish_statement,
 					 args, nulls, SPI_OK_SELECT, 0);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * finish_direct.c
- *	  A task's finish on one server without a statement: its live row
- *	  moved to history through the table and index access methods
- *	  (store/relocate.c).
+ *	  A task's finish without a statement, on one server or in its shards
+ *	  here on Citus: its live row moved to history through the table and
+ *	  index access methods (store/relocate.c).
  *
  * It takes the row finish.c's finish_task statement would take (MOVE_WHERE:
  * the task's key, fence, state and steps in doubt, tested again under the
@@ -46,6 +46,7 @@ static DurableRelocation finish_relocation = {
 /* a finish's values, as the parameters of finish_task hold them */
 typedef struct FinishValues
 {
+	const DurableRelocation *relocation;	/* finish_relocation, or its copy */
 	const DurableMove *move;
 	TimestampTz now;
 	Datum		from_state;
@@ -93,7 +94,7 @@ DurableTaskStateValue(Oid typid, DurableTaskState state)
 static void
 finish_states(FinishValues *finish)
 {
-	Oid			typid = finish_relocation.from.atttypids[TASK_state];
+	Oid			typid = finish->relocation->from.atttypids[TASK_state];
 
 	finish->from_state = DurableTaskStateValue(typid, finish->move->from_state);
 	finish->to_state = DurableTaskStateValue(typid, finish->move->to_state);
@@ -190,6 +191,7 @@ DurableFinishDirectly(int64 task_id, const DurableMove *move, TimestampTz now,
 	Datum		values[TASK_NCOLUMNS];
 	bool		isnull[TASK_NCOLUMNS];
 	DurableDirectResult result;
+	DurableRelocation *relocation;
 
 	Assert(DurableTaskIsTerminal(move->to_state));
 	finish.move = move;
@@ -202,7 +204,12 @@ DurableFinishDirectly(int64 task_id, const DurableMove *move, TimestampTz now,
 	keys[0] = Int32GetDatum(DURABLE_TASK_PARTITION(task_id));
 	keys[1] = Int64GetDatum(task_id);
 
-	result = DurableRelocate(&finish_relocation, keys, finishable, finish_row, &finish,
+	relocation = DurableRelocationInPartition(&finish_relocation,
+											  DURABLE_TASK_PARTITION(task_id));
+	if (relocation == NULL)
+		return DURABLE_DIRECT_BY_STATEMENT;
+	finish.relocation = relocation;
+	result = DurableRelocate(relocation, keys, finishable, finish_row, &finish,
 							 values, isnull);
 	if (result != DURABLE_DIRECT_DONE)
 		return result;

@@ -126,8 +126,10 @@ static DurableKeyRead restricted_read = {
 
 /*
  * DurableQueueRestricted
- *		Whether queue is restricted, on one server: false for a queue that
- *		does not exist, as the join of a statement that finds none.
+ *		Whether queue is restricted: false for a queue that does not exist,
+ *		as the join of a statement that finds none.  On Citus, where a
+ *		queue with live tasks always exists (the foreign key of
+ *		durable.live_tasks), for a queue of a live task only.
  */
 bool
 DurableQueueRestricted(const char *queue)
@@ -136,7 +138,13 @@ DurableQueueRestricted(const char *queue)
 	Datum		restricted;
 	bool		isnull;
 
-	Assert(!DurableDistributed());
+	if (DurableDistributed())
+	{
+		DurableQueue settings;
+
+		DurableQueueGet(queue, &settings);
+		return settings.restricted;
+	}
 	return DurableReadByKey(&restricted_read, &key, &restricted, &isnull) &&
 		!isnull && DatumGetBool(restricted);
 }

@@ -39,6 +39,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -298,16 +299,17 @@ DurableDirectWritable(Relation rel)
 }
 
 /*
- * DurableDirectUpdatable
- *		Whether rel's rows can be updated without a statement: as
- *		DurableDirectWritable, but for the triggers of rel's foreign keys,
- *		which ExecSimpleRelationUpdate runs as an UPDATE would, in a query
- *		of the caller's own (AfterTriggerBeginQuery), as logical
- *		replication's apply worker runs them.  On Citus, a shard of
- *		durable.live_tasks has such a key, to durable.queues.
+ * DurableDirectModifiable
+ *		Whether rel's rows can be updated or deleted without a statement:
+ *		as DurableDirectWritable, but for the triggers that check rel's
+ *		foreign keys.  A delete queues none of their events; an update runs
+ *		them as an UPDATE does, in a query of the caller's own
+ *		(AfterTriggerBeginQuery), as logical replication's apply worker
+ *		runs them.  On Citus, a shard of durable.live_tasks has such a key,
+ *		to durable.queues.
  */
 bool
-DurableDirectUpdatable(Relation rel)
+DurableDirectModifiable(Relation rel)
 {
 	TriggerDesc *triggers = rel->trigdesc;
 	List	   *keys;
@@ -333,6 +335,126 @@ DurableDirectUpdatable(Relation rel)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * On Citus a use of tables without statements (a take, a relocation, a
+ * read by key) of one partition runs in the partition's shards when they
+ * are here, as a statement of the partition would (store/shard.c), through
+ * a copy of the use that names the shards: one per use and partition, made
+ * on first use and again when a shard was made anew (moved away and back),
+ * its columns resolved on the copy's first use.
+ */
+#define SHARD_USE_TABLES 2
+
+typedef struct ShardUseKey
+{
+	const void *use;
+	int32		partition;
+} ShardUseKey;
+
+typedef struct ShardUse
+{
+	ShardUseKey key;
+	Oid			shards[SHARD_USE_TABLES];	/* the relations it names */
+	char		names[SHARD_USE_TABLES + 1][NAMEDATALEN];	/* theirs, the index */
+	union
+	{
+		DurableTake take;
+		DurableRelocation relocation;
+		DurableKeyRead read;
+	}			copy;
+} ShardUse;
+
+static HTAB *shard_uses = NULL;
+
+/*
+ * DurableDirectInShards
+ *		The copy of use (size bytes: one of the uses above) for partition's
+ *		shards here, its tables (ntables, at the offsets given in use)
+ *		named by their shards, and the name of the first one's index (a
+ *		pointer at the offset index in use, when not 0; NULL for the primary
+ *		key) by the shard's; NULL when the
+ *		partition's shards are not here (DurableEnterLocalShard), or a name
+ *		is not Citus's usual one, the table's with the shard's number after
+ *		it (Citus shortens one near NAMEDATALEN): statements then.
+ */
+void *
+DurableDirectInShards(const void *use, size_t size, int32 partition,
+					  const size_t *tables, int ntables, size_t index)
+{
+	ShardUseKey key = {use, partition};
+	const char *index_name = index != 0 ?
+		*(const char *const *) ((const char *) use + index) : NULL;
+	ShardUse   *entry;
+	Oid			shards[SHARD_USE_TABLES];
+	char	   *names[SHARD_USE_TABLES];
+	bool		registered[SHARD_USE_TABLES];
+	const char *suffix = NULL;
+	bool		found;
+	bool		same = true;
+
+	Assert(ntables <= SHARD_USE_TABLES && size <= sizeof(entry->copy));
+	if (DurableEnterLocalShard(partition) == 0)
+		return NULL;
+	if (shard_uses == NULL)
+	{
+		HASHCTL		ctl = {0};
+
+		ctl.keysize = sizeof(ShardUseKey);
+		ctl.entrysize = sizeof(ShardUse);
+		ctl.hcxt = TopMemoryContext;
+		shard_uses = hash_create("durable uses in shards", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(shard_uses, &key, HASH_FIND, NULL);
+	for (int i = 0; i < ntables; i++)
+	{
+		const DurableDirectTable *table = (const void *) ((const char *) use + tables[i]);
+
+		shards[i] = DurableLocalShardRelid(partition, table->name);
+		if (!OidIsValid(shards[i]))
+			return NULL;
+		same &= entry != NULL && entry->shards[i] == shards[i];
+	}
+	if (same)
+		return &entry->copy;
+
+	for (int i = 0; i < ntables; i++)
+	{
+		const DurableDirectTable *table = (const void *) ((const char *) use + tables[i]);
+		size_t		prefix = strlen(table->name);
+
+		names[i] = get_rel_name(shards[i]);
+		if (names[i] == NULL || strncmp(names[i], table->name, prefix) != 0)
+			return NULL;
+		if (i == 0)
+			suffix = names[i] + prefix;
+	}
+	if (index_name != NULL && strlen(index_name) + strlen(suffix) >= NAMEDATALEN)
+		return NULL;
+
+	entry = hash_search(shard_uses, &key, HASH_ENTER, &found);
+	for (int i = 0; i < ntables; i++)
+		registered[i] = found &&
+			((DurableDirectTable *) ((char *) &entry->copy + tables[i]))->registered;
+	memcpy(&entry->copy, use, size);
+	for (int i = 0; i < ntables; i++)
+	{
+		DurableDirectTable *table = (void *) ((char *) &entry->copy + tables[i]);
+
+		entry->shards[i] = shards[i];
+		strlcpy(entry->names[i], names[i], NAMEDATALEN);
+		table->name = entry->names[i];
+		table->registered = registered[i];
+		table->resolved = false;
+	}
+	if (index_name != NULL)
+	{
+		snprintf(entry->names[SHARD_USE_TABLES], NAMEDATALEN, "%s%s", index_name, suffix);
+		*(const char **) ((char *) &entry->copy + index) = entry->names[SHARD_USE_TABLES];
+	}
+	return &entry->copy;
 }
 
 /* the privileges on rel a statement's executor would check, or the error */

@@ -21,6 +21,23 @@
 #include "utils/snapmgr.h"
 
 /*
+ * DurableKeyReadInPartition
+ *		The read to use for a row of partition: read itself on one server;
+ *		on Citus, its copy for the partition's shard here, or NULL when the
+ *		caller's statement must read (DurableDirectInShards).
+ */
+DurableKeyRead *
+DurableKeyReadInPartition(DurableKeyRead *read, int32 partition)
+{
+	static const size_t tables[] = {offsetof(DurableKeyRead, table)};
+
+	if (!DurableDistributed())
+		return read;
+	return DurableDirectInShards(read, sizeof(*read), partition, tables,
+								 lengthof(tables), 0);
+}
+
+/*
  * DurableReadByKey
  *		Read the row of read's table whose primary key starts with keys
  *		(read->keys.nkeys values, in the key's order): its columns into

@@ -20,7 +20,10 @@
  *
  * Both tables name the same columns, by name: what a column of one holds
  * goes to the column of that name in the other.  A table with triggers,
- * rules or row security is left to the caller's statement.
+ * rules or row security is left to the caller's statement, but for the
+ * checks of the first one's foreign keys, which a delete does not run
+ * (DurableDirectModifiable).  On Citus a relocation runs in the shards of
+ * the row's partition when they are here (DurableDirectInShards).
  *
  *-------------------------------------------------------------------------
  */
@@ -176,6 +179,24 @@ DurableInsertRow(Relation rel, const DurableDirectTable *table, const Datum *val
 }
 
 /*
+ * DurableRelocationInPartition
+ *		The relocation to use for a row of partition: move itself on one
+ *		server; on Citus, its copy for the partition's shards here, or NULL
+ *		when the caller's statement must move the row (DurableDirectInShards).
+ */
+DurableRelocation *
+DurableRelocationInPartition(DurableRelocation *move, int32 partition)
+{
+	static const size_t tables[] = {offsetof(DurableRelocation, from),
+	offsetof(DurableRelocation, to)};
+
+	if (!DurableDistributed())
+		return move;
+	return DurableDirectInShards(move, sizeof(*move), partition, tables,
+								 lengthof(tables), 0);
+}
+
+/*
  * DurableRelocate
  *		Move the row of move->from whose primary key starts with keys, if
  *		test passes on its columns, to move->to, changed by change: the
@@ -215,7 +236,7 @@ DurableRelocate(DurableRelocation *move, const Datum *keys, DurableRowTest test,
 								  table->columns[i].name,
 								  format_type_be(table->atttypids[i]),
 								  format_type_be(move->to.atttypids[i])));
-	if (!DurableDirectWritable(from) || !DurableDirectWritable(to))
+	if (!DurableDirectModifiable(from) || !DurableDirectWritable(to))
 	{
 		table_close(to, NoLock);
 		table_close(from, NoLock);
@@ -241,6 +262,8 @@ DurableRelocate(DurableRelocation *move, const Datum *keys, DurableRowTest test,
 	{
 		change(values, isnull, arg);
 		insert_row(to, &move->to, values, isnull);
+		if (DurableDistributed())
+			DurableLocalShardWrote();
 		for (int i = 0; i < table->ncolumns; i++)
 			if (!isnull[i])
 				values[i] = datumCopy(values[i], table->attbyvals[i], table->attlens[i]);

@@ -275,7 +275,9 @@ extern void DurableDirectGetColumns(const DurableDirectTable *table, TupleTableS
 extern void DurableDirectSnapshot(void);
 extern void DurableDirectChangedSince(const char *change);
 extern bool DurableDirectWritable(Relation rel);
-extern bool DurableDirectUpdatable(Relation rel);
+extern bool DurableDirectModifiable(Relation rel);
+extern void *DurableDirectInShards(const void *use, size_t size, int32 partition,
+								   const size_t *tables, int ntables, size_t index);
 extern void DurableDirectCheckPrivileges(Relation rel, AclMode perms);
 extern EState *DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 								   Bitmapset *updated, ResultRelInfo **rri);
@@ -298,6 +300,7 @@ typedef struct DurableKeyRead
 
 extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
 							 Datum *values, bool *isnull);
+extern DurableKeyRead *DurableKeyReadInPartition(DurableKeyRead *read, int32 partition);
 
 /*
  * take.c: the first row of an index, in its order, that test passes,
@@ -315,7 +318,6 @@ typedef struct DurableTake
 	int			nread;
 	LockTupleMode lockmode;		/* as FOR UPDATE or FOR NO KEY UPDATE */
 	LockWaitPolicy wait;		/* LockWaitSkip: as SKIP LOCKED */
-	bool		in_shard;		/* a copy for a shard (DurableTakeInPartition) */
 } DurableTake;
 
 extern DurableTake *DurableTakeInPartition(DurableTake *take, int32 partition);
@@ -339,6 +341,8 @@ typedef struct DurableRelocation
 	DurableIndexKeys keys;		/* of from's primary key: nkeys given */
 } DurableRelocation;
 
+extern DurableRelocation *DurableRelocationInPartition(DurableRelocation *move,
+													  int32 partition);
 extern DurableDirectResult DurableRelocate(DurableRelocation *move, const Datum *keys,
 										   DurableRowTest test, DurableRowChange change,
 										   void *arg, Datum *values, bool *isnull);

@@ -23,12 +23,10 @@
  * failure its statement would.  A table with triggers, rules or row
  * security is left to the caller's statement, whose executor runs them
  * (but for a foreign key's, run here as an UPDATE runs them:
- * DurableDirectUpdatable), and so is one without the index.
+ * DurableDirectModifiable), and so is one without the index.
  *
- * On Citus a take of a table of partitions runs in the partition's shard
- * when it is on this node, as a statement of the partition would
- * (store/shard.c), through a copy of the take that names the shard and its
- * index, made on first use.
+ * On Citus a take runs in the partition's shard when it is on this node, as
+ * a statement of the partition would (DurableDirectInShards).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,29 +40,25 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/datum.h"
-#include "utils/hsearch.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* on Citus, the copy of a take for the shard of one partition here */
-typedef struct ShardTakeKey
+/*
+ * DurableTakeInPartition
+ *		The take to use for a row of partition: take itself on one server;
+ *		on Citus, its copy for the partition's shard here, or NULL when the
+ *		caller's statement must take the row (DurableDirectInShards).
+ */
+DurableTake *
+DurableTakeInPartition(DurableTake *take, int32 partition)
 {
-	const DurableTake *take;
-	int32		partition;
-} ShardTakeKey;
+	static const size_t tables[] = {offsetof(DurableTake, table)};
 
-typedef struct ShardTake
-{
-	ShardTakeKey key;
-	Oid			shard;			/* the shard's relation when named */
-	char		name[NAMEDATALEN];
-	char		index[NAMEDATALEN];
-	DurableTake take;
-} ShardTake;
-
-static HTAB *shard_takes = NULL;
+	if (!DurableDistributed())
+		return take;
+	return DurableDirectInShards(take, sizeof(*take), partition, tables,
+								 lengthof(tables), offsetof(DurableTake, index));
+}
 
 /*
  * lock_row
@@ -111,68 +105,6 @@ lock_row(const DurableTake *take, Relation rel, EState *estate, TupleTableSlot *
 			break;
 	}
 	return false;
-}
-
-/*
- * DurableTakeInPartition
- *		The take to use for a row of partition: take itself on one server;
- *		on Citus, its copy for the partition's shard when that is here
- *		(DurableEnterLocalShard), or NULL: the caller's statement takes the
- *		row.  Citus names a shard and its indexes by the table's and its
- *		own with the shard's number after them; a name it shortened (one
- *		near NAMEDATALEN) is left to the statement too.
- */
-DurableTake *
-DurableTakeInPartition(DurableTake *take, int32 partition)
-{
-	ShardTakeKey key = {take, partition};
-	ShardTake  *entry;
-	Oid			shard;
-	char	   *name;
-	size_t		prefix = strlen(take->table.name);
-	bool		found;
-	bool		registered;
-
-	if (!DurableDistributed())
-		return take;
-	if (DurableEnterLocalShard(partition) == 0)
-		return NULL;
-	shard = DurableLocalShardRelid(partition, take->table.name);
-	if (!OidIsValid(shard))
-		return NULL;
-	if (shard_takes == NULL)
-	{
-		HASHCTL		ctl = {0};
-
-		ctl.keysize = sizeof(ShardTakeKey);
-		ctl.entrysize = sizeof(ShardTake);
-		ctl.hcxt = TopMemoryContext;
-		shard_takes = hash_create("durable shard takes", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	entry = hash_search(shard_takes, &key, HASH_FIND, NULL);
-	if (entry != NULL && entry->shard == shard)
-		return &entry->take;
-
-	name = get_rel_name(shard);
-	if (name == NULL || strncmp(name, take->table.name, prefix) != 0 ||
-		(take->index != NULL &&
-		 strlen(take->index) + strlen(name + prefix) >= NAMEDATALEN))
-		return NULL;
-	entry = hash_search(shard_takes, &key, HASH_ENTER, &found);
-	registered = found && entry->take.table.registered;
-	entry->shard = shard;
-	strlcpy(entry->name, name, NAMEDATALEN);
-	if (take->index != NULL)
-		snprintf(entry->index, NAMEDATALEN, "%s%s", take->index, name + prefix);
-	entry->take = *take;
-	entry->take.table.name = entry->name;
-	entry->take.index = take->index != NULL ? entry->index : NULL;
-	entry->take.table.registered = registered;
-	entry->take.table.resolved = false;
-	entry->take.keys.index = InvalidOid;
-	entry->take.in_shard = true;
-	return &entry->take;
 }
 
 static DurableDirectResult take_first(DurableTake *take, const Datum *keys,
@@ -256,7 +188,7 @@ take_first(DurableTake *take, const Datum *keys, DurableRowTest test, void *test
 	rel = DurableDirectOpen(table, RowExclusiveLock, &resolved);
 	if (resolved)
 		DurableIndexFind(&take->keys, table, rel, take->index);
-	if (!OidIsValid(take->keys.index) || !DurableDirectUpdatable(rel))
+	if (!OidIsValid(take->keys.index) || !DurableDirectModifiable(rel))
 	{
 		table_close(rel, NoLock);
 		return DURABLE_DIRECT_BY_STATEMENT;
@@ -326,7 +258,7 @@ take_first(DurableTake *take, const Datum *keys, DurableRowTest test, void *test
 			ExecSimpleRelationUpdate(rri, estate, NULL, locked, updated);
 			if (rel->trigdesc != NULL)
 				AfterTriggerEndQuery(estate);
-			if (take->in_shard)
+			if (DurableDistributed())
 				DurableLocalShardWrote();
 		}
 
