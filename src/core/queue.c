@@ -106,15 +106,16 @@ DurableReportNoQueue(const char *queue)
 }
 
 /*
- * Every claim reads its queue's settings: on one server by the queue's
- * primary key, without a statement (store/direct.c).
+ * Every claim reads its queue's settings by the queue's primary key,
+ * without a statement (store/direct.c): on Citus in the shard of
+ * durable.queues on the calling node, which every node holds.
  */
 static DurableKeyRead queue_key_read = {
 	.table = {.schema = "durable", .name = "queues", DURABLE_COLUMNS(queue_columns)},
 	.keys = {.nkeys = 1},
 };
 
-/* whether a queue is restricted, read by a finish on one server */
+/* whether a queue is restricted, read by a finish */
 static const DurableColumn restricted_columns[] = {
 	{"restricted", BOOLOID},
 };
@@ -127,9 +128,10 @@ static DurableKeyRead restricted_read = {
 /*
  * DurableQueueRestricted
  *		Whether queue is restricted: false for a queue that does not exist,
- *		as the join of a statement that finds none.  On Citus, where a
- *		queue with live tasks always exists (the foreign key of
- *		durable.live_tasks), for a queue of a live task only.
+ *		as the join of a statement that finds none.  On Citus where the
+ *		shard of durable.queues is not read here, 42704 for one, which a
+ *		finish does not meet: a queue with live tasks always exists there
+ *		(the foreign key of durable.live_tasks).
  */
 bool
 DurableQueueRestricted(const char *queue)
@@ -137,15 +139,17 @@ DurableQueueRestricted(const char *queue)
 	Datum		key = CStringGetTextDatum(queue);
 	Datum		restricted;
 	bool		isnull;
+	DurableKeyRead *read = DurableKeyReadInPartition(&restricted_read,
+													 DURABLE_REFERENCE_PARTITION);
 
-	if (DurableDistributed())
+	if (read == NULL)
 	{
 		DurableQueue settings;
 
 		DurableQueueGet(queue, &settings);
 		return settings.restricted;
 	}
-	return DurableReadByKey(&restricted_read, &key, &restricted, &isnull) &&
+	return DurableReadByKey(read, &key, &restricted, &isnull) &&
 		!isnull && DatumGetBool(restricted);
 }
 
@@ -239,14 +243,16 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 	Datum		key;
 	Datum		values[QUEUE_NCOLUMNS];
 	bool		isnull[QUEUE_NCOLUMNS];
+	DurableKeyRead *read = DurableKeyReadInPartition(&queue_key_read,
+													 DURABLE_REFERENCE_PARTITION);
 
-	if (DurableDistributed())
+	if (read == NULL)
 	{
 		read_queue(&queue_get, queue, result);
 		return;
 	}
 	key = CStringGetTextDatum(queue);
-	if (!DurableReadByKey(&queue_key_read, &key, values, isnull))
+	if (!DurableReadByKey(read, &key, values, isnull))
 		DurableReportNoQueue(queue);
 	decode_queue(values, isnull, result);
 }
@@ -274,8 +280,10 @@ DurableQueueGetShared(const char *queue, DurableQueue *result)
 	 * the same lock where it matters: on the node of the task's shard, whose
 	 * copy of the queue's row a drop also locks.
 	 */
-	read_queue(DurableDistributed() ? &queue_get : &queue_get_share,
-			   queue, result);
+	if (DurableDistributed())
+		DurableQueueGet(queue, result);
+	else
+		read_queue(&queue_get_share, queue, result);
 }
 
 /* the partition key of a queue's index-th partition */

@@ -375,7 +375,9 @@ static HTAB *shard_uses = NULL;
  *		named by their shards, and the name of the first one's index (a
  *		pointer at the offset index in use, when not 0; NULL for the primary
  *		key) by the shard's; NULL when the
- *		partition's shards are not here (DurableEnterLocalShard), or a name
+ *		partition's shards are not here (DurableEnterLocalShard; for
+ *		DURABLE_REFERENCE_PARTITION, uses of reference tables only, whose
+ *		shards every node holds: DurableEnterLocalReference), or a name
  *		is not Citus's usual one, the table's with the shard's number after
  *		it (Citus shortens one near NAMEDATALEN): statements then.
  */
@@ -395,7 +397,8 @@ DurableDirectInShards(const void *use, size_t size, int32 partition,
 	bool		same = true;
 
 	Assert(ntables <= SHARD_USE_TABLES && size <= sizeof(entry->copy));
-	if (DurableEnterLocalShard(partition) == 0)
+	if (partition == DURABLE_REFERENCE_PARTITION ? !DurableEnterLocalReference() :
+		DurableEnterLocalShard(partition) == 0)
 		return NULL;
 	if (shard_uses == NULL)
 	{

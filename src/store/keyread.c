@@ -5,7 +5,8 @@
  *	  methods (direct.c): one probe of the index and one fetch.
  *
  * A claim reads its queue's settings this way, and a finish whether the
- * task has steps to move.  A read names its table, how many of its
+ * task has steps to move; on Citus in the shards on the calling node
+ * (DurableDirectInShards).  A read names its table, how many of its
  * primary key's columns it gives, and the columns read.
  *
  *-------------------------------------------------------------------------
