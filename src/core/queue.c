@@ -139,8 +139,7 @@ DurableQueueRestricted(const char *queue)
 	Datum		key = CStringGetTextDatum(queue);
 	Datum		restricted;
 	bool		isnull;
-	DurableKeyRead *read = DurableKeyReadInPartition(&restricted_read,
-													 DURABLE_REFERENCE_PARTITION);
+	DurableKeyRead *read = DurableKeyReadInReference(&restricted_read);
 
 	if (read == NULL)
 	{
@@ -243,8 +242,7 @@ DurableQueueGet(const char *queue, DurableQueue *result)
 	Datum		key;
 	Datum		values[QUEUE_NCOLUMNS];
 	bool		isnull[QUEUE_NCOLUMNS];
-	DurableKeyRead *read = DurableKeyReadInPartition(&queue_key_read,
-													 DURABLE_REFERENCE_PARTITION);
+	DurableKeyRead *read = DurableKeyReadInReference(&queue_key_read);
 
 	if (read == NULL)
 	{

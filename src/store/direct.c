@@ -50,7 +50,8 @@
 /*
  * The tables resolved in this backend, to resolve again when one changes:
  * one entry per use (a table and the columns one module reads of it; on
- * Citus, per shard here: take.c), each at an address that stays.
+ * Citus, per shard here: DurableDirectInShards), each at an address that
+ * stays.
  */
 static List *resolved_tables = NIL;
 
@@ -369,21 +370,18 @@ typedef struct ShardUse
 static HTAB *shard_uses = NULL;
 
 /*
- * DurableDirectInShards
- *		The copy of use (size bytes: one of the uses above) for partition's
- *		shards here, its tables (ntables, at the offsets given in use)
- *		named by their shards, and the name of the first one's index (a
- *		pointer at the offset index in use, when not 0; NULL for the primary
- *		key) by the shard's; NULL when the
- *		partition's shards are not here (DurableEnterLocalShard; for
- *		DURABLE_REFERENCE_PARTITION, uses of reference tables only, whose
- *		shards every node holds: DurableEnterLocalReference), or a name
- *		is not Citus's usual one, the table's with the shard's number after
- *		it (Citus shortens one near NAMEDATALEN): statements then.
+ * in_shards
+ *		The copy of use (size bytes: one of the uses above) for the shards
+ *		of partition here, which the caller entered, its tables (ntables,
+ *		at the offsets given in use) named by their shards, and the name of
+ *		the first one's index (a pointer at the offset index in use, when
+ *		not 0; NULL for the primary key) by the shard's; NULL when a name is
+ *		not Citus's usual one, the table's with the shard's number after it
+ *		(Citus shortens one near NAMEDATALEN): statements then.
  */
-void *
-DurableDirectInShards(const void *use, size_t size, int32 partition,
-					  const size_t *tables, int ntables, size_t index)
+static void *
+in_shards(const void *use, size_t size, int32 partition, const size_t *tables,
+		  int ntables, size_t index)
 {
 	ShardUseKey key = {use, partition};
 	const char *index_name = index != 0 ?
@@ -397,9 +395,6 @@ DurableDirectInShards(const void *use, size_t size, int32 partition,
 	bool		same = true;
 
 	Assert(ntables <= SHARD_USE_TABLES && size <= sizeof(entry->copy));
-	if (partition == DURABLE_REFERENCE_PARTITION ? !DurableEnterLocalReference() :
-		DurableEnterLocalShard(partition) == 0)
-		return NULL;
 	if (shard_uses == NULL)
 	{
 		HASHCTL		ctl = {0};
@@ -458,6 +453,35 @@ DurableDirectInShards(const void *use, size_t size, int32 partition,
 		*(const char **) ((char *) &entry->copy + index) = entry->names[SHARD_USE_TABLES];
 	}
 	return &entry->copy;
+}
+
+/*
+ * DurableDirectInShards
+ *		The copy of use for the shards of partition (in_shards), or NULL
+ *		when they are not here (DurableEnterLocalShard).
+ */
+void *
+DurableDirectInShards(const void *use, size_t size, int32 partition,
+					  const size_t *tables, int ntables, size_t index)
+{
+	if (DurableEnterLocalShard(partition) == 0)
+		return NULL;
+	return in_shards(use, size, partition, tables, ntables, index);
+}
+
+/*
+ * DurableDirectInReference
+ *		The copy of a use of reference tables only for their shards on this
+ *		node, which every node holds (in_shards), or NULL when this
+ *		transaction may not read them here (DurableEnterLocalReference).
+ */
+void *
+DurableDirectInReference(const void *use, size_t size, const size_t *tables,
+						 int ntables)
+{
+	if (!DurableEnterLocalReference())
+		return NULL;
+	return in_shards(use, size, DURABLE_REFERENCE_PARTITION, tables, ntables, 0);
 }
 
 /* the privileges on rel a statement's executor would check, or the error */

@@ -39,6 +39,20 @@ DurableKeyReadInPartition(DurableKeyRead *read, int32 partition)
 }
 
 /*
+ * DurableKeyReadInReference
+ *		The same for a read of a reference table (DurableDirectInReference).
+ */
+DurableKeyRead *
+DurableKeyReadInReference(DurableKeyRead *read)
+{
+	static const size_t tables[] = {offsetof(DurableKeyRead, table)};
+
+	if (!DurableDistributed())
+		return read;
+	return DurableDirectInReference(read, sizeof(*read), tables, lengthof(tables));
+}
+
+/*
  * DurableReadByKey
  *		Read the row of read's table whose primary key starts with keys
  *		(read->keys.nkeys values, in the key's order): its columns into

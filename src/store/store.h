@@ -278,6 +278,8 @@ extern bool DurableDirectWritable(Relation rel);
 extern bool DurableDirectModifiable(Relation rel);
 extern void *DurableDirectInShards(const void *use, size_t size, int32 partition,
 								   const size_t *tables, int ntables, size_t index);
+extern void *DurableDirectInReference(const void *use, size_t size,
+									  const size_t *tables, int ntables);
 extern void DurableDirectCheckPrivileges(Relation rel, AclMode perms);
 extern EState *DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 								   Bitmapset *updated, ResultRelInfo **rri);
@@ -301,6 +303,7 @@ typedef struct DurableKeyRead
 extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
 							 Datum *values, bool *isnull);
 extern DurableKeyRead *DurableKeyReadInPartition(DurableKeyRead *read, int32 partition);
+extern DurableKeyRead *DurableKeyReadInReference(DurableKeyRead *read);
 
 /*
  * take.c: the first row of an index, in its order, that test passes,
