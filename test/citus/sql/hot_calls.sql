@@ -147,6 +147,22 @@ SELECT durable_enqueue('hot', '{"in": "connected"}') AS t \gset
 SELECT count(*) AS seen FROM durable.live_tasks WHERE payload = '{"in": "connected"}';
 ROLLBACK;
 SELECT count(*) AS rolled_back FROM durable.tasks WHERE task_id = :t;
+-- a finish in a shard here that a started step of its task refuses says
+-- so (55U04) and moves nothing, in a session whose claim went there first;
+-- the step's failure then ends the task there
+\set VERBOSITY sqlstate
+SELECT durable_create_queue('refused', partitions => 8);
+SELECT durable_enqueue('refused', '{}') AS t \gset
+SELECT task_id = :t AS claimed_it, fence AS f FROM durable_claim('refused', 'w1') \gset
+SELECT :'claimed_it' AS claimed_it;
+SELECT version AS v FROM durable_step(:t, :f, 's', 'idempotent') \gset
+SELECT durable_step_start(:t, :f, 's', :v) > :v AS started;
+SELECT durable_commit(:t, :f, '{}');
+SELECT state FROM durable.tasks WHERE task_id = :t;
+SELECT durable_fail(:t, :f, 'permanent', step => 's');
+SELECT state, stop_code FROM durable.tasks WHERE task_id = :t;
+SELECT count(*) AS steps_moved FROM durable.step_history WHERE task_id = :t;
+\set VERBOSITY terse
 -- a write here and a write on the other node commit together, in two
 -- phases, as Citus's own writes here would
 SELECT count(*) AS two_phase_before FROM :my_two_phase \gset
