@@ -163,7 +163,8 @@ move_steps(int64 task_id, TimestampTz now)
  *		Move a finishing task's row to history, and its steps: through the
  *		access methods (finish_direct.c), on one server or in the task's
  *		shards here on Citus, unless the tables must be written by
- *		statements; on Citus elsewhere by one delegated call; and count it.  args and nulls are the move's parameters (move.h).  Returns
+ *		statements; on Citus elsewhere by one delegated call; and count it.
+ *		args and nulls are the move's parameters (move.h).  Returns
  *		false when the task is not as move requires.
  */
 bool

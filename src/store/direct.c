@@ -369,6 +369,13 @@ typedef struct ShardUse
 
 static HTAB *shard_uses = NULL;
 
+/* the table at offset in a use */
+static inline DurableDirectTable *
+use_table(const void *use, size_t offset)
+{
+	return (DurableDirectTable *) ((char *) unconstify(void *, use) + offset);
+}
+
 /*
  * in_shards
  *		The copy of use (size bytes: one of the uses above) for the shards
@@ -408,9 +415,7 @@ in_shards(const void *use, size_t size, int32 partition, const size_t *tables,
 	entry = hash_search(shard_uses, &key, HASH_FIND, NULL);
 	for (int i = 0; i < ntables; i++)
 	{
-		const DurableDirectTable *table = (const void *) ((const char *) use + tables[i]);
-
-		shards[i] = DurableLocalShardRelid(partition, table->name);
+		shards[i] = DurableLocalShardRelid(partition, use_table(use, tables[i])->name);
 		if (!OidIsValid(shards[i]))
 			return NULL;
 		same &= entry != NULL && entry->shards[i] == shards[i];
@@ -420,7 +425,7 @@ in_shards(const void *use, size_t size, int32 partition, const size_t *tables,
 
 	for (int i = 0; i < ntables; i++)
 	{
-		const DurableDirectTable *table = (const void *) ((const char *) use + tables[i]);
+		const DurableDirectTable *table = use_table(use, tables[i]);
 		size_t		prefix = strlen(table->name);
 
 		names[i] = get_rel_name(shards[i]);
@@ -434,12 +439,11 @@ in_shards(const void *use, size_t size, int32 partition, const size_t *tables,
 
 	entry = hash_search(shard_uses, &key, HASH_ENTER, &found);
 	for (int i = 0; i < ntables; i++)
-		registered[i] = found &&
-			((DurableDirectTable *) ((char *) &entry->copy + tables[i]))->registered;
+		registered[i] = found && use_table(&entry->copy, tables[i])->registered;
 	memcpy(&entry->copy, use, size);
 	for (int i = 0; i < ntables; i++)
 	{
-		DurableDirectTable *table = (void *) ((char *) &entry->copy + tables[i]);
+		DurableDirectTable *table = use_table(&entry->copy, tables[i]);
 
 		entry->shards[i] = shards[i];
 		strlcpy(entry->names[i], names[i], NAMEDATALEN);
@@ -449,8 +453,10 @@ in_shards(const void *use, size_t size, int32 partition, const size_t *tables,
 	}
 	if (index_name != NULL)
 	{
-		snprintf(entry->names[SHARD_USE_TABLES], NAMEDATALEN, "%s%s", index_name, suffix);
-		*(const char **) ((char *) &entry->copy + index) = entry->names[SHARD_USE_TABLES];
+		snprintf(entry->names[SHARD_USE_TABLES], NAMEDATALEN, "%s%s",
+				 index_name, suffix);
+		*(const char **) ((char *) &entry->copy + index) =
+			entry->names[SHARD_USE_TABLES];
 	}
 	return &entry->copy;
 }
@@ -518,7 +524,8 @@ DurableDirectEState(Relation rel, AclMode perms, Bitmapset *inserted,
 	*rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(*rri, rel, 1, NULL, 0);
 	/* where a trigger's event finds it, as the apply worker puts it */
-	estate->es_opened_result_relations = lappend(estate->es_opened_result_relations, *rri);
+	estate->es_opened_result_relations =
+		lappend(estate->es_opened_result_relations, *rri);
 	MemoryContextSwitchTo(old);
 	return estate;
 }

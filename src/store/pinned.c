@@ -72,9 +72,9 @@ pin(int *nest, const char *name, const char *value)
 /*
  * DurablePinStatementSettings
  *		Pin the settings of durable's statements (above; the Citus ones
- *		when distributed, the scans when by_index) before one runs.  Returns the nest level to give
- *		DurableUnpinStatementSettings once it has, or -1 when nothing was
- *		changed.  When the statement fails, the abort of the transaction or
+ *		when distributed, the scans when by_index) before one runs.
+ *		Returns the nest level to give DurableUnpinStatementSettings once
+ *		it has, or -1 when nothing was changed.  When the statement fails, the abort of the transaction or
  *		subtransaction restores them.
  */
 int

@@ -302,7 +302,8 @@ typedef struct DurableKeyRead
 
 extern bool DurableReadByKey(DurableKeyRead *read, const Datum *keys,
 							 Datum *values, bool *isnull);
-extern DurableKeyRead *DurableKeyReadInPartition(DurableKeyRead *read, int32 partition);
+extern DurableKeyRead *DurableKeyReadInPartition(DurableKeyRead *read,
+												 int32 partition);
 extern DurableKeyRead *DurableKeyReadInReference(DurableKeyRead *read);
 
 /*
