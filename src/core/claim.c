@@ -351,6 +351,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 	Jsonb	   *pin = runs ? DurableVersionsRuns(runs) : NULL;
 	int32	   *order = NULL;
 	DurableNodeWalk walk;
+	bool		asked_a_node = false;
 	bool		rate_limited;
 
 	DurableQueueGet(queue, &settings);
@@ -405,6 +406,32 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 		bool		one_directly = stmt == &claim && wanted == 1 && runs == NULL &&
 			!rate_limited;
 
+		/*
+		 * The first other node's partitions, in one call there
+		 * (claim_node.c).  The call makes the node a writer of the
+		 * transaction, so the nodes after it are read first, as below.
+		 */
+		if (order && one_directly && !asked_a_node &&
+			!DurableClaimWalkHere(&walk, i) && DurableClaimInNodeReady())
+		{
+			DurableNodeClaim found;
+
+			i = DurableClaimInNode(&settings, &walk, i, args, store, desc, &found);
+			asked_a_node = true;
+			claimed += found.claimed;
+			for (int k = 0; k < found.nby_statement && claimed < batch; k++)
+			{
+				args[CLAIM_PARTITION] = Int32GetDatum(found.by_statement[k]);
+				args[CLAIM_BATCH] = Int32GetDatum(1);
+				res = DurableRun(&DurableClaimOneStatement, args, nulls,
+								 SPI_OK_UPDATE_RETURNING, 0);
+				DurableClaimPut(res, queue, now, store, desc);
+				claimed += (int) res.rows;
+			}
+			for (int k = 0; k < found.nexpired; k++)
+				DurableReconcilePartition(found.expired[k], NULL, now, wanted, NULL, NULL);
+			continue;
+		}
 		if (DurablePartitionPaused(&settings, partition))
 			continue;
 		args[CLAIM_PARTITION] = Int32GetDatum(partition);

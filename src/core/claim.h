@@ -127,6 +127,21 @@ extern const DurableColumn DurableClaimedColumns[DURABLE_CLAIMED_NCOLUMNS];
 extern void DurableClaimPut(DurableResult res, const char *queue, TimestampTz now,
 							Tuplestorestate *store, TupleDesc desc);
 
+/* claim_node.c: what a node found for a claim of its partitions */
+typedef struct DurableNodeClaim
+{
+	int			claimed;		/* tasks, 0 or 1 */
+	int32	   *expired;		/* partitions with expired leases */
+	int			nexpired;
+	int32	   *by_statement;	/* where the claim's statement must take */
+	int			nby_statement;
+} DurableNodeClaim;
+
+extern bool DurableClaimInNodeReady(void);
+extern int	DurableClaimInNode(const DurableQueue *settings, DurableNodeWalk *walk, int i,
+							   const Datum *args, Tuplestorestate *store, TupleDesc desc,
+							   DurableNodeClaim *found);
+
 /* claim_rate.c */
 extern int	DurableClaimRateLimited(bool limited, const Datum *args, const char *nulls,
 									int wanted, const char *queue, const char *worker,

@@ -812,6 +812,8 @@ extern int32 *DurableClaimOrder(const DurableQueue *settings, uint32 turn,
 extern bool DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition,
 							  Datum queue, Datum now, bool *ready, bool *expired);
 extern bool DurableClaimWalkHere(const DurableNodeWalk *walk, int i);
+extern bool DurableOnWalkNode(DurableNodeWalk *walk, int i, DurablePartFunction fn,
+							  void *arg);
 extern bool DurableExpiredHere(Datum partition, Datum now);
 extern void DurableHeartbeatBatchSharded(ArrayType *ids, ArrayType *fences,
 										 Interval *lease, int n, int64 *task_ids,
@@ -823,6 +825,7 @@ extern DurableStatement DurableClaimOneStatement;	/* claim.c */
 extern DurableStatement DurableTransitionStatement; /* move.c */
 extern DurableStatement DurableFinishStatement; /* move.c */
 extern DurableStatement DurableStreamAppendStatement;	/* stream.c */
+extern DurableStatement DurableClaimInNodeStatement;	/* claim_node.c */
 extern void DurableRunDelegated(const char *name, int32 partition,
 								ArrayType *sent, int expected,
 								Tuplestorestate *store, TupleDesc desc);

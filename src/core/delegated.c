@@ -20,6 +20,7 @@ static DurableStatement *const delegated_statements[] = {
 	&DurableTransitionStatement,
 	&DurableFinishStatement,
 	&DurableStreamAppendStatement,
+	&DurableClaimInNodeStatement,
 };
 
 /*
@@ -66,6 +67,11 @@ DurableRunDelegated(const char *name, int32 partition, ArrayType *sent,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("statement \"%s\" is of partition %d, not of its first value",
 					   name, partition));
+	if (stmt->run_here != NULL)
+	{
+		stmt->run_here(values, nulls, store, desc);
+		return;
+	}
 	res = DurableRunHere(stmt, values, nulls, expected);
 	for (uint64 row = 0; row < res.rows; row++)
 		tuplestore_puttuple(store, res.tuptable->vals[row]);

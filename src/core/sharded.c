@@ -151,38 +151,23 @@ run_probe(void *arg)
 }
 
 /*
- * DurableClaimProbe
- *		Read whether the i-th partition of a claim's walk (partition) has
- *		ready work in queue at now, and whether it has expired leases (on
- *		this node, looked for only where there is no ready work).  Returns
- *		false, reading nothing, for a node that is down: one that failed a
- *		moment ago, or whose connection fails now (class 08; any other
- *		error is raised).
+ * DurableOnWalkNode
+ *		Run fn(arg), statements on the node of the i-th partition of a
+ *		claim's walk, another node.  Returns false, running nothing, for a
+ *		node that is down: one that failed a moment ago, or whose connection
+ *		fails now (class 08; any other error is raised).
  */
 bool
-DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
-				  Datum now, bool *ready, bool *expired)
+DurableOnWalkNode(DurableNodeWalk *walk, int i, DurablePartFunction fn, void *arg)
 {
 	int32		group = walk->places[i].group;
 	ErrorData  *error;
-	Datum		probe[PROBE_NPARAMS];
-	ProbeRun	run = {.values = probe};
 
 	if (DurableNodeDown(group))
 		return false;
-	probe[PROBE_PARTITION] = partition;
-	probe[PROBE_QUEUE] = queue;
-	probe[PROBE_NOW] = now;
-	if (DurableClaimWalkHere(walk, i))
-	{
-		*ready = DurableRun(&probe_here_ready, probe, NULL,
-							SPI_OK_SELECT, 0).rows > 0;
-		*expired = !*ready && DurableExpiredHere(partition, now);
-		return true;
-	}
 	if (bms_is_member(group, walk->reached))
-		(void) run_probe(&run);
-	else if (DurableTry(run_probe, &run, NULL, &error))
+		(void) fn(arg);
+	else if (DurableTry(fn, arg, NULL, &error))
 		walk->reached = bms_add_member(walk->reached, group);
 	else
 	{
@@ -195,6 +180,35 @@ DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
 		FreeErrorData(error);
 		return false;
 	}
+	return true;
+}
+
+/*
+ * DurableClaimProbe
+ *		Read whether the i-th partition of a claim's walk (partition) has
+ *		ready work in queue at now, and whether it has expired leases (on
+ *		this node, looked for only where there is no ready work).  Returns
+ *		false, reading nothing, for a node that is down (DurableOnWalkNode).
+ */
+bool
+DurableClaimProbe(DurableNodeWalk *walk, int i, Datum partition, Datum queue,
+				  Datum now, bool *ready, bool *expired)
+{
+	Datum		probe[PROBE_NPARAMS];
+	ProbeRun	run = {.values = probe};
+
+	probe[PROBE_PARTITION] = partition;
+	probe[PROBE_QUEUE] = queue;
+	probe[PROBE_NOW] = now;
+	if (DurableClaimWalkHere(walk, i))
+	{
+		*ready = DurableRun(&probe_here_ready, probe, NULL,
+							SPI_OK_SELECT, 0).rows > 0;
+		*expired = !*ready && DurableExpiredHere(partition, now);
+		return true;
+	}
+	if (!DurableOnWalkNode(walk, i, run_probe, &run))
+		return false;
 	*ready = DurableGetBool(run.res, 0, PROBE_READY);
 	*expired = DurableGetBool(run.res, 0, PROBE_EXPIRED);
 	return true;

@@ -149,10 +149,11 @@ DurableResolveParameters(DurableStatement *stmt)
 		elog(ERROR, "statement \"%s\" of one partition must declare $partition, an int4, first",
 			 stmt->name);
 	/* every text first, so that an ERROR leaves the statement as declared */
-	sql = resolve_text(stmt, -1, stmt->sql);
+	sql = stmt->sql ? resolve_text(stmt, -1, stmt->sql) : NULL;
 	for (int k = 0; k < stmt->nsplit; k++)
 		split[k] = resolve_text(stmt, k, stmt->split[k].sql);
-	stmt->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	if (sql != NULL)
+		stmt->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	for (int k = 0; k < stmt->nsplit; k++)
 		stmt->split[k].sql = MemoryContextStrdup(TopMemoryContext, split[k]);
 	for (int i = 0; i < stmt->nargs; i++)

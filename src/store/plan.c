@@ -554,6 +554,9 @@ execute(DurableStatement *stmt, Datum *values, const char *nulls,
 
 		if (shard == 0 && elsewhere && tcount == 0 && DurableDelegable(stmt))
 			return execute_delegated(stmt, values, nulls, expected);
+		if (stmt->sql == NULL)
+			elog(ERROR, "statement \"%s\" runs only as a call on its partition's node",
+				 stmt->name);
 		/* in a shard here a statement runs whole, as on one server */
 		if (shard == 0 && stmt->nsplit > 0)
 			return execute_split(stmt, values, nulls, expected);

@@ -159,6 +159,14 @@ typedef struct DurableStatement
 	 */
 	bool		delegated;
 
+	/*
+	 * A delegated statement without text: on its partition's node this
+	 * function does its work, its values as the call sent them; the call
+	 * is the only way it runs (core/delegated.c).
+	 */
+	void		(*run_here) (Datum *values, const char *nulls,
+							 Tuplestorestate *store, TupleDesc desc);
+
 	/* kept by the plan cache, per backend */
 	bool		params_resolved;	/* texts rewritten with $n (params.c) */
 	SPIPlanPtr	plan;

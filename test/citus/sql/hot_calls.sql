@@ -227,7 +227,7 @@ SELECT durable_outbox_ack('hot', ARRAY[:message_id]::bigint[], :message_fence) A
 SELECT :remote_commands - :before AS remote_commands;
 -- one task enqueued, claimed and committed: each call's statement runs
 -- on the task's node as one call there (store/delegate.c): BEGIN, the
--- call, COMMIT; a claim first reads the partition
+-- call, COMMIT; a claim asks the first node in one call (claim_node.c)
 \set delegated_calls '(SELECT count(*) FROM pg_catalog.regexp_split_to_table(pg_catalog.pg_read_file(pg_catalog.current_setting(''data_directory'') || ''.log''), E''\\n'') l WHERE l ~ (''\\['' || pg_catalog.pg_backend_pid() || ''\\] .*NOTICE:  issuing .*durable\\.execute_in_partition''))'
 SELECT :remote_commands AS before, :delegated_calls AS calls_before \gset
 SELECT durable_enqueue('hot2', '{"one": 1}') AS t \gset
