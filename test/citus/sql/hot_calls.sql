@@ -321,3 +321,35 @@ FROM durable.retry_buckets WHERE queue_name = 'hot3';
 SELECT retry_tokens FROM durable.queues WHERE queue_name = 'hot3';
 SELECT durable_alter_queue('hot3', clear => ARRAY['retry_capacity']);
 SELECT count(*) AS buckets_left FROM durable.retry_buckets WHERE queue_name = 'hot3';
+
+-- a claim here asks the first worker of its walk for a task of all that
+-- worker's partitions in one call (claim_node.c), and reads the other's:
+-- whichever worker comes first, a paused partition is passed over, and a
+-- lease that expired where there is no ready work is reconciled
+SELECT durable_create_queue('hot5', partitions => 4, lease => '5 minutes');
+SELECT count(durable_enqueue('hot5', jsonb_build_object('n', i))) AS enqueued
+FROM generate_series(1, 8) i;
+CREATE TEMP TABLE hot5_partitions AS
+SELECT DISTINCT partition_key FROM durable.tasks WHERE queue_name = 'hot5';
+SELECT count(*) AS partitions, count(DISTINCT :node_of partition_key))) AS nodes
+FROM hot5_partitions;
+SELECT min(partition_key) AS open_partition FROM hot5_partitions \gset
+SELECT count(durable_pause('hot5', partition => partition_key)) AS paused
+FROM hot5_partitions WHERE partition_key <> :open_partition;
+SELECT count(*) AS open_tasks FROM durable.tasks
+WHERE queue_name = 'hot5' AND partition_key = :open_partition \gset
+CREATE TEMP TABLE hot5_claims AS
+SELECT c.task_id, c.fence FROM generate_series(1, 8) i CROSS JOIN LATERAL durable_claim('hot5', 'c5-' || i) c;
+SELECT count(*) = :open_tasks AS claimed_the_open_partitions_tasks,
+       bool_and(task_id & 32767 = :open_partition) AS from_it_alone
+FROM hot5_claims;
+-- (in the transaction that expires the lease, where no reconciler takes
+-- the row before the claim)
+SELECT task_id AS expired_task, fence AS expired_fence FROM hot5_claims ORDER BY task_id LIMIT 1 \gset
+BEGIN;
+UPDATE durable.live_tasks SET lease_until = now() - interval '1 hour'
+WHERE partition_key = :open_partition AND task_id = :expired_task;
+SELECT count(*) AS claimed FROM durable_claim('hot5', 'c5');
+SELECT state <> 'running' OR fence > :expired_fence AS reconciled
+FROM durable.tasks WHERE task_id = :expired_task;
+COMMIT;
