@@ -230,15 +230,36 @@ DurableNodeOrder(int32 *partitions, DurablePlacement *places, int n, uint32 turn
 	int32	   *given = palloc(sizeof(int32) * Max(n, 1));
 	DurablePlacement *given_places = palloc(sizeof(DurablePlacement) * Max(n, 1));
 	int32		local = DurableLocalGroup();
+	bool		present[NGROUPS] = {false};
+	int			slot[NGROUPS];
+	int			others = 0;
 
 	memcpy(given, partitions, sizeof(int32) * n);
 	memcpy(given_places, places, sizeof(DurablePlacement) * n);
+
+	/*
+	 * The other nodes turn among themselves: the one turn % others places
+	 * after the lowest group comes first.  (Adding turn to the group, as
+	 * until 0.9.0, left the lowest group first but for one turn in
+	 * NGROUPS: every claim from a node without work asked the same node.)
+	 */
+	for (int i = 0; i < n; i++)
+		if (places[i].group != local && places[i].group >= 0 && places[i].group < NGROUPS)
+			present[places[i].group] = true;
+	for (int g = 0; g < NGROUPS; g++)
+		if (present[g])
+			slot[g] = others++;
 	for (int i = 0; i < n; i++)
 	{
-		uint32		group = (uint32) places[i].group;
+		int32		group = places[i].group;
 
-		ranked[i].rank = places[i].group == local ? -1 :
-			(int) ((group + turn) % NGROUPS);
+		if (group == local)
+			ranked[i].rank = -1;
+		else if (group < 0 || group >= NGROUPS)
+			ranked[i].rank = NGROUPS + group;
+		else
+			ranked[i].rank = (int) (((uint32) slot[group] + (uint32) others -
+									 turn % (uint32) others) % (uint32) others);
 		ranked[i].shard = 0;
 		ranked[i].position = i;
 	}

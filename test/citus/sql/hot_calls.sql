@@ -353,3 +353,13 @@ SELECT count(*) AS claimed FROM durable_claim('hot5', 'c5');
 SELECT state <> 'running' OR fence > :expired_fence AS reconciled
 FROM durable.tasks WHERE task_id = :expired_task;
 COMMIT;
+
+-- claims here, where no partition is, spread over the nodes that have
+-- work: each asks first the node after the one the claim before it asked
+SELECT durable_create_queue('hot6', partitions => 4);
+SELECT count(durable_enqueue('hot6', jsonb_build_object('n', i))) AS enqueued
+FROM generate_series(1, 16) i;
+CREATE TEMP TABLE hot6_claims AS
+SELECT c.task_id FROM generate_series(1, 4) i CROSS JOIN LATERAL durable_claim('hot6', 'c6-' || i) c;
+SELECT count(*) AS claimed, count(DISTINCT :node_of (task_id & 32767)::int))) AS nodes
+FROM hot6_claims;
