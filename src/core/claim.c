@@ -417,7 +417,7 @@ DurableClaim(DurableClaimKind kind, const char *queue, const char *worker,
 			DurableNodeClaim found;
 
 			i = DurableClaimInNode(&settings, &walk, i, args, store, desc, &found);
-			asked_a_node = true;
+			asked_a_node = found.asked;
 			claimed += found.claimed;
 			for (int k = 0; k < found.nby_statement && claimed < batch; k++)
 			{

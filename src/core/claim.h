@@ -122,7 +122,17 @@ enum
 	"    " KEY_BUSY(where) " < $concurrency_limit)" \
 	"   ORDER BY " DURABLE_CLAIM_ORDER " LIMIT $batch"
 
-/* claimed.c */
+/* claimed.c; the columns' declarations, for results that begin with them */
+#define DURABLE_CLAIMED_COLUMNS \
+	[DURABLE_CLAIMED_TASK_ID] = {"task_id", INT8OID}, \
+	[DURABLE_CLAIMED_FENCE] = {"fence", INT8OID}, \
+	[DURABLE_CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID}, \
+	[DURABLE_CLAIMED_ATTEMPT] = {"attempt", INT4OID}, \
+	[DURABLE_CLAIMED_PAYLOAD] = {"payload", JSONBOID}, \
+	[DURABLE_CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID}, \
+	[DURABLE_CLAIMED_VERSIONS] = {"versions", JSONBOID}, \
+	[DURABLE_CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID}
+
 extern const DurableColumn DurableClaimedColumns[DURABLE_CLAIMED_NCOLUMNS];
 extern void DurableClaimPut(DurableResult res, const char *queue, TimestampTz now,
 							Tuplestorestate *store, TupleDesc desc);
@@ -130,6 +140,7 @@ extern void DurableClaimPut(DurableResult res, const char *queue, TimestampTz no
 /* claim_node.c: what a node found for a claim of its partitions */
 typedef struct DurableNodeClaim
 {
+	bool		asked;			/* the node was called (not all paused, not down) */
 	int			claimed;		/* tasks, 0 or 1 */
 	int32	   *expired;		/* partitions with expired leases */
 	int			nexpired;

@@ -62,14 +62,7 @@ static const DurableParam claim_in_node_params[NODE_NPARAMS] = {
 #define NODE_NCOLUMNS (DURABLE_CLAIMED_NCOLUMNS + 2)
 
 static const DurableColumn claim_in_node_columns[NODE_NCOLUMNS] = {
-	[DURABLE_CLAIMED_TASK_ID] = {"task_id", INT8OID},
-	[DURABLE_CLAIMED_FENCE] = {"fence", INT8OID},
-	[DURABLE_CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
-	[DURABLE_CLAIMED_ATTEMPT] = {"attempt", INT4OID},
-	[DURABLE_CLAIMED_PAYLOAD] = {"payload", JSONBOID},
-	[DURABLE_CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
-	[DURABLE_CLAIMED_VERSIONS] = {"versions", JSONBOID},
-	[DURABLE_CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	DURABLE_CLAIMED_COLUMNS,
 	[NODE_EXPIRED] = {"expired", INT4ARRAYOID},
 	[NODE_BY_STATEMENT] = {"by_statement", INT4ARRAYOID},
 };
@@ -251,8 +244,12 @@ DurableClaimInNode(const DurableQueue *settings, DurableNodeWalk *walk, int i,
 	values[NODE_PARTITIONS] = PointerGetDatum(construct_array(partitions, n, INT4OID,
 															  sizeof(int32), true,
 															  TYPALIGN_INT));
-	if (!DurableOnWalkNode(walk, i, call_node, &call) || call.res.rows != 1)
+	if (!DurableOnWalkNode(walk, i, call_node, &call))
 		return last;
+	if (call.res.rows != 1)
+		elog(ERROR, "statement \"%s\" returned " UINT64_FORMAT " rows, not one",
+			 DurableClaimInNodeStatement.name, call.res.rows);
+	found->asked = true;
 
 	heap_deform_tuple(DurableGetRow(call.res, 0), call.res.tuptable->tupdesc, row, isnull);
 	if (!isnull[DURABLE_CLAIMED_TASK_ID])

@@ -13,14 +13,7 @@
 
 /* the columns of durable_claim's result (core.h), then run_at */
 const DurableColumn DurableClaimedColumns[DURABLE_CLAIMED_NCOLUMNS] = {
-	[DURABLE_CLAIMED_TASK_ID] = {"task_id", INT8OID},
-	[DURABLE_CLAIMED_FENCE] = {"fence", INT8OID},
-	[DURABLE_CLAIMED_LEASE_UNTIL] = {"lease_until", TIMESTAMPTZOID},
-	[DURABLE_CLAIMED_ATTEMPT] = {"attempt", INT4OID},
-	[DURABLE_CLAIMED_PAYLOAD] = {"payload", JSONBOID},
-	[DURABLE_CLAIMED_CHECKPOINT] = {"checkpoint", JSONBOID},
-	[DURABLE_CLAIMED_VERSIONS] = {"versions", JSONBOID},
-	[DURABLE_CLAIMED_RUN_AT] = {"run_at", TIMESTAMPTZOID},
+	DURABLE_CLAIMED_COLUMNS
 };
 
 /*
