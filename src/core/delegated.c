@@ -6,7 +6,8 @@
  *
  * Only the statements listed here run for another node, each by the name
  * it carries, so that the call can run nothing else.  Each is of one
- * partition (by_partition) and is marked delegated where it is declared.
+ * partition (by_partition) and is marked delegated where it is declared;
+ * one without text (run_here) is C that runs on this node.
  *
  *-------------------------------------------------------------------------
  */

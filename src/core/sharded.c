@@ -6,12 +6,14 @@
  *	  worker's batch heartbeat, one statement per shard.
  *
  * A claim looks at the partitions of the node it runs on first, then node
- * by node (store/placement.c), and reads a partition before it locks rows
- * there (claim.c says why).  The first read on another node runs in a
- * subtransaction: when the connection to the node fails, the node is left
- * alone for a moment and the claim goes on with the others.  Citus sends
- * the savepoint to the nodes the transaction has reached, so only the
- * first read of a node is wrapped.
+ * by node (store/placement.c); it asks the first other node in one call
+ * (claim_node.c), and reads a partition of the nodes after it before it
+ * locks rows there (claim.c says why).  The first command to another node
+ * (that call, or a read) runs in a subtransaction: when the connection to
+ * the node fails, the node is left alone for a moment and the claim goes
+ * on with the others.  Citus sends the savepoint to the nodes the
+ * transaction has reached, so only the first command to a node is
+ * wrapped (DurableOnWalkNode).
  *
  * The single-server statement (claim.c's heartbeat_batch) joins the batch
  * to durable.live_tasks by an expression of the task id, which Citus
