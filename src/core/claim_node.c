@@ -81,12 +81,11 @@ DurableStatement DurableClaimInNodeStatement = {
 
 /*
  * claim_in_node_here
- *		The call on the node: the first task of the listed partitions whose
- *		shards are here, in their order, those of the partitions looked at
- *		before it that have expired leases, and those where the claim's
- *		statement must take the row (the caller runs it there).  A
- *		partition whose shard moved away since the caller placed it is
- *		passed over: the caller's next claim finds it where it is.
+ *		The call on the node: the first task of the listed partitions, in
+ *		their order, those of the partitions looked at before it that have
+ *		expired leases, and those the claim's statement must take from (the
+ *		caller runs it, through Citus): where take.c declines the table, or
+ *		where the shard moved away since the caller placed the partition.
  */
 static void
 claim_in_node_here(Datum *values, const char *nulls, Tuplestorestate *store,
@@ -125,7 +124,7 @@ claim_in_node_here(Datum *values, const char *nulls, Tuplestorestate *store,
 	{
 		int32		partition = DatumGetInt32(partitions[k]);
 
-		if (partition_nulls[k] || DurableEnterLocalShard(partition) == 0)
+		if (partition_nulls[k])
 			continue;
 		switch (DurableClaimOneDirectly(partition, values[NODE_QUEUE], now,
 										values[NODE_WORKER], values[NODE_LEASE],
