@@ -208,35 +208,48 @@ export class Worker {
    * made the pid up.  Through a session-mode one a connection keeps its
    * backend and two connections never share one; through a
    * transaction-mode one they do.  So: a second connection's backend, held
-   * in a transaction (a pooler hands out the backend used last first:
-   * ours); then ours again.  When the probe cannot tell (its connection
-   * refused, or waiting for a backend), the worker polls: that is right
-   * behind any pooler.
+   * in a transaction, right after ours was used (a pooler hands out the
+   * backend used last first: ours); then ours again.  Another client of
+   * the pooler may have released a backend in between, which the probe is
+   * then given instead: that tells nothing, so the probe tries again, a
+   * few times.  When the probe cannot tell (its connection refused, or
+   * waiting for a backend), the worker polls: that is right behind any
+   * pooler.
    */
   private async findPooler(client: pg.Client): Promise<{ pooled: boolean; why: string }> {
     const PID = 'SELECT pg_catalog.pg_backend_pid() AS pid';
+    const TRIES = 5;
     const pid = async (c: pg.Client) => (await c.query<{ pid: number }>(PID)).rows[0].pid;
-    const ours = await pid(client);
+    let ours = await pid(client);
     if ((client as { processID?: number }).processID === ours)
       return { pooled: false, why: `no pooler: backend ${ours} is the one the server gave at connect` };
     let probe: pg.Client | null = null;
     try {
-      let held: number;
       try {
         probe = await connect(this.options.connectionString, `${this.options.name} probe`, PROBE);
-        await probe.query('BEGIN');
-        held = await pid(probe);
       } catch (e) {
         return { pooled: true, why: `could not tell whether a transaction-mode pooler is in the way: `
           + `${(e as Error).message}; polling to be safe` };
       }
-      const again = held === ours ? ours : await pid(client);
-      await probe.query('COMMIT').catch(() => {}); // a pooler keeps a backend whose transaction ended
-      if (held === ours)
-        return { pooled: true, why: `a transaction-mode pooler: two connections shared backend ${ours}` };
-      return again === ours
-        ? { pooled: false, why: `no transaction-mode pooler: the connection kept backend ${ours}` }
-        : { pooled: true, why: `a transaction-mode pooler: the connection moved from backend ${ours} to ${again}` };
+      for (let attempt = 1; attempt <= TRIES; attempt++) {
+        let held: number;
+        if (attempt > 1)
+          ours = await pid(client);
+        try {
+          await probe.query('BEGIN');
+          held = await pid(probe);
+        } catch (e) {
+          return { pooled: true, why: `could not tell whether a transaction-mode pooler is in the way: `
+            + `${(e as Error).message}; polling to be safe` };
+        }
+        const again = held === ours ? ours : await pid(client);
+        await probe.query('COMMIT').catch(() => {}); // a pooler keeps a backend whose transaction ended
+        if (held === ours)
+          return { pooled: true, why: `a transaction-mode pooler: two connections shared backend ${ours}` };
+        if (again !== ours)
+          return { pooled: true, why: `a transaction-mode pooler: the connection moved from backend ${ours} to ${again}` };
+      }
+      return { pooled: false, why: `no transaction-mode pooler: the connection kept backend ${ours}` };
     } finally {
       await probe?.end().catch(() => {});
     }
