@@ -363,3 +363,36 @@ CREATE TEMP TABLE hot6_claims AS
 SELECT c.task_id FROM generate_series(1, 4) i CROSS JOIN LATERAL durable_claim('hot6', 'c6-' || i) c;
 SELECT count(*) AS claimed, count(DISTINCT :node_of (task_id & 32767)::int))) AS nodes
 FROM hot6_claims;
+
+-- where the other node's access methods may not take a partition's task
+-- (its shard has a trigger: take.c), the node's call hands the partition
+-- back and the claim takes there by statement, the trigger firing: a
+-- worker whose own partitions are empty asks the other worker, the only
+-- one with work
+SELECT durable_create_queue('hot7', partitions => 4);
+SELECT nodeport AS worker2 FROM pg_dist_node WHERE groupid = 2 \gset
+CREATE FUNCTION public.hot7_mark() RETURNS trigger LANGUAGE plpgsql
+AS $$BEGIN NEW.progress := 'by statement'; RETURN NEW; END$$;
+SELECT bool_and(success) AS triggers_made
+FROM run_command_on_shards('durable.live_tasks',
+  $$CREATE TRIGGER hot7_mark BEFORE UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION public.hot7_mark()$$);
+\c postgres - 127.0.0.1 :worker2
+SELECT count(durable_enqueue('hot7', jsonb_build_object('n', i))) AS enqueued
+FROM generate_series(1, 2) i;
+\c postgres - 127.0.0.1 :worker1
+\set VERBOSITY terse
+SELECT count(*) AS claimed, max(task_id) AS by_statement_task FROM durable_claim('hot7', 'c7') \gset
+SELECT :claimed AS claimed, progress = 'by statement' AS by_statement
+FROM durable.tasks WHERE task_id = :by_statement_task;
+SELECT :node_of (:by_statement_task & 32767)::int)) = 2 AS on_the_other_worker;
+\c postgres - 127.0.0.1 :coordinator
+SET client_min_messages = warning;
+\set VERBOSITY terse
+SELECT bool_and(success) AS triggers_dropped
+FROM run_command_on_shards('durable.live_tasks', $$DROP TRIGGER hot7_mark ON %s$$);
+DROP FUNCTION public.hot7_mark();
+\c postgres - 127.0.0.1 :worker1
+\set VERBOSITY terse
+SELECT count(*) AS claimed, max(task_id) AS direct_task FROM durable_claim('hot7', 'c7') \gset
+SELECT :claimed AS claimed, progress IS NULL AS directly FROM durable.tasks WHERE task_id = :direct_task;
+\c postgres - 127.0.0.1 :coordinator
