@@ -393,6 +393,7 @@ FROM run_command_on_shards('durable.live_tasks', $$DROP TRIGGER hot7_mark ON %s$
 DROP FUNCTION public.hot7_mark();
 \c postgres - 127.0.0.1 :worker1
 \set VERBOSITY terse
+-- (without the triggers, the other task is taken as before)
 SELECT count(*) AS claimed, max(task_id) AS direct_task FROM durable_claim('hot7', 'c7') \gset
-SELECT :claimed AS claimed, progress IS NULL AS directly FROM durable.tasks WHERE task_id = :direct_task;
+SELECT :claimed AS claimed, progress IS NULL AS unmarked FROM durable.tasks WHERE task_id = :direct_task;
 \c postgres - 127.0.0.1 :coordinator
